@@ -1,0 +1,26 @@
+# The whole build vocabulary. Each target installs what is missing first (idempotent, quick when done).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: setup setup-browser demo test test-fast bench clean
+
+setup:
+	@scripts/setup.sh
+
+setup-browser:
+	@WITH_BROWSER=1 scripts/setup.sh
+
+demo: setup
+	$(PY) -m workbench.demo
+
+test: setup-browser
+	$(PY) -m pytest -n 2 --durations=25
+
+test-fast: setup
+	$(PY) -m pytest -n 2 -m "not slow and not browser"
+
+bench: setup
+	@for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,100 @@
+"""The one protocol every model backend speaks.
+
+The agent works in token space: it asks the policy to encode the opening chat (system + user),
+then appends the exact sampled completion ids and the encoded observation ids turn after turn.
+Nothing is ever re-tokenized, so what training sees is what was sampled.
+
+    policy = TransformersPolicy("runs/tiny-model")
+    ids = policy.codec.chat([{"role": "system", "content": ...}, {"role": "user", "content": q}])
+    [out] = await policy.generate([ids], SamplingParams(max_new_tokens=256, stop=["</code>"]))
+    out.text, out.token_ids, out.logprobs, out.finish_reason
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+
+@dataclass
+class SamplingParams:
+    max_new_tokens: int = 512
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0  # 0 = off
+    stop: list[str] = field(default_factory=list)  # generation ends after the first stop string
+    seed: int | None = None
+
+
+@dataclass
+class Completion:
+    """One generated continuation."""
+
+    text: str
+    token_ids: list[int]
+    logprobs: list[float] | None = None  # one per token in token_ids, None where unavailable
+    finish_reason: str = "stop"  # "stop" (a stop string) | "eos" | "length" | "error"
+
+
+@runtime_checkable
+class Codec(Protocol):
+    """Turns text into the policy's token ids and back. `chat` renders the opening messages."""
+
+    def chat(self, messages: Sequence[dict[str, str]]) -> list[int]: ...
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+    @property
+    def eos_token_id(self) -> int | None: ...
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """A model backend. `generate` takes a batch of prompts (token ids) and returns one
+    `Completion` per prompt, in order."""
+
+    name: str
+    codec: Codec
+
+    async def generate(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]: ...
+
+    def describe(self) -> dict[str, Any]:
+        """What produced a trajectory: backend, model path/URL, checkpoint; stored in lineage."""
+        ...
+
+
+class ByteCodec:
+    """A tokenizer-free codec: one token per UTF-8 byte (ids 0–255), EOS = 256.
+
+    Exact and invertible, so scripted policies get true token counts and budgets without a model.
+    """
+
+    eos_token_id: int | None = 256
+
+    def chat(self, messages: Sequence[dict[str, str]]) -> list[int]:
+        text = "".join(f"<|{m['role']}|>\n{m['content']}\n" for m in messages) + "<|assistant|>\n"
+        return self.encode(text)
+
+    def encode(self, text: str) -> list[int]:
+        return list(text.encode("utf-8"))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return bytes(i for i in ids if 0 <= i < 256).decode("utf-8", errors="replace")
+
+
+def truncate_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
+    """Cut `text` just after the earliest stop string. Returns (text, whether a stop was hit)."""
+    best = -1
+    best_stop = ""
+    for s in stop:
+        i = text.find(s)
+        if i != -1 and (best == -1 or i < best):
+            best, best_stop = i, s
+    if best == -1:
+        return text, False
+    return text[: best + len(best_stop)], True
+
+
+__all__ = ["ByteCodec", "Codec", "Completion", "Policy", "SamplingParams", "truncate_at_stop"]
