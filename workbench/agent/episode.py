@@ -1,0 +1,142 @@
+"""One NB-Agent episode: Think → Code → Observe in a sandboxed kernel, until an end condition.
+
+`run_episode` is the whole loop on one screen. It never raises for an episode-level failure: kernel
+death, a policy error or anything unexpected ends the trajectory with a termination reason.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.agent.config import AgentConfig
+from workbench.agent.context import ContextWatcher
+from workbench.agent.parsing import parse_turn
+from workbench.agent.prompts import render
+from workbench.policies.base import Policy, SamplingParams
+from workbench.trajectory import Step, Task, Trajectory
+
+STOP = ["</code>"]
+NO_CODE_NOTE = "No code ran: write your code inside <code> ... </code>."
+
+
+@dataclass
+class EpisodeEnv:
+    """What one episode runs against: a started kernel and its rollout's tool gateway."""
+
+    kernel: Any  # workbench.kernel.AsyncKernel
+    gateway: Any  # workbench.tools.ToolGateway
+    tools_text: str  # tool signatures and docs, rendered for the system prompt
+    notepad_api: str
+
+
+def opening_messages(task: Task, env: EpisodeEnv, config: AgentConfig) -> list[dict[str, str]]:
+    budget = config.token_budget or config.max_context_tokens
+    system = render("system", max_steps=config.max_steps, max_tokens=budget, tools=env.tools_text,
+                    notepad_api=env.notepad_api)
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": render("task", question=task.question)}]
+
+
+async def run_episode(task: Task, policy: Policy, env: EpisodeEnv, config: AgentConfig, *,
+                      trajectory: Trajectory | None = None, seed: int | None = None) -> Trajectory:
+    """Run one episode of `task` and return its trajectory (never raises for episode failures)."""
+    traj = trajectory or Trajectory(task=task)
+    traj.lineage.setdefault("policy", policy.describe())
+    try:
+        await _loop(traj, policy, env, config, seed)
+    except Exception as exc:  # an episode failure must never end the batch
+        traj.termination, traj.error = "error", "".join(traceback.format_exception(exc))[-4000:]
+    traj.ended_at = time.time()
+    return traj
+
+
+async def _loop(traj: Trajectory, policy: Policy, env: EpisodeEnv, config: AgentConfig,
+                seed: int | None) -> None:
+    codec = policy.codec
+    started = time.monotonic()
+    messages = opening_messages(traj.task, env, config)
+    ctx = ContextWatcher(codec.chat(messages), config.max_context_tokens, config.max_new_tokens, config.trim)
+    generated = 0
+    prompt_ids: list[int] | None = ctx.context_ids
+    notepad_text = ""
+
+    def hard_opening() -> list[int]:
+        trimmed = render("trimmed", question=traj.task.question, notepad=notepad_text or "(empty)")
+        return codec.chat([messages[0], {"role": "user", "content": trimmed}])
+
+    for index in range(config.max_steps):
+        if time.monotonic() - started > config.wall_clock_s:
+            traj.termination = "wall_clock"
+            return
+        budget_left = None if config.token_budget is None else config.token_budget - generated
+        if budget_left is not None and budget_left <= 0:
+            traj.termination = "token_budget"
+            return
+        min_new = min(config.max_new_tokens, 16)
+        if ctx.needs_trim(min_new):
+            if not ctx.trim_to_fit(min_new, hard_opening):
+                traj.termination = "token_budget"
+                return
+            prompt_ids = ctx.context_ids
+        max_new = ctx.room_for_generation()
+        if budget_left is not None:
+            max_new = min(max_new, budget_left)
+        params = SamplingParams(max_new_tokens=max_new, temperature=config.temperature, top_p=config.top_p,
+                                top_k=config.top_k, stop=STOP,
+                                seed=None if seed is None else seed * 1009 + index)
+
+        t0 = time.monotonic()
+        try:
+            [out] = await policy.generate([ctx.context_ids], params)
+        except Exception as exc:
+            traj.termination, traj.error = "policy_error", f"{type(exc).__name__}: {exc}"
+            return
+        generated += len(out.token_ids)
+        parsed = parse_turn(out.text)
+        step = Step(index=index, raw=out.text, think=parsed.think, code=parsed.code,
+                    format_flags=parsed.flags, prompt_ids=prompt_ids, completion_ids=list(out.token_ids),
+                    logprobs=out.logprobs, finish_reason=out.finish_reason,
+                    generate_s=time.monotonic() - t0, context_tokens=len(ctx))
+        prompt_ids = None
+        traj.steps.append(step)
+
+        if parsed.code is not None:
+            t1 = time.monotonic()
+            remaining = max(1.0, config.wall_clock_s - (time.monotonic() - started))
+            obs = await env.kernel.execute(parsed.code, timeout=min(config.exec_timeout_s, remaining))
+            step.execute_s = time.monotonic() - t1
+            step.observation = obs.to_dict()
+            output = obs.text
+        else:
+            obs, output = None, NO_CODE_NOTE
+        step.tool_calls = env.gateway.take_calls()
+        step.notepad = env.gateway.notepad_snapshot() or {}
+        notepad_text = env.gateway.notepad_text() if config.show_notepad else ""
+
+        if env.gateway.final_answer is not None:
+            traj.final_answer = env.gateway.final_answer
+            step.observation_text = output
+            traj.termination = "submitted"
+            return
+        if obs is not None and obs.kernel_died:
+            step.observation_text = output
+            traj.termination, traj.error = "kernel_died", obs.error_value or "kernel died"
+            return
+        if parsed.code is None and out.finish_reason == "eos":
+            step.observation_text = output
+            traj.termination = "no_code"
+            return
+
+        steps_left = config.max_steps - index - 1
+        tokens_left = (ctx.max_context_tokens - len(ctx) if budget_left is None else budget_left) - len(out.token_ids)
+        step.observation_text = render("observation", output=output, notepad=notepad_text,
+                                       steps_left=steps_left, tokens_left=max(0, tokens_left))
+        step.observation_ids = codec.encode(step.observation_text)
+        ctx.append(step.completion_ids, step.observation_ids)
+    traj.termination = "max_steps"
+
+
+__all__ = ["EpisodeEnv", "opening_messages", "run_episode"]
