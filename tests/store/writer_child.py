@@ -1,0 +1,26 @@
+"""A writer process for the crash and concurrency tests: writes trajectories in a loop and prints
+each id to stdout only after `Store.write` has returned (i.e. committed)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest import make_trajectory  # noqa: E402
+
+from workbench.store import Store  # noqa: E402
+
+
+def main(run_dir: str, start: int, count: int) -> None:
+    store = Store(run_dir)
+    for i in range(start, start + count):
+        traj = make_trajectory(i, steps=1 + i % 6, hops=i % 4, reward=(i % 5) / 4)
+        store.write(traj)
+        store.log_metrics("run-a", i, {"loss": 1.0 / (i + 1), "reward_mean": (i % 5) / 4})
+        print(traj.id, flush=True)
+    store.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))

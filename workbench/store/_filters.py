@@ -1,0 +1,52 @@
+"""Turn `Store.query` / `iter_trajectories` keyword filters into one SQL WHERE clause."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.errors import ConfigError
+
+# Summary columns `Store.query` returns (SQL name, in order); `rewards` is decoded to a dict.
+SUMMARY_COLUMNS = ("id", "run_id", "role", "task_id", "question", "hops", "termination", "reward",
+                   "rewards", "reward_spec", "num_steps", "num_tool_calls", "final_answer", "error",
+                   "policy", "origin_id", "parent_id", "started_at", "ended_at")
+_SQL_NAMES = {"rewards": "rewards_json AS rewards"}
+SUMMARY_SELECT = ", ".join(_SQL_NAMES.get(c, c) for c in SUMMARY_COLUMNS)
+
+# filter name -> (column, operator); list values turn "=" into "IN".
+_FILTERS = {
+    "run": ("run_id", "="), "role": ("role", "="), "termination": ("termination", "="),
+    "hops": ("hops", "="), "policy": ("policy", "="), "task_id": ("task_id", "="),
+    "origin": ("origin_id", "="), "min_reward": ("reward", ">="), "max_reward": ("reward", "<="),
+}
+FILTER_NAMES = (*_FILTERS, "limit")
+
+
+def where(filters: dict[str, Any]) -> tuple[str, list[Any]]:
+    """`(sql, params)` for the filters: a WHERE clause, ORDER BY and LIMIT. None means no filter."""
+    unknown = sorted(set(filters) - set(FILTER_NAMES))
+    if unknown:
+        raise ConfigError(f"unknown trajectory filter(s) {unknown}; use any of {list(FILTER_NAMES)}")
+    clauses: list[str] = []
+    params: list[Any] = []
+    for name, (column, op) in _FILTERS.items():
+        value = filters.get(name)
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple, set, frozenset)):
+            if op != "=":
+                raise ConfigError(f"{name} takes one number, not a list")
+            values = list(value)
+            clauses.append(f"{column} IN ({', '.join('?' * len(values))})")
+            params += values
+        else:
+            clauses.append(f"{column} {op} ?")
+            params.append(value)
+    sql = ("WHERE " + " AND ".join(clauses) + " " if clauses else "") + "ORDER BY started_at, rowid"
+    limit = filters.get("limit")
+    if limit is not None:
+        if not isinstance(limit, int) or limit < 0:
+            raise ConfigError(f"limit must be a non-negative int, got {limit!r}")
+        sql += " LIMIT ?"
+        params.append(limit)
+    return sql, params

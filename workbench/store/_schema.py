@@ -1,0 +1,142 @@
+"""The store's SQLite schema, connection settings and version check.
+
+Durability: WAL with `synchronous=FULL`. WAL alone already survives a killed writer (a commit is
+in the WAL once `COMMIT` returns, and an unfinished one is ignored on recovery); FULL adds an
+fsync of the WAL per commit, so a committed trajectory also survives power loss or an OS crash.
+A trajectory costs seconds of model time and the fsync about a millisecond (see
+`bench/bench_store.py`), so the insurance is cheap. Pass `synchronous="NORMAL"` to trade it away.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+from workbench.errors import SchemaVersionError, StoreError
+
+STORE_SCHEMA_VERSION = 1
+DB_NAME = "trajectories.sqlite"
+BUSY_TIMEOUT_MS = 30_000
+
+DDL = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS trajectories (
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL DEFAULT '',
+    role TEXT NOT NULL DEFAULT '',
+    task_id TEXT,
+    question TEXT,
+    hops INTEGER,
+    termination TEXT,
+    reward REAL,
+    rewards_json TEXT NOT NULL DEFAULT '{}',
+    reward_spec TEXT,
+    num_steps INTEGER NOT NULL DEFAULT 0,
+    num_tool_calls INTEGER NOT NULL DEFAULT 0,
+    final_answer TEXT,
+    error TEXT,
+    policy TEXT,
+    origin_id TEXT,
+    parent_id TEXT,
+    started_at REAL,
+    ended_at REAL,
+    written_at REAL NOT NULL,
+    schema_version INTEGER NOT NULL,
+    codec TEXT NOT NULL,
+    data BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS trajectories_run ON trajectories(run_id, role);
+CREATE INDEX IF NOT EXISTS trajectories_origin ON trajectories(origin_id);
+CREATE INDEX IF NOT EXISTS trajectories_parent ON trajectories(parent_id);
+CREATE INDEX IF NOT EXISTS trajectories_reward ON trajectories(reward);
+CREATE TABLE IF NOT EXISTS rewards_history (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    trajectory_id TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
+    spec_name TEXT,
+    spec_json TEXT,
+    rewards_json TEXT NOT NULL,
+    total REAL,
+    created_at REAL NOT NULL,
+    author TEXT,
+    reason TEXT,
+    provenance_json TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS rewards_history_traj ON rewards_history(trajectory_id, seq);
+CREATE TABLE IF NOT EXISTS metrics (
+    run_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    value REAL,
+    time REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run_id, name, step);
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    trajectory_id TEXT,
+    payload_json TEXT NOT NULL DEFAULT '{}',
+    time REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_run ON events(run_id, kind, seq);
+"""
+
+
+def connect(path: Path, *, readonly: bool, synchronous: str) -> sqlite3.Connection:
+    """Open one connection with the store's settings (one per thread; see `Store`)."""
+    if readonly:
+        if not path.exists():
+            raise StoreError(f"no store at {path}; pass a run directory that a run has written to, "
+                             "or open it with Store(run_dir) to create one")
+        uri = f"{path.resolve().as_uri()}?mode=ro"
+        # A WAL reader needs a -shm file it can create or share. With no -wal file there is no
+        # live writer, so in a directory we cannot write (a read-only mount, another user's run)
+        # the file is safe to open as immutable.
+        if not path.with_name(path.name + "-wal").exists() and not os.access(path.parent, os.W_OK):
+            uri += "&immutable=1"
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
+                               isolation_level=None)  # autocommit; we issue BEGIN/COMMIT ourselves
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if not readonly:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode.lower() != "wal":
+                raise StoreError(f"{path}: SQLite refused WAL mode (got {mode!r}); put the run "
+                                 "directory on a local filesystem (WAL needs shared memory)")
+            conn.execute(f"PRAGMA synchronous = {synchronous}")
+            conn.execute("PRAGMA foreign_keys = ON")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise StoreError(f"{path} is not a readable workbench store ({exc}); check the path") from exc
+    return conn
+
+
+def ensure_schema(conn: sqlite3.Connection, path: Path, *, readonly: bool) -> None:
+    """Create the tables on first use; refuse a store written by a newer workbench."""
+    try:
+        if not readonly:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in DDL.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                             (str(STORE_SCHEMA_VERSION),))
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('created_at', ?)", (str(time.time()),))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path} is not a workbench store ({exc}); check the path") from exc
+    version = int(row[0]) if row else 0
+    if version > STORE_SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{path} has store schema v{version}, newer than this workbench's v{STORE_SCHEMA_VERSION}; "
+            "upgrade workbench (pip install -U workbench) to open it")

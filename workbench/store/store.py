@@ -1,0 +1,357 @@
+"""`Store`: the crash-safe SQLite trajectory store every layer writes to and notebooks read.
+
+    with Store("runs/demo") as store:
+        store.write(traj)                         # committed when it returns
+        df = store.query(role="solver", min_reward=0.5)
+        store.record_rewards(traj.id, {"total": 1.0}, spec_name="f1", provenance={"author": "me"})
+
+    live = Store.open_readonly("runs/demo")       # from a notebook while the run writes
+
+Each trajectory is one row: summary columns for queries plus the full `Trajectory.to_dict()` as
+zlib-compressed JSON. Rewards live in their own columns and are authoritative: `record_rewards`
+updates them (and appends to `rewards_history`) without rewriting the blob, and `get` overlays
+them. One SQLite connection per thread, so a writer thread and reader threads can share a Store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+import zlib
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from workbench.errors import StoreError
+from workbench.store import _schema
+from workbench.store._filters import SUMMARY_COLUMNS, SUMMARY_SELECT, where
+from workbench.trajectory import Trajectory
+
+if TYPE_CHECKING:
+    import datasets
+    import pandas as pd
+
+ZLIB_LEVEL = 6  # see bench/bench_store.py: ~5-10x smaller than raw JSON at a few % of write time
+
+
+def encode(traj: Trajectory) -> bytes:
+    return zlib.compress(json.dumps(traj.to_dict(), separators=(",", ":")).encode(), ZLIB_LEVEL)
+
+
+def decode(codec: str, blob: bytes) -> dict[str, Any]:
+    if codec == "zlib-json":
+        return json.loads(zlib.decompress(blob))
+    if codec == "json":
+        return json.loads(blob)
+    raise StoreError(f"unknown trajectory codec {codec!r}; upgrade workbench to read this store")
+
+
+class Store:
+    """A run's trajectories, rewards history, metrics and events in `<run_dir>/trajectories.sqlite`."""
+
+    def __init__(self, run_dir: str | os.PathLike[str], *, synchronous: str = "FULL",
+                 _readonly: bool = False) -> None:
+        if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
+            raise StoreError(f"synchronous={synchronous!r}; use 'FULL' (default) or 'NORMAL'")
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / _schema.DB_NAME
+        self.readonly = _readonly
+        self._synchronous = synchronous.upper()
+        self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        _schema.ensure_schema(self._conn(), self.path, readonly=self.readonly)
+
+    @classmethod
+    def open_readonly(cls, run_dir: str | os.PathLike[str]) -> "Store":
+        """Open for reading only (`mode=ro`): safe from a notebook while a run is writing."""
+        return cls(run_dir, _readonly=True)
+
+    # -- connections -----------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreError(f"store {self.path} is closed; open a new Store(run_dir)")
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = _schema.connect(self.path, readonly=self.readonly, synchronous=self._synchronous)
+            self._local.conn = conn
+            with self._lock:
+                self._conns.append(conn)
+        return conn
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        if self.readonly:
+            raise StoreError(f"store {self.path} was opened read-only; open Store(run_dir) to write")
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close every connection this Store opened (in any thread)."""
+        with self._lock:
+            for conn in self._conns:
+                conn.close()
+            self._conns.clear()
+            self._closed = True
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return self._conn().execute("SELECT COUNT(*) FROM trajectories").fetchone()[0]
+
+    def __repr__(self) -> str:
+        mode = "read-only" if self.readonly else "read-write"
+        return f"Store({str(self.run_dir)!r}, {mode})"
+
+    # -- trajectories ----------------------------------------------------------------------
+    def write(self, traj: Trajectory) -> None:
+        """Insert or replace one trajectory in its own transaction; durable when this returns."""
+        self.write_many([traj])
+
+    def write_many(self, trajs: Iterable[Trajectory]) -> int:
+        """Write several trajectories in one transaction (all or none). Returns how many."""
+        rows = [_row(t) for t in trajs]
+        now = time.time()
+        with self._transaction() as conn:
+            for row in rows:
+                before = conn.execute("SELECT rewards_json, reward_spec FROM trajectories WHERE id = ?",
+                                      (row["id"],)).fetchone()
+                conn.execute(_UPSERT, row)
+                # History records each new reward assignment, not every re-write of the same one.
+                if row["rewards_json"] != "{}" and before != (row["rewards_json"], row["reward_spec"]):
+                    conn.execute(_HISTORY_INSERT, (row["id"], row["reward_spec"], None,
+                                                   row["rewards_json"], row["reward"], now,
+                                                   "rollout", "written with the trajectory", "{}"))
+        return len(rows)
+
+    def get(self, traj_id: str) -> Trajectory:
+        row = self._conn().execute(f"SELECT {_BLOB_COLUMNS} FROM trajectories WHERE id = ?",
+                                   (traj_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no trajectory {traj_id!r} in {self.path}; list ids with "
+                             "store.query() or resolve a prefix with store.resolve_id()")
+        return _from_row(row)
+
+    def __contains__(self, traj_id: object) -> bool:
+        return self._conn().execute("SELECT 1 FROM trajectories WHERE id = ?",
+                                    (traj_id,)).fetchone() is not None
+
+    def resolve_id(self, prefix: str) -> str:
+        """The full id of the one trajectory whose id starts with `prefix`."""
+        rows = self._conn().execute("SELECT id FROM trajectories WHERE id >= ? AND id < ? LIMIT 2",
+                                    (prefix, prefix + "\U0010ffff")).fetchall()
+        if not rows:
+            raise StoreError(f"no trajectory id starts with {prefix!r} in {self.path}")
+        if len(rows) > 1:
+            raise StoreError(f"id prefix {prefix!r} is ambiguous in {self.path}; give more characters")
+        return rows[0][0]
+
+    def iter_trajectories(self, **filters: Any) -> Iterator[Trajectory]:
+        """Yield full trajectories matching the `query` filters, oldest first (streamed)."""
+        clause, params = where(filters)
+        cursor = self._conn().execute(f"SELECT {_BLOB_COLUMNS} FROM trajectories {clause}", params)
+        for row in cursor:
+            yield _from_row(row)
+
+    def query(self, run: str | None = None, role: str | None = None, min_reward: float | None = None,
+              max_reward: float | None = None, termination: str | list[str] | None = None,
+              hops: int | list[int] | None = None, policy: str | None = None,
+              limit: int | None = None, **filters: Any) -> "pd.DataFrame":
+        """Summary rows (no blobs) as a DataFrame; `rewards` is a dict column.
+
+        Extra filters: `task_id`, `origin` (trajectories whose origin is that id). Lists match any.
+        """
+        import pandas as pd
+
+        filters.update(run=run, role=role, min_reward=min_reward, max_reward=max_reward,
+                       termination=termination, hops=hops, policy=policy, limit=limit)
+        clause, params = where(filters)
+        cursor = self._conn().execute(f"SELECT {SUMMARY_SELECT} FROM trajectories {clause}", params)
+        df = pd.DataFrame(cursor.fetchall(), columns=list(SUMMARY_COLUMNS))
+        df["rewards"] = [json.loads(r) for r in df["rewards"]]
+        df["hops"] = df["hops"].astype("Int64")
+        df["reward"] = df["reward"].astype("float64")
+        return df
+
+    # -- lineage ---------------------------------------------------------------------------
+    def children(self, traj_id: str) -> list[Trajectory]:
+        """Trajectories whose lineage names `traj_id` as origin or parent (e.g. a proposer's
+        question → its solver attempts)."""
+        rows = self._conn().execute(
+            f"SELECT {_BLOB_COLUMNS} FROM trajectories WHERE origin_id = ? OR parent_id = ? "
+            "ORDER BY started_at, rowid", (traj_id, traj_id)).fetchall()
+        return [_from_row(r) for r in rows]
+
+    def origin(self, traj_id: str) -> Trajectory | None:
+        """The trajectory `traj_id` came from (`lineage["origin"]`, else `"parent"`), if stored."""
+        row = self._conn().execute("SELECT COALESCE(origin_id, parent_id) FROM trajectories "
+                                   "WHERE id = ?", (traj_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no trajectory {traj_id!r} in {self.path}")
+        return self.get(row[0]) if row[0] and row[0] in self else None
+
+    # -- rewards ---------------------------------------------------------------------------
+    def record_rewards(self, traj_id: str, rewards: dict[str, float], spec_name: str,
+                       spec_json: str | dict[str, Any] | None = None,
+                       provenance: dict[str, Any] | None = None) -> None:
+        """Make `rewards` the trajectory's current rewards and append them to its history.
+
+        `provenance` is e.g. {"author": "alice", "reason": "f1 instead of EM"}; other keys kept."""
+        prov = dict(provenance or {})
+        if not isinstance(spec_json, (str, type(None))):
+            spec_json = json.dumps(spec_json, sort_keys=True, default=str)
+        rewards_json = json.dumps({k: float(v) for k, v in rewards.items()})
+        total = rewards.get("total")
+        with self._transaction() as conn:
+            cur = conn.execute("UPDATE trajectories SET reward = ?, rewards_json = ?, reward_spec = ? "
+                               "WHERE id = ?", (total, rewards_json, spec_name, traj_id))
+            if cur.rowcount == 0:
+                raise StoreError(f"no trajectory {traj_id!r} in {self.path}; write it before "
+                                 "recording rewards")
+            conn.execute(_HISTORY_INSERT, (traj_id, spec_name, spec_json, rewards_json, total,
+                                           time.time(), prov.pop("author", None),
+                                           prov.pop("reason", None), json.dumps(prov, default=str)))
+
+    def reward_history(self, traj_id: str) -> "pd.DataFrame":
+        """Every reward assignment of a trajectory, oldest first."""
+        import pandas as pd
+
+        cols = ["trajectory_id", "spec_name", "spec_json", "rewards", "total", "created_at",
+                "author", "reason", "provenance"]
+        rows = self._conn().execute(
+            "SELECT trajectory_id, spec_name, spec_json, rewards_json, total, created_at, author, "
+            "reason, provenance_json FROM rewards_history WHERE trajectory_id = ? ORDER BY seq",
+            (traj_id,)).fetchall()
+        df = pd.DataFrame(rows, columns=cols)
+        df["rewards"] = [json.loads(r) for r in df["rewards"]]
+        df["provenance"] = [json.loads(r) for r in df["provenance"]]
+        return df
+
+    # -- metrics and events ----------------------------------------------------------------
+    def log_metrics(self, run_id: str, step: int, values: dict[str, float],
+                    time_s: float | None = None) -> None:
+        """Append one training step's metrics (one transaction)."""
+        now = time.time() if time_s is None else time_s
+        rows = [(run_id, int(step), str(k), None if v is None else float(v), now)
+                for k, v in values.items()]
+        with self._transaction() as conn:
+            conn.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?)", rows)
+
+    def metrics(self, run_id: str | None = None, name: str | None = None) -> "pd.DataFrame":
+        """Long-format metrics (run_id, step, name, value, time); pivot with
+        `df.pivot_table(index="step", columns="name", values="value")`."""
+        import pandas as pd
+
+        clause, params = _simple_where(run_id=run_id, name=name)
+        rows = self._conn().execute(f"SELECT run_id, step, name, value, time FROM metrics {clause} "
+                                    "ORDER BY run_id, step, rowid", params).fetchall()
+        return pd.DataFrame(rows, columns=["run_id", "step", "name", "value", "time"])
+
+    def log_event(self, run_id: str, kind: str, payload: dict[str, Any] | None = None,
+                  trajectory_id: str | None = None) -> None:
+        """Append a run event (e.g. kind="iteration_start", payload={"iteration": 3})."""
+        with self._transaction() as conn:
+            conn.execute("INSERT INTO events (run_id, kind, trajectory_id, payload_json, time) "
+                         "VALUES (?, ?, ?, ?, ?)",
+                         (run_id, kind, trajectory_id, json.dumps(payload or {}, default=str),
+                          time.time()))
+
+    def events(self, run_id: str | None = None, kind: str | None = None) -> "pd.DataFrame":
+        import pandas as pd
+
+        clause, params = _simple_where(run_id=run_id, kind=kind)
+        rows = self._conn().execute(f"SELECT run_id, kind, trajectory_id, payload_json, time FROM "
+                                    f"events {clause} ORDER BY seq", params).fetchall()
+        df = pd.DataFrame(rows, columns=["run_id", "kind", "trajectory_id", "payload", "time"])
+        df["payload"] = [json.loads(p) for p in df["payload"]]
+        return df
+
+    # -- export ----------------------------------------------------------------------------
+    def export_jsonl(self, path: str | os.PathLike[str], **filters: Any) -> int:
+        """One `Trajectory.to_dict()` per line; read back with `Trajectory.from_dict`."""
+        from workbench.store.export import export_jsonl
+
+        return export_jsonl(self, path, **filters)
+
+    def export_parquet(self, path: str | os.PathLike[str], **filters: Any) -> int:
+        """Summary columns plus the full trajectory as a JSON string column `trajectory`."""
+        from workbench.store.export import export_parquet
+
+        return export_parquet(self, path, **filters)
+
+    def to_dataset(self, **filters: Any) -> "datasets.Dataset":
+        """The same rows as `export_parquet`, as a Hugging Face `datasets.Dataset`."""
+        from workbench.store.export import to_dataset
+
+        return to_dataset(self, **filters)
+
+
+# -- row mapping -------------------------------------------------------------------------------
+_COLUMNS = ("id", "run_id", "role", "task_id", "question", "hops", "termination", "reward",
+            "rewards_json", "reward_spec", "num_steps", "num_tool_calls", "final_answer", "error",
+            "policy", "origin_id", "parent_id", "started_at", "ended_at", "written_at",
+            "schema_version", "codec", "data")
+_UPSERT = (f"INSERT INTO trajectories ({', '.join(_COLUMNS)}) VALUES "
+           f"({', '.join(':' + c for c in _COLUMNS)}) ON CONFLICT(id) DO UPDATE SET "
+           + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c != "id"))
+_HISTORY_INSERT = ("INSERT INTO rewards_history (trajectory_id, spec_name, spec_json, rewards_json, "
+                   "total, created_at, author, reason, provenance_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_BLOB_COLUMNS = "codec, data, rewards_json, reward_spec"
+
+
+def _policy_name(policy: Any) -> str | None:
+    if policy is None or isinstance(policy, str):
+        return policy
+    if isinstance(policy, dict):
+        for key in ("name", "model", "backend"):
+            if policy.get(key):
+                return str(policy[key])
+    return str(policy)
+
+
+def _row(traj: Trajectory) -> dict[str, Any]:
+    if not isinstance(traj, Trajectory):
+        raise StoreError(f"Store.write takes a Trajectory, not {type(traj).__name__}; build one "
+                         "with Trajectory.from_dict(...) if you have a dict")
+    lineage = traj.lineage or {}
+    return {
+        "id": traj.id, "run_id": traj.run_id, "role": traj.role, "task_id": traj.task.id,
+        "question": traj.task.question, "hops": traj.hops, "termination": traj.termination,
+        "reward": traj.reward, "rewards_json": json.dumps(traj.rewards), "reward_spec": traj.reward_spec,
+        "num_steps": len(traj.steps), "num_tool_calls": traj.num_tool_calls,
+        "final_answer": traj.final_answer, "error": traj.error,
+        "policy": _policy_name(lineage.get("policy")), "origin_id": lineage.get("origin"),
+        "parent_id": lineage.get("parent"), "started_at": traj.started_at, "ended_at": traj.ended_at,
+        "written_at": time.time(), "schema_version": traj.schema_version, "codec": "zlib-json",
+        "data": encode(traj),
+    }
+
+
+def _from_row(row: tuple[Any, ...]) -> Trajectory:
+    codec, blob, rewards_json, reward_spec = row
+    data = decode(codec, blob)
+    data["rewards"] = json.loads(rewards_json)  # the columns are authoritative (record_rewards)
+    data["reward_spec"] = reward_spec
+    return Trajectory.from_dict(data)
+
+
+def _simple_where(**equals: Any) -> tuple[str, list[Any]]:
+    used = {k: v for k, v in equals.items() if v is not None}
+    if not used:
+        return "", []
+    return "WHERE " + " AND ".join(f"{k} = ?" for k in used), list(used.values())
