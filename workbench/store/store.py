@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     import datasets
     import pandas as pd
 
-ZLIB_LEVEL = 6  # see bench/bench_store.py: ~5-10x smaller than raw JSON at a few % of write time
+ZLIB_LEVEL = 6  # bench/bench_store.py: 2.7x smaller than JSON (token ids and logprobs are
+# high-entropy; text compresses more) for 0.25 ms per trajectory, a quarter of to_dict() itself
 
 
 def encode(traj: Trajectory) -> bytes:

@@ -1,0 +1,113 @@
+"""Store throughput against a plain JSONL append baseline, measured in the same run.
+
+    .venv/bin/python bench/bench_store.py [--n 400] [--steps 8]
+
+Prints: writes/s (one transaction per trajectory) for synchronous=FULL and NORMAL vs JSONL append
+(flush only, and flush+fsync, the like-for-like durability); the zlib blob size vs raw JSON; and
+the latency of a filtered query from a read-only Store while another process writes, vs filtering
+the JSONL file the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "store"))
+from conftest import make_trajectory  # noqa: E402
+
+from workbench.store import Store  # noqa: E402
+
+
+def jsonl_writes(path: Path, trajs, fsync: bool) -> float:
+    t0 = time.perf_counter()
+    with path.open("a") as f:
+        for t in trajs:
+            f.write(json.dumps(t.to_dict()) + "\n")
+            f.flush()
+            if fsync:
+                os.fsync(f.fileno())
+    return len(trajs) / (time.perf_counter() - t0)
+
+
+def store_writes(run: Path, trajs, synchronous: str) -> float:
+    with Store(run, synchronous=synchronous) as store:
+        t0 = time.perf_counter()
+        for t in trajs:
+            store.write(t)
+        return len(trajs) / (time.perf_counter() - t0)
+
+
+def query_latency(fn, seconds: float = 2.0) -> float:
+    samples = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples) * 1000
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=400)
+    ap.add_argument("--steps", type=int, default=8)
+    args = ap.parse_args()
+    trajs = [make_trajectory(i, steps=args.steps, hops=i % 4, reward=(i % 5) / 4) for i in range(args.n)]
+    tmp = Path(tempfile.mkdtemp(dir=os.environ.get("BENCH_DIR")))
+    print(f"{args.n} trajectories x {args.steps} steps, in {tmp}")
+
+    raw = sum(len(json.dumps(t.to_dict(), separators=(",", ":"))) for t in trajs)
+    packed = sum(len(zlib.compress(json.dumps(t.to_dict(), separators=(",", ":")).encode(), 6))
+                 for t in trajs)
+    print(f"blob size: raw JSON {raw / args.n / 1024:.1f} KiB, zlib-6 {packed / args.n / 1024:.1f} KiB "
+          f"(ratio {raw / packed:.1f}x smaller)")
+
+    base = jsonl_writes(tmp / "a.jsonl", trajs, fsync=False)
+    base_sync = jsonl_writes(tmp / "b.jsonl", trajs, fsync=True)
+    full = store_writes(tmp / "full", trajs, "FULL")
+    normal = store_writes(tmp / "normal", trajs, "NORMAL")
+    print(f"writes/s: jsonl {base:.0f}, jsonl+fsync {base_sync:.0f}, "
+          f"store FULL {full:.0f} ({full / base_sync:.2f}x jsonl+fsync, {full / base:.2f}x jsonl), "
+          f"store NORMAL {normal:.0f} ({normal / base:.2f}x jsonl)")
+
+    # Read while another process writes a fresh run.
+    run, jsonl = tmp / "live", tmp / "live.jsonl"
+    Store(run).close()
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import sys, json; sys.path[:0] = sys.argv[3:5]\n"
+        "from conftest import make_trajectory\nfrom workbench.store import Store\n"
+        "s = Store(sys.argv[1]); f = open(sys.argv[2], 'a')\n"
+        "for i in range(10**6):\n"
+        "    t = make_trajectory(i, steps=8, hops=i % 4, reward=(i % 5) / 4); s.write(t)\n"
+        "    f.write(json.dumps(t.to_dict()) + '\\n'); f.flush()\n"),
+        str(run), str(jsonl), str(ROOT), str(ROOT / "tests" / "store")])
+    time.sleep(3.0)
+    reader = Store.open_readonly(run)
+
+    def jsonl_query():
+        rows = [json.loads(line) for line in jsonl.read_text().splitlines() if line.endswith("}")]
+        return [r["id"] for r in rows if r["role"] == "solver" and (r["rewards"].get("total") or 0) >= 0.5]
+
+    q_store = query_latency(lambda: reader.query(role="solver", min_reward=0.5))
+    q_get = query_latency(lambda: reader.get(reader.query(limit=1)["id"][0]))
+    q_jsonl = query_latency(jsonl_query)
+    writer.kill()
+    writer.wait()
+    print(f"read-while-write, {len(reader)} rows: store query {q_store:.1f} ms, get one {q_get:.1f} ms; "
+          f"jsonl scan {q_jsonl:.1f} ms (store query {q_jsonl / q_store:.1f}x faster)")
+    reader.close()
+
+
+if __name__ == "__main__":
+    main()
