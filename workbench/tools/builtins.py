@@ -1,0 +1,142 @@
+"""Built-in tools: `submit_final_answer` and `search_tool(retriever)`.
+
+    retriever = InMemoryRetriever([{"title": "Paris", "text": "Paris is the capital of France."}])
+    registry = ToolRegistry([search_tool(retriever)])
+    registry.get("search")("capital of France", top_k=1)
+    # 'Doc 1 (Title: Paris) Paris is the capital of France.'
+
+`search_tool` accepts either retriever shape, duck-typed:
+  - `retrieve(queries: list[str], top_k) -> list[list[hit]]` (workbench.search's protocol), or
+  - `search(query: str, top_k) -> list[hit]`;
+a hit is any object (or dict) with `title` and `text` (or a Search-R1 style `contents` whose
+first line is the title). Async `retrieve`/`search` methods give an async tool.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.errors import ConfigError, ToolError
+from workbench.tools.registry import Tool, make_tool
+
+
+def _submit_final_answer(answer: str) -> str:
+    """Submit your final answer; this ends the episode. Call it once, with the answer only."""
+    return f"Final answer submitted: {answer}"
+
+
+submit_final_answer: Tool = make_tool(_submit_final_answer, name="submit_final_answer", final=True)
+
+
+@dataclass
+class Hit:
+    """One retrieved document (the same fields as workbench.search's hits)."""
+
+    id: str
+    title: str
+    text: str
+    score: float = 0.0
+
+
+def _field(hit: Any, name: str) -> Any:
+    return hit.get(name) if isinstance(hit, dict) else getattr(hit, name, None)
+
+
+def format_hits(hits: list[Any]) -> str:
+    """`Doc 1 (Title: t) text` lines, one per hit."""
+    lines = []
+    for i, hit in enumerate(hits, 1):
+        if isinstance(hit, dict) and isinstance(hit.get("document"), dict):  # Search-R1 server
+            hit = hit["document"]
+        title, text = _field(hit, "title"), _field(hit, "text")
+        if text is None and _field(hit, "contents") is not None:  # Search-R1: '"Title"\ntext'
+            head, _, text = str(_field(hit, "contents")).partition("\n")
+            title = title or head.strip().strip('"')
+        lines.append(f"Doc {i} (Title: {title or ''}) {(text or '').strip()}")
+    return "\n".join(lines) if lines else "No results."
+
+
+def search_tool(retriever: Any, *, name: str = "search", max_top_k: int = 10) -> Tool:
+    """A `search(query: str, top_k: int = 3) -> str` tool over `retriever` (see module doc)."""
+    if callable(getattr(retriever, "retrieve", None)):
+        method = retriever.retrieve
+        batched = True
+    elif callable(getattr(retriever, "search", None)):
+        method = retriever.search
+        batched = False
+    else:
+        raise ConfigError(f"{type(retriever).__name__} has neither retrieve(queries, top_k) nor "
+                          "search(query, top_k); wrap it in an object with one of them")
+
+    def check(query: str, top_k: int) -> None:
+        if not query.strip():
+            raise ToolError("search() needs a non-empty query")
+        if not 1 <= top_k <= max_top_k:
+            raise ToolError(f"search() top_k must be between 1 and {max_top_k}, got {top_k}")
+
+    def hits_of(result: Any) -> list[Any]:
+        return list(result[0]) if batched else list(result)
+
+    if inspect.iscoroutinefunction(method):
+        async def search(query: str, top_k: int = 3) -> str:
+            check(query, top_k)
+            return format_hits(hits_of(await method([query] if batched else query, top_k)))
+    else:
+        def search(query: str, top_k: int = 3) -> str:  # type: ignore[misc]
+            check(query, top_k)
+            return format_hits(hits_of(method([query] if batched else query, top_k)))
+
+    search.__doc__ = (f"Search the document collection. Returns the top_k (1-{max_top_k}) most "
+                      "relevant documents as lines 'Doc i (Title: ...) text'.")
+    return make_tool(search, name=name)
+
+
+_TOKEN = re.compile(r"\w+")
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+class InMemoryRetriever:
+    """A small TF-IDF keyword retriever over documents held in memory (for tests and demos).
+
+    `docs` items may be strings, (title, text) pairs, or dicts with title/text (and optional id).
+    """
+
+    def __init__(self, docs: list[Any]) -> None:
+        self.docs: list[Hit] = []
+        for i, doc in enumerate(docs):
+            if isinstance(doc, str):
+                self.docs.append(Hit(str(i), doc.split(".")[0][:60], doc))
+            elif isinstance(doc, (tuple, list)) and len(doc) == 2:
+                self.docs.append(Hit(str(i), str(doc[0]), str(doc[1])))
+            elif isinstance(doc, dict) and "text" in doc:
+                self.docs.append(Hit(str(doc.get("id", i)), str(doc.get("title", "")), str(doc["text"])))
+            else:
+                raise ConfigError(f"document {i} must be a str, a (title, text) pair or a dict with "
+                                  f"'text', got {type(doc).__name__}")
+        self._counts = [Counter(_tokens(f"{d.title} {d.text}")) for d in self.docs]
+        df = Counter(tok for counts in self._counts for tok in counts)
+        self._idf = {tok: math.log(1 + len(self.docs) / n) for tok, n in df.items()}
+
+    def search(self, query: str, top_k: int = 3) -> list[Hit]:
+        terms = set(_tokens(query))
+        scored = []
+        for doc, counts in zip(self.docs, self._counts):
+            score = sum(self._idf[t] * (1 + math.log(counts[t])) for t in terms if t in counts)
+            if score > 0:
+                scored.append(Hit(doc.id, doc.title, doc.text, round(score, 4)))
+        scored.sort(key=lambda h: -h.score)
+        return scored[:top_k]
+
+    def retrieve(self, queries: list[str], top_k: int = 3) -> list[list[Hit]]:
+        return [self.search(q, top_k) for q in queries]
+
+
+__all__ = ["Hit", "InMemoryRetriever", "format_hits", "search_tool", "submit_final_answer"]
