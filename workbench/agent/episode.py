@@ -32,6 +32,15 @@ class EpisodeEnv:
     notepad_api: str
 
 
+def render_notepad(snapshot: dict[str, Any]) -> str:
+    """The notepad text the model sees, from the snapshot the kernel pushed to the gateway."""
+    if not snapshot:
+        return ""
+    from workbench.runtime import Notepad
+
+    return Notepad.from_snapshot(snapshot).render()
+
+
 def opening_messages(task: Task, env: EpisodeEnv, config: AgentConfig) -> list[dict[str, str]]:
     budget = config.token_budget or config.max_context_tokens
     system = render("system", max_steps=config.max_steps, max_tokens=budget, tools=env.tools_text,
@@ -113,8 +122,8 @@ async def _loop(traj: Trajectory, policy: Policy, env: EpisodeEnv, config: Agent
         else:
             obs, output = None, NO_CODE_NOTE
         step.tool_calls = env.gateway.take_calls()
-        step.notepad = env.gateway.notepad_snapshot() or {}
-        notepad_text = env.gateway.notepad_text() if config.show_notepad else ""
+        step.notepad = dict(env.gateway.notepad or {})
+        notepad_text = render_notepad(step.notepad) if config.show_notepad else ""
 
         if env.gateway.final_answer is not None:
             traj.final_answer = env.gateway.final_answer

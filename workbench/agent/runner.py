@@ -31,10 +31,10 @@ class NBAgent:
     def __init__(self, policy: Policy, *, tools: Any = None, config: AgentConfig | None = None,
                  store: Any = None, reward_spec: Any = None, pool: Any = None, run_id: str | None = None,
                  concurrency: int = 4, role: str = "solver", lineage: dict[str, Any] | None = None) -> None:
-        from workbench.tools import default_registry
+        from workbench.tools import ToolRegistry
 
         self.policy = policy
-        self.tools = tools if tools is not None else default_registry()
+        self.tools = tools if tools is not None else ToolRegistry([])
         self.config = config or AgentConfig()
         self.store = store
         self.reward_spec = reward_spec
