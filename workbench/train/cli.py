@@ -1,0 +1,75 @@
+"""`workbench train CONFIG`: launch a training run from a shell, with a progress bar."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("train", help="train a policy with RL (TRL GRPO + workbench episodes)",
+                              description="Run RL training from a TOML/YAML config in a child process.")
+    p.add_argument("config", nargs="?", help="train config (.toml / .yaml)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override a config field (JSON values parse: --set max_steps=3)")
+    p.add_argument("--foreground", action="store_true", help="train in this process instead of a child")
+    p.add_argument("--help-config", action="store_true", help="list every config field and exit")
+    p.set_defaults(func=_run)
+
+
+def _parse_overrides(items: list[str]) -> dict[str, Any]:
+    import json
+
+    from workbench.errors import ConfigError
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--set {item!r}: write FIELD=VALUE")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
+def _run(args: argparse.Namespace) -> int:
+    from workbench.errors import ConfigError
+    from workbench.train.config import TrainConfig
+
+    if args.help_config:
+        for name, text in TrainConfig.fields_help().items():
+            print(f"{name:28s} {text}")
+        return 0
+    if not args.config:
+        raise ConfigError("workbench train needs a CONFIG file (see --help-config for its fields)")
+    config = TrainConfig.load(args.config, **_parse_overrides(args.overrides))
+    if args.foreground:
+        from workbench.train.run import train
+
+        print(train(config))
+        return 0
+    from tqdm.auto import tqdm
+
+    from workbench.train.launch import launch
+
+    handle = launch(config)
+    bar = tqdm(total=config.max_steps, desc="train", unit="step")
+    try:
+        for row in handle.stream():
+            bar.n = min(row.get("step", bar.n), config.max_steps)
+            if "reward" in row:
+                bar.set_postfix(reward=f"{row['reward']:.3f}")
+            bar.refresh()
+    except KeyboardInterrupt:
+        bar.write("stopping (saving after the current step)...")
+        handle.stop()
+    finally:
+        bar.close()
+    status = handle.wait()
+    print(f"training {status}: {config.output_dir}")
+    if status == "failed":
+        print(handle.log_tail())
+        return 1
+    return 0

@@ -1,0 +1,207 @@
+"""`TrainConfig`: one config object for a training run, from a file or from keyword arguments.
+
+    cfg = TrainConfig.load("runs/demo/train.toml")             # TOML or YAML
+    cfg = TrainConfig(model_path="runs/tiny", tasks_path="tasks.jsonl", estimator="hrpo")
+    cfg = TrainConfig.load("train.toml", max_steps=3)           # file, then overrides
+
+Every field carries `help` metadata (shown by `workbench train --help-config`). `to_grpo_config()`
+maps the run onto TRL's `GRPOConfig`; the workbench-only fields (estimator, episodes, dynamic
+sampling) are read by `WorkbenchGRPOTrainer` itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import ConfigError
+
+ESTIMATORS = ("grpo", "hrpo", "reinforce_pp", "adpo")
+EPISODE_KINDS = ("search_r1", "nbagent")
+SCHEDULES = ("constant", "linear", "cosine", "constant_with_warmup", "cosine_with_min_lr")
+
+
+def _f(default: Any, help: str, **kw: Any) -> Any:
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda d=default: type(d)(d), metadata={"help": help}, **kw)
+    return field(default=default, metadata={"help": help}, **kw)
+
+
+@dataclass
+class TrainConfig:
+    """Settings of one RL run. Field docs live in each field's `help` metadata."""
+
+    # -- what to train, on what --------------------------------------------------------------
+    model_path: str = _f("", "Local directory of the model + tokenizer to train (never a hub id).")
+    output_dir: str = _f("runs/train", "Where checkpoints, metrics.jsonl and the run log go.")
+    tasks_path: str = _f("", "JSONL of tasks (id, question, golden_answers, metadata such as hops).")
+    run_id: str = _f("", "Run id for the store's metrics; defaults to the output dir's name.")
+    store_path: str = _f("", "SQLite store to log metrics into (optional; metrics.jsonl is always written).")
+    # -- algorithm ---------------------------------------------------------------------------
+    estimator: str = _f("grpo", "Advantage estimator: grpo | hrpo | reinforce_pp | adpo.")
+    reward: str = _f("exact_match", "Reward spec: a registered name or a JSON spec for workbench.rewards.")
+    num_generations: int = _f(4, "Rollouts per question (grpo/adpo/reinforce_pp); hrpo uses 1 per prompt "
+                                 "and this many questions per hop group.")
+    per_device_train_batch_size: int = _f(4, "Sequences per optimizer micro-batch (multiple of num_generations).")
+    gradient_accumulation_steps: int = _f(1, "Micro-batches per optimizer step.")
+    max_steps: int = _f(10, "Optimizer steps to run.")
+    learning_rate: float = _f(1e-6, "Peak learning rate.")
+    lr_scheduler_type: str = _f("constant", "LR schedule: constant | linear | cosine | constant_with_warmup | "
+                                            "cosine_with_min_lr.")
+    warmup_steps: int = _f(0, "Linear warm-up steps.")
+    beta: float = _f(0.0, "KL coefficient against the reference model (k3 estimator, in the loss).")
+    epsilon: float = _f(0.2, "Lower clip range of the ratio (1 - epsilon).")
+    epsilon_high: float = _f(0.28, "Upper clip range (1 + epsilon_high); adpo widens it per sample.")
+    loss_type: str = _f("dapo", "TRL loss aggregation: grpo | dr_grpo | dapo | bnpo.")
+    gamma: float = _f(0.95, "Step discount for reinforce_pp returns over multi-step trajectories.")
+    adpo_min_scale: float = _f(0.6, "ADPO: advantage scale at self-consistency <= adpo_p_low (m).")
+    adpo_p_low: float = _f(0.3, "ADPO: self-consistency where the advantage scale starts to rise.")
+    adpo_p_high: float = _f(0.8, "ADPO: self-consistency where the scale reaches 1 and eps_high its floor.")
+    adpo_eps_boost: float = _f(0.1, "ADPO: extra upper clip at low self-consistency.")
+    dynamic_sampling: bool = _f(False, "Drop groups whose rewards are all equal and refill with new prompts.")
+    max_refill_rounds: int = _f(2, "Dynamic sampling: refill rounds per batch before training on what is left.")
+    max_completion_length: int = _f(256, "Cap on a trajectory's completion tokens (model + observation).")
+    temperature: float = _f(1.0, "Sampling temperature during rollouts.")
+    # -- episodes ----------------------------------------------------------------------------
+    episode_kind: str = _f("search_r1", "Episode runner: search_r1 (tag-based search tool) | nbagent.")
+    corpus_path: str = _f("", "search_r1: JSONL corpus ({id, contents} or {title, text}) for the BM25 retriever.")
+    top_k: int = _f(3, "search_r1: documents per search.")
+    max_turns: int = _f(4, "Model turns per episode.")
+    max_turn_tokens: int = _f(64, "New tokens per model turn.")
+    agent_profile: str = _f("default", "nbagent: sandbox profile name.")
+    concurrency: int = _f(4, "Episodes run at once.")
+    # -- bookkeeping -------------------------------------------------------------------------
+    seed: int = _f(0, "Random seed (sampler, sampling, init).")
+    save_steps: int = _f(0, "Save a checkpoint every N steps (0 = only at the end).")
+    resume_from: str = _f("", "Checkpoint dir to resume from, or 'latest' for the newest in output_dir.")
+    logging_steps: int = _f(1, "Log metrics every N steps.")
+    use_cpu: bool = _f(True, "Train on CPU (set False on a GPU machine).")
+    bf16: bool = _f(False, "bf16 mixed precision (GPU).")
+    use_vllm: bool = _f(False, "Generate with vLLM (GPU only; needs the 'gpu' extra).")
+    vllm_mode: str = _f("colocate", "vLLM mode: colocate (in-process) | server.")
+    vllm_gpu_memory_utilization: float = _f(0.3, "Colocate: share of GPU memory vLLM may take.")
+    extra_grpo_args: dict = _f({}, "Extra keyword arguments passed to trl.GRPOConfig as is.")
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # -- checks ------------------------------------------------------------------------------
+    def validate(self) -> None:
+        def bad(name: str, why: str) -> ConfigError:
+            return ConfigError(f"TrainConfig.{name}: {why}")
+
+        if self.estimator not in ESTIMATORS:
+            raise bad("estimator", f"{self.estimator!r} is not one of {', '.join(ESTIMATORS)}")
+        if self.episode_kind not in EPISODE_KINDS:
+            raise bad("episode_kind", f"{self.episode_kind!r} is not one of {', '.join(EPISODE_KINDS)}")
+        if self.lr_scheduler_type not in SCHEDULES:
+            raise bad("lr_scheduler_type", f"{self.lr_scheduler_type!r} is not one of {', '.join(SCHEDULES)}")
+        if self.vllm_mode not in ("colocate", "server"):
+            raise bad("vllm_mode", "use 'colocate' or 'server'")
+        if self.num_generations < 2:
+            raise bad("num_generations", "must be >= 2 (it is the group size; hrpo groups distinct questions)")
+        if self.per_device_train_batch_size % self.num_generations:
+            raise bad("per_device_train_batch_size", f"{self.per_device_train_batch_size} is not a multiple of "
+                      f"num_generations={self.num_generations}; make it one")
+        if not 0.0 < self.gamma <= 1.0:
+            raise bad("gamma", "must be in (0, 1]")
+        if self.max_steps < 1 or self.max_turns < 1 or self.max_completion_length < 1:
+            raise bad("max_steps/max_turns/max_completion_length", "must be >= 1")
+        if self.use_vllm and self.estimator == "hrpo" and self.vllm_mode == "server":
+            raise bad("vllm_mode", "hrpo groups distinct questions, which vLLM server mode de-duplicates; "
+                      "use vllm_mode='colocate'")
+
+    # -- loading -----------------------------------------------------------------------------
+    @classmethod
+    def fields_help(cls) -> dict[str, str]:
+        return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> "TrainConfig":
+        merged = {**data, **overrides}
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(merged) - known)
+        if unknown:
+            raise ConfigError(f"TrainConfig: unknown field(s) {', '.join(unknown)}; "
+                              f"see `workbench train --help-config` for the list")
+        return cls(**merged)
+
+    @classmethod
+    def load(cls, path: str | Path, **overrides: Any) -> "TrainConfig":
+        """Read a TOML (`.toml`) or YAML (`.yaml`/`.yml`) file; a `[train]` table is used if present."""
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"train config {path} does not exist")
+        text = path.read_text()
+        try:
+            if path.suffix == ".toml":
+                data = tomllib.loads(text)
+            elif path.suffix in (".yaml", ".yml"):
+                import yaml
+
+                data = yaml.safe_load(text) or {}
+            elif path.suffix == ".json":
+                data = json.loads(text)
+            else:
+                raise ConfigError(f"train config {path}: use a .toml, .yaml or .json file")
+        except (tomllib.TOMLDecodeError, ValueError) as exc:
+            if isinstance(exc, ConfigError):
+                raise
+            raise ConfigError(f"train config {path} is not valid {path.suffix[1:].upper()}: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ConfigError(f"train config {path} must hold a table of settings")
+        data = data.get("train", data)
+        return cls.from_dict(data, **overrides)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def replace(self, **changes: Any) -> "TrainConfig":
+        return dataclasses.replace(self, **changes)
+
+    # -- TRL ---------------------------------------------------------------------------------
+    def to_grpo_config(self) -> Any:
+        """The `trl.GRPOConfig` this run trains with."""
+        from trl import GRPOConfig
+
+        kwargs: dict[str, Any] = dict(
+            output_dir=self.output_dir,
+            num_generations=self.num_generations,
+            per_device_train_batch_size=self.per_device_train_batch_size,
+            gradient_accumulation_steps=self.gradient_accumulation_steps,
+            max_steps=self.max_steps,
+            learning_rate=self.learning_rate,
+            lr_scheduler_type=self.lr_scheduler_type,
+            warmup_steps=self.warmup_steps,
+            beta=self.beta,
+            epsilon=self.epsilon,
+            epsilon_high=self.epsilon_high,
+            loss_type=self.loss_type,
+            max_completion_length=self.max_completion_length,
+            temperature=self.temperature,
+            seed=self.seed,
+            save_strategy="steps" if self.save_steps else "no",
+            save_steps=self.save_steps or 500,
+            logging_steps=self.logging_steps,
+            use_cpu=self.use_cpu,
+            bf16=self.bf16,
+            gradient_checkpointing=False,
+            report_to=[],
+            remove_unused_columns=False,
+            disable_tqdm=True,
+            use_vllm=self.use_vllm,
+            vllm_mode=self.vllm_mode,
+            vllm_gpu_memory_utilization=self.vllm_gpu_memory_utilization,
+            # rewards arrive already normalised by our estimators where needed; keep TRL's default
+            # group scaling for grpo so its logged frac_reward_zero_std stays meaningful.
+            scale_rewards="group",
+        )
+        kwargs.update(self.extra_grpo_args)
+        return GRPOConfig(**kwargs)
+
+
+__all__ = ["EPISODE_KINDS", "ESTIMATORS", "TrainConfig"]
