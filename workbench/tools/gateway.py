@@ -68,6 +68,8 @@ class ToolGateway:
         self.rejected: collections.deque[str] = collections.deque(maxlen=200)  # protocol errors
         self.calls_used = 0
         self._open: set[asyncio.StreamWriter] = set()
+        self._handlers: set[asyncio.Task[None]] = set()
+        self._closing = False
         self._server: asyncio.AbstractServer | None = None
         self._slots = asyncio.Semaphore(max_concurrent_calls)
         self._executor = concurrent.futures.ThreadPoolExecutor(
@@ -82,16 +84,23 @@ class ToolGateway:
                 raise ConfigError(f"{self.socket_path} exists and is not a socket; remove it")
             self.socket_path.unlink()
         self._server = await asyncio.start_unix_server(
-            self._serve, path=str(self.socket_path), limit=self.max_request_bytes)
+            self._serve, path=str(self.socket_path), limit=self.max_request_bytes,
+            backlog=max(100, self.max_connections))
         os.chmod(self.socket_path, 0o666)  # the kernel runs as another uid; the dir is per rollout
         return self
 
     async def close(self) -> None:
         """Stop serving, drop open connections, remove the socket file."""
         if self._server is not None:
+            self._closing = True
             self._server.close()
             for writer in list(self._open):
-                writer.close()
+                writer.close()  # their handlers see EOF and return
+            if self._handlers:
+                _, busy = await asyncio.wait(self._handlers, timeout=1.0)
+                for task in busy:  # stuck in a tool call: cancel
+                    task.cancel()
+                await asyncio.gather(*busy, return_exceptions=True)
             await self._server.wait_closed()
             self._server = None
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -136,6 +145,9 @@ class ToolGateway:
             writer.close()
             return
         self._open.add(writer)
+        task = asyncio.current_task()
+        if task is not None:
+            self._handlers.add(task)
         try:
             while True:
                 try:
@@ -157,8 +169,12 @@ class ToolGateway:
                 await self._send(writer, await self._dispatch(request))
         except (asyncio.TimeoutError, ConnectionError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            if not self._closing:
+                raise
         finally:
             self._open.discard(writer)
+            self._handlers.discard(task)  # type: ignore[arg-type]
             writer.close()
 
     async def _dispatch(self, request: dict[str, Any]) -> dict[str, Any]:
