@@ -48,14 +48,15 @@ def store_writes(run: Path, trajs, synchronous: str) -> float:
         return len(trajs) / (time.perf_counter() - t0)
 
 
-def query_latency(fn, seconds: float = 2.0) -> float:
+def query_latency(fn, seconds: float = 3.0) -> tuple[float, float]:
+    """(median, p90) in ms."""
     samples = []
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         t0 = time.perf_counter()
         fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples) * 1000
+        samples.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(samples), statistics.quantiles(samples + samples, n=10)[-1]
 
 
 def main() -> None:
@@ -104,8 +105,9 @@ def main() -> None:
     q_jsonl = query_latency(jsonl_query)
     writer.kill()
     writer.wait()
-    print(f"read-while-write, {len(reader)} rows: store query {q_store:.1f} ms, get one {q_get:.1f} ms; "
-          f"jsonl scan {q_jsonl:.1f} ms (store query {q_jsonl / q_store:.1f}x faster)")
+    print(f"read-while-write, {len(reader)} rows, median (p90) ms: store query {q_store[0]:.1f} "
+          f"({q_store[1]:.1f}), query+get {q_get[0]:.1f} ({q_get[1]:.1f}); jsonl scan "
+          f"{q_jsonl[0]:.1f} ({q_jsonl[1]:.1f}); store query {q_jsonl[0] / q_store[0]:.1f}x faster")
     reader.close()
 
 

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from workbench.store import Store
 
 CHILD = Path(__file__).with_name("writer_child.py")
@@ -31,6 +33,7 @@ def _kill_after(proc: subprocess.Popen[str], n: int) -> list[str]:
     return ids + [line for line in rest.splitlines() if line]
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_loses_nothing_committed(tmp_path):
     run = tmp_path / "run"
     committed: list[str] = []
@@ -49,6 +52,7 @@ def test_sigkill_mid_run_loses_nothing_committed(tmp_path):
         store.write(store.get(committed[0]))  # and it is writable again after recovery
 
 
+@pytest.mark.slow
 def test_reader_process_queries_while_writer_process_writes(tmp_path, make_traj):
     run = tmp_path / "run"
     Store(run).close()

@@ -252,3 +252,37 @@ def test_readonly_in_unwritable_directory(tmp_path, make_traj):
     shutil.rmtree(base)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["1", "task-1"]
+
+
+def test_rescore_while_iterating(store, make_traj):
+    """The rescoring pattern: stream trajectories and record new rewards on the same thread."""
+    store.write_many([make_traj(i, reward=0.0) for i in range(30)])
+    for traj in store.iter_trajectories():
+        store.record_rewards(traj.id, {"total": 1.0}, spec_name="lenient")
+    assert store.query(min_reward=1.0).shape[0] == 30
+    assert all(len(store.reward_history(t)) == 2 for t in store.query()["id"])
+
+
+def test_run_filter(store, make_traj):
+    store.write_many([make_traj(1, run_id="a"), make_traj(2, run_id="b"), make_traj(3, run_id="b")])
+    assert store.query(run="b")["task_id"].tolist() == ["task-2", "task-3"]
+    assert len(store.query(run=["a", "b"])) == 3
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(question=st.text(), think=st.text(), answer=st.one_of(st.none(), st.text()),
+       meta=st.dictionaries(st.text(min_size=1), st.one_of(st.integers(), st.text(), st.none()), max_size=4),
+       logprobs=st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=20))
+def test_round_trip_property(tmp_path_factory, make_traj, question, think, answer, meta, logprobs):
+    traj = make_traj(1, steps=1)
+    traj.task.question, traj.steps[0].think, traj.final_answer = question, think, answer
+    traj.metadata = meta
+    traj.steps[0].logprobs = logprobs
+    with Store(tmp_path_factory.mktemp("prop")) as s:
+        s.write(traj)
+        assert s.get(traj.id) == traj
+        assert s.query()["question"][0] == question

@@ -3,7 +3,7 @@
 Durability: WAL with `synchronous=FULL`. WAL alone already survives a killed writer (a commit is
 in the WAL once `COMMIT` returns, and an unfinished one is ignored on recovery); FULL adds an
 fsync of the WAL per commit, so a committed trajectory also survives power loss or an OS crash.
-A trajectory costs seconds of model time; FULL and NORMAL write at about the same rate here (see
+A trajectory costs seconds of model time; FULL cost 0-15% of the write rate in our runs (see
 `bench/bench_store.py`), so the insurance is cheap. Pass `synchronous="NORMAL"` to trade it away.
 """
 

@@ -50,7 +50,7 @@ def _schema() -> "pa.Schema":
 def _batches(store: "Store", filters: dict[str, Any]) -> Iterator["pa.RecordBatch"]:
     import pyarrow as pa
 
-    from workbench.store.store import _policy_name
+    from workbench.store._rows import policy_name
 
     schema = _schema()
     rows: list[dict[str, Any]] = []
@@ -61,7 +61,7 @@ def _batches(store: "Store", filters: dict[str, Any]) -> Iterator["pa.RecordBatc
             "hops": traj.hops, "termination": traj.termination, "reward": traj.reward,
             "rewards": json.dumps(traj.rewards), "reward_spec": traj.reward_spec,
             "num_steps": len(traj.steps), "num_tool_calls": traj.num_tool_calls,
-            "final_answer": traj.final_answer, "policy": _policy_name(traj.lineage.get("policy")),
+            "final_answer": traj.final_answer, "policy": policy_name(traj.lineage.get("policy")),
             "origin_id": traj.lineage.get("origin"), "started_at": traj.started_at,
             "ended_at": traj.ended_at, "trajectory": json.dumps(traj.to_dict(), ensure_ascii=False),
         })

@@ -20,7 +20,6 @@ import os
 import sqlite3
 import threading
 import time
-import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,26 +28,12 @@ from typing import TYPE_CHECKING, Any
 from workbench.errors import StoreError
 from workbench.store import _schema
 from workbench.store._filters import SUMMARY_COLUMNS, SUMMARY_SELECT, where
+from workbench.store._rows import BLOB_COLUMNS, HISTORY_INSERT, UPSERT, from_row, to_row
 from workbench.trajectory import Trajectory
 
 if TYPE_CHECKING:
     import datasets
     import pandas as pd
-
-ZLIB_LEVEL = 6  # bench/bench_store.py: 2.7x smaller than JSON (token ids and logprobs are
-# high-entropy; text compresses more) for 0.25 ms per trajectory, a quarter of to_dict() itself
-
-
-def encode(traj: Trajectory) -> bytes:
-    return zlib.compress(json.dumps(traj.to_dict(), separators=(",", ":")).encode(), ZLIB_LEVEL)
-
-
-def decode(codec: str, blob: bytes) -> dict[str, Any]:
-    if codec == "zlib-json":
-        return json.loads(zlib.decompress(blob))
-    if codec == "json":
-        return json.loads(blob)
-    raise StoreError(f"unknown trajectory codec {codec!r}; upgrade workbench to read this store")
 
 
 class Store:
@@ -126,27 +111,27 @@ class Store:
 
     def write_many(self, trajs: Iterable[Trajectory]) -> int:
         """Write several trajectories in one transaction (all or none). Returns how many."""
-        rows = [_row(t) for t in trajs]
+        rows = [to_row(t) for t in trajs]
         now = time.time()
         with self._transaction() as conn:
             for row in rows:
                 before = conn.execute("SELECT rewards_json, reward_spec FROM trajectories WHERE id = ?",
                                       (row["id"],)).fetchone()
-                conn.execute(_UPSERT, row)
+                conn.execute(UPSERT, row)
                 # History records each new reward assignment, not every re-write of the same one.
                 if row["rewards_json"] != "{}" and before != (row["rewards_json"], row["reward_spec"]):
-                    conn.execute(_HISTORY_INSERT, (row["id"], row["reward_spec"], None,
+                    conn.execute(HISTORY_INSERT, (row["id"], row["reward_spec"], None,
                                                    row["rewards_json"], row["reward"], now,
                                                    "rollout", "written with the trajectory", "{}"))
         return len(rows)
 
     def get(self, traj_id: str) -> Trajectory:
-        row = self._conn().execute(f"SELECT {_BLOB_COLUMNS} FROM trajectories WHERE id = ?",
+        row = self._conn().execute(f"SELECT {BLOB_COLUMNS} FROM trajectories WHERE id = ?",
                                    (traj_id,)).fetchone()
         if row is None:
             raise StoreError(f"no trajectory {traj_id!r} in {self.path}; list ids with "
                              "store.query() or resolve a prefix with store.resolve_id()")
-        return _from_row(row)
+        return from_row(row)
 
     def __contains__(self, traj_id: object) -> bool:
         return self._conn().execute("SELECT 1 FROM trajectories WHERE id = ?",
@@ -165,9 +150,9 @@ class Store:
     def iter_trajectories(self, **filters: Any) -> Iterator[Trajectory]:
         """Yield full trajectories matching the `query` filters, oldest first (streamed)."""
         clause, params = where(filters)
-        cursor = self._conn().execute(f"SELECT {_BLOB_COLUMNS} FROM trajectories {clause}", params)
+        cursor = self._conn().execute(f"SELECT {BLOB_COLUMNS} FROM trajectories {clause}", params)
         for row in cursor:
-            yield _from_row(row)
+            yield from_row(row)
 
     def query(self, run: str | None = None, role: str | None = None, min_reward: float | None = None,
               max_reward: float | None = None, termination: str | list[str] | None = None,
@@ -194,9 +179,9 @@ class Store:
         """Trajectories whose lineage names `traj_id` as origin or parent (e.g. a proposer's
         question → its solver attempts)."""
         rows = self._conn().execute(
-            f"SELECT {_BLOB_COLUMNS} FROM trajectories WHERE origin_id = ? OR parent_id = ? "
+            f"SELECT {BLOB_COLUMNS} FROM trajectories WHERE origin_id = ? OR parent_id = ? "
             "ORDER BY started_at, rowid", (traj_id, traj_id)).fetchall()
-        return [_from_row(r) for r in rows]
+        return [from_row(r) for r in rows]
 
     def origin(self, traj_id: str) -> Trajectory | None:
         """The trajectory `traj_id` came from (`lineage["origin"]`, else `"parent"`), if stored."""
@@ -224,7 +209,7 @@ class Store:
             if cur.rowcount == 0:
                 raise StoreError(f"no trajectory {traj_id!r} in {self.path}; write it before "
                                  "recording rewards")
-            conn.execute(_HISTORY_INSERT, (traj_id, spec_name, spec_json, rewards_json, total,
+            conn.execute(HISTORY_INSERT, (traj_id, spec_name, spec_json, rewards_json, total,
                                            time.time(), prov.pop("author", None),
                                            prov.pop("reason", None), json.dumps(prov, default=str)))
 
@@ -300,55 +285,6 @@ class Store:
         from workbench.store.export import to_dataset
 
         return to_dataset(self, **filters)
-
-
-# -- row mapping -------------------------------------------------------------------------------
-_COLUMNS = ("id", "run_id", "role", "task_id", "question", "hops", "termination", "reward",
-            "rewards_json", "reward_spec", "num_steps", "num_tool_calls", "final_answer", "error",
-            "policy", "origin_id", "parent_id", "started_at", "ended_at", "written_at",
-            "schema_version", "codec", "data")
-_UPSERT = (f"INSERT INTO trajectories ({', '.join(_COLUMNS)}) VALUES "
-           f"({', '.join(':' + c for c in _COLUMNS)}) ON CONFLICT(id) DO UPDATE SET "
-           + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c != "id"))
-_HISTORY_INSERT = ("INSERT INTO rewards_history (trajectory_id, spec_name, spec_json, rewards_json, "
-                   "total, created_at, author, reason, provenance_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
-_BLOB_COLUMNS = "codec, data, rewards_json, reward_spec"
-
-
-def _policy_name(policy: Any) -> str | None:
-    if policy is None or isinstance(policy, str):
-        return policy
-    if isinstance(policy, dict):
-        for key in ("name", "model", "backend"):
-            if policy.get(key):
-                return str(policy[key])
-    return str(policy)
-
-
-def _row(traj: Trajectory) -> dict[str, Any]:
-    if not isinstance(traj, Trajectory):
-        raise StoreError(f"Store.write takes a Trajectory, not {type(traj).__name__}; build one "
-                         "with Trajectory.from_dict(...) if you have a dict")
-    lineage = traj.lineage or {}
-    return {
-        "id": traj.id, "run_id": traj.run_id, "role": traj.role, "task_id": traj.task.id,
-        "question": traj.task.question, "hops": traj.hops, "termination": traj.termination,
-        "reward": traj.reward, "rewards_json": json.dumps(traj.rewards), "reward_spec": traj.reward_spec,
-        "num_steps": len(traj.steps), "num_tool_calls": traj.num_tool_calls,
-        "final_answer": traj.final_answer, "error": traj.error,
-        "policy": _policy_name(lineage.get("policy")), "origin_id": lineage.get("origin"),
-        "parent_id": lineage.get("parent"), "started_at": traj.started_at, "ended_at": traj.ended_at,
-        "written_at": time.time(), "schema_version": traj.schema_version, "codec": "zlib-json",
-        "data": encode(traj),
-    }
-
-
-def _from_row(row: tuple[Any, ...]) -> Trajectory:
-    codec, blob, rewards_json, reward_spec = row
-    data = decode(codec, blob)
-    data["rewards"] = json.loads(rewards_json)  # the columns are authoritative (record_rewards)
-    data["reward_spec"] = reward_spec
-    return Trajectory.from_dict(data)
 
 
 def _simple_where(**equals: Any) -> tuple[str, list[Any]]:
