@@ -1,0 +1,138 @@
+"""Kernel benchmarks: sandboxed kernel vs a bare jupyter_client ipykernel over ipc, same run.
+
+    .venv/bin/python bench/bench_kernel.py [--quick]
+
+Figures: cold start (ratio, target ≤ 1.2), execute("1+1") round trip p50 (ratio, target ≤ 1.1),
+warm-pool acquire p50 (target ≤ 10 ms), idle RSS of a warm kernel (all its processes), and
+throughput of short executions through pools of 1, 2 and 4 kernels (ratio to the pool of 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _util import figure  # noqa: E402
+
+from jupyter_client.manager import AsyncKernelManager  # noqa: E402
+
+from workbench.kernel import AsyncKernel, KernelPool  # noqa: E402
+from workbench.kernel.procs import sandbox_rss_mb  # noqa: E402
+from workbench.sandbox import check_sandbox  # noqa: E402
+
+
+# The sandboxed kernel runs ipykernel with these flags; the fair baseline does too.
+SAME_FLAGS = ["--HistoryManager.enabled=False", "--quiet"]
+
+
+async def bare_kernel(tmp: str, flags: list[str] = SAME_FLAGS):
+    """The baseline: jupyter_client starting a plain ipykernel over ipc."""
+    km = AsyncKernelManager(transport="ipc")
+    km.ip = f"{tmp}/k{time.monotonic_ns()}"
+    km.connection_file = f"{km.ip}.json"
+    t = time.perf_counter()
+    await km.start_kernel(extra_arguments=flags)
+    kc = km.client()
+    kc.start_channels()
+    await kc.wait_for_ready(timeout=60)
+    return km, kc, time.perf_counter() - t
+
+
+async def bare_roundtrip(kc) -> float:
+    t = time.perf_counter()
+    msg_id = kc.execute("1+1")
+    while True:
+        msg = await kc.get_iopub_msg(timeout=10)
+        if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
+                and msg["content"]["execution_state"] == "idle"):
+            break
+    while (await kc.get_shell_msg(timeout=10))["parent_header"].get("msg_id") != msg_id:
+        pass
+    return time.perf_counter() - t
+
+
+async def roundtrips(run, n: int) -> float:
+    for _ in range(20):
+        await run()
+    ts = [await run() for _ in range(n)]
+    return statistics.median(ts)
+
+
+async def pool_throughput(size: int, rollouts: int, steps: int) -> float:
+    async with KernelPool(size) as pool:
+        async def rollout() -> None:
+            async with pool.acquire() as k:
+                for _ in range(steps):
+                    await k.execute("1+1")
+        t = time.perf_counter()
+        await asyncio.gather(*(rollout() for _ in range(rollouts)))
+        return rollouts * steps / (time.perf_counter() - t)
+
+
+async def main(quick: bool) -> None:
+    check_sandbox()
+    reps, n_rt = (3, 200) if quick else (5, 500)
+    tmp = tempfile.mkdtemp(prefix="wb-bench-")
+    bare_starts, box_starts, bare_rt, box_rt, dflt_rt = [], [], [], [], []
+    for _ in range(reps):  # interleave so load changes hit both sides alike
+        km, kc, _ = await bare_kernel(tmp, [])
+        dflt_rt.append(await roundtrips(lambda: bare_roundtrip(kc), n_rt // reps))
+        kc.stop_channels()
+        await km.shutdown_kernel(now=True)
+        km, kc, dt = await bare_kernel(tmp)
+        bare_starts.append(dt)
+        bare_rt.append(await roundtrips(lambda: bare_roundtrip(kc), n_rt // reps))
+        kc.stop_channels()
+        await km.shutdown_kernel(now=True)
+        t = time.perf_counter()
+        k = await AsyncKernel().start()
+        box_starts.append(time.perf_counter() - t)
+
+        async def box_run(k=k) -> float:
+            t = time.perf_counter()
+            await k.execute("1+1")
+            return time.perf_counter() - t
+        box_rt.append(await roundtrips(box_run, n_rt // reps))
+        await k.close()
+    base_start, base_rt = statistics.median(bare_starts), statistics.median(bare_rt)
+    box_start, box_rtt = statistics.median(box_starts), statistics.median(box_rt)
+    figure("cold start: bare ipykernel (baseline)", base_start * 1e3, "ms")
+    figure("cold start: sandboxed kernel", box_start * 1e3, "ms", baseline=base_start * 1e3,
+           target="ratio <= 1.2", ok=box_start / base_start <= 1.2)
+    figure("execute('1+1') p50: bare, ipykernel defaults", statistics.median(dflt_rt) * 1e3, "ms")
+    figure("execute('1+1') p50: bare over ipc (baseline)", base_rt * 1e3, "ms")
+    figure("execute('1+1') p50: sandboxed", box_rtt * 1e3, "ms", baseline=base_rt * 1e3,
+           target="ratio <= 1.1", ok=box_rtt / base_rt <= 1.1)
+
+    async with KernelPool(2) as pool:
+        waits = []
+        for _ in range(10 if quick else 20):
+            await pool.wait_warm()
+            t = time.perf_counter()
+            async with pool.acquire() as k:
+                waits.append(time.perf_counter() - t)
+        acq = statistics.median(waits)
+        figure("warm pool acquire() p50", acq * 1e3, "ms", target="<= 10 ms", ok=acq <= 0.010)
+        await pool.wait_warm()
+        async with pool.acquire() as k:
+            figure("idle warm kernel RSS (all processes)", sandbox_rss_mb(k.pid), "MiB")
+
+    rollouts, steps = (8, 10) if quick else (16, 20)
+    base = None
+    for size in (1, 2, 4):
+        rate = await pool_throughput(size, rollouts, steps)
+        base = base or rate
+        figure(f"throughput, pool of {size} ({rollouts} rollouts x {steps} execs)", rate, "exec/s",
+               baseline=base)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    asyncio.run(main(ap.parse_args().quick))

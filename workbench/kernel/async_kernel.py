@@ -1,0 +1,404 @@
+"""`AsyncKernel`: one sandboxed ipykernel for one rollout (the library's core).
+
+    async with AsyncKernel(profile="default", output_cap=8000) as k:
+        obs = await k.execute("import math; math.pi", timeout=30)
+        print(obs.text)          # 3.141592653589793
+
+The kernel runs `ipykernel_launcher` inside bubblewrap (see `workbench.sandbox`) and talks over
+zmq ipc sockets in `<rollout_dir>/run/` (inside: /run/workbench). A pidfd on the sandbox's
+outermost process resolves `died` the moment the sandbox ends, so execute() never hangs on a
+dead kernel. A timeout interrupts (control-channel `interrupt_request`); if the code does not
+stop within `interrupt_grace` seconds the whole sandbox is killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Literal
+
+import zmq
+import zmq.asyncio
+from jupyter_client.session import Session
+
+from workbench.errors import KernelDiedError, KernelError, SandboxError
+from workbench.kernel.observation import Observation, OutputCollector
+from workbench.sandbox import (INSIDE_RUN, RolloutDir, SandboxProfile, SandboxSpec, UidLease,
+                               build_argv, check_sandbox, default_root, load_profile)
+
+_CHANNELS = {"shell": 1, "iopub": 2, "stdin": 3, "control": 4, "hb": 5}
+_IPC_MAX = 100  # sun_path is 108 bytes
+_ctx: zmq.asyncio.Context | None = None
+
+
+def _context() -> zmq.asyncio.Context:
+    global _ctx  # one zmq context (and io thread) for every kernel in the process
+    if _ctx is None:
+        _ctx = zmq.asyncio.Context()
+    return _ctx
+
+
+class AsyncKernel:
+    """A sandboxed Jupyter kernel. Start it, execute code, close it; never reuse across rollouts."""
+
+    def __init__(
+        self,
+        profile: str | os.PathLike[str] | SandboxProfile = "default",
+        *,
+        isolation: Literal["bwrap", "none"] = "bwrap",
+        root: Path | str | None = None,
+        output_cap: int = 20_000,
+        env: dict[str, str] | None = None,
+        startup_code: str | None = None,
+        extra_ro_binds: tuple[str, ...] | list[str] = (),
+        startup_timeout: float = 60.0,
+        interrupt_grace: float = 3.0,
+        keep_dir: bool = False,
+    ) -> None:
+        if isolation not in ("bwrap", "none"):
+            raise SandboxError(f"isolation must be 'bwrap' or 'none', got {isolation!r}")
+        self.profile = load_profile(profile)
+        self.isolation = isolation
+        self.root = Path(root) if root is not None else default_root()
+        self.output_cap = int(output_cap)
+        self.env = {str(k): str(v) for k, v in (env or {}).items()}
+        self.startup_code = startup_code
+        self.extra_ro_binds = tuple(extra_ro_binds)
+        self.startup_timeout = startup_timeout
+        self.interrupt_grace = interrupt_grace
+        self.keep_dir = keep_dir
+        self._dir: RolloutDir | None = None
+        self._lease: UidLease | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._pidfd = -1
+        self._died: asyncio.Future[int] | None = None
+        self._replies: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._collectors: dict[str, tuple[OutputCollector, asyncio.Future[None]]] = {}
+        self._welcome: asyncio.Future[None] | None = None
+        self._readers: list[asyncio.Task[None]] = []
+        self._socks: dict[str, zmq.asyncio.Socket] = {}
+        self._lock = asyncio.Lock()
+        self._seq = 0
+        self._closed = False
+
+    # -- properties ---------------------------------------------------------------------
+    @property
+    def rollout_dir(self) -> Path:
+        if self._dir is None:
+            raise KernelError("the kernel has not been started; call start() first")
+        return self._dir.path
+
+    @property
+    def alive(self) -> bool:
+        return self._died is not None and not self._died.done() and not self._closed
+
+    @property
+    def pid(self) -> int | None:
+        """Host pid of the sandbox's outermost process (killing it ends the whole sandbox)."""
+        return self._proc.pid if self._proc else None
+
+    @property
+    def uid(self) -> int | None:
+        """The unprivileged host uid the kernel runs as (None when not root or unsandboxed)."""
+        return self._lease.uid if self._lease else None
+
+    @property
+    def died(self) -> asyncio.Future[int]:
+        """Resolves with the exit status once the kernel's process is gone."""
+        if self._died is None:
+            raise KernelError("the kernel has not been started; call start() first")
+        return self._died
+
+    def share(self, path: str | os.PathLike[str]) -> None:
+        """Make a host-created file in run/ (e.g. gateway.sock) usable by the sandbox uid."""
+        if self._dir is not None:
+            self._dir.share(path)
+
+    # -- lifecycle ----------------------------------------------------------------------
+    async def start(self) -> AsyncKernel:
+        if self._proc is not None:
+            raise KernelError("this kernel was already started; make a new one per rollout")
+        loop = asyncio.get_running_loop()
+        sandboxed = self.isolation == "bwrap"
+        if sandboxed:
+            await asyncio.to_thread(check_sandbox)
+            if os.geteuid() == 0:
+                self._lease = UidLease()
+        else:
+            warnings.warn("isolation='none': model code runs UNSANDBOXED with your user's "
+                          "network, files and secrets", RuntimeWarning, stacklevel=2)
+        self._dir = RolloutDir.create(self.root, self.uid)
+        try:
+            argv, host_ip = self._command(sandboxed)
+            log = open(self._dir.path / "kernel.log", "wb")
+            self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                          start_new_session=True, close_fds=True,
+                                          cwd=None if sandboxed else self._dir.work,
+                                          env=None if sandboxed else self._plain_env())
+            log.close()
+            self._died = loop.create_future()
+            self._pidfd = os.pidfd_open(self._proc.pid)
+            loop.add_reader(self._pidfd, self._on_exit)
+            self._connect(host_ip)
+            await self._wait_ready()
+            if self.startup_code:
+                obs = await self.execute(self.startup_code, timeout=self.startup_timeout, silent=True)
+                if not obs.ok:
+                    raise KernelError(f"startup_code failed: {obs.text[-2000:]}")
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    def _command(self, sandboxed: bool) -> tuple[list[str], str]:
+        assert self._dir is not None
+        host_ip = str(self._dir.run / "k")
+        if len(host_ip) > _IPC_MAX:
+            raise KernelError(f"rollout dir path {self._dir.run} is too long for a unix socket; "
+                              "pass a shorter root=")
+        key = secrets.token_hex(16)
+        info = {"transport": "ipc", "signature_scheme": "hmac-sha256", "key": key,
+                "kernel_name": "workbench", **{f"{c}_port": n for c, n in _CHANNELS.items()}}
+        inside = f"{INSIDE_RUN}/k" if sandboxed else host_ip
+        cf = self._dir.run / "kernel.json"
+        cf.write_text(json.dumps({**info, "ip": inside}))
+        os.chmod(cf, 0o600)
+        self._dir.share(cf)
+        self._session = Session(key=key.encode(), signature_scheme="hmac-sha256", username="workbench")
+        kernel = [sys.executable, "-m", "ipykernel_launcher", "-f",
+                  f"{INSIDE_RUN}/kernel.json" if sandboxed else str(cf),
+                  "--HistoryManager.enabled=False", "--quiet"]
+        if not sandboxed:
+            return kernel, host_ip
+        spec = SandboxSpec(self.profile, self._dir.run, self._dir.work, uid=self.uid,
+                           env=self.env, extra_ro_binds=self.extra_ro_binds)
+        return build_argv(spec, kernel), host_ip
+
+    def _plain_env(self) -> dict[str, str]:
+        assert self._dir is not None
+        return {**os.environ, **self.profile.env, **self.env,
+                "WORKBENCH_RUN_DIR": str(self._dir.run), "WORKBENCH_WORK_DIR": str(self._dir.work),
+                "WORKBENCH_GATEWAY": str(self._dir.run / "gateway.sock")}
+
+    def _connect(self, host_ip: str) -> None:
+        ctx = _context()
+        ident = self._session.bsession
+        for name, kind in (("shell", zmq.DEALER), ("control", zmq.DEALER), ("iopub", zmq.SUB)):
+            sock = ctx.socket(kind)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.RECONNECT_IVL, 5)  # the ipc file appears ~0.5 s after launch
+            if kind == zmq.DEALER:
+                sock.setsockopt(zmq.IDENTITY, ident)
+            else:
+                sock.setsockopt(zmq.SUBSCRIBE, b"")
+            sock.connect(f"ipc://{host_ip}-{_CHANNELS[name]}")
+            self._socks[name] = sock
+        loop = asyncio.get_running_loop()
+        self._welcome = loop.create_future()
+        self._readers = [asyncio.create_task(self._read(n)) for n in ("shell", "control", "iopub")]
+
+    async def _read(self, name: str) -> None:
+        sock, session = self._socks[name], self._session
+        while True:
+            try:
+                frames = await sock.recv_multipart()
+            except (zmq.ZMQError, asyncio.CancelledError):
+                return
+            try:
+                _, parts = session.feed_identities(frames)
+                msg = session.deserialize(parts)
+            except Exception:  # noqa: BLE001 - a malformed message must not kill the reader
+                continue
+            parent = msg["parent_header"].get("msg_id")
+            if name != "iopub":
+                fut = self._replies.pop(parent, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(msg)
+                continue
+            mtype = msg["header"]["msg_type"]
+            if self._welcome is not None and not self._welcome.done():
+                self._welcome.set_result(None)  # any iopub message proves the subscription
+            entry = self._collectors.get(parent)
+            if entry is None:
+                continue
+            collector, idle = entry
+            if mtype == "status":
+                if msg["content"].get("execution_state") == "idle" and not idle.done():
+                    idle.set_result(None)
+            else:
+                collector.feed(mtype, msg["content"])
+
+    async def _request(self, channel: str, msg_type: str, content: dict[str, Any]) -> tuple[str, asyncio.Future[dict[str, Any]]]:
+        msg = self._session.msg(msg_type, content)
+        msg_id = msg["header"]["msg_id"]
+        fut = asyncio.get_running_loop().create_future()
+        self._replies[msg_id] = fut
+        await self._socks[channel].send_multipart(self._session.serialize(msg))
+        return msg_id, fut
+
+    async def _wait_ready(self) -> None:
+        assert self._died is not None and self._welcome is not None
+        deadline = time.monotonic() + self.startup_timeout
+        _, reply = await self._request("shell", "kernel_info_request", {})
+        while True:
+            pending = [f for f in (reply, self._welcome) if not f.done()]
+            if not pending:
+                return
+            done, _ = await asyncio.wait([*pending, self._died], return_when=asyncio.FIRST_COMPLETED,
+                                         timeout=max(0.0, deadline - time.monotonic()))
+            if self._died.done():
+                raise KernelError(f"the sandboxed kernel exited during start-up "
+                                  f"(status {self._died.result()}): {self._log_tail()}")
+            if not done:
+                raise KernelError(f"the kernel did not answer within {self.startup_timeout:.0f} s; "
+                                  f"raise startup_timeout or check the log: {self._log_tail()}")
+            if reply.done() and not self._welcome.done():  # old ipykernel: no iopub welcome
+                _, reply = await self._request("shell", "kernel_info_request", {})
+                await asyncio.sleep(0.01)
+
+    def _log_tail(self) -> str:
+        try:
+            return (self.rollout_dir / "kernel.log").read_text(errors="replace")[-1500:].strip()
+        except OSError:
+            return "(no log)"
+
+    def _on_exit(self) -> None:
+        loop = asyncio.get_running_loop()
+        loop.remove_reader(self._pidfd)
+        assert self._proc is not None and self._died is not None
+        code = self._proc.wait()
+        if not self._died.done():
+            self._died.set_result(code)
+
+    # -- execution ----------------------------------------------------------------------
+    async def execute(self, code: str, timeout: float | None = None, *, silent: bool = False) -> Observation:
+        """Run `code`; on timeout interrupt, then kill. Death mid-run gives `kernel_died`."""
+        if self._died is None or self._closed:
+            raise KernelError("the kernel is not running; start() it (or make a new one)")
+        if self._died.done():
+            raise KernelDiedError(f"the kernel is dead (exit status {self._died.result()}); "
+                                  "start a new one")
+        async with self._lock:
+            return await self._execute(code, timeout, silent)
+
+    async def _execute(self, code: str, timeout: float | None, silent: bool) -> Observation:
+        assert self._died is not None and self._dir is not None
+        self._seq += 1
+        loop = asyncio.get_running_loop()
+        collector = OutputCollector(self.output_cap, self._dir.outputs / f"output-{self._seq}.txt")
+        idle: asyncio.Future[None] = loop.create_future()
+        msg = self._session.msg("execute_request", {
+            "code": code, "silent": silent, "store_history": not silent,
+            "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+        msg_id = msg["header"]["msg_id"]
+        reply: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self._replies[msg_id] = reply
+        self._collectors[msg_id] = (collector, idle)
+        t0 = time.perf_counter()
+        try:
+            await self._socks["shell"].send_multipart(self._session.serialize(msg))
+            done = await _all_or_death([reply, idle], self._died, timeout)
+            if not done and not self._died.done():
+                collector.obs.timed_out = True
+                await self.interrupt()
+                done = await _all_or_death([reply, idle], self._died, self.interrupt_grace)
+                if done:
+                    collector.obs.interrupted = True
+                else:
+                    collector.obs.killed = True
+                    await self._kill()
+            if self._died.done():
+                obs = collector.obs
+                obs.kernel_died = True
+                if obs.error_name is None:
+                    status = self._died.result()
+                    obs.error_name = "KernelDied"
+                    obs.error_value = ("the kernel was killed after the timeout" if obs.killed
+                                       else f"the kernel process exited (status {status}); "
+                                       "it may have run out of memory or called os._exit")
+        finally:
+            self._replies.pop(msg_id, None)
+            self._collectors.pop(msg_id, None)
+        obs = collector.finish(time.perf_counter() - t0)
+        if reply.done() and obs.execution_count is None:
+            obs.execution_count = reply.result()["content"].get("execution_count")
+        if obs.timed_out and obs.error_name is None:
+            obs.error_name, obs.error_value = "TimeoutError", f"execution exceeded {timeout} s"
+        return obs
+
+    async def interrupt(self) -> None:
+        """Interrupt the running cell (control-channel message; signals would hit bwrap)."""
+        if not self.alive:
+            return
+        _, fut = await self._request("control", "interrupt_request", {})
+        await _all_or_death([fut], self.died, self.interrupt_grace)
+
+    async def _kill(self) -> None:
+        assert self._proc is not None and self._died is not None
+        if self._died.done():
+            return
+        try:
+            os.kill(self._proc.pid, signal.SIGKILL)  # pid namespace: everything inside dies
+        except ProcessLookupError:
+            pass
+        try:
+            await asyncio.wait_for(asyncio.shield(self._died), 10)
+        except asyncio.TimeoutError:
+            self._proc.wait()
+
+    async def close(self) -> None:
+        """Kill the sandbox, close sockets, remove the rollout dir, free the uid. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._proc is not None:
+            if self._died is not None and self._pidfd >= 0:
+                await self._kill()
+            else:
+                self._proc.kill()
+                self._proc.wait()
+        for task in self._readers:
+            task.cancel()
+        for sock in self._socks.values():
+            sock.close(linger=0)
+        if self._pidfd >= 0:
+            try:
+                asyncio.get_running_loop().remove_reader(self._pidfd)
+            except RuntimeError:
+                pass
+            os.close(self._pidfd)
+            self._pidfd = -1
+        if self._dir is not None and not self.keep_dir:
+            self._dir.remove()
+        if self._lease is not None:
+            self._lease.release()
+
+    async def __aenter__(self) -> AsyncKernel:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+async def _all_or_death(futs: list[asyncio.Future[Any]], died: asyncio.Future[int],
+                        timeout: float | None) -> bool:
+    """Wait until every fut is done (True), or the kernel dies / time runs out (False)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        pending = [f for f in futs if not f.done()]
+        if not pending:
+            return True
+        if died.done():
+            return False
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            return False
+        await asyncio.wait([*pending, died], timeout=left, return_when=asyncio.FIRST_COMPLETED)

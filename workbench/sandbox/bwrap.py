@@ -1,0 +1,209 @@
+"""Turn a `SandboxProfile` into the argv that runs a command inside bubblewrap.
+
+Inside the sandbox:
+
+    /usr, /bin, /lib*, /sbin   host system dirs, read-only
+    <python prefix>, <venv>    the Python environment, read-only, at their host paths
+    <workbench source dir>     the package itself, read-only (so `import workbench.runtime` works)
+    /workspace                 the rollout's writable work dir (cwd, $HOME is /tmp)
+    /run/workbench             the rollout's run dir: connection file, ipc sockets, gateway.sock
+    /tmp                       private tmpfs, size-capped
+
+When workbench runs as root the chain is
+
+    prlimit … -- bwrap(as root: mount/pid/net/ipc/uts/cgroup ns) -- setpriv --reuid=UID … --
+        bwrap(unprivileged: user ns, nested user ns disabled) -- COMMAND
+
+The outer bwrap can bind paths that only root may traverse (e.g. a Python under /root); the
+command then runs as a plain unprivileged uid with no capabilities, so root-only files stay
+unreadable and RLIMIT_NPROC binds. As a normal user, one unprivileged bwrap does it all.
+`--die-with-parent` at each level plus exec-only wrappers (prlimit, setpriv) mean the whole
+sandbox dies when the host process does.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import workbench
+from workbench.errors import SandboxError
+from workbench.sandbox.profile import SandboxProfile
+
+INSIDE_RUN = "/run/workbench"
+INSIDE_WORK = "/workspace"
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ETC_BASE = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
+             "/etc/alternatives", "/etc/mime.types")
+_ETC_NET = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/ssl",
+            "/etc/ca-certificates", "/etc/pki", "/etc/gai.conf", "/etc/host.conf")
+_MB = 1 << 20
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """Everything needed to run one command in one sandbox."""
+
+    profile: SandboxProfile
+    run_dir: Path  # bound read-write at /run/workbench
+    work_dir: Path  # bound read-write at /workspace
+    uid: int | None = None  # unprivileged uid to run as (root hosts); None = stay as self
+    gid: int | None = None
+    env: dict[str, str] | None = None  # extra variables (already allow-listed by the caller)
+    extra_ro_binds: tuple[str, ...] = ()  # "HOST" or "HOST:INSIDE"
+
+
+def python_paths() -> list[Path]:
+    """Host paths the sandboxed Python needs, read-only: base prefix, venv, the package source."""
+    paths = [Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(),
+             Path(workbench.__file__).resolve().parent]
+    keep: list[Path] = []
+    for p in paths:
+        if any(str(p).startswith(d + "/") for d in _SYSTEM_DIRS if os.path.isdir(d)):
+            continue  # already visible through /usr etc.
+        if not any(p == k or k in p.parents for k in keep):
+            keep = [k for k in keep if p not in k.parents] + [p]
+    return keep
+
+
+def sandbox_python() -> str:
+    """The interpreter to run inside (the venv's, reachable at its host path)."""
+    return sys.executable
+
+
+def rlimit_argv(profile: SandboxProfile) -> list[str]:
+    lim = profile.limits
+    return [_which("prlimit"), f"--as={lim.memory_mb * _MB}", f"--nproc={lim.processes}",
+            f"--cpu={lim.cpu_seconds}", f"--fsize={lim.file_size_mb * _MB}",
+            f"--nofile={lim.open_files}", "--core=0", "--"]
+
+
+def _system_binds() -> list[str]:
+    args: list[str] = []
+    for d in _SYSTEM_DIRS:
+        if os.path.islink(d):
+            args += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            args += ["--ro-bind", d, d]
+    return args
+
+
+def base_env(spec: SandboxSpec) -> dict[str, str]:
+    """The whole environment inside: allow-listed host vars, the profile's, then the caller's."""
+    venv_bin = str(Path(sys.prefix) / "bin")
+    env = {k: os.environ[k] for k in spec.profile.pass_env if k in os.environ}
+    env.update({
+        "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "USER": "sandbox",
+        "LOGNAME": "sandbox",
+        "LANG": env.get("LANG", "C.UTF-8"),
+        "IPYTHONDIR": "/tmp/.ipython",
+        "JUPYTER_RUNTIME_DIR": "/tmp/.jupyter-runtime",
+        "JUPYTER_PLATFORM_DIRS": "1",
+        "PYTHONNOUSERSITE": "1",
+        "WORKBENCH_SANDBOX": "1",
+        "WORKBENCH_RUN_DIR": INSIDE_RUN,
+        "WORKBENCH_WORK_DIR": INSIDE_WORK,
+        "WORKBENCH_GATEWAY": f"{INSIDE_RUN}/gateway.sock",
+    })
+    env.update(spec.profile.env)
+    env.update(spec.env or {})
+    return env
+
+
+def build_argv(spec: SandboxSpec, command: list[str]) -> list[str]:
+    """The full argv (rlimits → bwrap → [setpriv → bwrap] → command)."""
+    p = spec.profile
+    as_root = spec.uid is not None
+    if as_root:  # outer bwrap is privileged: list namespaces (no user ns: it would map to root)
+        ns = ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
+        ns += [] if p.network else ["--unshare-net"]
+    else:
+        ns = ["--unshare-all", "--unshare-user", "--disable-userns"]
+        ns += ["--share-net"] if p.network else []
+    argv = rlimit_argv(p) + [_which("bwrap"), *ns, "--die-with-parent", "--new-session",
+                             "--as-pid-1", "--hostname", "sandbox", "--clearenv"]
+    for k, v in base_env(spec).items():
+        argv += ["--setenv", k, v]
+    argv += _system_binds()
+    argv += ["--perms", "0755", "--dir", "/etc"]
+    for f in _ETC_BASE + (_ETC_NET if p.etc_network else ()):
+        argv += ["--ro-bind-try", f, f]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size",
+             str(p.tmp_size_mb * _MB), "--tmpfs", "/tmp"]
+    made: set[str] = set()
+    binds = [(str(x), str(x)) for x in python_paths()]
+    binds += [(str(h), i) for h, i in p.bind_pairs() + _pairs(spec.extra_ro_binds)]
+    for host, inside in binds:
+        argv += _parents(inside, made) + ["--ro-bind", host, inside]
+    argv += _parents(INSIDE_RUN, made)
+    argv += ["--bind", str(spec.run_dir), INSIDE_RUN, "--bind", str(spec.work_dir), INSIDE_WORK]
+    if not as_root:  # (as root the inner bwrap changes dir: the outer has dropped DAC override)
+        argv += ["--chdir", INSIDE_WORK]
+    if as_root:
+        gid = spec.gid if spec.gid is not None else spec.uid
+        argv += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+                 "--cap-add", "CAP_SETPCAP", "--",
+                 _which("setpriv"), f"--reuid={spec.uid}", f"--regid={gid}", "--clear-groups",
+                 "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
+                 _which("bwrap"), "--unshare-user", "--disable-userns", "--die-with-parent",
+                 "--bind", "/", "/", "--chdir", INSIDE_WORK]
+    return argv + ["--", *command]
+
+
+def _parents(inside: str, made: set[str]) -> list[str]:
+    """`--dir` for each missing ancestor, world-traversable (bwrap would make them 0700)."""
+    args: list[str] = []
+    for parent in reversed(Path(inside).parents):
+        d = str(parent)
+        if d in ("/", "/tmp") or d in made or any(d == s or d.startswith(s + "/") for s in _SYSTEM_DIRS):
+            continue
+        made.add(d)
+        args += ["--perms", "0755", "--dir", d]
+    return args
+
+
+def _pairs(specs: tuple[str, ...]) -> list[tuple[Path, str]]:
+    out = []
+    for s in specs:
+        host, _, inside = s.partition(":")
+        if not Path(host).exists():
+            raise SandboxError(f"extra read-only bind {host} does not exist; fix extra_ro_binds")
+        out.append((Path(host), inside or host))
+    return out
+
+
+def _which(tool: str) -> str:
+    path = shutil.which(tool) or (f"/usr/bin/{tool}" if os.path.exists(f"/usr/bin/{tool}") else None)
+    if path is None:
+        pkg = {"bwrap": "bubblewrap", "prlimit": "util-linux", "setpriv": "util-linux"}[tool]
+        raise SandboxError(f"`{tool}` is not installed; install it with `sudo apt-get install {pkg}` "
+                           "(or run `make setup`), or pass isolation='none' to run unsandboxed")
+    return path
+
+
+@lru_cache(maxsize=1)
+def check_sandbox() -> None:
+    """Raise `SandboxError` naming the fix unless bubblewrap and user namespaces work here."""
+    bwrap = _which("bwrap")
+    _which("prlimit")
+    if os.geteuid() == 0:
+        _which("setpriv")
+    probe = [bwrap, "--unshare-all", "--unshare-user", "--ro-bind", "/", "/", "--", "/bin/true"]
+    try:
+        r = subprocess.run(probe, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SandboxError(f"bubblewrap could not run ({exc}); check `bwrap --version`") from exc
+    if r.returncode != 0:
+        raise SandboxError(
+            "bubblewrap cannot create user namespaces here: " + r.stderr.strip()
+            + ". Enable them (`sysctl -w kernel.unprivileged_userns_clone=1` and "
+            "`sysctl -w user.max_user_namespaces=10000`; in Docker run with "
+            "`--security-opt seccomp=unconfined --security-opt apparmor=unconfined`), "
+            "or pass isolation='none' to run unsandboxed (unsafe)")
