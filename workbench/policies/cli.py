@@ -1,0 +1,37 @@
+"""`workbench serve-model PATH`: serve a local transformers model over an OpenAI-compatible API."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "serve-model",
+        help="serve a local transformers model on loopback with an OpenAI-compatible API",
+        description="Serve a local Hugging Face model dir: /v1/models, /v1/completions, /tokenize, /detokenize, /health.",
+    )
+    p.add_argument("path", help="local model directory (config.json, weights, tokenizer)")
+    p.add_argument("--host", default="127.0.0.1", help="loopback address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
+    p.add_argument("--dtype", default="auto", help="auto (default), float32, bfloat16, float16")
+    p.add_argument("--batch-window-ms", type=float, default=5.0, help="how long to gather concurrent requests into a batch")
+    p.add_argument("--max-batch-size", type=int, default=32, help="most rows in one batch")
+    p.set_defaults(func=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from workbench.policies.server import serve_model
+
+    print(f"serving {args.path} at http://{args.host}:{args.port}/v1  (Ctrl-C to stop)", flush=True)
+    serve_model(
+        args.path,
+        host=args.host,
+        port=args.port,
+        device=args.device,
+        dtype=args.dtype,
+        batch_window_ms=args.batch_window_ms,
+        max_batch_size=args.max_batch_size,
+    )
+    return 0

@@ -1,0 +1,61 @@
+"""`TokenizerCodec`: the `Codec` protocol over a Hugging Face tokenizer.
+
+    codec = TokenizerCodec(AutoTokenizer.from_pretrained("runs/tiny"))
+    ids = codec.chat([{"role": "user", "content": "2+2?"}])   # chat template + generation prompt
+    codec.decode(codec.encode(text)) == text                   # byte-level tokenizers round-trip
+
+Without a chat template, `chat` falls back to the plain format `ByteCodec` uses:
+`<|role|>\\n{content}\\n` per message, then `<|assistant|>\\n`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from workbench.errors import ConfigError
+
+
+def plain_chat_text(messages: Sequence[dict[str, str]]) -> str:
+    """The documented fallback rendering for tokenizers without a chat template."""
+    return "".join(f"<|{m['role']}|>\n{m['content']}\n" for m in messages) + "<|assistant|>\n"
+
+
+def _check_messages(messages: Sequence[dict[str, str]]) -> None:
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or "role" not in m or "content" not in m:
+            raise ConfigError(f"message {i} must be a dict with 'role' and 'content', got {m!r}")
+
+
+class TokenizerCodec:
+    """Encode/decode with a Hugging Face tokenizer, exactly: no special tokens are added on
+    `encode`, none are skipped on `decode`, and no tokenization spaces are cleaned up."""
+
+    def __init__(self, tokenizer: Any):
+        self.tokenizer = tokenizer
+
+    @property
+    def eos_token_id(self) -> int | None:
+        return self.tokenizer.eos_token_id
+
+    @property
+    def has_chat_template(self) -> bool:
+        return bool(getattr(self.tokenizer, "chat_template", None))
+
+    def chat_text(self, messages: Sequence[dict[str, str]]) -> str:
+        _check_messages(messages)
+        if not self.has_chat_template:
+            return plain_chat_text(messages)
+        return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+
+    def chat(self, messages: Sequence[dict[str, str]]) -> list[int]:
+        return self.encode(self.chat_text(messages))
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+
+__all__ = ["TokenizerCodec", "plain_chat_text"]

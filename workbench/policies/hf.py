@@ -1,0 +1,214 @@
+"""`TransformersPolicy`: a local Hugging Face causal LM as a policy.
+
+    policy = TransformersPolicy("runs/tiny", device="auto")
+    ids = policy.codec.chat([{"role": "user", "content": "What is 2+2?"}])
+    [out] = await policy.generate([ids], SamplingParams(max_new_tokens=64, stop=["</code>"], temperature=0))
+
+    policy = TransformersPolicy.from_model(trainer.model, tokenizer)   # a live, in-memory model
+
+Concurrent `generate` calls are merged into one left-padded batch (see `batching.py`), decoded
+token by token with a KV cache. Every completion carries the sampled ids and their logprobs
+(processed: see `sampling.py`). `text == codec.decode(token_ids)`, except that a final EOS
+token is not rendered into `text`. A stop string ends generation at the token that completes
+it; if that token runs past the stop string (possible with merged tokens, never with the tiny
+models' single-token tags), `text` keeps those extra characters so it always matches the ids.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import ConfigError, PolicyError
+from workbench.policies.base import Completion
+from workbench.policies.batching import BatchingBackend, Row
+from workbench.policies.codec import TokenizerCodec
+from workbench.policies.sampling import RowSampler, StopWatcher, sample_next
+
+
+def _pick_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"device={device!r} but no CUDA GPU is visible: use device='cpu' or 'auto'")
+    return device
+
+
+def _pick_dtype(dtype: Any, device: str):
+    import torch
+
+    if dtype in (None, "auto"):
+        if device.startswith("cuda") and torch.cuda.is_bf16_supported():
+            return torch.bfloat16
+        return torch.float32
+    if isinstance(dtype, str):
+        try:
+            return getattr(torch, dtype)
+        except AttributeError:
+            raise ConfigError(f"unknown dtype {dtype!r}: use 'auto', 'float32', 'bfloat16' or 'float16'") from None
+    return dtype
+
+
+class TransformersPolicy(BatchingBackend):
+    """Local transformers model. `device`: "cpu", "cuda", "cuda:N" or "auto"; `dtype`: "auto"
+    (bf16 on a GPU that has it, else float32) or a torch dtype / its name."""
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        device: str = "auto",
+        dtype: Any = "auto",
+        batch_window_ms: float = 5.0,
+        max_batch_size: int = 32,
+        name: str | None = None,
+    ):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        path = Path(model_path).expanduser()
+        if not (path / "config.json").is_file():
+            raise ConfigError(
+                f"{model_path} is not a local model directory (no config.json). Point at a saved "
+                "Hugging Face model dir, or build one with workbench.models.build_tiny_model(dir, texts)."
+            )
+        dev = _pick_device(device)
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=_pick_dtype(dtype, dev), local_files_only=True)
+        model.to(dev).eval()
+        self._init(model, tokenizer, name or path.name, str(path), batch_window_ms, max_batch_size)
+
+    @classmethod
+    def from_model(
+        cls,
+        model: Any,
+        tokenizer: Any,
+        *,
+        batch_window_ms: float = 5.0,
+        max_batch_size: int = 32,
+        name: str = "in-memory",
+    ) -> "TransformersPolicy":
+        """Wrap a live model (e.g. the one being trained). Generation uses its current weights,
+        in eval mode and without gradients; its train/eval mode is restored afterwards."""
+        self = cls.__new__(cls)
+        self._init(model, tokenizer, name, None, batch_window_ms, max_batch_size)
+        return self
+
+    def _init(self, model, tokenizer, name, path, batch_window_ms, max_batch_size) -> None:
+        import torch
+
+        super().__init__(batch_window_ms=batch_window_ms, max_batch_size=max_batch_size)
+        self.model = model
+        self.tokenizer = tokenizer
+        self.codec = TokenizerCodec(tokenizer)
+        self.name = f"transformers:{name}"
+        self.model_path = path
+        eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+        eos = [eos] if isinstance(eos, int) else list(eos or [])
+        if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in eos:
+            eos.append(tokenizer.eos_token_id)
+        self.eos_ids = set(eos)
+        pad = tokenizer.pad_token_id
+        self.pad_id = pad if pad is not None else (eos[0] if eos else 0)
+        self.max_positions = getattr(model.config, "max_position_embeddings", None)
+        self._rng = torch.Generator(device="cpu").manual_seed(torch.seed() % (1 << 62))
+
+    @property
+    def device(self):
+        return next(self.model.parameters()).device
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "backend": "transformers",
+            "name": self.name,
+            "model_path": self.model_path,
+            "model_type": getattr(self.model.config, "model_type", None),
+            "device": str(self.device),
+            "dtype": str(next(self.model.parameters()).dtype),
+            "logprobs": "processed (after temperature/top-k/top-p; raw for greedy)",
+        }
+
+    def _check_row(self, row: Row) -> None:
+        if not row.prompt:
+            raise PolicyError("empty prompt: encode at least one token (policy.codec.chat(messages))")
+        if self.max_positions and len(row.prompt) >= self.max_positions:
+            raise PolicyError(
+                f"prompt of {len(row.prompt)} tokens does not fit the model's context of "
+                f"{self.max_positions}: trim the history or use a model with more positions"
+            )
+
+    def _generator(self, row: Row):
+        import torch
+
+        dev = self.device
+        g = torch.Generator(device=dev)
+        seed = row.seed if row.seed is not None else int(torch.randint(0, 1 << 62, (1,), generator=self._rng))
+        return g.manual_seed(seed)
+
+    def _run_rows(self, rows: list[Row]) -> list[Completion]:
+        import torch
+
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.inference_mode():
+                return self._decode(rows)
+        finally:
+            self.model.train(was_training)
+
+    def _decode(self, rows: list[Row]) -> list[Completion]:
+        import torch
+
+        dev, B = self.device, len(rows)
+        width = max(len(r.prompt) for r in rows)
+        ids = torch.full((B, width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((B, width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            ids[i, width - len(r.prompt) :] = torch.tensor(r.prompt)
+            mask[i, width - len(r.prompt) :] = 1
+        ids, mask = ids.to(dev), mask.to(dev)
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        limits = [
+            min(r.params.max_new_tokens, self.max_positions - len(r.prompt)) if self.max_positions else r.params.max_new_tokens
+            for r in rows
+        ]
+        samplers = [RowSampler(r.params, self._generator(r)) for r in rows]
+        watchers = [StopWatcher(r.params.stop, self.codec.decode) for r in rows]
+        out_ids: list[list[int]] = [[] for _ in rows]
+        out_lps: list[list[float]] = [[] for _ in rows]
+        finish: list[str | None] = [None] * B
+
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
+        while True:
+            tokens, lps = sample_next(out.logits[:, -1, :], samplers)
+            tok_list, lp_list = tokens.tolist(), lps.tolist()
+            for i in range(B):
+                if finish[i] is not None:
+                    continue
+                out_ids[i].append(tok_list[i])
+                out_lps[i].append(lp_list[i])
+                if tok_list[i] in self.eos_ids:
+                    finish[i] = "eos"
+                elif watchers[i].hit(out_ids[i]):
+                    finish[i] = "stop"
+                elif len(out_ids[i]) >= limits[i]:
+                    finish[i] = "length"
+            if all(f is not None for f in finish):
+                break
+            step = torch.tensor([t if f is None else self.pad_id for t, f in zip(tok_list, finish)], device=dev)
+            mask = torch.cat([mask, torch.ones((B, 1), dtype=mask.dtype, device=dev)], dim=1)
+            pos = pos[:, -1:] + 1
+            if self.max_positions:  # finished rows keep stepping on padding; keep them in range
+                pos = pos.clamp(max=self.max_positions - 1)
+            out = self.model(
+                input_ids=step[:, None], attention_mask=mask, position_ids=pos, past_key_values=out.past_key_values, use_cache=True
+            )
+        return [self._completion(i, f, lp) for i, f, lp in zip(out_ids, finish, out_lps)]
+
+    def _completion(self, ids: list[int], finish: str, logprobs: list[float]) -> Completion:
+        shown = ids[:-1] if finish == "eos" else ids
+        return Completion(text=self.codec.decode(shown), token_ids=ids, logprobs=logprobs, finish_reason=finish)
+
+
+__all__ = ["TransformersPolicy"]

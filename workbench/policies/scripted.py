@@ -1,0 +1,115 @@
+"""`ScriptedPolicy`: deterministic turns from a function or a list. The demo and test backend.
+
+    policy = ScriptedPolicy.from_turns([
+        "<think>look it up</think><code>print(search('capital of France'))</code>",
+        "<think>found it</think><code>answer('Paris')</code>",
+    ])
+    policy = ScriptedPolicy(lambda context, turn: "<code>print(1)</code>")
+
+`fn(context_text, turn)` gets the decoded prompt and the turn number: how many of this
+policy's own completions the prompt already contains (0 for a fresh episode). The turn is
+found from the prompt ids themselves (a prompt that extends an earlier prompt + completion is
+its next turn), so one policy serves many concurrent episodes with no per-episode state.
+
+The text is tokenized with the codec (`ByteCodec` unless given), cut after the first stop
+string (finish "stop"), else at `max_new_tokens` ("length"), else ended with EOS ("eos").
+Logprobs are 0.0: a script is certain.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from workbench.errors import ConfigError
+from workbench.policies.base import ByteCodec, Codec, Completion, SamplingParams, truncate_at_stop
+from workbench.policies.batching import make_rows
+
+ScriptFn = Callable[[str, int], str]
+
+_MOD = (1 << 61) - 1
+_BASE = 1_000_003
+
+
+def _extend(h: int, ids: Sequence[int]) -> int:
+    """Rolling hash of a sequence, continued from `h` (the hash of what came before)."""
+    for t in ids:
+        h = (h * _BASE + t + 1) % _MOD
+    return h
+
+
+class ScriptedPolicy:
+    """Turns from `fn(context_text, turn) -> str`, tokenized exactly by `codec`."""
+
+    def __init__(self, fn: ScriptFn, *, codec: Codec | None = None, name: str = "scripted", memory: int = 65536):
+        if not callable(fn):
+            raise ConfigError(f"ScriptedPolicy needs a callable fn(context_text, turn) -> str, got {fn!r}")
+        self.fn = fn
+        self.codec: Codec = codec if codec is not None else ByteCodec()
+        self.name = name
+        self._memory = memory
+        self._seen: OrderedDict[tuple[int, int], int] = OrderedDict()  # (len, hash) of prompt+completion -> turns done
+
+    @classmethod
+    def from_turns(cls, turns: Sequence[str], *, codec: Codec | None = None, name: str = "scripted", repeat_last: bool = True):
+        """Play `turns` in order. Past the end, repeat the last turn (or, with
+        `repeat_last=False`, return an empty completion that ends with EOS)."""
+        turns = list(turns)
+        if not turns or not all(isinstance(t, str) for t in turns):
+            raise ConfigError("from_turns needs a non-empty list of strings")
+
+        def fn(_context: str, turn: int) -> str:
+            if turn < len(turns):
+                return turns[turn]
+            return turns[-1] if repeat_last else ""
+
+        return cls(fn, codec=codec, name=name)
+
+    def describe(self) -> dict[str, Any]:
+        fn_name = getattr(self.fn, "__qualname__", type(self.fn).__name__)
+        return {"backend": "scripted", "name": self.name, "fn": f"{getattr(self.fn, '__module__', '?')}.{fn_name}"}
+
+    def turn_of(self, prompt: Sequence[int]) -> int:
+        """How many of this policy's completions `prompt` already contains."""
+        return self._scan(prompt)[0]
+
+    def _scan(self, prompt: Sequence[int]) -> tuple[int, int]:
+        turn, h, seen = 0, 0, self._seen
+        for n, t in enumerate(prompt, 1):
+            h = (h * _BASE + t + 1) % _MOD
+            done = seen.get((n, h))
+            if done is not None:
+                turn = done
+        return turn, h
+
+    def _remember(self, key: tuple[int, int], turns_done: int) -> None:
+        self._seen[key] = turns_done
+        self._seen.move_to_end(key)
+        while len(self._seen) > self._memory:
+            self._seen.popitem(last=False)
+
+    def complete(self, prompt: Sequence[int], params: SamplingParams) -> Completion:
+        turn, h = self._scan(prompt)
+        text = self.fn(self.codec.decode(prompt), turn)
+        if not isinstance(text, str):
+            raise ConfigError(f"the script returned {type(text).__name__} for turn {turn}; it must return a str")
+        text, stopped = truncate_at_stop(text, params.stop)
+        ids = self.codec.encode(text)
+        eos = [] if stopped or self.codec.eos_token_id is None else [self.codec.eos_token_id]
+        if len(ids) + len(eos) > params.max_new_tokens:
+            ids, finish = ids[: params.max_new_tokens], "length"
+            text = self.codec.decode(ids)
+        else:
+            ids, finish = ids + eos, "stop" if stopped else "eos"
+        self._remember((len(prompt) + len(ids), _extend(h, ids)), turn + 1)
+        return Completion(text=text, token_ids=ids, logprobs=[0.0] * len(ids), finish_reason=finish)
+
+    def generate_sync(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
+        return [self.complete(r.prompt, params) for r in make_rows(prompts, params)]
+
+    async def generate(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
+        return self.generate_sync(prompts, params)
+
+
+__all__ = ["ScriptedPolicy", "ScriptFn"]
