@@ -6,7 +6,7 @@ calls `install(globals(), specs, token=...)`; the model then sees `notepad`, one
 host tool, and `submit_final_answer`.
 """
 
-from workbench.runtime.client import GatewayClient, ToolCallError
+from workbench.runtime.client import GatewayClient, ToolArgumentError, ToolCallError
 from workbench.runtime.notepad import NOTEPAD_API, STATUSES, Notepad, NotepadError, Todo
 from workbench.runtime.stubs import (FINAL_ANSWER_SPEC, current_notepad, install, make_stub,
                                      push_error, snapshot_json)
@@ -25,6 +25,7 @@ __all__ = [
     "Notepad",
     "NotepadError",
     "Todo",
+    "ToolArgumentError",
     "ToolCallError",
     "current_notepad",
     "install",

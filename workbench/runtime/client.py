@@ -23,6 +23,10 @@ class ToolCallError(Exception):
         self.tool = tool
 
 
+class ToolArgumentError(TypeError):
+    """A tool stub was called with arguments its signature does not accept (checked in the kernel)."""
+
+
 class GatewayClient:
     """Sends requests to the gateway at `socket_path` (default: $WORKBENCH_GATEWAY)."""
 

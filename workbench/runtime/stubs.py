@@ -1,9 +1,10 @@
 """Tool stubs and `install`: what the setup cell puts into the kernel's namespace.
 
 A stub is a plain function with the host tool's real signature and docstring (so `help(search)`
-and `inspect.signature(search)` work). Calling it checks the arguments locally like a normal
-function would (TypeError), then sends them to the host gateway and returns the host's result,
-or raises `ToolCallError` with the host's message.
+and `inspect.signature(search)` work). Calling it checks the arguments locally, as a normal
+function would (`ToolArgumentError`, a TypeError), sends them to the host gateway, and returns
+the host's result or raises `ToolCallError` with the host's message. Under IPython, tracebacks
+of these errors leave out the runtime's own frames: the model sees its line and the message.
 
     install(globals(), specs, token="…")     # what workbench's setup cell runs
     search("capital of France", top_k=2)     # → "Doc 1 (Title: Paris) …"
@@ -19,7 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-from workbench.runtime.client import GatewayClient, ToolCallError
+from workbench.runtime.client import GatewayClient, ToolArgumentError, ToolCallError
 from workbench.runtime.notepad import Notepad
 
 FINAL_ANSWER_SPEC: dict[str, Any] = {
@@ -71,7 +72,7 @@ def make_stub(spec: dict[str, Any], client: GatewayClient) -> Callable[..., Any]
         try:
             signature.bind(*args, **kwargs)
         except TypeError as exc:
-            raise TypeError(f"{name}() {exc}") from None
+            raise ToolArgumentError(f"{name}() {exc}") from None
         if final:
             args = tuple(a if isinstance(a, str) else str(a) for a in args)
             kwargs = {k: v if isinstance(v, str) else str(v) for k, v in kwargs.items()}
@@ -79,7 +80,7 @@ def make_stub(spec: dict[str, Any], client: GatewayClient) -> Callable[..., Any]
             try:
                 json.dumps(value)
             except (TypeError, ValueError):
-                raise TypeError(f"{name}() argument {key!r} is a {type(value).__name__}; tools take "
+                raise ToolArgumentError(f"{name}() argument {key!r} is a {type(value).__name__}; tools take "
                                 "JSON values (str, int, float, bool, None, list, dict)") from None
         reply = client.request({"op": "call", "tool": name, "args": list(args), "kwargs": kwargs})
         if not reply.get("ok"):
@@ -119,7 +120,33 @@ def install(namespace: dict[str, Any], specs: list[dict[str, Any]], *, socket_pa
     for spec in specs:
         namespace[spec["name"]] = make_stub(spec, client)
     _STATE.update(notepad=pad, client=client, push_error=None)
+    _trim_tracebacks()
     return pad
+
+
+def _trim_tracebacks() -> None:
+    """Under IPython, leave workbench.runtime's own frames out of tool and notepad tracebacks,
+    so the model reads its cell line and the message, not our internals."""
+    import sys
+
+    from workbench.runtime.notepad import NotepadError
+
+    ipython_mod = sys.modules.get("IPython")  # never imported here: present only in a kernel
+    shell = ipython_mod.get_ipython() if ipython_mod is not None else None
+    if shell is None:
+        return
+
+    def handler(self: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None) -> Any:
+        kept = []
+        while tb is not None:
+            if not str(tb.tb_frame.f_globals.get("__name__", "")).startswith("workbench.runtime"):
+                kept.append(tb)
+            tb = tb.tb_next
+        for a, b in zip(kept, kept[1:] + [None]):
+            a.tb_next = b
+        self.showtraceback((etype, value, kept[0] if kept else None), tb_offset=tb_offset)
+
+    shell.set_custom_exc((ToolCallError, ToolArgumentError, NotepadError), handler)
 
 
 def current_notepad() -> Notepad | None:
