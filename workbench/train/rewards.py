@@ -77,7 +77,10 @@ def resolve_reward(spec: Any) -> Any:
         return _CallableReward(spec)
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigError("reward: give a reward spec name, a JSON spec, or an object with .score(traj)")
-    found = _from_rewards_layer(spec)
+    try:
+        found = _from_rewards_layer(spec)
+    except (KeyError, LookupError):
+        found = None
     if found is not None:
         return found
     if spec.strip() in ("exact_match", "em"):
