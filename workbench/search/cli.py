@@ -1,0 +1,44 @@
+"""`workbench serve-search` and `workbench index build`. Heavy imports happen inside handlers."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("serve-search", help="serve a saved index over Search-R1's POST /retrieve API")
+    p.add_argument("--index", required=True, help="directory written by `workbench index build`")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--topk", type=int, default=3, help="results per query when a request gives no topk")
+    p.add_argument("--no-mmap", action="store_true", help="read the index into memory instead of mapping it")
+    p.set_defaults(func=_serve)
+
+    idx = subparsers.add_parser("index", help="build retrieval indexes")
+    isub = idx.add_subparsers(dest="index_command", metavar="ACTION", required=True)
+    b = isub.add_parser("build", help="index a JSONL corpus ({'id','contents'} per line)")
+    b.add_argument("--corpus", required=True, help="JSONL corpus file")
+    b.add_argument("--out", required=True, help="output directory")
+    b.add_argument("--kind", choices=["dense", "bm25"], default="dense")
+    b.add_argument("--encoder", default=None, help="local encoder directory (default: packaged MiniLM)")
+    b.add_argument("--index-type", default="flat", help="dense only: flat | ivf | hnsw | a faiss factory string")
+    b.set_defaults(func=_build)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from workbench.search.index import load_index
+    from workbench.search.server import serve
+
+    retriever = load_index(args.index, mmap=not args.no_mmap)
+    print(f"serving {retriever!r} on http://{args.host}:{args.port}/retrieve", flush=True)
+    serve(retriever, host=args.host, port=args.port, topk=args.topk)
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    from workbench.search.index import build_index
+
+    kwargs = {"encoder": args.encoder, "index": args.index_type} if args.kind == "dense" else {}
+    r = build_index(args.corpus, args.out, kind=args.kind, **kwargs)
+    print(f"built {r!r} in {args.out}")
+    return 0

@@ -1,0 +1,220 @@
+"""Dense retrieval: a local sentence encoder plus a FAISS index over L2-normalised vectors.
+
+    corpus = Corpus.from_jsonl("corpus.jsonl")
+    dense = DenseRetriever.build(corpus)                  # MiniLM, exact IndexFlatIP
+    dense.search("who founded Varnholt", top_k=3)
+    dense.save("runs/index")                              # index.faiss + meta.json + corpus.jsonl
+    dense = DenseRetriever.load("runs/index")             # memory-mapped, read-only
+
+`index=` takes `"flat"` (exact cosine, Search-R1's `Flat`), `"ivf"` (IVF-Flat, `nprobe` lists
+probed), `"hnsw"` (HNSW32) or any `faiss.index_factory` string. With faiss-gpu installed the index
+is sharded over all GPUs (`faiss.index_cpu_to_all_gpus`, fp16), as Search-R1's `--faiss_gpu`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from workbench.errors import ConfigError, RetrievalError
+from workbench.search.corpus import Corpus
+from workbench.search.encoder import Encoder, available_cpus
+from workbench.search.hits import Hit, RetrieverBase, check_queries
+
+FORMAT_VERSION = 1
+
+
+def set_threads(threads: int | None) -> None:
+    """Cap faiss (OpenMP) and torch threads; default: the CPUs this process may run on."""
+    import faiss
+
+    n = threads or available_cpus()
+    if threads or faiss.omp_get_max_threads() > n:
+        faiss.omp_set_num_threads(n)
+    import torch
+
+    if threads or torch.get_num_threads() > n:
+        torch.set_num_threads(n)
+
+
+def factory_string(kind: str, n: int) -> str:
+    """Map a short index name to a `faiss.index_factory` description."""
+    if kind == "flat":
+        return "Flat"
+    if kind == "ivf":  # ~4·sqrt(n) lists, but at least 39 training points per list
+        return f"IVF{max(1, min(int(4 * math.sqrt(n)), n // 39))},Flat"
+    if kind == "hnsw":
+        return "HNSW32,Flat"
+    return kind  # already a factory string
+
+
+def build_faiss_index(vectors: np.ndarray, kind: str = "flat", *, nprobe: int = 16, ef_search: int = 64) -> Any:
+    """An inner-product FAISS index over `vectors` (trained when the type needs it)."""
+    import faiss
+
+    spec = factory_string(kind, len(vectors))
+    try:
+        index = faiss.index_factory(vectors.shape[1], spec, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as exc:
+        raise ConfigError(f"bad faiss index spec {spec!r}: use 'flat', 'ivf', 'hnsw' or a "
+                          f"faiss.index_factory string ({exc})") from None
+    if not index.is_trained:
+        index.train(vectors)
+    index.add(vectors)
+    tune_index(index, nprobe=nprobe, ef_search=ef_search)
+    return index
+
+
+def tune_index(index: Any, *, nprobe: int = 16, ef_search: int = 64) -> None:
+    import faiss
+
+    params = faiss.ParameterSpace()
+    for name, value in (("nprobe", nprobe), ("efSearch", ef_search)):
+        try:
+            params.set_index_parameter(index, name, value)
+        except RuntimeError:
+            pass  # not this index type
+
+
+def to_gpu(index: Any, required: bool) -> Any:
+    """Shard `index` over every visible GPU in fp16 if faiss-gpu is present (else return it)."""
+    import faiss
+
+    has_gpu = hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
+    if not has_gpu:
+        if required:
+            raise RetrievalError("gpu=True but faiss sees no GPU; install faiss-gpu (the 'gpu' extra) "
+                                 "on a CUDA machine or pass gpu=False")
+        return index
+    co = faiss.GpuMultipleClonerOptions()
+    co.shard = True
+    co.useFloat16 = True
+    return faiss.index_cpu_to_all_gpus(index, co=co)
+
+
+class DenseRetriever(RetrieverBase):
+    """Encoder + FAISS index + corpus. Index row i is corpus row i."""
+
+    def __init__(self, corpus: Corpus, encoder: Encoder | None, index: Any, *, spec: str = "flat",
+                 gpu: bool | None = None, threads: int | None = None):
+        if index.ntotal != len(corpus):
+            raise RetrievalError(f"index has {index.ntotal} vectors but the corpus has {len(corpus)} rows; "
+                                 "rebuild the index from this corpus")
+        set_threads(threads)
+        self.corpus = corpus
+        self.encoder = encoder
+        self.spec = spec
+        self.cpu_index = index
+        self.index = index if gpu is False else to_gpu(index, required=bool(gpu))
+
+    @classmethod
+    def build(cls, corpus: Corpus, encoder: Encoder | str | Path | None = None, *, index: str = "flat",
+              batch_size: int = 4096, show_progress: bool = True, nprobe: int = 16,
+              gpu: bool | None = None, threads: int | None = None) -> DenseRetriever:
+        """Encode every passage (in chunks, with a progress bar) and index the vectors."""
+        from tqdm.auto import tqdm
+
+        if len(corpus) == 0:
+            raise ConfigError("cannot index an empty corpus")
+        set_threads(threads)
+        enc = encoder if isinstance(encoder, Encoder) else Encoder(encoder)
+        texts = corpus.contents()
+        chunks = []
+        for start in tqdm(range(0, len(texts), batch_size), desc="encoding passages", unit="batch",
+                          disable=not show_progress):
+            chunks.append(enc.encode_passages(texts[start:start + batch_size]))
+        vectors = np.concatenate(chunks)
+        return cls(corpus, enc, build_faiss_index(vectors, index, nprobe=nprobe), spec=index, gpu=gpu,
+                   threads=threads)
+
+    @classmethod
+    def from_vectors(cls, corpus: Corpus, vectors: np.ndarray, encoder: Encoder | None = None, *,
+                     index: str = "flat", gpu: bool | None = None) -> DenseRetriever:
+        """Index precomputed vectors (normalised here). Without an encoder use `search_vectors`."""
+        import faiss
+
+        vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+        faiss.normalize_L2(vecs)
+        return cls(corpus, encoder, build_faiss_index(vecs, index), spec=index, gpu=gpu)
+
+    def search_vectors(self, vectors: np.ndarray, top_k: int = 3) -> list[list[Hit]]:
+        """Top-k for already-encoded query vectors (rows of `vectors`)."""
+        k = min(int(top_k), len(self.corpus))
+        scores, ids = self.index.search(np.ascontiguousarray(vectors, dtype=np.float32), k)
+        return [[self.corpus.hit(int(i), float(s)) for s, i in zip(srow, irow) if i >= 0]
+                for srow, irow in zip(scores, ids)]
+
+    def retrieve(self, queries: list[str], top_k: int = 3) -> list[list[Hit]]:
+        queries = check_queries(queries, top_k)
+        if not queries:
+            return []
+        if self.encoder is None:
+            raise RetrievalError("this index was built from raw vectors; pass an encoder or use search_vectors")
+        return self.search_vectors(self.encoder.encode_queries(queries), top_k)
+
+    def save(self, directory: str | Path, *, copy_corpus: bool = True) -> Path:
+        """Write `index.faiss`, `meta.json` and the corpus (a copy, or a pointer to its file)."""
+        import faiss
+
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        faiss.write_index(self.cpu_index, str(d / "index.faiss"))
+        if copy_corpus or self.corpus.path is None:
+            if self.corpus.path is not None and self.corpus.path.suffix == ".jsonl":
+                shutil.copyfile(self.corpus.path, d / "corpus.jsonl")
+            else:
+                self.corpus.to_jsonl(d / "corpus.jsonl")
+            corpus_ref = "corpus.jsonl"
+        else:
+            corpus_ref = str(self.corpus.path.resolve())
+        meta = {"kind": "dense", "format_version": FORMAT_VERSION, "index": self.spec,
+                "count": len(self.corpus), "corpus": corpus_ref,
+                **(self.encoder.describe() if self.encoder else {"encoder": None, "e5": False,
+                                                                 "dim": int(self.cpu_index.d)})}
+        (d / "meta.json").write_text(json.dumps(meta, indent=2))
+        return d
+
+    @classmethod
+    def load(cls, directory: str | Path, *, mmap: bool = True, encoder: Encoder | str | Path | None = None,
+             gpu: bool | None = None, threads: int | None = None, nprobe: int = 16) -> DenseRetriever:
+        """Open a saved index. `mmap=True` maps the vectors from disk instead of reading them in."""
+        import faiss
+
+        d = Path(directory)
+        meta = read_meta(d, "dense")
+        flags = (faiss.IO_FLAG_MMAP | getattr(faiss, "IO_FLAG_MMAP_IFC", 0)) if mmap else 0
+        index = faiss.read_index(str(d / "index.faiss"), flags)
+        tune_index(index, nprobe=nprobe)
+        corpus = Corpus.from_jsonl(d / meta["corpus"])
+        if isinstance(encoder, Encoder):
+            enc: Encoder | None = encoder
+        elif encoder is not None or meta.get("encoder"):
+            enc = Encoder(encoder or meta["encoder"], e5=None if encoder else meta.get("e5"))
+        else:
+            enc = None
+        if enc is not None and enc.dim != index.d:
+            raise RetrievalError(f"encoder {enc.name!r} gives {enc.dim}-d vectors but the index holds "
+                                 f"{index.d}-d ones; load with the encoder the index was built with")
+        return cls(corpus, enc, index, spec=meta.get("index", "flat"), gpu=gpu, threads=threads)
+
+    def __repr__(self) -> str:
+        return f"DenseRetriever({len(self.corpus)} passages, index={self.spec!r}, encoder={self.encoder!r})"
+
+
+def read_meta(d: Path, kind: str | None = None) -> dict[str, Any]:
+    """Read `meta.json` of a saved index, checking its kind and format version."""
+    path = d / "meta.json"
+    if not path.is_file():
+        raise RetrievalError(f"{d} is not a saved index (no meta.json); build one with "
+                             "`workbench index build --corpus FILE --out DIR`")
+    meta = json.loads(path.read_text())
+    if kind and meta.get("kind") != kind:
+        raise RetrievalError(f"{d} holds a {meta.get('kind')!r} index, not {kind!r}; open it with load_index()")
+    if meta.get("format_version", 0) > FORMAT_VERSION:
+        raise RetrievalError(f"{d} was written by a newer workbench (format {meta['format_version']}); upgrade")
+    return meta

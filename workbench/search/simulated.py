@@ -1,0 +1,211 @@
+"""Simulated search (ZeroSearch): a model writes the documents, useful or noisy on a curriculum.
+
+Each search call renders the ZeroSearch template (`prompts/zerosearch_simulate.txt`, paper
+Table 2: query, the task's question and gold answer, "useful" or "noisy") and asks the policy for
+five ~30-word documents. Whether a call is noisy is drawn per call with probability
+
+    p_i = p_s + (b^(i/m) - 1) / (b - 1) · (p_e - p_s)        (ZeroSearch eq. 1; p_e once i >= m)
+
+where i is the training step (`sim.step`, set by the trainer) and m = `total_steps`.
+
+    sim = SimulatedSearch(policy, p_start=0.0, p_end=0.5, total_steps=200, seed=0)
+    sim.step = 120
+    hits = sim.search("Varnholt founder", question="Who founded Varnholt?", answer="Ada Brell")
+    hits[0].noisy, sim.calls[-1].p
+    tool = sim.for_task(question, answer)     # a plain Retriever bound to one task
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Coroutine, Sequence, TypeVar
+
+from workbench.errors import ConfigError, PolicyError
+from workbench.policies.base import Policy, SamplingParams
+from workbench.search.hits import Hit, RetrieverBase, check_queries, join_contents
+
+T = TypeVar("T")
+PROMPT_FILE = Path(__file__).parent / "prompts" / "zerosearch_simulate.txt"
+NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+EMPTY_TEXT = "No results found."
+
+
+def noise_probability(step: int, total_steps: int, p_start: float, p_end: float, b: float = 4.0) -> float:
+    """ZeroSearch's curriculum: P(noisy) at training step `step` of `total_steps`."""
+    if total_steps <= 0:
+        raise ConfigError(f"total_steps must be positive, got {total_steps}")
+    if b <= 0:
+        raise ConfigError(f"the exponential base b must be > 0, got {b}")
+    frac = min(max(step, 0) / total_steps, 1.0)
+    ramp = frac if b == 1 else (b ** frac - 1) / (b - 1)  # b -> 1 is the linear limit
+    return p_start + ramp * (p_end - p_start)
+
+
+_DOC_MARK = re.compile(r"(?im)^[ \t>*#-]*(?:\**\s*(?:doc(?:ument)?|result)\s*#?\s*(\d+)\s*\**\s*[:.)\-]?\**|(\d{1,2})[.)](?=\s))[ \t]*")
+_TITLE = re.compile(r"^\s*\(?\s*title\s*:\s*(.+?)\s*(?:\)|\n|$)", re.I)
+
+
+def parse_documents(output: str, top_k: int) -> tuple[list[tuple[str, str]], bool]:
+    """Split model output into up to `top_k` (title, text) documents.
+
+    Recognises `Doc 1: ...`, `Document 2.`, `**Doc 3**`, `1. ...` markers, and an optional
+    `(Title: t)` / `Title: t` lead. Fallback when there are no markers (returned `ok=False`):
+    blank-line-separated paragraphs, else the whole text as one document, else one document
+    reading "No results found.".
+    """
+    text = re.sub(r"\n\s*\n+", "\n\n", output.strip())  # ZeroSearch collapses blank lines too
+    marks = list(_DOC_MARK.finditer(text))
+    ok = bool(marks)
+    if marks:
+        chunks = [text[m.end(): nxt.start() if nxt else len(text)] for m, nxt in zip(marks, marks[1:] + [None])]
+    else:
+        chunks = [p for p in text.split("\n\n") if p.strip()] or [text]
+    docs = []
+    for chunk in chunks:
+        chunk = chunk.strip()
+        if not chunk:
+            continue
+        title = ""
+        m = _TITLE.match(chunk)
+        if m:
+            title, chunk = m.group(1).strip(), chunk[m.end():].strip()
+        docs.append((title, " ".join(chunk.split())))
+        if len(docs) == top_k:
+            break
+    if not docs:
+        return [("", EMPTY_TEXT)], False
+    return docs, ok
+
+
+@dataclass
+class SimulatedCall:
+    """One simulated search call, as logged in `SimulatedSearch.calls`."""
+
+    step: int
+    p: float  # P(noisy) at this step
+    noisy: bool
+    query: str
+    question: str
+    answer: str
+    prompt: str
+    output: str  # the model's raw text
+    parsed_ok: bool  # False when the fallback split was used
+    n_docs: int
+
+
+class SimulatedSearch(RetrieverBase):
+    """A `Retriever` whose documents come from `policy` (see module docstring)."""
+
+    def __init__(self, policy: Policy, *, p_start: float = 0.0, p_end: float = 0.5, b: float = 4.0,
+                 total_steps: int, seed: int | None = 0, top_k: int = 5, template: str | Path | None = None,
+                 sampling: SamplingParams | None = None):
+        for name, p in (("p_start", p_start), ("p_end", p_end)):
+            if not 0.0 <= p <= 1.0:
+                raise ConfigError(f"{name} is a probability; got {p}")
+        noise_probability(0, total_steps, p_start, p_end, b)  # validates total_steps and b
+        self.policy = policy
+        self.p_start, self.p_end, self.b, self.total_steps = p_start, p_end, b, total_steps
+        self.top_k = top_k
+        self.template = Path(template).read_text() if template else PROMPT_FILE.read_text()
+        self.sampling = sampling or SamplingParams(max_new_tokens=600, temperature=0.8)  # ZeroSearch's
+        self.step = 0
+        self.calls: list[SimulatedCall] = []
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+
+    @property
+    def p(self) -> float:
+        """P(noisy) at the current step."""
+        return noise_probability(self.step, self.total_steps, self.p_start, self.p_end, self.b)
+
+    def prompt(self, query: str, question: str, answer: str, noisy: bool, top_k: int) -> str:
+        kind = "noisy" if noisy else "useful"
+        count = NUMBER_WORDS[top_k] if top_k < len(NUMBER_WORDS) else str(top_k)
+        return self.template.rstrip("\n").format(count=count, kind=kind, Kind=kind.capitalize(),
+                                                 question=question, answer=answer, query=query)
+
+    async def aretrieve(self, queries: list[str], top_k: int | None = None, *,
+                        question: str | Sequence[str] = "", answer: str | Sequence[str] = "") -> list[list[Hit]]:
+        """Generate documents for each query (one batched `generate` call)."""
+        k = top_k or self.top_k
+        queries = check_queries(queries, k)
+        questions = [question] * len(queries) if isinstance(question, str) else list(question)
+        answers = [answer] * len(queries) if isinstance(answer, str) else list(answer)
+        if not len(questions) == len(answers) == len(queries):
+            raise ConfigError("give one question and one answer per query (or a single string for all)")
+        with self._lock:
+            step, p = self.step, self.p
+            noisy = [self._rng.random() < p for _ in queries]
+        prompts = [self.prompt(q, qs, a, n, k) for q, qs, a, n in zip(queries, questions, answers, noisy)]
+        ids = [self.policy.codec.chat([{"role": "user", "content": pr}]) for pr in prompts]
+        outs = await self.policy.generate(ids, self.sampling)
+        if len(outs) != len(prompts):
+            raise PolicyError(f"policy {self.policy.name!r} returned {len(outs)} completions for {len(prompts)} prompts")
+        results = []
+        for q, qs, a, n, pr, out in zip(queries, questions, answers, noisy, prompts, outs):
+            docs, ok = parse_documents(out.text, k)
+            with self._lock:
+                call_no = len(self.calls)
+                self.calls.append(SimulatedCall(step, p, n, q, qs, a, pr, out.text, ok, len(docs)))
+            results.append([_sim_hit(call_no, j, t, x, n) for j, (t, x) in enumerate(docs)])
+        return results
+
+    def retrieve(self, queries: list[str], top_k: int | None = None, *,  # type: ignore[override]
+                 question: str | Sequence[str] = "", answer: str | Sequence[str] = "") -> list[list[Hit]]:
+        return run_sync(self.aretrieve(queries, top_k, question=question, answer=answer))
+
+    def search(self, query: str, top_k: int | None = None, *,  # type: ignore[override]
+               question: str = "", answer: str = "") -> list[Hit]:
+        return self.retrieve([query], top_k, question=question, answer=answer)[0]
+
+    def for_task(self, question: str, answer: str) -> TaskSearch:
+        """A plain `Retriever` view for one task's rollouts, sharing the curriculum and call log."""
+        return TaskSearch(self, question, answer)
+
+    def noisy_fraction(self) -> float:
+        return sum(c.noisy for c in self.calls) / len(self.calls) if self.calls else 0.0
+
+
+class TaskSearch(RetrieverBase):
+    def __init__(self, sim: SimulatedSearch, question: str, answer: str):
+        self.sim, self.question, self.answer = sim, question, answer
+
+    def retrieve(self, queries: list[str], top_k: int = 5) -> list[list[Hit]]:
+        return self.sim.retrieve(queries, top_k, question=self.question, answer=self.answer)
+
+    async def aretrieve(self, queries: list[str], top_k: int = 5) -> list[list[Hit]]:
+        return await self.sim.aretrieve(queries, top_k, question=self.question, answer=self.answer)
+
+
+def _sim_hit(call_no: int, j: int, title: str, text: str, noisy: bool) -> Hit:
+    hid = f"sim-{call_no}-{j}"
+    contents = join_contents(title, text)
+    return Hit(id=hid, title=title, text=text, score=0.0, contents=contents,
+               document={"id": hid, "contents": contents, "noisy": noisy}, noisy=noisy)
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine from sync code, also inside Jupyter (where a loop is already running)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
