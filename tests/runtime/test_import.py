@@ -23,4 +23,4 @@ def test_runtime_imports_only_the_stdlib():
     third_party, workbench_modules, ms = eval(out.stdout.strip().splitlines()[-1])
     assert third_party == []
     assert all(m.startswith("workbench.runtime") for m in workbench_modules), workbench_modules
-    print(f"import workbench.runtime: {ms:.1f} ms (see bench/runtime_import.py)")
+    print(f"import workbench.runtime: {ms:.1f} ms")

@@ -43,6 +43,35 @@ def test_subprocess_kernel_uses_the_env_socket(registry, sock_dir):
     asyncio.run(main())
 
 
+IPYTHON_SCRIPT = """
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance(colors="nocolor")
+shell.run_cell(SETUP)
+shell.run_cell("for i in range(20): notepad.add_todo(f'step {i}')")
+shell.run_cell("notepad.update_todo(99, 'done')")
+shell.run_cell("add('x')")
+shell.run_cell(SETUP)  # installing twice replaces the hook, not doubles it
+shell.run_cell("notepad.add_fact('after reinstall')")
+"""
+
+
+def test_under_ipython_one_push_per_cell_and_short_tracebacks(registry, sock_dir):
+    async def main():
+        async with ToolGateway(registry, sock_dir / "gw.sock") as gw:
+            setup = setup_code(registry, token=gw.token, socket_path=str(gw.socket_path))
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", f"SETUP = {setup!r}\n" + IPYTHON_SCRIPT,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            out = (await proc.communicate())[0].decode()
+            assert proc.returncode == 0, out
+            assert "NotepadError: no todo with id 99; valid todos: 1 ('step 0')" in out
+            assert "ToolArgumentError" not in out and "argument 'a' must be int, got str" in out
+            assert "notepad.py" not in out and "stubs.py" not in out and "bridge.py" not in out
+            assert gw.notepad_pushes == 2  # one cell of 20 edits, one cell after the reinstall
+            assert gw.notepad["facts"] == ["after reinstall"]
+    asyncio.run(main())
+
+
 def test_snapshot_from_user_expression():
     text = repr(json.dumps({"todos": [], "facts": ["f"], "draft": ""}))
     assert snapshot_from_user_expression({"status": "ok", "data": {"text/plain": text}})["facts"] == ["f"]
@@ -77,6 +106,10 @@ def test_sandboxed_kernel_round_trip(registry):
                 assert bad.text.strip().endswith("NotepadError: no todo with id 7; valid todos: "
                                                  "1 ('search'), 2 ('answer')")
                 assert "notepad.py" not in bad.text
+                pushes = gw.notepad_pushes
+                many = await kernel.execute("for i in range(50): notepad.add_fact(f'fact {i}')")
+                assert many.ok and gw.notepad_pushes == pushes + 1  # one push per cell
+                assert gw.notepad["facts"][-1] == "fact 49"
                 assert [c.name for c in gw.take_calls()] == ["search", "boom", "submit_final_answer", "add"]
         finally:
             await kernel.close()

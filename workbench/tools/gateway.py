@@ -65,6 +65,7 @@ class ToolGateway:
         self.calls: list[ToolCall] = []
         self.final_answer: str | None = None
         self.notepad: dict[str, Any] | None = None  # latest snapshot pushed by the kernel
+        self.notepad_pushes = 0
         self.rejected: collections.deque[str] = collections.deque(maxlen=200)  # protocol errors
         self.calls_used = 0
         self._open: set[asyncio.StreamWriter] = set()
@@ -188,6 +189,7 @@ class ToolGateway:
             if not isinstance(request.get("snapshot"), dict):
                 return {"id": rid, "ok": False, "error": "notepad snapshot must be an object"}
             self.notepad = request["snapshot"]
+            self.notepad_pushes += 1
             return {"id": rid, "ok": True, "result": None}
         if op != "call":
             self._reject(f"unknown op {str(op)[:40]!r}")
