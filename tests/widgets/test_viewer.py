@@ -106,7 +106,7 @@ def test_refresh_sees_a_run_that_is_still_writing(tmp_path, make_traj):
         writer.write(make_traj(1, role="proposer", reward=0.2))
         assert viewer.refresh() == 2
         assert len(viewer.table.options) == 2
-        assert [v for _, v in viewer.filter_widgets["role"].options] == [None, "proposer", "solver"]
+        assert [v for _, v in viewer.filter_widgets["role"].options] == ["(all)", "proposer", "solver"]
         assert len(viewer.trajectory.steps) == 3 and not viewer.next_button.disabled
 
         ticker = viewer.auto_refresh(0.05)

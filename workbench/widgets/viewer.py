@@ -29,10 +29,11 @@ if TYPE_CHECKING:
 
     from workbench.store import Store
 
-# filter name -> summary column; each is a dropdown whose first option (None) means "all".
+# filter name -> summary column; each is a dropdown whose first option (ALL) means no filter.
 _DROPDOWNS = {"run": "run_id", "role": "role", "termination": "termination", "hops": "hops",
               "policy": "policy"}
 FILTER_NAMES = (*_DROPDOWNS, "min_reward", "max_reward")
+ALL = "(all)"  # the dropdown value meaning "no filter" (None would show an empty dropdown)
 
 
 def _row_label(r: Any) -> str:
@@ -59,7 +60,7 @@ class TrajectoryViewer(w.VBox):
 
         dd = {"layout": w.Layout(width="auto"), "style": {"description_width": "initial"}}
         self.filter_widgets: dict[str, w.Dropdown] = {
-            name: w.Dropdown(description=name, options=[("(all)", None)], value=None, **dd)
+            name: w.Dropdown(description=name, options=[ALL], value=ALL, **dd)
             for name in _DROPDOWNS}
         self.reward_filter = w.FloatRangeSlider(description="reward", min=0.0, max=1.0, step=0.01,
                                                 value=(0.0, 1.0), continuous_update=False, **dd)
@@ -125,7 +126,7 @@ class TrajectoryViewer(w.VBox):
     @property
     def filters(self) -> dict[str, Any]:
         """Active filters, e.g. {"role": "solver", "min_reward": 0.5}."""
-        out = {k: dd.value for k, dd in self.filter_widgets.items() if dd.value is not None}
+        out = {k: dd.value for k, dd in self.filter_widgets.items() if dd.value != ALL}
         lo, hi = self.reward_filter.value
         if lo > self.reward_filter.min:
             out["min_reward"] = lo
@@ -150,9 +151,10 @@ class TrajectoryViewer(w.VBox):
                 if name in _DROPDOWNS:
                     dd = self.filter_widgets[name]
                     allowed = [v for _, v in dd.options]
+                    value = ALL if value is None else value
                     if value not in allowed:
                         raise ConfigError(f"{name}={value!r} is not in this run; choose one of "
-                                          f"{[v for v in allowed if v is not None]}")
+                                          f"{[v for v in allowed if v != ALL]}")
                     dd.value = value
             lo, hi = self.reward_filter.value
             if "min_reward" in values:
@@ -176,10 +178,10 @@ class TrajectoryViewer(w.VBox):
                 for name, column in _DROPDOWNS.items():
                     dd = self.filter_widgets[name]
                     values = sorted({v for v in df[column].dropna().tolist() if v != ""}, key=str)
-                    options = [("(all)", None)] + [(str(v), int(v) if name == "hops" else v)
-                                                   for v in values]
+                    options = [(ALL, ALL)] + [(str(v), int(v) if name == "hops" else v)
+                                              for v in values]
                     if options != list(dd.options):
-                        keep = dd.value if dd.value in [v for _, v in options] else None
+                        keep = dd.value if dd.value in [v for _, v in options] else ALL
                         dd.options = options
                         dd.value = keep
                 rewards = df["reward"].dropna()
