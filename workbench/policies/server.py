@@ -13,6 +13,7 @@ list; `max_tokens`, `temperature`, `top_p`, `top_k`, `stop`, `seed`, `logprobs`,
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -117,8 +118,6 @@ def build_app(policy: Any, model_name: str | None = None):
                     seed=None if req.seed is None else req.seed + i,
                 )
                 outs.append(policy.generate([ids], params))
-            import asyncio
-
             results = [r[0] for r in await asyncio.gather(*outs)]
         except ConfigError as exc:
             return error(400, str(exc))
