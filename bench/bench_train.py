@@ -1,0 +1,154 @@
+"""Training engine figures, each against a baseline measured in the same run.
+
+1. Step time of WorkbenchGRPOTrainer (multi-turn Search-R1 episodes through rollout_func, env mask)
+   vs TRL's own single-turn GRPOTrainer on the same tiny model, per completion token
+   (TRL's completion length is set to the mean total length of ours). Target ratio <= 1.3.
+2. Proposer-phase cost of HRPO vs GRPO in solver episodes per proposer update (Dr. Zero: ~1/4):
+   proposer rollouts per update are counted from real trainer steps; solver episodes per proposer
+   rollout come from the configs (GRPO: 4 solver rollouts/question, HRPO: 5).
+
+    .venv/bin/python bench/bench_train.py [--steps 6]   (median step time, warm-up step dropped)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _util import figure  # noqa: E402
+
+DOCS = [("Paris", "Paris is the capital of France."), ("Berlin", "Berlin is the capital of Germany."),
+        ("Rome", "Rome is the capital of Italy."), ("Madrid", "Madrid is the capital of Spain.")]
+
+
+class Retriever:
+    def search(self, query: str, top_k: int = 3) -> list[dict]:
+        return [{"title": t, "text": x} for t, x in DOCS[:top_k]]
+
+
+def spread(traj) -> dict[str, float]:
+    ids = [i for s in traj.steps for i in s.completion_ids]
+    return {"total": len(set(ids)) / max(len(ids), 1)}
+
+
+def tasks(n: int):
+    from workbench.trajectory import Task
+
+    return [Task(id=f"q{i}", question=f"What is the capital of {DOCS[i % 4][0]}? ({i})",
+                 golden_answers=[DOCS[i % 4][0]], metadata={"hops": 1 + i % 3}) for i in range(n)]
+
+
+def step_times(trainer) -> list[float]:
+    return [r["step_time"] for r in trainer.state.log_history if "step_time" in r][1:]  # drop warm-up
+
+
+def bench_step_time(model_dir: Path, out: Path, steps: int) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from workbench.train.config import TrainConfig
+    from workbench.train.episodes import SearchR1Episodes
+    from workbench.train.trainer import WorkbenchGRPOTrainer, tasks_dataset
+
+    common = dict(num_generations=4, per_device_train_batch_size=8, max_steps=steps, learning_rate=1e-4)
+    cfg = TrainConfig(output_dir=str(out / "wb"), max_turns=3, max_turn_tokens=32, max_completion_length=256,
+                      **common)
+    runner = SearchR1Episodes(Retriever(), max_turns=3, max_turn_tokens=32, top_k=1, max_total_tokens=256)
+    lengths: list[int] = []
+    wb = WorkbenchGRPOTrainer(AutoModelForCausalLM.from_pretrained(model_dir),
+                              AutoTokenizer.from_pretrained(model_dir), tasks(16), episodes=runner, config=cfg,
+                              reward=spread)
+    rollout = wb.rollout
+
+    def counting(prompts):
+        res = rollout(prompts)
+        lengths.extend(len(c) for c in res["completion_ids"])
+        return res
+
+    wb.rollout = counting
+    wb.train()
+    wb_time = statistics.median(step_times(wb))
+    wb_len = statistics.mean(lengths)
+
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    args = GRPOConfig(output_dir=str(out / "trl"), max_completion_length=int(round(wb_len)), use_cpu=True,
+                      bf16=False, gradient_checkpointing=False, report_to=[], logging_steps=1, disable_tqdm=True,
+                      save_strategy="no", **common)
+
+    def reward(completions, **_):
+        return [len(set(c)) / max(len(c), 1) for c in completions]
+
+    base = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(model_dir), reward_funcs=[reward], args=args,
+                       train_dataset=tasks_dataset(tasks(16)), processing_class=tok)
+    base.train()
+    trl_time = statistics.median(step_times(base))
+    trl_len = statistics.mean(r["completions/mean_length"] for r in base.state.log_history
+                              if "completions/mean_length" in r)
+    print(f"# completion tokens/sequence: workbench {wb_len:.1f} (model + observation), TRL {trl_len:.1f}")
+    figure("TRL single-turn GRPO step", trl_time, "s")
+    figure("workbench multi-turn step", wb_time, "s", baseline=trl_time)
+    per_tok_wb, per_tok_trl = wb_time / wb_len, trl_time / trl_len
+    figure("workbench / TRL, per completion token", per_tok_wb * 1000, "ms/tok", baseline=per_tok_trl * 1000,
+           target="ratio <= 1.3", ok=per_tok_wb / per_tok_trl <= 1.3)
+
+
+def bench_hrpo_cost(model_dir: Path, out: Path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from workbench.train.config import TrainConfig
+    from workbench.train.episodes import SearchR1Episodes
+    from workbench.train.trainer import WorkbenchGRPOTrainer
+
+    prompts_per_update, group = 4, 4
+    counts = {}
+    for est, batch in (("grpo", prompts_per_update * group), ("hrpo", prompts_per_update)):
+        cfg = TrainConfig(output_dir=str(out / est), estimator=est, num_generations=group,
+                          per_device_train_batch_size=batch, max_steps=1, max_turns=1, max_turn_tokens=8)
+        runner = SearchR1Episodes(Retriever(), max_turns=1, max_turn_tokens=8)
+        seen: list[int] = []
+
+        async def counted(ts, policy, runner=runner, seen=seen):
+            seen.append(len(ts))
+            return await runner(ts, policy)
+
+        tr = WorkbenchGRPOTrainer(AutoModelForCausalLM.from_pretrained(model_dir),
+                                  AutoTokenizer.from_pretrained(model_dir), tasks(16), episodes=counted,
+                                  config=cfg, reward=spread)
+        tr.train()
+        counts[est] = sum(seen)
+    solver = {"grpo": 4, "hrpo": 5}  # solver rollouts per question (Dr. Zero, Table 8 set-up)
+    cost = {e: counts[e] * (1 + solver[e]) for e in counts}  # proposer episode + its solver episodes
+    print(f"# {prompts_per_update} prompts/update; proposer rollouts measured: grpo {counts['grpo']}, "
+          f"hrpo {counts['hrpo']}; episodes/update = rollouts x (1 + solver rollouts)")
+    figure("GRPO proposer update, episodes", cost["grpo"], "ep")
+    figure("HRPO proposer update, episodes", cost["hrpo"], "ep", baseline=cost["grpo"],
+           target="about 1/4 (paper)", ok=cost["hrpo"] / cost["grpo"] <= 0.35)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--steps", type=int, default=6)
+    args = ap.parse_args()
+    from workbench.models.tiny import build_tiny_model
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        t0 = time.perf_counter()
+        texts = [f"{t}: {x}" for t, x in DOCS] * 8 + ["<search> q </search> <answer> a </answer>"] * 8
+        model_dir = build_tiny_model(tmp / "m", texts, vocab_size=400, n_layer=4, n_embd=128, n_head=4,
+                                     max_positions=1024)
+        print(f"# tiny Qwen2 (4 layers, 128 wide) built in {time.perf_counter() - t0:.1f}s")
+        bench_step_time(model_dir, tmp, args.steps)
+        bench_hrpo_cost(model_dir, tmp)
+
+
+if __name__ == "__main__":
+    main()
