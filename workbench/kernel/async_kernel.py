@@ -31,6 +31,7 @@ from jupyter_client.session import Session
 
 from workbench.errors import KernelDiedError, KernelError, SandboxError
 from workbench.kernel.observation import Observation, OutputCollector
+from workbench.kernel.procs import process_tree
 from workbench.sandbox import (INSIDE_RUN, RolloutDir, SandboxProfile, SandboxSpec, UidLease,
                                build_argv, check_sandbox, default_root, load_profile)
 
@@ -345,14 +346,21 @@ class AsyncKernel:
         assert self._proc is not None and self._died is not None
         if self._died.done():
             return
-        try:
-            os.kill(self._proc.pid, signal.SIGKILL)  # pid namespace: everything inside dies
-        except ProcessLookupError:
-            pass
+        tree = process_tree(self._proc.pid)
+        inner = _pidfds(tree[1:])
+        # Kill the sandbox's pid-1 first: the kernel tears the pid namespace down and the
+        # outer bwrap (still alive) reaps it, so nothing is left as a zombie for init.
+        sandboxed = self.isolation == "bwrap" and len(tree) > 1
+        _kill_quietly(tree[1] if sandboxed else self._proc.pid)
         try:
             await asyncio.wait_for(asyncio.shield(self._died), 10)
+            await asyncio.wait_for(_all_gone(inner), 10)  # the pid namespace is torn down
         except asyncio.TimeoutError:
+            _kill_quietly(self._proc.pid)
             self._proc.wait()
+        finally:
+            for fd in inner:
+                os.close(fd)
 
     async def close(self) -> None:
         """Kill the sandbox, close sockets, remove the rollout dir, free the uid. Idempotent."""
@@ -386,6 +394,38 @@ class AsyncKernel:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _kill_quietly(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _pidfds(pids: list[int]) -> list[int]:
+    fds = []
+    for pid in pids:
+        try:
+            fds.append(os.pidfd_open(pid))
+        except OSError:
+            pass  # already gone
+    return fds
+
+
+async def _all_gone(pidfds: list[int]) -> None:
+    """Wait (no polling: a pidfd turns readable when its process exits) for all to exit."""
+    loop = asyncio.get_running_loop()
+    futs = []
+    for fd in pidfds:
+        fut = loop.create_future()
+        loop.add_reader(fd, lambda f=fut, d=fd: (loop.remove_reader(d), f.done() or f.set_result(None)))
+        futs.append(fut)
+    try:
+        await asyncio.gather(*futs)
+    finally:
+        for fd in pidfds:
+            loop.remove_reader(fd)
 
 
 async def _all_or_death(futs: list[asyncio.Future[Any]], died: asyncio.Future[int],

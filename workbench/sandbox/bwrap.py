@@ -127,8 +127,11 @@ def build_argv(spec: SandboxSpec, command: list[str]) -> list[str]:
     else:
         ns = ["--unshare-all", "--unshare-user", "--disable-userns"]
         ns += ["--share-net"] if p.network else []
-    argv = rlimit_argv(p) + [_which("bwrap"), *ns, "--die-with-parent", "--new-session",
-                             "--as-pid-1", "--hostname", "sandbox", "--clearenv"]
+    # As root, the outer bwrap keeps its pid-1 reaper: it runs as root, so its death signal
+    # survives, and its death tears down the whole pid namespace. As a user, the command is pid 1.
+    pid1 = [] if as_root else ["--as-pid-1"]
+    argv = rlimit_argv(p) + [_which("bwrap"), *ns, "--die-with-parent", "--new-session", *pid1,
+                             "--hostname", "sandbox", "--clearenv"]
     for k, v in base_env(spec).items():
         argv += ["--setenv", k, v]
     argv += _system_binds()
@@ -182,7 +185,7 @@ def _pairs(specs: tuple[str, ...]) -> list[tuple[Path, str]]:
 def _which(tool: str) -> str:
     path = shutil.which(tool) or (f"/usr/bin/{tool}" if os.path.exists(f"/usr/bin/{tool}") else None)
     if path is None:
-        pkg = {"bwrap": "bubblewrap", "prlimit": "util-linux", "setpriv": "util-linux"}[tool]
+        pkg = {"bwrap": "bubblewrap", "prlimit": "util-linux", "setpriv": "util-linux"}.get(tool, tool)
         raise SandboxError(f"`{tool}` is not installed; install it with `sudo apt-get install {pkg}` "
                            "(or run `make setup`), or pass isolation='none' to run unsandboxed")
     return path
