@@ -1,0 +1,116 @@
+"""The reward registry: every component is a named function of a trajectory (and context).
+
+    from workbench.rewards import reward, RewardContext, list_rewards
+
+    @reward("my.brevity")
+    def brevity(traj, ctx, *, max_steps: int = 8) -> float:
+        "1 for short episodes, falling to 0 at max_steps."
+        return max(0.0, 1 - len(traj.steps) / max_steps)
+
+    list_rewards()                        # [..., 'my.brevity', ...]
+    get_reward("my.brevity")(traj, max_steps=4)
+
+A component's keyword-only arguments are its params (what a `RewardSpec` may set). `uses` says
+what context it reads: "trajectory" (only the trajectory), "group" (`ctx.group`: trajectories
+of the same task id, e.g. difficulty, uncertainty) or "batch" (`ctx.batch`, e.g. repetition).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.errors import ConfigError
+from workbench.rewards.text import extract_tag
+from workbench.trajectory import Trajectory
+
+USES = ("trajectory", "group", "batch")
+
+
+@dataclass
+class RewardContext:
+    """What a component may look at besides the trajectory itself."""
+
+    group: list[Trajectory] = field(default_factory=list)  # same task id, this one included
+    batch: list[Trajectory] = field(default_factory=list)  # everything scored together
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def for_one(cls, traj: Trajectory) -> "RewardContext":
+        return cls(group=[traj], batch=[traj])
+
+
+@dataclass(frozen=True)
+class RewardComponent:
+    name: str
+    fn: Callable[..., float]
+    description: str
+    params: dict[str, Any]  # name -> default
+    uses: str = "trajectory"
+
+    def __call__(self, traj: Trajectory, ctx: RewardContext | None = None, **params: Any) -> float:
+        unknown = set(params) - set(self.params)
+        if unknown:
+            raise ConfigError(f"reward {self.name!r} has no param(s) {sorted(unknown)}; "
+                              f"its params are {sorted(self.params) or 'none'}")
+        return float(self.fn(traj, ctx or RewardContext.for_one(traj), **params))
+
+
+_REGISTRY: dict[str, RewardComponent] = {}
+
+
+def reward(name: str, *, uses: str = "trajectory") -> Callable[[Callable[..., float]],
+                                                               Callable[..., float]]:
+    """Register `fn(traj, ctx, **params) -> float` under `name` (re-registering replaces)."""
+    if uses not in USES:
+        raise ConfigError(f"uses={uses!r}; use one of {USES}")
+
+    def register(fn: Callable[..., float]) -> Callable[..., float]:
+        sig = inspect.signature(fn)
+        params = {p.name: p.default for p in sig.parameters.values()
+                  if p.kind is inspect.Parameter.KEYWORD_ONLY}
+        doc = (inspect.getdoc(fn) or "").split("\n")[0]
+        _REGISTRY[name] = RewardComponent(name, fn, doc, params, uses)
+        return fn
+
+    return register
+
+
+def get_reward(name: str) -> RewardComponent:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ConfigError(f"unknown reward component {name!r}; known: "
+                          f"{', '.join(list_rewards())}") from None
+
+
+def list_rewards() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def describe_rewards() -> dict[str, str]:
+    """name -> one-line description, for widgets and `--help` texts."""
+    return {n: _REGISTRY[n].description for n in list_rewards()}
+
+
+# -- what components read from a trajectory ---------------------------------------------------
+def answer_of(traj: Trajectory) -> str | None:
+    """`traj.final_answer` if set, else the last `<answer>…</answer>` in its steps, else None."""
+    if traj.final_answer is not None:
+        return traj.final_answer
+    for step in reversed(traj.steps):
+        found = extract_tag(step.raw or "", "answer")
+        if found is not None:
+            return found
+    return None
+
+
+def question_of(traj: Trajectory) -> str | None:
+    """A proposer's question: the last `<question>…</question>` in its steps, else None."""
+    for step in reversed(traj.steps):
+        found = extract_tag(step.raw or "", "question")
+        if found is not None:
+            return found
+    return traj.metadata.get("question")
