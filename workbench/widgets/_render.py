@@ -30,6 +30,11 @@ def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
+def number(value: Any, fmt: str = ".2f") -> str:
+    """`value` formatted, or "—" when missing (None / NaN)."""
+    return "—" if value is None or value != value else format(value, fmt)
+
+
 def clip(text: str, limit: int = MAX_FIELD_CHARS) -> tuple[str, bool]:
     """`text` cut to `limit` characters (head and tail kept) and whether it was cut."""
     if limit <= 0 or len(text) <= limit:

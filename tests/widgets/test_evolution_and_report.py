@@ -1,0 +1,87 @@
+"""EvolutionDashboard's per-iteration table and `workbench report`'s offline HTML."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+import pytest
+
+from workbench.store import Store
+from workbench.widgets import EvolutionDashboard, report_html
+from workbench.widgets.cli import register
+from workbench.widgets.evolution import evolution_table
+
+
+@pytest.fixture
+def evolve_run(tmp_path, make_traj):
+    """Two iterations x two hop counts; iteration 2's solvers pass more often; logged metrics."""
+    run_dir = tmp_path / "evolve"
+    with Store(run_dir) as store:
+        for it in (1, 2):
+            for hops in (1, 2):
+                for q in range(2):
+                    n = it * 100 + hops * 10 + q
+                    prop = make_traj(n, role="proposer", hops=hops, reward=0.1 * it + 0.01 * hops)
+                    prop.metadata = {"iteration": it, "hops": hops}
+                    prop.rewards = {"difficulty": 0.2 * it, "format": 1.0, "total": prop.reward}
+                    store.write(prop)
+                    for k in range(4):
+                        passed = k < it + (hops == 1)            # it1: 2/1 of 4, it2: 3/2 of 4
+                        store.write(make_traj(n * 10 + k, hops=hops, origin=prop.id,
+                                              reward=1.0 if passed else 0.0))
+        for step in range(3):
+            store.log_metrics("evolve", step, {"entropy": 2.0 - step * 0.1,
+                                               "completions/mean_length": 40 + step, "loss": 0.5})
+    return run_dir
+
+
+def test_table_counts_questions_attempts_and_pass_rates(evolve_run):
+    with Store.open_readonly(evolve_run) as store:
+        table = evolution_table(store)
+    assert table[["iteration", "hops"]].values.tolist() == [[1, 1], [1, 2], [2, 1], [2, 2]]
+    assert table["questions"].tolist() == [2, 2, 2, 2] and table["attempts"].tolist() == [8] * 4
+    assert table["solver_pass_rate"].tolist() == [0.5, 0.25, 0.75, 0.5]
+    assert table["difficulty"].round(3).tolist() == [0.2, 0.2, 0.4, 0.4]
+    assert table["proposer_reward"].round(3).tolist() == [0.11, 0.12, 0.21, 0.22]
+
+
+def test_dashboard_plots_samples_and_refresh(evolve_run, make_traj):
+    dash = EvolutionDashboard(evolve_run)
+    rate = dash.panes["solver_pass_rate"].figure
+    assert {t.name for t in rate.data} == {"hops=1", "hops=2"}
+    assert list(rate.data[0].y) == [0.5, 0.75]
+    curves = {t.name for t in dash.panes["entropy_length"].figure.data}
+    assert curves == {"entropy", "completions/mean_length"}               # loss is not shown
+    assert dash.iteration_menu.value == 2 and "wb-samples" in dash.samples_view.value
+    assert len(dash.samples(1, per_hop=1)) == 2
+
+    with Store(evolve_run) as writer:                                      # iteration 3 arrives
+        prop = make_traj(999, role="proposer", hops=1, reward=0.9)
+        prop.metadata = {"iteration": 3}
+        writer.write(prop)
+    assert dash.refresh()["iteration"].max() == 3
+    assert dash.iteration_menu.options[-1] == 3
+
+
+def test_report_is_standalone_html(evolve_run):
+    text = report_html(evolve_run, title="my run")
+    assert text.startswith("<!doctype html>") and "<title>my run</title>" in text
+    assert text.count("* plotly.js v") == 1                                # inlined, once
+    assert not re.search(r"<script[^>]*\bsrc=", text)                     # nothing to download
+    assert text.count("Plotly.newPlot") >= 8
+    assert "self-evolution" in text and "entropy" in text and "pass rate by hops" in text
+
+
+def test_report_command_writes_file(evolve_run, tmp_path, capsys):
+    parser = argparse.ArgumentParser(prog="workbench")
+    register(parser.add_subparsers())
+    out = tmp_path / "out" / "r.html"
+    args = parser.parse_args(["report", str(evolve_run), "--out", str(out)])
+    assert args.func(args) == 0
+    assert out.stat().st_size > 1_000_000                                  # plotly.js is inside
+    assert "wrote" in capsys.readouterr().out
+    args = parser.parse_args(["report", str(tmp_path / "missing")])
+    from workbench.errors import StoreError
+    with pytest.raises(StoreError, match="no trajectories.sqlite"):
+        args.func(args)

@@ -1,0 +1,156 @@
+"""`EvolutionDashboard`: a proposer/solver self-evolution run, per iteration and hop count.
+
+    from workbench.widgets import EvolutionDashboard
+    dash = EvolutionDashboard("runs/evolve")   # read-only; dash.auto_refresh(10) while it runs
+    dash.table                                 # iteration, hops, proposer reward, difficulty, pass rate
+    dash.samples(iteration=2)                  # the questions proposed in iteration 2
+
+Proposer trajectories (role="proposer") carry `metadata["iteration"]` and rewards such as
+"difficulty" and "format"; solver trajectories name their proposer in `lineage["origin"]`, so
+a solver attempt counts toward its proposer's iteration and hop count.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as w
+
+from workbench.widgets import _figures, _render
+from workbench.widgets._source import Ticker, open_store
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from workbench.store import Store
+
+TABLE_COLUMNS = ["iteration", "hops", "questions", "proposer_reward", "difficulty", "format",
+                 "attempts", "solver_pass_rate"]
+
+
+def proposer_frame(store: "Store") -> "pd.DataFrame":
+    """One row per proposer trajectory: id, iteration, hops, question, reward and components."""
+    import pandas as pd
+
+    rows = []
+    for t in store.iter_trajectories(role="proposer"):
+        iteration = t.metadata.get("iteration", t.task.metadata.get("iteration"))
+        hops = t.metadata.get("hops", t.hops)
+        rows.append({"id": t.id, "iteration": None if iteration is None else int(iteration),
+                     "hops": None if hops is None else int(hops),
+                     "question": t.metadata.get("proposed_question") or t.final_answer or t.task.question,
+                     "reward": t.reward, "difficulty": t.rewards.get("difficulty"),
+                     "format": t.rewards.get("format")})
+    return pd.DataFrame(rows, columns=["id", "iteration", "hops", "question", "reward", "difficulty",
+                                       "format"])
+
+
+def evolution_table(store: "Store", pass_threshold: float = _figures.PASS_THRESHOLD) -> "pd.DataFrame":
+    """Per (iteration, hops): questions proposed, mean proposer reward/difficulty/format, solver
+    attempts on those questions and their pass rate (total reward ≥ `pass_threshold`)."""
+    import pandas as pd
+
+    props = proposer_frame(store)
+    if props.empty:
+        return pd.DataFrame(columns=TABLE_COLUMNS)
+    props["iteration"] = props["iteration"].fillna(0).astype(int)
+    solvers = store.query(role="solver")
+    solvers = solvers[solvers["origin_id"].isin(set(props["id"]))]
+    solvers = solvers.merge(props[["id", "iteration", "hops"]].rename(columns={"id": "origin_id",
+                                                                                "hops": "p_hops"}),
+                            on="origin_id")
+    solvers["passed"] = (solvers["reward"].fillna(float("-inf")) >= pass_threshold).astype(float)
+    keys = ["iteration", "hops"]
+    table = props.groupby(keys, dropna=False).agg(
+        questions=("id", "size"), proposer_reward=("reward", "mean"),
+        difficulty=("difficulty", "mean"), format=("format", "mean")).reset_index()
+    attempts = solvers.drop(columns="hops").rename(columns={"p_hops": "hops"}).groupby(keys).agg(
+        attempts=("passed", "size"), solver_pass_rate=("passed", "mean")).reset_index()
+    table = table.merge(attempts, on=keys, how="left")
+    table["attempts"] = table["attempts"].fillna(0).astype(int)
+    return table[TABLE_COLUMNS].sort_values(keys).reset_index(drop=True)
+
+
+def evolution_figures(store: "Store", pass_threshold: float = _figures.PASS_THRESHOLD) -> dict[str, Any]:
+    """The dashboard's plots, keyed by name (also used by `workbench report`)."""
+    table = evolution_table(store, pass_threshold)
+    metrics = store.metrics()
+    curves = metrics[metrics["name"].str.contains("entropy|length", case=False, regex=True)] \
+        if len(metrics) else metrics
+    return {
+        "proposer_reward": _figures.lines_by_group(table, "iteration", "proposer_reward", "hops",
+                                                   "proposer reward per iteration"),
+        "difficulty": _figures.lines_by_group(table, "iteration", "difficulty", "hops",
+                                              "difficulty reward per iteration"),
+        "solver_pass_rate": _figures.lines_by_group(table, "iteration", "solver_pass_rate", "hops",
+                                                    "solver pass rate per iteration"),
+        "entropy_length": _figures.metric_curves(curves, title="entropy and length"),
+    }
+
+
+class EvolutionDashboard(w.VBox):
+    """Plots and a table of a proposer/solver run (see the module docstring)."""
+
+    def __init__(self, source: "Store | str | os.PathLike[str]", *,
+                 pass_threshold: float = _figures.PASS_THRESHOLD, **kwargs: Any) -> None:
+        self.store = open_store(source)
+        self.pass_threshold = pass_threshold
+        self._lock = threading.Lock()
+        self._ticker: Ticker | None = None
+        self.panes = {name: _figures.PlotPane() for name in
+                      ("proposer_reward", "difficulty", "solver_pass_rate", "entropy_length")}
+        self.table_view = w.HTML()
+        self.iteration_menu = w.Dropdown(description="iteration", options=[])
+        self.samples_view = w.HTML()
+        self.refresh_button = w.Button(description="refresh")
+        self.refresh_button.on_click(lambda _: self.refresh())
+        self.iteration_menu.observe(lambda _: self._show_samples(), names="value")
+        plots = w.GridBox([p.widget for p in self.panes.values()],
+                          layout=w.Layout(grid_template_columns="1fr 1fr"))
+        super().__init__([self.refresh_button, plots, self.table_view, self.iteration_menu,
+                          self.samples_view], **kwargs)
+        self.refresh()
+
+    def refresh(self) -> "pd.DataFrame":
+        """Re-read the store and redraw; returns the per-iteration table."""
+        with self._lock:
+            self.table = evolution_table(self.store, self.pass_threshold)
+            for name, fig in evolution_figures(self.store, self.pass_threshold).items():
+                self.panes[name].update(fig)
+            self.table_view.value = self.table.to_html(index=False, float_format="{:.3f}".format,
+                                                       na_rep="—", classes="wb-evolution")
+            iterations = sorted(self.table["iteration"].unique().tolist())
+            keep = self.iteration_menu.value
+            self.iteration_menu.options = iterations
+            if iterations:
+                self.iteration_menu.value = keep if keep in iterations else iterations[-1]
+            self._show_samples()
+            return self.table
+
+    def samples(self, iteration: int, per_hop: int = 3) -> "pd.DataFrame":
+        """Up to `per_hop` proposed questions per hop count in `iteration`, best reward first."""
+        props = proposer_frame(self.store)
+        props = props[props["iteration"] == iteration].sort_values("reward", ascending=False)
+        return props.groupby("hops", dropna=False).head(per_hop).sort_values(["hops", "reward"],
+                                                                             ascending=[True, False])
+
+    def auto_refresh(self, seconds: float | None = 10.0) -> Ticker | None:
+        """Redraw every `seconds` on a background thread; 0/None stops it."""
+        if self._ticker is not None:
+            self._ticker.stop()
+            self._ticker = None
+        if seconds:
+            self._ticker = Ticker(self.refresh, seconds)
+        return self._ticker
+
+    def _show_samples(self) -> None:
+        if self.iteration_menu.value is None:
+            self.samples_view.value = "<i>no proposer trajectories yet</i>"
+            return
+        rows = self.samples(self.iteration_menu.value)
+        items = "".join(f"<li>{_render.badge(f'{r.hops} hops', '#8250df')} {_render.esc(r.question)} "
+                        f"<span style='color:#57606a'>(reward {_render.number(r.reward)})</span></li>"
+                        for r in rows.itertuples())
+        self.samples_view.value = f"<b>sample questions</b><ul class='wb-samples'>{items}</ul>"
