@@ -11,7 +11,11 @@ from workbench.errors import WorkbenchError
 
 # Modules providing `register(subparsers)`. Order = order in --help.
 COMMAND_MODULES = [
-    "workbench.kernel.cli",
+    "workbench.agent.cli",
+    "workbench.store.cli",
+    "workbench.policies.cli",
+    "workbench.search.cli",
+    "workbench.train.cli",
 ]
 
 

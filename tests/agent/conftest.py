@@ -20,8 +20,12 @@ def world_tools(world):
     return search_registry(BM25Retriever.build(Corpus.from_rows(world.corpus()), show_progress=False))
 
 
-def pick(world, hops: int, n: int, split: str = "test"):
-    return [t for t in world.tasks(split) if t.metadata["hops"] == hops][:n]
+@pytest.fixture(scope="session")
+def pick(world):
+    """pick(hops, n): the first n held-out tasks with that many hops."""
+    def _pick(hops: int, n: int, split: str = "test"):
+        return [t for t in world.tasks(split) if t.metadata["hops"] == hops][:n]
+    return _pick
 
 
 @pytest.fixture(scope="session")

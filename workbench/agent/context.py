@@ -4,7 +4,8 @@ The context is token ids: the opening (system + task, rendered once by the polic
 each kept turn's sampled completion ids and observation ids. Lengths are exact because they are the
 policy's own tokens. When the next turn would not fit, older turns are trimmed:
 
-- `hard`: keep only the task and the notepad (a fresh opening that carries the notepad);
+- `hard`: keep only the task, the notepad and the newest output (a fresh opening carrying them);
+  keeping the newest output lets a model act on what it just saw even when the window fits one turn;
 - `soft`: drop the oldest turns first; the newest observation (which carries the notepad) stays; if even
   that does not fit, fall back to hard;
 - `none`: do not trim; the episode ends with `token_budget`.

@@ -70,10 +70,11 @@ async def _loop(traj: Trajectory, policy: Policy, env: EpisodeEnv, config: Agent
     ctx = ContextWatcher(codec.chat(messages), config.max_context_tokens, config.max_new_tokens, config.trim)
     generated = 0
     prompt_ids: list[int] | None = ctx.context_ids
-    notepad_text = ""
+    notepad_text = last_output = ""
 
     def hard_opening() -> list[int]:
-        trimmed = render("trimmed", question=traj.task.question, notepad=notepad_text or "(empty)")
+        trimmed = render("trimmed", question=traj.task.question, notepad=notepad_text or "(empty)",
+                         last_output=last_output)
         return codec.chat([messages[0], {"role": "user", "content": trimmed}])
 
     for index in range(config.max_steps):
@@ -84,7 +85,7 @@ async def _loop(traj: Trajectory, policy: Policy, env: EpisodeEnv, config: Agent
         if budget_left is not None and budget_left <= 0:
             traj.termination = "token_budget"
             return
-        min_new = min(config.max_new_tokens, 16)
+        min_new = config.max_new_tokens  # trim before a turn could be cut short by the window
         if ctx.needs_trim(min_new):
             if not ctx.trim_to_fit(min_new, hard_opening):
                 traj.termination = "token_budget"
@@ -144,6 +145,7 @@ async def _loop(traj: Trajectory, policy: Policy, env: EpisodeEnv, config: Agent
         step.observation_text = render("observation", output=output, notepad=notepad_text,
                                        steps_left=steps_left, tokens_left=max(0, tokens_left))
         step.observation_ids = codec.encode(step.observation_text)
+        last_output = output
         ctx.append(step.completion_ids, step.observation_ids)
     traj.termination = "max_steps"
 
