@@ -15,6 +15,7 @@ COMMAND_MODULES = [
     "workbench.store.cli",
     "workbench.policies.cli",
     "workbench.search.cli",
+    "workbench.evaluate.cli",
     "workbench.train.cli",
 ]
 

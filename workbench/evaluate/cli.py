@@ -1,0 +1,65 @@
+"""`workbench eval`: the solver over a QA set, metrics per dataset and hop count."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("eval", help="evaluate a policy on a QA set (EM, cover-EM, F1, Avg@k, Pass@k)",
+                       description="Run the solver over a QA JSONL file; greedy by default, as the seeds evaluate.")
+    p.add_argument("--dataset", required=True, nargs="+", help="QA JSONL file(s): question, golden_answers, ...")
+    p.add_argument("--policy", default="scripted", help="scripted | transformers:PATH | openai:URL | vllm:PATH")
+    p.add_argument("--retriever", help="saved index dir, bm25:CORPUS.jsonl, or http://HOST:PORT (Search-R1 server); "
+                                       "default: BM25 over corpus.jsonl next to the dataset")
+    p.add_argument("-k", type=int, default=1, help="attempts per question (Avg@k, Pass@k)")
+    p.add_argument("--temperature", type=float, help="default 0 (greedy) for k=1, 1.0 for k>1")
+    p.add_argument("--max-steps", type=int, default=8)
+    p.add_argument("--concurrency", type=int, default=4)
+    p.add_argument("--limit", type=int, help="first N questions of each dataset")
+    p.add_argument("--out", help="run directory: trajectories + eval.json")
+    p.add_argument("--isolation", choices=["bwrap", "none"], default="bwrap")
+    p.set_defaults(func=_run)
+
+
+def _retriever_tools(spec: str | None, dataset: str):
+    from workbench.agent.resolve import load_search_tool, search_registry
+
+    if spec is None:
+        return load_search_tool(tasks_path=dataset)
+    if spec.startswith(("http://", "https://")):
+        from workbench.search import RemoteRetriever
+
+        return search_registry(RemoteRetriever(spec))
+    if spec.startswith("bm25:"):
+        return load_search_tool(corpus=spec[len("bm25:"):])
+    return load_search_tool(index=spec)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from workbench.agent.config import AgentConfig
+    from workbench.agent.resolve import load_tasks, resolve_policy
+    from workbench.evaluate.harness import evaluate
+    from workbench.store import Store
+
+    tasks = []
+    for path in args.dataset:
+        for task in load_tasks(path, limit=args.limit):
+            task.metadata.setdefault("dataset", Path(path).stem)
+            tasks.append(task)
+    tools = _retriever_tools(args.retriever, args.dataset[0])
+    policy = resolve_policy(args.policy)
+    config = AgentConfig(max_steps=args.max_steps, isolation=args.isolation)
+    store = Store(args.out) if args.out else None
+    try:
+        report = evaluate(tasks, policy, tools=tools, k=args.k, temperature=args.temperature, config=config,
+                          store=store, concurrency=args.concurrency)
+    finally:
+        if store is not None:
+            store.close()
+    print(report.format())
+    if args.out:
+        print(f"saved {report.save(Path(args.out) / 'eval.json')}")
+    return 0

@@ -1,0 +1,72 @@
+"""`evaluate`: run the solver over a QA set and report the field's metrics.
+
+    report = evaluate(tasks, policy, tools=registry, k=1, store=Store("runs/eval"))   # greedy
+    print(report.table())          # per dataset and hop count: em, cover_em, f1, avg@k, pass@k
+    report.save("runs/eval/eval.json")
+
+Greedy by default (temperature 0, k = 1), as the seeds evaluate. k > 1 samples each question k
+times at `temperature` (1.0 unless given). `judge(question, prediction, golds) -> float` adds an
+LLM-as-judge column: pass any callable, e.g. one that asks a model through `OpenAIPolicy`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from workbench.agent.config import AgentConfig
+from workbench.agent.runner import NBAgent
+from workbench.errors import ConfigError
+from workbench.evaluate.metrics import Judge, summarize
+from workbench.trajectory import Task, Trajectory
+
+
+@dataclasses.dataclass
+class EvalReport:
+    rows: list[dict[str, Any]]
+    k: int
+    trajectories: list[Trajectory]
+
+    def table(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame(self.rows)
+
+    def overall(self, metric: str = "em") -> float:
+        rows = [r for r in self.rows if r["hops"] == "all"]
+        total = sum(r["questions"] for r in rows)
+        return sum(float(r[metric]) * r["questions"] for r in rows) / max(total, 1)
+
+    def format(self) -> str:
+        table = self.table()
+        return "no results" if table.empty else table.to_string(index=False, float_format=lambda v: f"{v:.3f}")
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"k": self.k, "rows": self.rows}, indent=2))
+        return path
+
+
+def evaluate(tasks: Sequence[Task], policy: Any, *, tools: Any = None, k: int = 1,
+             temperature: float | None = None, config: AgentConfig | None = None, store: Any = None,
+             judge: Judge | None = None, concurrency: int = 4, progress: bool = True,
+             normalizer: str = "squad") -> EvalReport:
+    """Run `k` attempts per task and summarise (see the module docstring)."""
+    if k < 1:
+        raise ConfigError(f"k must be >= 1, got {k}")
+    if temperature is None:
+        temperature = 0.0 if k == 1 else 1.0
+    if k > 1 and temperature == 0.0:
+        raise ConfigError("k > 1 greedy attempts are identical; pass temperature > 0 for Avg@k / Pass@k")
+    base = config or AgentConfig()
+    config = base.model_copy(update={"temperature": temperature})
+    attempts = [task for task in tasks for _ in range(k)]
+    agent = NBAgent(policy, tools=tools, config=config, store=store, concurrency=concurrency, role="eval")
+    trajectories = agent.run(attempts, progress=progress)
+    return EvalReport(summarize(trajectories, k=k, judge=judge, normalizer=normalizer), k, trajectories)
+
+
+__all__ = ["EvalReport", "evaluate"]
