@@ -1,0 +1,39 @@
+"""Self-evolution: a proposer writes questions, a solver answers them, both improve (Dr. Zero, Agent0).
+
+    from workbench.evolve import DrZeroConfig, run_drzero, world_proposer
+    from workbench.worlds import make_world
+    from workbench.worlds.solver import world_solver
+
+    world = make_world(0, "small")
+    result = run_drzero(DrZeroConfig(run_dir="runs/dz", prompts_per_iteration=8, solver_attempts=5),
+                        proposer_policy=world_proposer(noise=0.2), solver_policy=world_solver(noise=0.3),
+                        corpus=world.corpus())
+    store = result.store
+    proposer = store.query(role="proposer").iloc[0]
+    store.children(proposer.id)            # its solver attempts
+
+Both roles are NB-Agent episodes in sandboxed kernels. The proposer searches with `search` and ends
+with `submit_question(question, answer)`; its reward is recorded on its trajectory. Training hooks
+(`train_fn`, e.g. `trl_train_fn`) update the proposer (HRPO / GRPO) and the solver (GRPO / ADPO).
+"""
+
+from workbench.evolve.config import Agent0Config, DrZeroConfig, EvolveConfig
+from workbench.evolve.loop import (EvolveResult, IterationResult, TrainRequest, arun_evolution, load_qa,
+                                   run_agent0, run_drzero)
+from workbench.evolve.modes import Mode, agent0_mode, drzero_mode
+from workbench.evolve.phases import PrecomputedReward, ProposerEpisodes, Proposed, SolverEM, SolverEpisodes
+from workbench.evolve.proposer import (Proposal, proposal_of, proposer_task, proposer_tools, render_prompt,
+                                       sample_documents, sample_hops, solver_tools)
+from workbench.evolve.scoring import (Vote, agent0_reward, drzero_reward, format_components, in_band,
+                                      majority_vote, repetition_shares, solver_hits, uncertainty)
+from workbench.evolve.scripted import sampling_world_solver, world_proposer
+from workbench.evolve.training import trl_train_fn
+
+__all__ = [
+    "Agent0Config", "DrZeroConfig", "EvolveConfig", "EvolveResult", "IterationResult", "Mode",
+    "PrecomputedReward", "Proposal", "Proposed", "ProposerEpisodes", "SolverEM", "SolverEpisodes",
+    "TrainRequest", "Vote", "agent0_mode", "agent0_reward", "arun_evolution", "drzero_mode", "drzero_reward",
+    "format_components", "in_band", "load_qa", "majority_vote", "proposal_of", "proposer_task",
+    "proposer_tools", "render_prompt", "repetition_shares", "run_agent0", "run_drzero", "sample_documents",
+    "sample_hops", "sampling_world_solver", "solver_hits", "solver_tools", "trl_train_fn", "uncertainty", "world_proposer",
+]

@@ -1,0 +1,165 @@
+"""Configs of the two self-evolution modes, from keywords or a TOML/YAML file.
+
+    cfg = DrZeroConfig(run_dir="runs/evolve", iterations=2, prompts_per_iteration=16)
+    cfg = Agent0Config.load("evolve.toml", iterations=1)      # an [evolve] table, or the top level
+
+Every field carries `help` metadata. Agent settings for episodes come as keyword dicts for
+`workbench.agent.AgentConfig` (`proposer_agent`, `solver_agent`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import ConfigError
+
+
+def _f(default: Any, help: str) -> Any:
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda d=default: type(d)(d), metadata={"help": help})
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass
+class EvolveConfig:
+    """Settings shared by both modes."""
+
+    run_dir: str = _f("runs/evolve", "Where iter_<i>/ folders (QA sets, checkpoints, state) are written.")
+    run_id: str = _f("", "Run id for trajectories and metrics; defaults to run_dir's name.")
+    iterations: int = _f(1, "Proposer/solver iterations.")
+    prompts_per_iteration: int = _f(8, "Proposer prompts (document + hop count) per iteration.")
+    samples_per_prompt: int = _f(1, "Proposer episodes per prompt; the QA set keeps the best-format one.")
+    hop_weights: dict = _f({1: 4.0, 2: 3.0, 3: 2.0, 4: 1.0}, "Hop-count sampling weights (Dr. Zero: 4:3:2:1).")
+    solver_attempts: int = _f(5, "Solver episodes per valid question (n).")
+    max_question_words: int = _f(50, "QA-set questions are cut to this many words.")
+    max_document_chars: int = _f(1200, "Source documents are cut to this many characters.")
+    shared_model: bool = _f(False, "Proposer and solver are one model: the solver policy is the proposer's.")
+    concurrency: int = _f(4, "Episodes run at once (one sandboxed kernel each).")
+    seed: int = _f(0, "Seed for document and hop sampling.")
+    proposer_agent: dict = _f({"max_steps": 6, "max_context_tokens": 8192},
+                              "AgentConfig keywords for proposer episodes.")
+    solver_agent: dict = _f({"max_steps": 6, "max_context_tokens": 8192}, "AgentConfig keywords for solver episodes.")
+    proposer_estimator: str = _f("hrpo", "Estimator of the proposer update (workbench.train).")
+    solver_estimator: str = _f("grpo", "Estimator of the solver update (workbench.train).")
+    progress: bool = _f(True, "Show tqdm progress bars.")
+
+    mode = "evolve"
+
+    def __post_init__(self) -> None:
+        self.hop_weights = {int(k): float(v) for k, v in dict(self.hop_weights).items()}
+        self.validate()
+
+    def validate(self) -> None:
+        def bad(name: str, why: str) -> ConfigError:
+            return ConfigError(f"{type(self).__name__}.{name}: {why}")
+
+        for name in ("iterations", "prompts_per_iteration", "samples_per_prompt", "concurrency",
+                     "max_question_words"):
+            if getattr(self, name) < 1:
+                raise bad(name, "must be >= 1")
+        if self.solver_attempts < 2:
+            raise bad("solver_attempts", "must be >= 2: difficulty and majority vote compare attempts")
+        if not self.hop_weights or any(h < 1 or w < 0 for h, w in self.hop_weights.items()) \
+                or sum(self.hop_weights.values()) <= 0:
+            raise bad("hop_weights", f"{self.hop_weights}: keys are hop counts >= 1, weights >= 0, not all 0")
+        from workbench.train.config import ESTIMATORS
+
+        for name in ("proposer_estimator", "solver_estimator"):
+            if getattr(self, name) not in ESTIMATORS:
+                raise bad(name, f"{getattr(self, name)!r} is not one of {', '.join(ESTIMATORS)}")
+        for name in ("proposer_agent", "solver_agent"):
+            self.agent_config(name.split("_")[0])  # raises ConfigError naming the bad key
+
+    def agent_config(self, role: str) -> Any:
+        from workbench.agent.config import AgentConfig
+
+        values = dict(self.proposer_agent if role == "proposer" else self.solver_agent)
+        values.setdefault("seed", self.seed)
+        return AgentConfig.from_dict(values)
+
+    @property
+    def resolved_run_id(self) -> str:
+        return self.run_id or Path(self.run_dir).name
+
+    # -- loading ----------------------------------------------------------------------------
+    @classmethod
+    def fields_help(cls) -> dict[str, str]:
+        return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> "EvolveConfig":
+        merged = {**data, **overrides}
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(merged) - known)
+        if unknown:
+            raise ConfigError(f"{cls.__name__}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return cls(**merged)
+
+    @classmethod
+    def load(cls, path: str | Path, **overrides: Any) -> "EvolveConfig":
+        """Read TOML/YAML/JSON; an `[evolve]` table is used if present."""
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"evolve config {path} does not exist")
+        text = path.read_text()
+        try:
+            if path.suffix == ".toml":
+                data = tomllib.loads(text)
+            elif path.suffix in (".yaml", ".yml"):
+                import yaml
+
+                data = yaml.safe_load(text) or {}
+            elif path.suffix == ".json":
+                data = json.loads(text)
+            else:
+                raise ConfigError(f"evolve config {path}: use a .toml, .yaml or .json file")
+        except (tomllib.TOMLDecodeError, ValueError) as exc:
+            if isinstance(exc, ConfigError):
+                raise
+            raise ConfigError(f"evolve config {path} is not valid: {exc}") from exc
+        return cls.from_dict(dict(data.get("evolve", data)), **overrides)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "mode": self.mode}
+
+
+@dataclass
+class DrZeroConfig(EvolveConfig):
+    """Dr. Zero: proposer reward `format_weight·format + difficulty`; proposer HRPO, solver GRPO."""
+
+    format_weight: float = _f(0.5, "Weight of the format score in the proposer reward (Dr. Zero code: 0.5).")
+    mode = "drzero"
+
+
+@dataclass
+class Agent0Config(EvolveConfig):
+    """Agent0: curriculum reward `uncertainty + tool use − repetition`; executor ADPO on pseudo-labels."""
+
+    solver_attempts: int = _f(10, "Executor attempts per question (Agent0 reward: 10).")
+    proposer_estimator: str = _f("grpo", "Estimator of the curriculum (proposer) update.")
+    solver_estimator: str = _f("adpo", "Estimator of the executor (solver) update.")
+    p_low: float = _f(0.3, "Keep questions with self-consistency p >= p_low (Agent0 README: 0.3).")
+    p_high: float = _f(0.8, "... and p <= p_high (README: 0.8; upload.py default 0.7).")
+    p_denominator: str = _f("valid", "Band p over 'valid' answers (Agent0 curation) or 'all' attempts.")
+    uncertainty_form: str = _f("paper", "'paper': 1 - 2|p - 0.5|; 'code': min(p, 1 - p), gated on agreement.")
+    tool_weight: float = _f(0.05, "Tool-use reward per call (gamma).")
+    tool_cap: int = _f(4, "Tool calls counted at most (C).")
+    repetition_threshold: float = _f(0.5, "BLEU distance threshold of the repetition clusters.")
+    mode = "agent0"
+
+    def validate(self) -> None:
+        super().validate()
+        if not 0.0 <= self.p_low <= self.p_high <= 1.0:
+            raise ConfigError(f"Agent0Config.p_low/p_high: need 0 <= p_low <= p_high <= 1, got {self.p_low}, {self.p_high}")
+        if self.p_denominator not in ("valid", "all"):
+            raise ConfigError(f"Agent0Config.p_denominator: {self.p_denominator!r}; use 'valid' or 'all'")
+        if self.uncertainty_form not in ("paper", "code"):
+            raise ConfigError(f"Agent0Config.uncertainty_form: {self.uncertainty_form!r}; use 'paper' or 'code'")
+
+
+__all__ = ["Agent0Config", "DrZeroConfig", "EvolveConfig"]

@@ -1,0 +1,250 @@
+"""The self-evolution loop: `run_drzero` and `run_agent0` (sync) / `arun_evolution` (async).
+
+    from workbench.evolve import DrZeroConfig, run_drzero, world_proposer
+    from workbench.worlds import make_world
+    from workbench.worlds.solver import world_solver
+
+    world = make_world(0, "small")
+    result = run_drzero(DrZeroConfig(run_dir="runs/dz", prompts_per_iteration=8),
+                        proposer_policy=world_proposer(noise=0.2), solver_policy=world_solver(noise=0.3),
+                        corpus=world.corpus())
+    result.iterations[0].qa_path          # runs/dz/iter_0/qa.jsonl
+    result.store.metrics(name="evolve/difficulty/hop2")
+
+Each iteration: (1) proposer update, if `train_fn` is given (Dr. Zero trains the proposer first,
+against the current solver); (2) sample documents and hop counts, run proposer episodes, gate them,
+run solver attempts, score the proposer, write the QA set to `<run>/iter_<i>/qa.jsonl`, log metrics;
+(3) solver update on the QA set, if `train_fn` is given; (4) write `<run>/iter_<i>/state.json`.
+`resume=True` skips iterations whose state file exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from workbench.errors import ConfigError
+from workbench.evolve.config import Agent0Config, DrZeroConfig, EvolveConfig
+from workbench.evolve.modes import Mode, agent0_mode, drzero_mode
+from workbench.evolve.phases import (Phases, PrecomputedReward, ProposerEpisodes, SolverEM, SolverEpisodes,
+                                     kernel_pool)
+from workbench.evolve.proposer import proposer_task, proposer_tools, sample_documents, sample_hops, solver_tools
+from workbench.trajectory import Task
+
+
+@dataclass
+class TrainRequest:
+    """One update a `train_fn` is asked to run (see `workbench.evolve.training.trl_train_fn`)."""
+
+    role: str  # "proposer" | "solver"
+    estimator: str
+    tasks: list[Task]
+    episodes: Any  # async (tasks, policy) -> trajectories, scored by `reward`
+    reward: Any
+    output_dir: Path
+    iteration: int
+    run_id: str
+    store: Any
+
+
+TrainFn = Callable[[TrainRequest], "dict[str, Any] | None"]
+
+
+@dataclass
+class IterationResult:
+    iteration: int
+    qa_path: Path
+    qa_size: int
+    proposer_ids: list[str]
+    metrics: dict[str, float]
+    training: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+@dataclass
+class EvolveResult:
+    run_dir: Path
+    run_id: str
+    store: Any
+    iterations: list[IterationResult] = field(default_factory=list)
+
+
+def _resolve_corpus(corpus: Any, retriever: Any) -> tuple[list[dict[str, Any]], Any]:
+    from workbench.search import BM25Retriever, Corpus
+
+    if corpus is None and retriever is not None and hasattr(retriever, "corpus"):
+        corpus = retriever.corpus
+    if corpus is None:
+        raise ConfigError("pass corpus= (rows, a Corpus or a JSONL path) or a retriever with a .corpus: "
+                          "the proposer needs source documents")
+    if isinstance(corpus, (str, Path)):
+        corpus = Corpus.from_jsonl(corpus)
+    rows = list(corpus.rows) if isinstance(corpus, Corpus) else list(corpus)
+    if retriever is None:
+        retriever = BM25Retriever.build(corpus if isinstance(corpus, Corpus) else Corpus.from_rows(rows),
+                                        show_progress=False)
+    return rows, retriever
+
+
+def _bar(total: int, enabled: bool) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="evolve", unit="iter", disable=not enabled)
+
+
+async def arun_evolution(config: EvolveConfig, mode: Mode, *, proposer_policy: Any, solver_policy: Any = None,
+                         corpus: Any = None, retriever: Any = None, store: Any = None,
+                         train_fn: TrainFn | None = None, resume: bool = False) -> EvolveResult:
+    """The loop of the module docstring, for either mode."""
+    from workbench.store import Store
+
+    if proposer_policy is None:
+        raise ConfigError("proposer_policy is required (e.g. workbench.evolve.world_proposer())")
+    if solver_policy is None and not config.shared_model:
+        raise ConfigError("pass solver_policy=, or set shared_model=True to let the proposer solve too")
+    solver = proposer_policy if config.shared_model else solver_policy
+    rows, retriever = _resolve_corpus(corpus, retriever)
+    run_dir, run_id = Path(config.run_dir), config.resolved_run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    store = store if store is not None else Store(run_dir)
+    (run_dir / "evolve_config.json").write_text(json.dumps(config.to_dict(), indent=2, default=str))
+    result = EvolveResult(run_dir, run_id, store)
+    p_cfg, s_cfg = config.agent_config("proposer"), config.agent_config("solver")
+    p_tools, s_tools = proposer_tools(retriever), solver_tools(retriever)
+    phase_kw = dict(proposer_tools=p_tools, solver_tools=s_tools, proposer_config=p_cfg, solver_config=s_cfg,
+                    store=store, run_id=run_id, concurrency=config.concurrency, progress=False)
+    bar = _bar(config.iterations, config.progress)
+    try:
+        for i in range(config.iterations):
+            it_dir = run_dir / f"iter_{i}"
+            state_path = it_dir / "state.json"
+            if resume and state_path.is_file():
+                result.iterations.append(_load_state(state_path))
+                bar.update(1)
+                continue
+            it_dir.mkdir(parents=True, exist_ok=True)
+            t0 = time.monotonic()
+            store.log_event(run_id, "iteration_start", {"iteration": i, "mode": mode.name})
+            rng = random.Random(config.seed * 7919 + i)
+            docs = sample_documents(rows, config.prompts_per_iteration, rng, max_chars=config.max_document_chars)
+            hops = sample_hops(config.hop_weights, len(docs), rng)
+            prompts = [proposer_task(d, h, iteration=i, mode=mode.name, prompt_index=j)
+                       for j, (d, h) in enumerate(zip(docs, hops))]
+            training: dict[str, Any] = {}
+            if train_fn is not None:
+                bar.set_postfix_str("proposer update")
+                runner = ProposerEpisodes(phase_kw, solver_policy=None if config.shared_model else solver,
+                                          attempts=config.solver_attempts, gate=mode.gate, score=mode.score,
+                                          spec_name=mode.spec_name)
+                req = TrainRequest("proposer", config.proposer_estimator, prompts, runner, PrecomputedReward(),
+                                   it_dir / "proposer", i, run_id, store)
+                training["proposer"] = await asyncio.to_thread(train_fn, req)
+                training["proposer_solver_episodes"] = runner.solver_episodes
+            samples = [dataclasses.replace(t, id=f"{t.id}-s{s}", metadata={**t.metadata, "sample": s})
+                       for t in prompts for s in range(config.samples_per_prompt)]
+            async with kernel_pool(s_cfg, config.concurrency) as pool:
+                phases = Phases(pool=pool, **phase_kw)
+                bar.set_postfix_str("propose")
+                items = await phases.propose(samples, proposer_policy, lineage={"iteration": i})
+                mode.gate(items)
+                bar.set_postfix_str("solve")
+                await phases.attempt(items, solver, config.solver_attempts, lineage={"iteration": i})
+            mode.score(items)
+            phases.record(items, mode.spec_name, provenance={"iteration": i})
+            qa = mode.qa_set(items)
+            qa_path = _write_jsonl(it_dir / "qa.jsonl", [dataclasses.asdict(t) for t in qa])
+            metrics = {**mode.metrics(items), "evolve/qa_size": float(len(qa)),
+                       "evolve/solver_episodes": float(sum(len(it.attempts) for it in items))}
+            if train_fn is not None:
+                bar.set_postfix_str("solver update")
+                if qa:
+                    runner_s = SolverEpisodes(s_tools, s_cfg, store=store, run_id=run_id,
+                                              concurrency=config.concurrency)
+                    req = TrainRequest("solver", config.solver_estimator, qa, runner_s, SolverEM(),
+                                       it_dir / "solver", i, run_id, store)
+                    training["solver"] = await asyncio.to_thread(train_fn, req)
+                else:
+                    training["solver"] = {"skipped": "empty QA set"}
+            store.log_metrics(run_id, i, metrics)
+            res = IterationResult(i, qa_path, len(qa), [it.traj.id for it in items], metrics, training,
+                                  time.monotonic() - t0)
+            _save_state(state_path, res)
+            store.log_event(run_id, "iteration_end", {"iteration": i, "qa_size": len(qa), "training": training})
+            result.iterations.append(res)
+            bar.update(1)
+            bar.set_postfix_str(f"qa={len(qa)}")
+    finally:
+        bar.close()
+    return result
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    with path.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+    return path
+
+
+def _save_state(path: Path, res: IterationResult) -> None:
+    data = {**dataclasses.asdict(res), "qa_path": str(res.qa_path)}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str))
+    tmp.replace(path)  # atomic: a crash never leaves half a checkpoint
+
+
+def _load_state(path: Path) -> IterationResult:
+    data = json.loads(path.read_text())
+    data["qa_path"] = Path(data["qa_path"])
+    return IterationResult(**data)
+
+
+def load_qa(path: str | Path) -> list[Task]:
+    """Read an iteration's `qa.jsonl` back as tasks."""
+    return [Task(**json.loads(line)) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def _sync(coro: Any) -> Any:
+    from workbench.agent.runner import run_sync
+
+    return run_sync(coro)
+
+
+def run_drzero(config: DrZeroConfig | None = None, *, proposer_policy: Any, solver_policy: Any = None,
+               corpus: Any = None, retriever: Any = None, store: Any = None, train_fn: TrainFn | None = None,
+               resume: bool = False, **overrides: Any) -> EvolveResult:
+    """Dr. Zero self-evolution (see the module docstring); keyword overrides build/patch the config."""
+    config = _config(DrZeroConfig, config, overrides)
+    return _sync(arun_evolution(config, drzero_mode(config), proposer_policy=proposer_policy,
+                                solver_policy=solver_policy, corpus=corpus, retriever=retriever, store=store,
+                                train_fn=train_fn, resume=resume))
+
+
+def run_agent0(config: Agent0Config | None = None, *, proposer_policy: Any, solver_policy: Any = None,
+               corpus: Any = None, retriever: Any = None, store: Any = None, train_fn: TrainFn | None = None,
+               resume: bool = False, **overrides: Any) -> EvolveResult:
+    """Agent0 self-evolution: curriculum reward, majority-vote pseudo-labels, band filter, executor ADPO."""
+    config = _config(Agent0Config, config, overrides)
+    return _sync(arun_evolution(config, agent0_mode(config), proposer_policy=proposer_policy,
+                                solver_policy=solver_policy, corpus=corpus, retriever=retriever, store=store,
+                                train_fn=train_fn, resume=resume))
+
+
+def _config(cls: type, config: Any, overrides: dict[str, Any]) -> Any:
+    if config is None:
+        return cls.from_dict(overrides)
+    if not isinstance(config, cls):
+        raise ConfigError(f"expected a {cls.__name__}, got {type(config).__name__}")
+    if not overrides:
+        return config
+    data = {k: v for k, v in config.to_dict().items() if k != "mode"}
+    return cls.from_dict(data, **overrides)
+
+
+__all__ = ["EvolveResult", "IterationResult", "TrainFn", "TrainRequest", "arun_evolution", "load_qa",
+           "run_agent0", "run_drzero"]

@@ -1,0 +1,52 @@
+"""The default training hook: each `TrainRequest` becomes one `workbench.train.train(...)` run.
+
+    from workbench.evolve import run_drzero, trl_train_fn
+    from workbench.train import TrainConfig
+
+    train_fn = trl_train_fn(TrainConfig(max_steps=2, num_generations=2, per_device_train_batch_size=4),
+                            proposer=(model, tokenizer), solver=(model, tokenizer))   # one model, both roles
+    run_drzero(cfg, proposer_policy=TransformersPolicy.from_model(model, tokenizer), shared_model=True, ...,
+               train_fn=train_fn)
+
+A role with no model (e.g. a scripted proposer) is skipped. Models train in place, so policies made
+with `TransformersPolicy.from_model(model, tok)` sample from the updated weights next iteration; the
+weights of each update are also saved to `<run>/iter_<i>/<role>/final` (the iteration's checkpoint).
+Per-role `TrainConfig` overrides go in `overrides={"proposer": {...}, "solver": {...}}`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.errors import ConfigError
+
+
+def trl_train_fn(config: Any, *, proposer: tuple[Any, Any] | None = None, solver: tuple[Any, Any] | None = None,
+                 overrides: dict[str, dict[str, Any]] | None = None) -> Any:
+    """A `train_fn` for `run_drzero` / `run_agent0` that trains through `workbench.train.train`."""
+    models = {"proposer": proposer, "solver": solver}
+    overrides = dict(overrides or {})
+    bad = set(overrides) - set(models)
+    if bad:
+        raise ConfigError(f"trl_train_fn overrides: unknown role(s) {sorted(bad)}; use 'proposer' and 'solver'")
+    if proposer is None and solver is None:
+        raise ConfigError("trl_train_fn needs proposer=(model, tokenizer) and/or solver=(model, tokenizer)")
+
+    def train_fn(request: Any) -> dict[str, Any] | None:
+        pair = models.get(request.role)
+        if pair is None:
+            return None
+        from workbench.train.run import train
+
+        model, tokenizer = pair
+        cfg = config.replace(estimator=request.estimator, output_dir=str(request.output_dir),
+                             run_id=f"{request.run_id}/{request.role}", store_path="",
+                             episode_kind="nbagent", **overrides.get(request.role, {}))
+        summary = train(cfg, tasks=request.tasks, episodes=request.episodes, model=model, tokenizer=tokenizer,
+                        reward=request.reward, store=request.store)
+        return {**summary, "estimator": request.estimator, "tasks": len(request.tasks)}
+
+    return train_fn
+
+
+__all__ = ["trl_train_fn"]
