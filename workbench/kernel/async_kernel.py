@@ -14,12 +14,9 @@ stop within `interrupt_grace` seconds the whole sandbox is killed.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import secrets
-import signal
 import subprocess
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -30,21 +27,12 @@ import zmq.asyncio
 from jupyter_client.session import Session
 
 from workbench.errors import KernelDiedError, KernelError, SandboxError
+from workbench.kernel._process import (CHANNELS, all_gone, all_or_death, context, kernel_argv,
+                                       kill_quietly, pidfds)
 from workbench.kernel.observation import Observation, OutputCollector
 from workbench.kernel.procs import process_tree
-from workbench.sandbox import (INSIDE_RUN, RolloutDir, SandboxProfile, SandboxSpec, UidLease,
-                               build_argv, check_sandbox, default_root, load_profile)
-
-_CHANNELS = {"shell": 1, "iopub": 2, "stdin": 3, "control": 4, "hb": 5}
-_IPC_MAX = 100  # sun_path is 108 bytes
-_ctx: zmq.asyncio.Context | None = None
-
-
-def _context() -> zmq.asyncio.Context:
-    global _ctx  # one zmq context (and io thread) for every kernel in the process
-    if _ctx is None:
-        _ctx = zmq.asyncio.Context()
-    return _ctx
+from workbench.sandbox import (RolloutDir, SandboxProfile, UidLease, check_sandbox, default_root,
+                               load_profile)
 
 
 class AsyncKernel:
@@ -161,27 +149,10 @@ class AsyncKernel:
 
     def _command(self, sandboxed: bool) -> tuple[list[str], str]:
         assert self._dir is not None
-        host_ip = str(self._dir.run / "k")
-        if len(host_ip) > _IPC_MAX:
-            raise KernelError(f"rollout dir path {self._dir.run} is too long for a unix socket; "
-                              "pass a shorter root=")
         key = secrets.token_hex(16)
-        info = {"transport": "ipc", "signature_scheme": "hmac-sha256", "key": key,
-                "kernel_name": "workbench", **{f"{c}_port": n for c, n in _CHANNELS.items()}}
-        inside = f"{INSIDE_RUN}/k" if sandboxed else host_ip
-        cf = self._dir.run / "kernel.json"
-        cf.write_text(json.dumps({**info, "ip": inside}))
-        os.chmod(cf, 0o600)
-        self._dir.share(cf)
         self._session = Session(key=key.encode(), signature_scheme="hmac-sha256", username="workbench")
-        kernel = [sys.executable, "-m", "ipykernel_launcher", "-f",
-                  f"{INSIDE_RUN}/kernel.json" if sandboxed else str(cf),
-                  "--HistoryManager.enabled=False", "--quiet"]
-        if not sandboxed:
-            return kernel, host_ip
-        spec = SandboxSpec(self.profile, self._dir.run, self._dir.work, uid=self.uid,
-                           env=self.env, extra_ro_binds=self.extra_ro_binds)
-        return build_argv(spec, kernel), host_ip
+        return kernel_argv(self._dir, key, self.profile, uid=self.uid, env=self.env,
+                           extra_ro_binds=self.extra_ro_binds, sandboxed=sandboxed)
 
     def _plain_env(self) -> dict[str, str]:
         assert self._dir is not None
@@ -190,7 +161,7 @@ class AsyncKernel:
                 "WORKBENCH_GATEWAY": str(self._dir.run / "gateway.sock")}
 
     def _connect(self, host_ip: str) -> None:
-        ctx = _context()
+        ctx = context()
         ident = self._session.bsession
         for name, kind in (("shell", zmq.DEALER), ("control", zmq.DEALER), ("iopub", zmq.SUB)):
             sock = ctx.socket(kind)
@@ -200,7 +171,7 @@ class AsyncKernel:
                 sock.setsockopt(zmq.IDENTITY, ident)
             else:
                 sock.setsockopt(zmq.SUBSCRIBE, b"")
-            sock.connect(f"ipc://{host_ip}-{_CHANNELS[name]}")
+            sock.connect(f"ipc://{host_ip}-{CHANNELS[name]}")
             self._socks[name] = sock
         loop = asyncio.get_running_loop()
         self._welcome = loop.create_future()
@@ -306,11 +277,11 @@ class AsyncKernel:
         t0 = time.perf_counter()
         try:
             await self._socks["shell"].send_multipart(self._session.serialize(msg))
-            done = await _all_or_death([reply, idle], self._died, timeout)
+            done = await all_or_death([reply, idle], self._died, timeout)
             if not done and not self._died.done():
                 collector.obs.timed_out = True
                 await self.interrupt()
-                done = await _all_or_death([reply, idle], self._died, self.interrupt_grace)
+                done = await all_or_death([reply, idle], self._died, self.interrupt_grace)
                 if done:
                     collector.obs.interrupted = True
                 else:
@@ -340,23 +311,23 @@ class AsyncKernel:
         if not self.alive:
             return
         _, fut = await self._request("control", "interrupt_request", {})
-        await _all_or_death([fut], self.died, self.interrupt_grace)
+        await all_or_death([fut], self.died, self.interrupt_grace)
 
     async def _kill(self) -> None:
         assert self._proc is not None and self._died is not None
         if self._died.done():
             return
         tree = process_tree(self._proc.pid)
-        inner = _pidfds(tree[1:])
+        inner = pidfds(tree[1:])
         # Kill the sandbox's pid-1 first: the kernel tears the pid namespace down and the
         # outer bwrap (still alive) reaps it, so nothing is left as a zombie for init.
         sandboxed = self.isolation == "bwrap" and len(tree) > 1
-        _kill_quietly(tree[1] if sandboxed else self._proc.pid)
+        kill_quietly(tree[1] if sandboxed else self._proc.pid)
         try:
             await asyncio.wait_for(asyncio.shield(self._died), 10)
-            await asyncio.wait_for(_all_gone(inner), 10)  # the pid namespace is torn down
+            await asyncio.wait_for(all_gone(inner), 10)  # the pid namespace is torn down
         except asyncio.TimeoutError:
-            _kill_quietly(self._proc.pid)
+            kill_quietly(self._proc.pid)
             self._proc.wait()
         finally:
             for fd in inner:
@@ -394,51 +365,3 @@ class AsyncKernel:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-
-def _kill_quietly(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-def _pidfds(pids: list[int]) -> list[int]:
-    fds = []
-    for pid in pids:
-        try:
-            fds.append(os.pidfd_open(pid))
-        except OSError:
-            pass  # already gone
-    return fds
-
-
-async def _all_gone(pidfds: list[int]) -> None:
-    """Wait (no polling: a pidfd turns readable when its process exits) for all to exit."""
-    loop = asyncio.get_running_loop()
-    futs = []
-    for fd in pidfds:
-        fut = loop.create_future()
-        loop.add_reader(fd, lambda f=fut, d=fd: (loop.remove_reader(d), f.done() or f.set_result(None)))
-        futs.append(fut)
-    try:
-        await asyncio.gather(*futs)
-    finally:
-        for fd in pidfds:
-            loop.remove_reader(fd)
-
-
-async def _all_or_death(futs: list[asyncio.Future[Any]], died: asyncio.Future[int],
-                        timeout: float | None) -> bool:
-    """Wait until every fut is done (True), or the kernel dies / time runs out (False)."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        pending = [f for f in futs if not f.done()]
-        if not pending:
-            return True
-        if died.done():
-            return False
-        left = None if deadline is None else deadline - time.monotonic()
-        if left is not None and left <= 0:
-            return False
-        await asyncio.wait([*pending, died], timeout=left, return_when=asyncio.FIRST_COMPLETED)

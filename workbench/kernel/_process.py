@@ -1,0 +1,100 @@
+"""Process plumbing for sandboxed kernels: the launch argv, pidfd waits, the zmq context."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+import zmq.asyncio
+
+from workbench.errors import KernelError
+from workbench.sandbox import INSIDE_RUN, RolloutDir, SandboxProfile, SandboxSpec, build_argv
+
+CHANNELS = {"shell": 1, "iopub": 2, "stdin": 3, "control": 4, "hb": 5}
+_IPC_MAX = 100  # sun_path is 108 bytes
+_CTX: zmq.asyncio.Context | None = None
+
+
+def context() -> zmq.asyncio.Context:
+    global _CTX  # one zmq context (and io thread) for every kernel in the process
+    if _CTX is None:
+        _CTX = zmq.asyncio.Context()
+    return _CTX
+
+
+def kernel_argv(rollout: RolloutDir, key: str, profile: SandboxProfile, *, uid: int | None,
+                env: dict[str, str], extra_ro_binds: tuple[str, ...] = (),
+                sandboxed: bool = True, signature_scheme: str = "hmac-sha256") -> tuple[list[str], str]:
+    """Write the ipc connection file into run/ and return (argv, host-side ipc path prefix)."""
+    host_ip = str(rollout.run / "k")
+    if len(host_ip) > _IPC_MAX:
+        raise KernelError(f"rollout dir path {rollout.run} is too long for a unix socket; "
+                          "pass a shorter root=")
+    info = {"transport": "ipc", "signature_scheme": signature_scheme, "key": key,
+            "kernel_name": "workbench", **{f"{c}_port": n for c, n in CHANNELS.items()}}
+    cf = rollout.run / "kernel.json"
+    cf.write_text(json.dumps({**info, "ip": f"{INSIDE_RUN}/k" if sandboxed else host_ip}))
+    os.chmod(cf, 0o600)
+    rollout.share(cf)
+    kernel = [sys.executable, "-m", "ipykernel_launcher", "-f",
+              f"{INSIDE_RUN}/kernel.json" if sandboxed else str(cf),
+              "--HistoryManager.enabled=False", "--quiet"]
+    if not sandboxed:
+        return kernel, host_ip
+    spec = SandboxSpec(profile, rollout.run, rollout.work, uid=uid, env=env,
+                       extra_ro_binds=extra_ro_binds)
+    return build_argv(spec, kernel), host_ip
+
+
+
+def kill_quietly(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def pidfds(pids: list[int]) -> list[int]:
+    fds = []
+    for pid in pids:
+        try:
+            fds.append(os.pidfd_open(pid))
+        except OSError:
+            pass  # already gone
+    return fds
+
+
+async def all_gone(fds: list[int]) -> None:
+    """Wait (no polling: a pidfd turns readable when its process exits) for all to exit."""
+    loop = asyncio.get_running_loop()
+    futs = []
+    for fd in fds:
+        fut = loop.create_future()
+        loop.add_reader(fd, lambda f=fut, d=fd: (loop.remove_reader(d), f.done() or f.set_result(None)))
+        futs.append(fut)
+    try:
+        await asyncio.gather(*futs)
+    finally:
+        for fd in fds:
+            loop.remove_reader(fd)
+
+
+async def all_or_death(futs: list[asyncio.Future[Any]], died: asyncio.Future[int],
+                       timeout: float | None) -> bool:
+    """Wait until every fut is done (True), or the kernel dies / time runs out (False)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        pending = [f for f in futs if not f.done()]
+        if not pending:
+            return True
+        if died.done():
+            return False
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            return False
+        await asyncio.wait([*pending, died], timeout=left, return_when=asyncio.FIRST_COMPLETED)
