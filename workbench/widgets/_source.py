@@ -32,7 +32,8 @@ def open_store(source: "Store | str | os.PathLike[str]") -> "Store":
 
 
 class Ticker:
-    """Calls `fn` every `seconds` on a daemon thread until `stop()`; errors stop it and are kept."""
+    """Calls `fn` every `seconds` on a daemon thread until `stop()` or `fn` returns False;
+    an exception stops it too and is kept in `.error`."""
 
     def __init__(self, fn: Callable[[], object], seconds: float) -> None:
         if seconds <= 0:
@@ -48,8 +49,10 @@ class Ticker:
     def _run(self) -> None:
         while not self._stop.wait(self.seconds):
             try:
-                self._fn()
+                more = self._fn()
                 self.ticks += 1
+                if more is False:
+                    return
             except Exception as exc:  # keep the notebook alive; surface it on the ticker
                 self.error = exc
                 return
