@@ -166,6 +166,20 @@ def test_memory_bomb_is_an_error_observation(tmp_path: Path):
         assert not grow.ok
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not ROOT, reason="per-sandbox cgroups need root")
+def test_sandbox_wide_memory_limit(tmp_path: Path):
+    with Kernel(small_profile(memory_mb=1024), root=tmp_path) as k:
+        if k.aio._cgroup is None:
+            pytest.skip("no writable cgroup hierarchy here (rlimits only)")
+        obs = k.execute(  # three processes, each under its own 1 GiB rlimit, 1.35 GiB together
+            "import subprocess, sys\nps = [subprocess.Popen([sys.executable, '-c', "
+            "\"b = b'x' * (450 << 20); import time; time.sleep(3)\"]) for _ in range(3)]\n"
+            "[p.wait() for p in ps]", timeout=60)
+        assert obs.ok and "-9" in obs.result, obs.text  # the OOM killer stopped one
+        assert k.aio._cgroup.oom_killed() and k.alive
+
+
 def test_uninterruptible_code_is_killed(tmp_path: Path):
     with Kernel(root=tmp_path, interrupt_grace=1.0) as k:
         obs = k.execute("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"

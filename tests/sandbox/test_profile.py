@@ -79,7 +79,8 @@ def test_argv_isolates_and_scrubs(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     argv = build_argv(SandboxSpec(load_profile("default"), run, work, uid=uid), ["python"])
     joined = " ".join(argv)
     assert "--unshare-net" in argv or "--unshare-all" in argv and "--share-net" not in argv
-    assert "--clearenv" in argv and "--die-with-parent" in argv and "--as-pid-1" in argv
+    assert "--clearenv" in argv and "--die-with-parent" in argv
+    assert ("--as-pid-1" in argv) == (uid is None)  # as root, bwrap's own reaper is pid 1
     assert "hunter2" not in joined and "WB_HOST_SECRET" not in joined
     assert f"--nproc={SandboxProfile().limits.processes}" in argv
     net = build_argv(SandboxSpec(load_profile("networked"), run, work, uid=uid), ["python"])

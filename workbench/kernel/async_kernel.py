@@ -33,6 +33,7 @@ from workbench.kernel.observation import Observation, OutputCollector
 from workbench.kernel.procs import process_tree
 from workbench.sandbox import (RolloutDir, SandboxProfile, UidLease, check_sandbox, default_root,
                                load_profile)
+from workbench.sandbox.cgroups import Cgroup
 
 
 class AsyncKernel:
@@ -66,6 +67,7 @@ class AsyncKernel:
         self.keep_dir = keep_dir
         self._dir: RolloutDir | None = None
         self._lease: UidLease | None = None
+        self._cgroup: Cgroup | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._pidfd = -1
         self._died: asyncio.Future[int] | None = None
@@ -127,6 +129,9 @@ class AsyncKernel:
         self._dir = RolloutDir.create(self.root, self.uid)
         try:
             argv, host_ip = self._command(sandboxed)
+            if sandboxed:
+                self._cgroup = Cgroup.create(self._dir.path.name, self.profile.limits)
+                argv = self._cgroup.wrap(argv) if self._cgroup else argv
             log = open(self._dir.path / "kernel.log", "wb")
             self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                           start_new_session=True, close_fds=True,
@@ -293,9 +298,14 @@ class AsyncKernel:
                 if obs.error_name is None:
                     status = self._died.result()
                     obs.error_name = "KernelDied"
-                    obs.error_value = ("the kernel was killed after the timeout" if obs.killed
-                                       else f"the kernel process exited (status {status}); "
-                                       "it may have run out of memory or called os._exit")
+                    if obs.killed:
+                        obs.error_value = "the kernel was killed after the timeout"
+                    elif self._cgroup is not None and self._cgroup.oom_killed():
+                        obs.error_value = (f"the kernel was killed by the sandbox memory limit "
+                                           f"(memory_mb={self.profile.limits.memory_mb})")
+                    else:
+                        obs.error_value = (f"the kernel process exited (status {status}); it "
+                                           "may have run out of memory or called os._exit")
         finally:
             self._replies.pop(msg_id, None)
             self._collectors.pop(msg_id, None)
@@ -355,6 +365,8 @@ class AsyncKernel:
                 pass
             os.close(self._pidfd)
             self._pidfd = -1
+        if self._cgroup is not None:
+            await asyncio.to_thread(self._cgroup.remove)
         if self._dir is not None and not self.keep_dir:
             self._dir.remove()
         if self._lease is not None:

@@ -27,6 +27,7 @@ import zmq
 from workbench.kernel._process import CHANNELS, kernel_argv
 from workbench.kernel.procs import process_tree
 from workbench.sandbox import RolloutDir, UidLease, check_sandbox, default_root, load_profile
+from workbench.sandbox.cgroups import Cgroup
 
 _PR_SET_PDEATHSIG = 1
 _PAIRS = {"shell": (zmq.ROUTER, zmq.DEALER), "control": (zmq.ROUTER, zmq.DEALER),
@@ -86,9 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     lease = UidLease() if os.geteuid() == 0 else None
     rollout = RolloutDir.create(args.root or default_root(), lease.uid if lease else None)
     proc: subprocess.Popen[bytes] | None = None
+    cgroup = Cgroup.create(rollout.path.name, profile.limits)
     try:
         cmd, host_ip = kernel_argv(rollout, info["key"], profile, uid=lease.uid if lease else None,
                                    env={}, signature_scheme=info.get("signature_scheme", "hmac-sha256"))
+        cmd = cgroup.wrap(cmd) if cgroup else cmd
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True)
 
         def stop(*_: object) -> None:
@@ -106,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
             proc.kill()
             proc.wait()
         rollout.remove()
+        if cgroup is not None:
+            cgroup.remove()
         if lease is not None:
             lease.release()
 

@@ -28,9 +28,9 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits applied to every process in the sandbox (as rlimits)."""
+    """Resource limits: rlimits on every process, plus a per-sandbox cgroup where available."""
 
-    memory_mb: int = 4096  # RLIMIT_AS per process
+    memory_mb: int = 4096  # RLIMIT_AS per process; cgroup memory limit for the whole sandbox
     processes: int = 256  # RLIMIT_NPROC for the sandbox uid (threads count)
     cpu_seconds: int = 3600  # RLIMIT_CPU per process
     file_size_mb: int = 1024  # RLIMIT_FSIZE

@@ -1,0 +1,112 @@
+"""Per-sandbox cgroups (when workbench runs as root and a writable hierarchy exists).
+
+rlimits bind per process; a cgroup bounds the whole sandbox: total memory (`memory_mb`) and
+total tasks (`processes` plus a few for bwrap). cgroup v1 `memory`/`pids` controllers are used
+where mounted read-write, else cgroup v2 at /sys/fs/cgroup when it offers them; otherwise
+`Cgroup.create` returns None and the rlimits alone apply.
+
+    cg = Cgroup.create("rollout-ab12", profile.limits)
+    argv = cg.wrap(argv) if cg else argv       # joins the cgroup, then execs argv
+    ...
+    cg.oom_killed(); cg.remove()
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from functools import lru_cache
+from pathlib import Path
+
+from workbench.sandbox.profile import Limits
+
+V1 = Path("/sys/fs/cgroup")
+_JOIN = 'echo $$ > "$1" && echo $$ > "$2" && shift 2 && exec "$@"'
+_EXTRA_TASKS = 8  # bwrap processes
+
+
+@lru_cache(maxsize=1)
+def _sweep_stale() -> None:
+    """Remove empty cgroups left by workbench processes that died (e.g. by SIGKILL)."""
+    for parent in (V1 / "memory" / "workbench", V1 / "pids" / "workbench", V1 / "workbench"):
+        if not parent.is_dir():
+            continue
+        for d in parent.iterdir():
+            owner = d.name.rpartition("-")[2]
+            if d.is_dir() and owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
+                try:
+                    d.rmdir()
+                except OSError:
+                    pass  # still has tasks, or not ours
+
+
+class Cgroup:
+    def __init__(self, dirs: list[Path], version: int) -> None:
+        self.dirs, self.version = dirs, version
+
+    @classmethod
+    def create(cls, name: str, limits: Limits) -> Cgroup | None:
+        """A cgroup named `<name>-<host pid>` with the limits set, or None where unsupported."""
+        if os.geteuid() != 0 or os.environ.get("WORKBENCH_NO_CGROUPS"):
+            return None
+        _sweep_stale()
+        name = f"{name}-{os.getpid()}"
+        mem, pids = V1 / "memory", V1 / "pids"
+        cg: Cgroup | None = None
+        try:
+            if (mem / "cgroup.procs").exists() and (pids / "cgroup.procs").exists():
+                dirs = [mem / "workbench" / name, pids / "workbench" / name]
+                cg = cls(dirs, 1)
+                for d in dirs:
+                    d.mkdir(parents=True)
+                (dirs[0] / "memory.limit_in_bytes").write_text(str(limits.memory_mb << 20))
+                (dirs[1] / "pids.max").write_text(str(limits.processes + _EXTRA_TASKS))
+                return cg
+            controllers = (V1 / "cgroup.controllers").read_text().split()
+            if {"memory", "pids"} <= set(controllers):
+                parent = V1 / "workbench"
+                parent.mkdir(exist_ok=True)
+                (parent / "cgroup.subtree_control").write_text("+memory +pids")
+                d = parent / name
+                d.mkdir()
+                cg = cls([d], 2)
+                (d / "memory.max").write_text(str(limits.memory_mb << 20))
+                (d / "memory.swap.max").write_text("0")
+                (d / "pids.max").write_text(str(limits.processes + _EXTRA_TASKS))
+                return cg
+        except OSError:
+            if cg is not None:
+                cg.remove(wait=0)
+        return None
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """argv prefixed by a shell that moves itself into the cgroup, then execs argv."""
+        procs = [str(d / "cgroup.procs") for d in self.dirs]
+        return ["/bin/sh", "-c", _JOIN, "wb-cgroup", procs[0], procs[-1], *argv]
+
+    def oom_killed(self) -> bool:
+        """Whether the out-of-memory killer has struck inside this cgroup."""
+        name = "memory.oom_control" if self.version == 1 else "memory.events"
+        try:
+            for line in (self.dirs[0] / name).read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill" and int(value) > 0:
+                    return True
+        except (OSError, ValueError):
+            pass
+        return False
+
+    def remove(self, wait: float = 2.0) -> None:
+        """Remove the cgroup dirs (waits briefly for exiting tasks to leave)."""
+        deadline = time.monotonic() + wait
+        for d in self.dirs:
+            while True:
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(0.01)
