@@ -11,7 +11,9 @@
 A role with no model (e.g. a scripted proposer) is skipped. Models train in place, so policies made
 with `TransformersPolicy.from_model(model, tok)` sample from the updated weights next iteration; the
 weights of each update are also saved to `<run>/iter_<i>/<role>/final` (the iteration's checkpoint).
-Per-role `TrainConfig` overrides go in `overrides={"proposer": {...}, "solver": {...}}`.
+Per-role `TrainConfig` overrides go in `overrides={"proposer": {...}, "solver": {...}}`; per-role
+rewards in `rewards={"solver": my_reward}` (a `.score(traj)` object or a callable) replace the
+mode's (solver: exact match against the QA target; proposer: the mode's online proposer reward).
 """
 
 from __future__ import annotations
@@ -22,13 +24,13 @@ from workbench.errors import ConfigError
 
 
 def trl_train_fn(config: Any, *, proposer: tuple[Any, Any] | None = None, solver: tuple[Any, Any] | None = None,
-                 overrides: dict[str, dict[str, Any]] | None = None) -> Any:
+                 overrides: dict[str, dict[str, Any]] | None = None, rewards: dict[str, Any] | None = None) -> Any:
     """A `train_fn` for `run_drzero` / `run_agent0` that trains through `workbench.train.train`."""
     models = {"proposer": proposer, "solver": solver}
-    overrides = dict(overrides or {})
-    bad = set(overrides) - set(models)
+    overrides, rewards = dict(overrides or {}), dict(rewards or {})
+    bad = (set(overrides) | set(rewards)) - set(models)
     if bad:
-        raise ConfigError(f"trl_train_fn overrides: unknown role(s) {sorted(bad)}; use 'proposer' and 'solver'")
+        raise ConfigError(f"trl_train_fn: unknown role(s) {sorted(bad)}; use 'proposer' and 'solver'")
     if proposer is None and solver is None:
         raise ConfigError("trl_train_fn needs proposer=(model, tokenizer) and/or solver=(model, tokenizer)")
 
@@ -43,7 +45,7 @@ def trl_train_fn(config: Any, *, proposer: tuple[Any, Any] | None = None, solver
                              run_id=f"{request.run_id}/{request.role}", store_path="",
                              episode_kind="nbagent", **overrides.get(request.role, {}))
         summary = train(cfg, tasks=request.tasks, episodes=request.episodes, model=model, tokenizer=tokenizer,
-                        reward=request.reward, store=request.store)
+                        reward=rewards.get(request.role, request.reward), store=request.store)
         return {**summary, "estimator": request.estimator, "tasks": len(request.tasks)}
 
     return train_fn
