@@ -1,8 +1,8 @@
 """Scores for self-evolution, read from trajectories: Dr. Zero's proposer reward, solver hits,
 majority vote and self-consistency, and Agent0's curriculum reward.
 
-The formulas live in `workbench.rewards` (Dr. Zero format and difficulty, BLEU-cluster shares); this
-module only gathers their inputs from a proposer trajectory and its solver attempts.
+The formulas live in `workbench.rewards` (Dr. Zero format and difficulty; Agent0 uncertainty, tool use,
+self-consistency, BLEU-cluster shares); this module only gathers their inputs from a proposer trajectory and its solver attempts.
 
     fmt = format_components(proposer_traj)          # {"think", "tool", "ans", "integrity", "format"}
     k = solver_hits(attempts, answer)               # exact-match hits against the proposer's answer
@@ -12,11 +12,13 @@ module only gathers their inputs from a proposer trajectory and its solver attem
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
+from workbench.errors import ConfigError
 from workbench.evolve.proposer import Proposal, proposal_of
+from workbench.rewards import agent0 as a0
+from workbench.rewards.bleu import cluster_shares
 from workbench.rewards.drzero import difficulty_score, drzero_format
 from workbench.rewards.text import exact_match, normalize_answer
 from workbench.trajectory import Trajectory
@@ -63,15 +65,10 @@ class Vote:
 
 
 def majority_vote(answers: Sequence[str | None]) -> Vote:
-    """The most common normalised non-empty answer (ties: the one seen first), with its shares."""
-    normed = [(normalize_answer(a), a) for a in answers if a and normalize_answer(a)]
-    if not normed:
-        return Vote(None, 0, 0.0, 0.0, len(answers))
-    counts = Counter(n for n, _ in normed)
-    best = max(counts.values())
-    winner = next(n for n, _ in normed if counts[n] == best)
-    surface = next(a for n, a in normed if n == winner).strip()
-    return Vote(surface, best, best / max(len(answers), 1), best / len(normed), len(answers))
+    """The most common normalised non-empty answer (ties: the one seen first), with both shares."""
+    answer, p = a0.self_consistency(answers, denominator="all")
+    _, p_valid = a0.self_consistency(answers, denominator="valid")
+    return Vote(answer.strip() if answer else None, round(p * len(answers)), p, p_valid, len(answers))
 
 
 def in_band(p: float, low: float, high: float) -> bool:
@@ -81,25 +78,15 @@ def in_band(p: float, low: float, high: float) -> bool:
 
 def uncertainty(p: float, *, form: str = "paper") -> float:
     """Agent0's uncertainty term: paper `1 − 2|p − ½|`, or the code's `min(p, 1 − p)` (half of it)."""
-    try:
-        from workbench.rewards import agent0 as _a0  # type: ignore[attr-defined]
-
-        return float(_a0.uncertainty_score(p, form=form))
-    except (ImportError, AttributeError, TypeError):
-        pass
     if form == "paper":
-        return 1.0 - 2.0 * abs(p - 0.5)
+        return a0.uncertainty_paper(p)
     if form == "code":
-        return min(p, 1.0 - p)
-    from workbench.errors import ConfigError
-
+        return a0.uncertainty_code(p)
     raise ConfigError(f"uncertainty form {form!r}: use 'paper' or 'code'")
 
 
 def repetition_shares(questions: Sequence[str], threshold: float = 0.5) -> list[float]:
     """Agent0's repetition penalty: each question's BLEU-cluster size / batch size."""
-    from workbench.rewards.bleu import cluster_shares
-
     return cluster_shares(list(questions), threshold)
 
 
@@ -115,7 +102,7 @@ def agent0_reward(traj: Trajectory, vote: Vote, proposal: Proposal | None, repet
     valid = bool(proposal and proposal.question and proposal.answer and
                  normalize_answer(proposal.answer) not in normalize_answer(proposal.question))
     calls = sum(1 for s in traj.steps for c in s.tool_calls if c.name == tool and c.error is None)
-    tool_term = tool_weight * min(calls, tool_cap)
+    tool_term = a0.tool_reward(calls, tool_weight, tool_cap)
     if not valid:
         return {"format": 0.0, "uncertainty": 0.0, "tool_use": tool_term, "repetition": repetition,
                 "p": vote.p, "total": -1.0}
