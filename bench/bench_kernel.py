@@ -57,11 +57,16 @@ async def bare_roundtrip(kc) -> float:
     return time.perf_counter() - t
 
 
-async def roundtrips(run, n: int) -> float:
-    for _ in range(20):
-        await run()
-    ts = [await run() for _ in range(n)]
-    return statistics.median(ts)
+async def paired_roundtrips(runs: list, n: int) -> list[float]:
+    """p50 of each runner, alternating calls one by one so both see the same machine load."""
+    for run in runs:
+        for _ in range(20):
+            await run()
+    times: list[list[float]] = [[] for _ in runs]
+    for _ in range(n):
+        for i, run in enumerate(runs):
+            times[i].append(await run())
+    return [statistics.median(t) for t in times]
 
 
 async def pool_throughput(size: int, rollouts: int, steps: int) -> float:
@@ -81,15 +86,9 @@ async def main(quick: bool) -> None:
     tmp = tempfile.mkdtemp(prefix="wb-bench-")
     bare_starts, box_starts, bare_rt, box_rt, dflt_rt = [], [], [], [], []
     for _ in range(reps):  # interleave so load changes hit both sides alike
-        km, kc, _ = await bare_kernel(tmp, [])
-        dflt_rt.append(await roundtrips(lambda: bare_roundtrip(kc), n_rt // reps))
-        kc.stop_channels()
-        await km.shutdown_kernel(now=True)
+        km0, kc0, _ = await bare_kernel(tmp, [])
         km, kc, dt = await bare_kernel(tmp)
         bare_starts.append(dt)
-        bare_rt.append(await roundtrips(lambda: bare_roundtrip(kc), n_rt // reps))
-        kc.stop_channels()
-        await km.shutdown_kernel(now=True)
         t = time.perf_counter()
         k = await AsyncKernel().start()
         box_starts.append(time.perf_counter() - t)
@@ -98,7 +97,12 @@ async def main(quick: bool) -> None:
             t = time.perf_counter()
             await k.execute("1+1")
             return time.perf_counter() - t
-        box_rt.append(await roundtrips(box_run, n_rt // reps))
+        d, b, x = await paired_roundtrips([lambda: bare_roundtrip(kc0), lambda: bare_roundtrip(kc),
+                                           box_run], n_rt // reps)
+        dflt_rt.append(d), bare_rt.append(b), box_rt.append(x)
+        for m, c in ((km0, kc0), (km, kc)):
+            c.stop_channels()
+            await m.shutdown_kernel(now=True)
         await k.close()
     base_start, base_rt = statistics.median(bare_starts), statistics.median(bare_rt)
     box_start, box_rtt = statistics.median(box_starts), statistics.median(box_rt)

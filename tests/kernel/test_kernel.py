@@ -302,3 +302,16 @@ def _running(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_networked_profile_shares_host_network(tmp_path: Path):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    try:
+        with Kernel("networked", root=tmp_path) as k:
+            obs = k.execute("import socket\nsocket.create_connection(('127.0.0.1', "
+                            f"{server.getsockname()[1]}), 5).close(); 'connected'", timeout=30)
+            assert obs.result == "'connected'", obs.text  # weaker, as documented
+    finally:
+        server.close()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import json
 import os
 import signal
@@ -15,6 +17,7 @@ import zmq.asyncio
 from workbench.errors import KernelError
 from workbench.sandbox import INSIDE_RUN, RolloutDir, SandboxProfile, SandboxSpec, build_argv
 
+DELIM = b"<IDS|MSG>"
 CHANNELS = {"shell": 1, "iopub": 2, "stdin": 3, "control": 4, "hb": 5}
 _IPC_MAX = 100  # sun_path is 108 bytes
 _CTX: zmq.asyncio.Context | None = None
@@ -50,6 +53,25 @@ def kernel_argv(rollout: RolloutDir, key: str, profile: SandboxProfile, *, uid: 
                        extra_ro_binds=extra_ro_binds)
     return build_argv(spec, kernel), host_ip
 
+
+
+def decode(frames: list[bytes], key: bytes) -> tuple[bytes, bytes, bytes] | None:
+    """Check a wire message's HMAC; return its raw (header, parent_header, content) JSON.
+
+    Leaner than `Session.deserialize` (no date parsing), which is most of a round trip's
+    client-side cost; callers decode only the parts they need.
+    """
+    try:
+        i = frames.index(DELIM)
+        signature, header, parent, metadata, content = frames[i + 1:i + 6]
+    except ValueError:
+        return None
+    mac = hmac.new(key, digestmod=hashlib.sha256)
+    for part in (header, parent, metadata, content):
+        mac.update(part)
+    if not hmac.compare_digest(mac.hexdigest().encode(), signature):
+        return None
+    return header, parent, content
 
 
 def kill_quietly(pid: int) -> None:

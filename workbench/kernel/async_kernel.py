@@ -14,6 +14,7 @@ stop within `interrupt_grace` seconds the whole sandbox is killed.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 import subprocess
@@ -27,7 +28,7 @@ import zmq.asyncio
 from jupyter_client.session import Session
 
 from workbench.errors import KernelDiedError, KernelError, SandboxError
-from workbench.kernel._process import (CHANNELS, all_gone, all_or_death, context, kernel_argv,
+from workbench.kernel._process import (CHANNELS, all_gone, all_or_death, context, decode, kernel_argv,
                                        kill_quietly, pidfds)
 from workbench.kernel.observation import Observation, OutputCollector
 from workbench.kernel.procs import process_tree
@@ -155,7 +156,8 @@ class AsyncKernel:
     def _command(self, sandboxed: bool) -> tuple[list[str], str]:
         assert self._dir is not None
         key = secrets.token_hex(16)
-        self._session = Session(key=key.encode(), signature_scheme="hmac-sha256", username="workbench")
+        self._key = key.encode()
+        self._session = Session(key=self._key, signature_scheme="hmac-sha256", username="workbench")
         return kernel_argv(self._dir, key, self.profile, uid=self.uid, env=self.env,
                            extra_ro_binds=self.extra_ro_binds, sandboxed=sandboxed)
 
@@ -183,35 +185,34 @@ class AsyncKernel:
         self._readers = [asyncio.create_task(self._read(n)) for n in ("shell", "control", "iopub")]
 
     async def _read(self, name: str) -> None:
-        sock, session = self._socks[name], self._session
+        sock, key = self._socks[name], self._key
         while True:
             try:
                 frames = await sock.recv_multipart()
             except (zmq.ZMQError, asyncio.CancelledError):
                 return
-            try:
-                _, parts = session.feed_identities(frames)
-                msg = session.deserialize(parts)
-            except Exception:  # noqa: BLE001 - a malformed message must not kill the reader
-                continue
-            parent = msg["parent_header"].get("msg_id")
+            msg = decode(frames, key)
+            if msg is None:
+                continue  # malformed or wrongly signed: ignore
+            header, parent_header, content = msg
+            parent = json.loads(parent_header).get("msg_id")
             if name != "iopub":
                 fut = self._replies.pop(parent, None)
                 if fut is not None and not fut.done():
-                    fut.set_result(msg)
+                    fut.set_result(json.loads(content))
                 continue
-            mtype = msg["header"]["msg_type"]
             if self._welcome is not None and not self._welcome.done():
                 self._welcome.set_result(None)  # any iopub message proves the subscription
             entry = self._collectors.get(parent)
             if entry is None:
                 continue
             collector, idle = entry
+            mtype = json.loads(header)["msg_type"]
             if mtype == "status":
-                if msg["content"].get("execution_state") == "idle" and not idle.done():
+                if b'"idle"' in content and not idle.done():
                     idle.set_result(None)
             else:
-                collector.feed(mtype, msg["content"])
+                collector.feed(mtype, json.loads(content))
 
     async def _request(self, channel: str, msg_type: str, content: dict[str, Any]) -> tuple[str, asyncio.Future[dict[str, Any]]]:
         msg = self._session.msg(msg_type, content)
@@ -311,7 +312,7 @@ class AsyncKernel:
             self._collectors.pop(msg_id, None)
         obs = collector.finish(time.perf_counter() - t0)
         if reply.done() and obs.execution_count is None:
-            obs.execution_count = reply.result()["content"].get("execution_count")
+            obs.execution_count = reply.result().get("execution_count")
         if obs.timed_out and obs.error_name is None:
             obs.error_name, obs.error_value = "TimeoutError", f"execution exceeded {timeout} s"
         return obs
