@@ -82,8 +82,11 @@ def test_dead_warm_kernel_is_replaced(tmp_path: Path):
     async def main() -> None:
         async with KernelPool(1, root=tmp_path) as pool:
             warm: AsyncKernel = pool._ready._queue[0]  # type: ignore[union-attr]
+            started = pool.started
             os.kill(warm.pid, signal.SIGKILL)
             await asyncio.wait_for(asyncio.shield(warm.died), 5)
+            await pool.wait_warm()  # the replacement started on the death, not on demand
+            assert pool.started == started + 1
             async with pool.acquire() as k:
                 assert k is not warm and k.alive
                 assert (await k.execute("1 + 1")).result == "2"

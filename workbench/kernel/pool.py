@@ -8,7 +8,7 @@
 `size` kernels are kept warm. Handing one out starts its replacement at once, so up to
 `size + max_concurrency` kernels may be alive. At most `max_concurrency` (default: `size`) are
 handed out at a time; further `acquire()`s wait in a queue of at most `max_queue`, beyond which
-`acquire()` raises `PoolError` (backpressure). Dead warm kernels are replaced; a kernel that
+`acquire()` raises `PoolError` (backpressure). A warm kernel that dies is replaced at once; one that
 fails to start is retried `start_retries` times, then waiters get a `PoolError`. Nothing polls:
 waiting is on asyncio queues, semaphores and pidfds. `BlockingKernelPool` is the sync twin.
 """
@@ -42,6 +42,7 @@ class KernelPool:
         self._slots: asyncio.Semaphore | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._in_use: set[AsyncKernel] = set()
+        self._warm_set: set[AsyncKernel] = set()  # warm kernels still in the queue
         self._none_in_use = asyncio.Event()
         self._none_in_use.set()
         self._starting = 0
@@ -52,7 +53,8 @@ class KernelPool:
 
     @property
     def warm(self) -> int:
-        return self._ready.qsize() if self._ready else 0
+        """Live kernels waiting to be handed out."""
+        return len(self._warm_set)
 
     @property
     def in_use(self) -> int:
@@ -95,6 +97,8 @@ class KernelPool:
                 if self._closed:
                     await kernel.close()
                 else:
+                    self._warm_set.add(kernel)
+                    kernel.died.add_done_callback(lambda _, k=kernel: self._on_death(k))
                     self._ready.put_nowait(kernel)
                 return
             self._ready.put_nowait(PoolError(
@@ -122,10 +126,17 @@ class KernelPool:
                 raise PoolError("the kernel pool is closed")
             if isinstance(item, PoolError):
                 raise item
-            self._spawn()  # the replacement warms while this one is used (or discarded)
+            self._warm_set.discard(item)
             if item.alive:
+                self._spawn()  # the replacement warms while this one is used
                 return item
-            self._discard(item)
+            self._discard(item)  # died while warm: its replacement is already warming
+
+    def _on_death(self, kernel: AsyncKernel) -> None:
+        """A warm kernel died (OOM, killed): start its replacement now, not at the next acquire."""
+        if kernel in self._warm_set and not self._closed:
+            self._warm_set.discard(kernel)
+            self._spawn()
 
     def _discard(self, kernel: AsyncKernel) -> None:
         task = asyncio.create_task(kernel.close())
