@@ -220,6 +220,13 @@ def test_close_leaves_nothing(tmp_path: Path):
     assert not rollout.exists()
 
 
+def test_default_root_removed_when_last_kernel_closes():
+    from workbench.sandbox import default_root
+    with Kernel() as k:
+        assert k.rollout_dir.parent == default_root()
+    assert not default_root().exists()
+
+
 def test_isolation_none_warns(tmp_path: Path):
     with pytest.warns(RuntimeWarning, match="UNSANDBOXED"):
         with Kernel(isolation="none", root=tmp_path) as k:

@@ -14,6 +14,7 @@ stop within `interrupt_grace` seconds the whole sandbox is killed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -370,6 +371,9 @@ class AsyncKernel:
             await asyncio.to_thread(self._cgroup.remove)
         if self._dir is not None and not self.keep_dir:
             self._dir.remove()
+            if self.root == default_root():
+                with contextlib.suppress(OSError):
+                    self.root.rmdir()  # only when empty: other kernels of this process may live
         if self._lease is not None:
             self._lease.release()
 

@@ -81,9 +81,14 @@ class RolloutDir:
     @classmethod
     def create(cls, root: Path, uid: int | None, name: str | None = None) -> RolloutDir:
         root = Path(root).resolve()
-        root.mkdir(mode=0o700, parents=True, exist_ok=True)
         path = root / (name or f"rollout-{secrets.token_hex(6)}")
-        path.mkdir(mode=0o700)
+        for _ in range(3):  # the (empty) root may be removed by a closing kernel meanwhile
+            root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            try:
+                path.mkdir(mode=0o700)
+                break
+            except FileNotFoundError:
+                continue
         rd = cls(path, uid)
         for sub in (rd.run, rd.work, rd.outputs):
             sub.mkdir(mode=0o700)
