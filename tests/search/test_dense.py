@@ -1,3 +1,5 @@
+import copy
+
 import numpy as np
 import pytest
 
@@ -41,8 +43,8 @@ def test_load_rebuilds_encoder_from_meta(dense, tmp_path):
 
 
 def test_e5_prefixes(encoder):
-    e5 = Encoder.__new__(Encoder)
-    e5.__dict__.update(encoder.__dict__, e5=True)
+    e5 = copy.copy(encoder)  # same model, prefixes on (as Encoder(path, e5=True) would be)
+    e5.e5 = True
     got = e5.encode_queries(["who built it"])
     want = encoder.model.encode(["query: who built it"], normalize_embeddings=True)
     assert np.allclose(got, want, atol=1e-5)

@@ -22,6 +22,12 @@ class RemoteRetriever(RetrieverBase):
         url = url.rstrip("/")
         self.url = url if url.endswith("/retrieve") else url + "/retrieve"
         self.timeout, self.retries, self.backoff = timeout, retries, backoff
+        self._client: Any = None  # one pooled connection for sync calls (httpx.Client is thread-safe)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
     def _payload(self, queries: list[str], top_k: int) -> dict[str, Any]:
         return {"queries": queries, "topk": int(top_k), "return_scores": True}
@@ -35,8 +41,9 @@ class RemoteRetriever(RetrieverBase):
         last: Exception | None = None
         for attempt in range(self.retries + 1):
             try:
-                with httpx.Client(timeout=self.timeout) as client:
-                    resp = client.post(self.url, json=self._payload(queries, top_k))
+                if self._client is None:
+                    self._client = httpx.Client(timeout=self.timeout)
+                resp = self._client.post(self.url, json=self._payload(queries, top_k))
                 return self._parse(resp, len(queries))
             except (httpx.TransportError, _Retryable) as exc:
                 last = exc
