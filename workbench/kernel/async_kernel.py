@@ -15,22 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import secrets
 import subprocess
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Literal
-
-import zmq
-import zmq.asyncio
-from jupyter_client.session import Session
+from typing import Literal
 
 from workbench.errors import KernelDiedError, KernelError, SandboxError
-from workbench.kernel._process import (CHANNELS, all_gone, all_or_death, context, decode, kernel_argv,
-                                       kill_quietly, pidfds)
+from workbench.kernel._channels import Channels
+from workbench.kernel._process import all_gone, all_or_death, kernel_argv, kill_quietly, pidfds
 from workbench.kernel.observation import Observation, OutputCollector
 from workbench.kernel.procs import process_tree
 from workbench.sandbox import (RolloutDir, SandboxProfile, UidLease, check_sandbox, default_root,
@@ -73,11 +68,7 @@ class AsyncKernel:
         self._proc: subprocess.Popen[bytes] | None = None
         self._pidfd = -1
         self._died: asyncio.Future[int] | None = None
-        self._replies: dict[str, asyncio.Future[dict[str, Any]]] = {}
-        self._collectors: dict[str, tuple[OutputCollector, asyncio.Future[None]]] = {}
-        self._welcome: asyncio.Future[None] | None = None
-        self._readers: list[asyncio.Task[None]] = []
-        self._socks: dict[str, zmq.asyncio.Socket] = {}
+        self._ch: Channels | None = None
         self._lock = asyncio.Lock()
         self._seq = 0
         self._closed = False
@@ -143,7 +134,8 @@ class AsyncKernel:
             self._died = loop.create_future()
             self._pidfd = os.pidfd_open(self._proc.pid)
             loop.add_reader(self._pidfd, self._on_exit)
-            self._connect(host_ip)
+            assert self._ch is not None
+            self._ch.connect(host_ip)
             await self._wait_ready()
             if self.startup_code:
                 obs = await self.execute(self.startup_code, timeout=self.startup_timeout, silent=True)
@@ -157,8 +149,7 @@ class AsyncKernel:
     def _command(self, sandboxed: bool) -> tuple[list[str], str]:
         assert self._dir is not None
         key = secrets.token_hex(16)
-        self._key = key.encode()
-        self._session = Session(key=self._key, signature_scheme="hmac-sha256", username="workbench")
+        self._ch = Channels(key)
         return kernel_argv(self._dir, key, self.profile, uid=self.uid, env=self.env,
                            extra_ro_binds=self.extra_ro_binds, sandboxed=sandboxed)
 
@@ -168,67 +159,13 @@ class AsyncKernel:
                 "WORKBENCH_RUN_DIR": str(self._dir.run), "WORKBENCH_WORK_DIR": str(self._dir.work),
                 "WORKBENCH_GATEWAY": str(self._dir.run / "gateway.sock")}
 
-    def _connect(self, host_ip: str) -> None:
-        ctx = context()
-        ident = self._session.bsession
-        for name, kind in (("shell", zmq.DEALER), ("control", zmq.DEALER), ("iopub", zmq.SUB)):
-            sock = ctx.socket(kind)
-            sock.setsockopt(zmq.LINGER, 0)
-            sock.setsockopt(zmq.RECONNECT_IVL, 5)  # the ipc file appears ~0.5 s after launch
-            if kind == zmq.DEALER:
-                sock.setsockopt(zmq.IDENTITY, ident)
-            else:
-                sock.setsockopt(zmq.SUBSCRIBE, b"")
-            sock.connect(f"ipc://{host_ip}-{CHANNELS[name]}")
-            self._socks[name] = sock
-        loop = asyncio.get_running_loop()
-        self._welcome = loop.create_future()
-        self._readers = [asyncio.create_task(self._read(n)) for n in ("shell", "control", "iopub")]
-
-    async def _read(self, name: str) -> None:
-        sock, key = self._socks[name], self._key
-        while True:
-            try:
-                frames = await sock.recv_multipart()
-            except (zmq.ZMQError, asyncio.CancelledError):
-                return
-            msg = decode(frames, key)
-            if msg is None:
-                continue  # malformed or wrongly signed: ignore
-            header, parent_header, content = msg
-            parent = json.loads(parent_header).get("msg_id")
-            if name != "iopub":
-                fut = self._replies.pop(parent, None)
-                if fut is not None and not fut.done():
-                    fut.set_result(json.loads(content))
-                continue
-            if self._welcome is not None and not self._welcome.done():
-                self._welcome.set_result(None)  # any iopub message proves the subscription
-            entry = self._collectors.get(parent)
-            if entry is None:
-                continue
-            collector, idle = entry
-            mtype = json.loads(header)["msg_type"]
-            if mtype == "status":
-                if b'"idle"' in content and not idle.done():
-                    idle.set_result(None)
-            else:
-                collector.feed(mtype, json.loads(content))
-
-    async def _request(self, channel: str, msg_type: str, content: dict[str, Any]) -> tuple[str, asyncio.Future[dict[str, Any]]]:
-        msg = self._session.msg(msg_type, content)
-        msg_id = msg["header"]["msg_id"]
-        fut = asyncio.get_running_loop().create_future()
-        self._replies[msg_id] = fut
-        await self._socks[channel].send_multipart(self._session.serialize(msg))
-        return msg_id, fut
-
     async def _wait_ready(self) -> None:
-        assert self._died is not None and self._welcome is not None
+        assert self._died is not None and self._ch is not None and self._ch.welcome is not None
+        welcome = self._ch.welcome
         deadline = time.monotonic() + self.startup_timeout
-        _, reply = await self._request("shell", "kernel_info_request", {})
+        _, reply, _ = await self._ch.request("shell", "kernel_info_request", {})
         while True:
-            pending = [f for f in (reply, self._welcome) if not f.done()]
+            pending = [f for f in (reply, welcome) if not f.done()]
             if not pending:
                 return
             done, _ = await asyncio.wait([*pending, self._died], return_when=asyncio.FIRST_COMPLETED,
@@ -239,8 +176,8 @@ class AsyncKernel:
             if not done:
                 raise KernelError(f"the kernel did not answer within {self.startup_timeout:.0f} s; "
                                   f"raise startup_timeout or check the log: {self._log_tail()}")
-            if reply.done() and not self._welcome.done():  # old ipykernel: no iopub welcome
-                _, reply = await self._request("shell", "kernel_info_request", {})
+            if reply.done() and not welcome.done():  # old ipykernel: no iopub welcome
+                _, reply, _ = await self._ch.request("shell", "kernel_info_request", {})
                 await asyncio.sleep(0.01)
 
     def _log_tail(self) -> str:
@@ -271,19 +208,13 @@ class AsyncKernel:
     async def _execute(self, code: str, timeout: float | None, silent: bool) -> Observation:
         assert self._died is not None and self._dir is not None
         self._seq += 1
-        loop = asyncio.get_running_loop()
         collector = OutputCollector(self.output_cap, self._dir.outputs / f"output-{self._seq}.txt")
-        idle: asyncio.Future[None] = loop.create_future()
-        msg = self._session.msg("execute_request", {
-            "code": code, "silent": silent, "store_history": not silent,
-            "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
-        msg_id = msg["header"]["msg_id"]
-        reply: asyncio.Future[dict[str, Any]] = loop.create_future()
-        self._replies[msg_id] = reply
-        self._collectors[msg_id] = (collector, idle)
+        assert self._ch is not None
         t0 = time.perf_counter()
+        msg_id, reply, idle = await self._ch.request("shell", "execute_request", {
+            "code": code, "silent": silent, "store_history": not silent,
+            "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}, collector)
         try:
-            await self._socks["shell"].send_multipart(self._session.serialize(msg))
             done = await all_or_death([reply, idle], self._died, timeout)
             if not done and not self._died.done():
                 collector.obs.timed_out = True
@@ -309,8 +240,7 @@ class AsyncKernel:
                         obs.error_value = (f"the kernel process exited (status {status}); it "
                                            "may have run out of memory or called os._exit")
         finally:
-            self._replies.pop(msg_id, None)
-            self._collectors.pop(msg_id, None)
+            self._ch.forget(msg_id)
         obs = collector.finish(time.perf_counter() - t0)
         if reply.done() and obs.execution_count is None:
             obs.execution_count = reply.result().get("execution_count")
@@ -322,7 +252,8 @@ class AsyncKernel:
         """Interrupt the running cell (control-channel message; signals would hit bwrap)."""
         if not self.alive:
             return
-        _, fut = await self._request("control", "interrupt_request", {})
+        assert self._ch is not None
+        _, fut, _ = await self._ch.request("control", "interrupt_request", {})
         await all_or_death([fut], self.died, self.interrupt_grace)
 
     async def _kill(self) -> None:
@@ -356,10 +287,8 @@ class AsyncKernel:
             else:
                 self._proc.kill()
                 self._proc.wait()
-        for task in self._readers:
-            task.cancel()
-        for sock in self._socks.values():
-            sock.close(linger=0)
+        if self._ch is not None:
+            self._ch.close()
         if self._pidfd >= 0:
             try:
                 asyncio.get_running_loop().remove_reader(self._pidfd)
