@@ -11,12 +11,14 @@ from workbench.errors import WorkbenchError
 
 # Modules providing `register(subparsers)`. Order = order in --help.
 COMMAND_MODULES = [
+    "workbench.kernel.cli",
     "workbench.agent.cli",
     "workbench.store.cli",
     "workbench.policies.cli",
     "workbench.search.cli",
     "workbench.evaluate.cli",
     "workbench.train.cli",
+    "workbench.widgets.cli",
 ]
 
 

@@ -34,6 +34,11 @@ class AgentConfig(BaseModel):
     tool_timeout_s: float = Field(30.0, gt=0, description="Timeout of one tool call, seconds.")
     search_top_k: int = Field(3, ge=1, description="Passages returned by the search tool.")
     show_notepad: bool = Field(True, description="Render the notepad into every observation.")
+    task_variable: str | None = Field(
+        "task", description="Notebook variable holding the task's question (None: the prompt only).")
+    prompt: Literal["full", "compact"] = Field(
+        "full", description="System prompt: full (rules, tool docs, notepad API) or compact (one line each, "
+                            "for tiny models trained from scratch).")
 
     @classmethod
     def load(cls, path: str | Path, **overrides: object) -> "AgentConfig":

@@ -43,8 +43,12 @@ def render_notepad(snapshot: dict[str, Any]) -> str:
 
 def opening_messages(task: Task, env: EpisodeEnv, config: AgentConfig) -> list[dict[str, str]]:
     budget = config.token_budget or config.max_context_tokens
-    system = render("system", max_steps=config.max_steps, max_tokens=budget, tools=env.tools_text,
-                    notepad_api=env.notepad_api)
+    if config.prompt == "compact":
+        names = ", ".join(f"{name}()" for name in env.gateway.registry.names)
+        system = render("system_compact", max_steps=config.max_steps, tool_names=names)
+    else:
+        system = render("system", max_steps=config.max_steps, max_tokens=budget, tools=env.tools_text,
+                        notepad_api=env.notepad_api)
     return [{"role": "system", "content": system},
             {"role": "user", "content": render("task", question=task.question)}]
 

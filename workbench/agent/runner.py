@@ -21,6 +21,7 @@ from typing import Any, AsyncIterator, Iterable, Sequence
 
 from workbench.agent.config import AgentConfig
 from workbench.agent.episode import EpisodeEnv, run_episode
+from workbench.kernel.sync import run_sync
 from workbench.policies.base import Policy
 from workbench.trajectory import Task, Trajectory
 
@@ -81,7 +82,10 @@ class NBAgent:
                                       call_timeout_s=self.config.tool_timeout_s,
                                       call_budget=self.config.tool_call_budget)
                 async with gateway:
-                    setup = await kernel.execute(setup_code(self.tools, token=token), timeout=30)
+                    code = setup_code(self.tools, token=token)
+                    if self.config.task_variable:
+                        code += f"{self.config.task_variable} = {task.question!r}\n"
+                    setup = await kernel.execute(code, timeout=30)
                     if not setup.ok:
                         raise RuntimeError(f"runtime setup failed in the kernel: {setup.text}")
                     env = EpisodeEnv(kernel, gateway, self.tools.prompt_text(), notepad_api_doc())
@@ -139,7 +143,8 @@ class NBAgent:
         return by_task
 
     def run(self, tasks: Sequence[Task], *, progress: bool = True) -> list[Trajectory]:
-        """Sync wrapper for notebooks and scripts; closes the pool it opened."""
+        """Sync wrapper for notebooks and scripts (runs on workbench's background event loop, so it
+        also works inside Jupyter); closes the pool it opened."""
         async def go() -> list[Trajectory]:
             try:
                 return await self.arun(tasks, progress=progress)
@@ -147,18 +152,6 @@ class NBAgent:
                 await self.aclose()
 
         return run_sync(go())
-
-
-def run_sync(coro: Any) -> Any:
-    """Run a coroutine from sync code, also inside a running loop (Jupyter) via a worker thread."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    import concurrent.futures
-
-    with concurrent.futures.ThreadPoolExecutor(1) as ex:
-        return ex.submit(asyncio.run, coro).result()
 
 
 def _progress(total: int, enabled: bool) -> Any:

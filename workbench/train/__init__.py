@@ -21,7 +21,7 @@ _LAZY = {
     "TrainingHandle": "workbench.train.launch",
     "launch": "workbench.train.launch",
     "train": "workbench.train.run",
-    "LivePolicy": "workbench.train.policy",
+    "live_policy": "workbench.train.policy",
     "resolve_reward": "workbench.train.rewards",
     "advantages": "workbench.train.advantages",
 }
@@ -34,5 +34,5 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'workbench.train' has no attribute {name!r}")
 
 
-__all__ = ["EPISODE_KINDS", "ESTIMATORS", "LivePolicy", "MetricsCallback", "SearchR1Episodes", "TrainConfig",
+__all__ = ["EPISODE_KINDS", "ESTIMATORS", "live_policy", "MetricsCallback", "SearchR1Episodes", "TrainConfig",
            "TrainingHandle", "WorkbenchGRPOTrainer", "advantages", "launch", "resolve_reward", "train"]

@@ -55,25 +55,53 @@ def build_episodes(config: TrainConfig) -> Any:
 
 
 class NBAgentEpisodes:
-    """The `nbagent` kind: NB-Agent episodes (sandboxed kernels) with the trainer's live policy."""
+    """The `nbagent` kind: NB-Agent episodes in sandboxed kernels, sampled from the live policy.
 
-    def __init__(self, config: TrainConfig) -> None:
+    One `NBAgent` (and its warm kernel pool) lives across training steps on workbench's background
+    event loop; each call swaps in the current policy. Tools: `search` over `corpus_path` (BM25)
+    when the config names one, plus `submit_final_answer`.
+    """
+
+    def __init__(self, config: TrainConfig | None = None, *, agent_config: Any = None, tools: Any = None,
+                 concurrency: int | None = None, store: Any = None) -> None:
         from workbench.agent.config import AgentConfig
 
-        self.config = config
-        self.agent_config = AgentConfig(max_steps=config.max_turns, max_new_tokens=config.max_turn_tokens,
-                                        temperature=config.temperature, profile=config.agent_profile,
-                                        search_top_k=config.top_k, seed=config.seed)
+        if agent_config is None:
+            if config is None:
+                raise ConfigError("NBAgentEpisodes needs a TrainConfig or an AgentConfig")
+            agent_config = AgentConfig(max_steps=config.max_turns, max_new_tokens=config.max_turn_tokens,
+                                       temperature=config.temperature, profile=config.agent_profile,
+                                       seed=config.seed)
+        if tools is None and config is not None and config.corpus_path:
+            from workbench.agent.resolve import load_search_tool
+
+            tools = load_search_tool(corpus=config.corpus_path)
+        self.agent_config = agent_config
+        self.tools = tools
+        self.concurrency = concurrency or (config.concurrency if config is not None else 4)
+        self.run_id = (config.run_id if config is not None else "") or None
+        self.store = store
+        self._agent: Any = None
 
     async def __call__(self, tasks: list[Task], policy: Any) -> list[Any]:
         from workbench.agent.runner import NBAgent
 
-        agent = NBAgent(policy, config=self.agent_config, concurrency=self.config.concurrency,
-                        run_id=self.config.run_id or None)
-        try:
-            return await agent.arun(tasks, progress=False)
-        finally:
-            await agent.aclose()
+        if self._agent is None:
+            self._agent = NBAgent(policy, tools=self.tools, config=self.agent_config, store=self.store,
+                                  concurrency=self.concurrency, run_id=self.run_id)
+        self._agent.policy = policy
+        return await self._agent.arun(tasks, progress=False)
+
+    async def aclose(self) -> None:
+        if self._agent is not None:
+            await self._agent.aclose()
+            self._agent = None
+
+    def close(self) -> None:
+        """Stop the kernel pool (from sync code)."""
+        from workbench.kernel.sync import run_sync
+
+        run_sync(self.aclose())
 
 
 def load_model(path: str) -> tuple[Any, Any]:
@@ -101,6 +129,7 @@ def train(config: TrainConfig, *, tasks: Sequence[Task] | None = None, episodes:
         from workbench.store import Store
 
         store = Store(config.store_path)
+    owned = episodes is None  # episode runners built here are closed here (their kernel pools)
     episodes = episodes or build_episodes(config)
     cbs = [MetricsCallback(config.output_dir, store=store, run_id=config.run_id), *(callbacks or [])]
     trainer = WorkbenchGRPOTrainer(model, tokenizer, tasks, episodes=episodes, config=config, reward=reward,
@@ -118,6 +147,9 @@ def train(config: TrainConfig, *, tasks: Sequence[Task] | None = None, episodes:
         if resume is True and "checkpoint" in str(exc):
             raise TrainingError(f"resume_from='latest' found no checkpoint in {config.output_dir}") from exc
         raise
+    finally:
+        if owned and hasattr(episodes, "close"):
+            episodes.close()
     final = Path(config.output_dir) / "final"
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))

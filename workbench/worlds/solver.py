@@ -7,9 +7,11 @@ it is on, (2) writes the fact to the notepad, and (3) searches the next hop or s
 
     policy = world_solver()                         # or load_policy("scripted")
     policy = world_solver(noise=0.3, seed=1)        # sometimes copies a wrong name: SFT data with room to improve
+    policy = world_solver(give_up=0.7)              # a short-horizon teacher: often answers after one hop
 
 `noise` is the probability, per hop, of taking a distractor (another name in the same output)
-instead of the right value, seeded per question and hop, so runs are reproducible.
+instead of the right value; `give_up` the probability, per multi-hop question, of submitting the
+first hop's value as the answer. Both are seeded per question, so runs are reproducible.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def extract(output: str, entity: str, phrase: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
-def next_turn(context: str, *, noise: float = 0.0, seed: int = 0) -> str:
+def next_turn(context: str, *, noise: float = 0.0, give_up: float = 0.0, seed: int = 0) -> str:
     """The solver's next turn for the episode whose visible text is `context`."""
     parsed = parse_question(context)
     if parsed is None:
@@ -87,6 +89,8 @@ def next_turn(context: str, *, noise: float = 0.0, seed: int = 0) -> str:
             lines.append(f"notepad.update_todo({hop + 1}, 'done')")
             think.append(f"The {phrases[hop]} of {entity} is {value}.")
             entity, hop = value, hop + 1
+            if hop < len(phrases) and _chance(give_up, f"{seed}|{start}|give-up"):
+                hop = len(phrases)  # a short-horizon teacher stops after the first hop
     if hop == len(phrases):
         think.append(f"So the answer is {entity}.")
         lines.append(f"submit_final_answer({entity!r})")
@@ -97,20 +101,23 @@ def next_turn(context: str, *, noise: float = 0.0, seed: int = 0) -> str:
     return "<think>" + " ".join(think) + "</think>\n<code>\n" + "\n".join(lines) + "\n</code>"
 
 
+def _chance(p: float, key: str) -> bool:
+    return p > 0 and random.Random(zlib.crc32(key.encode())).random() < p
+
+
 def _maybe_distract(value: str, output: str, noise: float, key: str) -> str:
-    if noise <= 0:
-        return value
-    rng = random.Random(zlib.crc32(key.encode()))
-    if rng.random() >= noise:
+    if not _chance(noise, key):
         return value
     titles = [t for t in re.findall(r"\(Title: ([^)]+)\)", output) if t != value]
-    return rng.choice(titles) if titles else value
+    return random.Random(zlib.crc32(key.encode()) + 1).choice(titles) if titles else value
 
 
-def world_solver(*, noise: float = 0.0, seed: int = 0, codec=None, name: str = "world-solver") -> ScriptedPolicy:
+def world_solver(*, noise: float = 0.0, give_up: float = 0.0, seed: int = 0, codec=None,
+                 name: str = "world-solver") -> ScriptedPolicy:
     """A ScriptedPolicy that solves synthetic-world questions with search + notepad."""
-    return ScriptedPolicy(lambda context, _turn: next_turn(context, noise=noise, seed=seed), codec=codec,
-                          name=name if not noise else f"{name}(noise={noise})")
+    knobs = ", ".join(f"{k}={v}" for k, v in (("noise", noise), ("give_up", give_up)) if v)
+    return ScriptedPolicy(lambda context, _turn: next_turn(context, noise=noise, give_up=give_up, seed=seed),
+                          codec=codec, name=f"{name}({knobs})" if knobs else name)
 
 
 register_scripted("default", world_solver)
