@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import make_trajectory  # noqa: E402
+from store_helpers import make_trajectory  # noqa: E402
 
 from workbench.store import Store  # noqa: E402
 

@@ -9,11 +9,11 @@ import pytest
 from workbench.errors import ConfigError
 from workbench.train.config import TrainConfig
 from workbench.train.episodes import SearchR1Episodes
-from workbench.train.rewards import ExactMatchReward, resolve_reward
+from workbench.train.rewards import resolve_reward
 from workbench.train.rollout import dynamic_sampling, trajectory_sample
 from workbench.trajectory import Step, Task, Trajectory
 
-from conftest import ScriptedPolicy
+from train_helpers import ScriptedPolicy
 
 
 def test_config_loads_from_toml_yaml_and_kwargs(tmp_path):
@@ -88,7 +88,7 @@ def test_search_r1_episode_is_token_exact(retriever):
     assert first.observation_ids == policy.codec.encode(first.observation_text)
     [seg] = traj.segments()
     assert seg["completion_ids"] == first.completion_ids + first.observation_ids + traj.steps[1].completion_ids
-    assert ExactMatchReward().score(traj)["total"] == 1.0
+    assert resolve_reward("search_r1").score(traj)["total"] == 1.0
 
 
 def test_reward_resolution():

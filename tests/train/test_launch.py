@@ -30,7 +30,7 @@ def config(tmp_path, model_dir, **kw) -> TrainConfig:
 
 
 def test_launch_streams_metrics_and_finishes(tmp_path, tiny_model_dir, tasks):
-    from conftest import DOCS
+    from train_helpers import DOCS
 
     write_inputs(tmp_path, tasks, DOCS)
     handle = launch(config(tmp_path, tiny_model_dir))
@@ -45,7 +45,7 @@ def test_launch_streams_metrics_and_finishes(tmp_path, tiny_model_dir, tasks):
 
 
 def test_child_crash_leaves_the_parent_alive_with_an_error_tail(tmp_path, tasks):
-    from conftest import DOCS
+    from train_helpers import DOCS
 
     write_inputs(tmp_path, tasks, DOCS)
     handle = launch(config(tmp_path, tmp_path / "no-such-model"))
@@ -56,7 +56,7 @@ def test_child_crash_leaves_the_parent_alive_with_an_error_tail(tmp_path, tasks)
 
 
 def test_killed_child_reads_as_failed(tmp_path, tiny_model_dir, tasks):
-    from conftest import DOCS
+    from train_helpers import DOCS
 
     write_inputs(tmp_path, tasks, DOCS)
     handle = launch(config(tmp_path, tiny_model_dir, max_steps=50))

@@ -56,15 +56,13 @@ def resolve_policy(spec: str) -> Any:
 
 
 def resolve_reward(spec: str | None) -> Any:
-    """A `RewardSpec` from a preset name, a JSON/TOML file, or None for no scoring."""
+    """A scorer from a preset, component, spec file or JSON (`workbench.rewards.resolve_reward`);
+    None means no scoring."""
     if not spec:
         return None
-    from workbench.rewards import RewardSpec
+    from workbench.rewards import resolve_reward as resolve
 
-    path = Path(spec)
-    if path.exists():
-        return RewardSpec.load(path) if hasattr(RewardSpec, "load") else RewardSpec.from_json(path.read_text())
-    return RewardSpec.preset(spec)
+    return resolve(spec)
 
 
 __all__ = ["load_search_tool", "load_tasks", "resolve_policy", "resolve_reward", "search_registry"]

@@ -112,7 +112,8 @@ class TransformersPolicy(BatchingBackend):
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else (eos[0] if eos else 0)
         self.max_positions = getattr(model.config, "max_position_embeddings", None)
-        self._rng = torch.Generator(device="cpu").manual_seed(torch.seed() % (1 << 62))
+        # draw from the global RNG (never reseed it): torch.manual_seed(n) makes unseeded sampling reproducible
+        self._rng = torch.Generator(device="cpu").manual_seed(int(torch.randint(0, 1 << 62, (1,))))
 
     @property
     def device(self):

@@ -16,6 +16,7 @@ from workbench.rewards.registry import (RewardComponent, RewardContext, answer_o
                                         describe_rewards, get_reward, list_rewards, question_of,
                                         reward)
 from workbench.rewards.rescore import rescore
+from workbench.rewards.resolve import resolve_reward
 from workbench.rewards.spec import Component, RewardSpec, list_presets
 from workbench.rewards.text import (cover_em, exact_match, extract_answer, extract_tag,
                                     has_answer, normalize_answer, normalize_unicode, set_f1,
@@ -26,7 +27,7 @@ __all__ = [
     "answer_of", "cluster_average_linkage", "cluster_shares", "cover_em", "describe_rewards",
     "difficulty_score", "drzero_format", "exact_match", "extract_answer", "extract_tag",
     "get_reward", "has_answer", "l0_step_rewards", "list_presets", "list_rewards",
-    "normalize_answer", "normalize_unicode", "question_of", "rescore", "reward",
+    "normalize_answer", "normalize_unicode", "question_of", "rescore", "resolve_reward", "reward",
     "self_consistency", "sentence_bleu", "set_f1", "token_f1", "tool_reward", "uncertainty_code",
     "uncertainty_paper",
 ]

@@ -1,0 +1,62 @@
+"""The demo's data: a world, a tokenizer corpus, and teacher trajectories with a short-horizon twin.
+
+The teacher is `workbench.worlds.coder.world_coder`, run for real (sandboxed kernels, search through
+the gateway) with the tiny model's own codec, so its trajectories are token-exact SFT data. Each
+multi-hop trajectory also yields its *short-horizon* twin: the same first two turns, then
+`submit_final_answer(e)` after one hop (what `world_coder(give_up=1)` writes). SFT on a mix where
+the twin outnumbers the full chain gives a model that usually stops early on multi-hop questions:
+the room for RL to improve is a real, visible behaviour (finishing the chain), not noise.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from typing import Any, Sequence
+
+from workbench.trajectory import Step, Trajectory
+from workbench.worlds import World
+
+SUBMIT_TURN = "<think>All done.</think>\n<code>\nsubmit_final_answer(e)\n</code>"
+
+
+def tokenizer_texts(world: World, trajectories: Sequence[Trajectory]) -> list[str]:
+    """Text for the tokenizer: passages, questions, and the teacher's turns and observations."""
+    texts = [p["contents"] for p in world.corpus()] + [t.question for t in world.tasks("train")]
+    for traj in trajectories:
+        for step in traj.steps:
+            texts += [step.raw, step.observation_text]
+    return texts
+
+
+def short_horizon_twin(traj: Trajectory, codec: Any) -> Trajectory | None:
+    """The trajectory a teacher that answers after one hop would have produced, or None when the
+    task has one hop. Token-exact: the shared prefix is reused, the submit turn encoded once."""
+    if (traj.hops or 0) < 2 or len(traj.steps) < 3:
+        return None
+    twin = copy.deepcopy(traj)
+    twin.id = traj.id + "-short"
+    keep = twin.steps[:2]  # plan, then hop 1
+    ids = codec.encode(SUBMIT_TURN)
+    keep.append(Step(index=2, raw=SUBMIT_TURN, think="All done.", code="submit_final_answer(e)",
+                     completion_ids=ids, logprobs=[0.0] * len(ids), finish_reason="stop"))
+    twin.steps = keep
+    first_hop = (keep[1].observation or {}).get("stdout", "").strip()
+    twin.final_answer = first_hop or None
+    twin.metadata = {**traj.metadata, "teacher": "short-horizon"}
+    return twin
+
+
+def sft_mix(trajectories: Sequence[Trajectory], codec: Any, *, give_up: float, copies: int,
+            seed: int) -> list[Trajectory]:
+    """`copies` draws per task: multi-hop tasks give the short twin with probability `give_up`."""
+    rng = random.Random(seed)
+    out: list[Trajectory] = []
+    for traj in trajectories:
+        twin = short_horizon_twin(traj, codec)
+        for _ in range(copies):
+            out.append(twin if twin is not None and rng.random() < give_up else traj)
+    return out
+
+
+__all__ = ["SUBMIT_TURN", "sft_mix", "short_horizon_twin", "tokenizer_texts"]

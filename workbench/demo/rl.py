@@ -1,0 +1,38 @@
+"""The demo's training hook for `run_drzero`: GRPO on the solver with the iteration's QA set.
+
+The demo's proposer is scripted (it writes questions by really searching the world, with Dr. Zero's
+prompt and reward), so only the solver is updated; its GRPO episodes are NB-Agent episodes in
+sandboxed kernels sampled from the live weights.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from workbench.demo.config import DemoConfig
+
+
+def demo_train_fn(model: Any, tokenizer: Any, cfg: DemoConfig, *, on_step: Callable[[str], None] = print):
+    from workbench.train import TrainConfig
+    from workbench.train.run import train
+
+    def train_fn(req: Any) -> dict[str, Any]:
+        if req.role != "solver":
+            return {"skipped": "the demo's proposer is scripted"}
+        if len(req.tasks) < cfg.rl_questions_per_step:
+            return {"skipped": f"only {len(req.tasks)} valid questions"}
+        config = TrainConfig(output_dir=str(req.output_dir), run_id=req.run_id, estimator=req.estimator,
+                             num_generations=cfg.rl_generations,
+                             per_device_train_batch_size=cfg.rl_questions_per_step * cfg.rl_generations,
+                             max_steps=cfg.rl_steps_per_iteration, learning_rate=cfg.rl_lr,
+                             temperature=cfg.rl_temperature, max_completion_length=1024, logging_steps=1,
+                             seed=cfg.seed + req.iteration, episode_kind="nbagent")
+        summary = train(config, tasks=req.tasks, episodes=req.episodes, model=model, tokenizer=tokenizer,
+                        reward=req.reward, store=req.store)
+        on_step(f"  iteration {req.iteration}: {summary['global_step']} GRPO steps on {len(req.tasks)} questions")
+        return summary
+
+    return train_fn
+
+
+__all__ = ["demo_train_fn"]
