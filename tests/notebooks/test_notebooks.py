@@ -1,0 +1,170 @@
+"""The notebooks run top to bottom in a real ipykernel (nbclient), and what they make is right.
+
+Each notebook writes its runs under $WORKBENCH_NOTEBOOK_RUNS (a temp dir here); executed copies
+go to a temp dir too, never over the sources, which are committed with outputs cleared.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOK_DIR = ROOT / "notebooks"
+NOTEBOOKS = sorted(p for p in NOTEBOOK_DIR.glob("*.ipynb") if not p.name.startswith("_"))
+REQUIRED = {"00_teaching_demo", "01_repl_basics", "02_run_agent", "03_rewards", "04_self_evolution",
+            "05_training"}
+CELL_TIMEOUT_S = 300
+
+
+def execute(path: Path, runs: Path, out_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Run a notebook with the venv's python3 kernel; save the executed copy in `out_dir`."""
+    monkeypatch.setenv("WORKBENCH_NOTEBOOK_RUNS", str(runs))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}})
+    try:
+        client.execute()
+    finally:
+        nbformat.write(nb, out_dir / path.name)
+    return nb
+
+
+def text_of(nb: Any) -> str:
+    """All stream and text/plain output of a notebook, joined."""
+    parts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            parts.append(out.get("text") or out.get("data", {}).get("text/plain", ""))
+    return "\n".join(parts)
+
+
+def widget_views(nb: Any) -> int:
+    return sum("application/vnd.jupyter.widget-view+json" in out.get("data", {})
+               for cell in nb.cells for out in cell.get("outputs", []))
+
+
+def open_store(run_dir: Path):
+    from workbench.store import Store
+
+    assert (run_dir / "trajectories.sqlite").exists(), f"no store in {run_dir}"
+    return Store.open_readonly(run_dir)
+
+
+# -- what each notebook must have produced ---------------------------------------------------------
+def check_teaching(nb: Any, runs: Path) -> None:
+    text = text_of(nb)
+    assert "3 turns, ended by: submitted" in text and "<think>" in text and "<output>" in text
+    assert "run forever          -> timed out, interrupted" in text and "still alive          -> 42" in text
+    store = open_store(runs / "00_teaching_demo")
+    df = store.query()
+    assert len(df) == 16 and set(df["reward_spec"]) == {"search_r1"}
+    assert 0 < (df["reward"] == 1.0).sum() < 16, "the noisy batch should have both hits and misses"
+    assert list(store.reward_history(df["id"].iloc[0])["spec_name"]) == ["l0", "search_r1"]
+    assert widget_views(nb) >= 1
+
+
+def check_repl(nb: Any, runs: Path) -> None:
+    text = text_of(nb)
+    for expected in ["hello from the sandbox\n42", "[image/png 1x1]", "ZeroDivisionError - division by zero",
+                     "timed out: True | interrupted: True | killed: False", "Network is unreachable",
+                     "truncated: True", "characters truncated", "Final answer submitted: 4",
+                     "must be str, got int", "notepad facts: ['the sentence has 4 words']",
+                     "SECRET_API_KEY in the kernel: False"]:
+        assert expected in text, expected
+    assert "uid, /root/.ssh visible, ~/.ssh visible: (" in text and "False, False)" in text
+
+
+def check_agent(nb: Any, runs: Path) -> None:
+    store = open_store(runs / "02_run_agent")
+    trajs = list(store.iter_trajectories())
+    assert len(trajs) == 8
+    for t in trajs:
+        assert t.termination == "submitted", (t.termination, t.error)
+        assert t.final_answer in t.task.golden_answers
+        assert t.rewards["total"] == 1.0
+    assert "8 episodes, 8 correct" in text_of(nb)
+    assert widget_views(nb) >= 1
+
+
+def check_rewards(nb: Any, runs: Path) -> None:
+    store = open_store(runs / "03_rewards")
+    df = store.query()
+    assert len(df) == 10 and set(df["reward_spec"]) == {"asearcher"}
+    history = store.reward_history(df["id"].iloc[0])
+    assert list(history["spec_name"]) == ["l0", "asearcher"]
+    assert list(history["reason"]) == ["L0 reward", "F1 instead of EM"]
+    assert set(history["author"]) == {"notebook"}
+    assert len(set(df["reward"])) > 1, "the noisy solver should give differing rewards"
+    assert widget_views(nb) >= 1
+
+
+def check_evolution(nb: Any, runs: Path) -> None:
+    run_dir = runs / "04_self_evolution"
+    store = open_store(run_dir)
+    proposers = store.query(role="proposer")
+    assert len(proposers) == 6
+    qa = [json.loads(line) for line in (run_dir / "iter_0" / "qa.jsonl").read_text().splitlines()]
+    assert qa and {row["metadata"]["origin"] for row in qa} <= set(proposers["id"])
+    solvers = store.query(role="solver")
+    assert len(solvers) > 0 and set(solvers["origin_id"]) <= set(proposers["id"])
+    assert "(origin is the proposer: True)" in text_of(nb) and "origin is the proposer: False" not in text_of(nb)
+    assert widget_views(nb) >= 1
+
+
+def check_training(nb: Any, runs: Path) -> None:
+    run_dir = runs / "05_training" / "run"
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows if "reward" in r] == [1, 2]
+    assert (run_dir / "final" / "config.json").exists()
+    assert "status: finished" in text_of(nb)
+    assert widget_views(nb) >= 1
+
+
+CHECKS: dict[str, Callable[[Any, Path], None]] = {
+    "00_teaching_demo": check_teaching, "01_repl_basics": check_repl, "02_run_agent": check_agent,
+    "03_rewards": check_rewards, "04_self_evolution": check_evolution, "05_training": check_training,
+}
+
+
+# -- tests ----------------------------------------------------------------------------------------
+def test_the_notebooks_are_all_here_and_committed_without_outputs():
+    assert REQUIRED <= {p.stem for p in NOTEBOOKS}
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+        assert nb.metadata["kernelspec"]["name"] == "python3", path.name
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None, f"{path.name}: clear outputs"
+
+
+@pytest.mark.slow
+def test_python3_kernel_is_this_interpreter(tmp_path, monkeypatch):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import sys; print(sys.prefix)")])
+    path = tmp_path / "probe.ipynb"
+    nbformat.write(nb, path)
+    ran = execute(path, tmp_path, tmp_path, monkeypatch)
+    assert ran.cells[0].outputs[0]["text"].strip() == sys.prefix
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs_and_makes_what_it_says(path, tmp_path, monkeypatch):
+    runs, out = tmp_path / "runs", tmp_path / "executed"
+    out.mkdir()
+    try:
+        nb = execute(path, runs, out, monkeypatch)
+    except CellExecutionError as exc:
+        pytest.fail(f"{path.name} failed; executed copy in {out / path.name}\n{exc}")
+    check = CHECKS.get(path.stem)
+    if check is not None:
+        check(nb, runs)
