@@ -13,13 +13,13 @@ import importlib
 from typing import Any
 
 from workbench.train.config import EPISODE_KINDS, ESTIMATORS, TrainConfig
+# eager (light): a lazy name equal to its submodule would resolve to the module after the first import
+from workbench.train.launch import TrainingHandle, launch
 
 _LAZY = {
     "WorkbenchGRPOTrainer": "workbench.train.trainer",
     "SearchR1Episodes": "workbench.train.episodes",
     "MetricsCallback": "workbench.train.callbacks",
-    "TrainingHandle": "workbench.train.launch",
-    "launch": "workbench.train.launch",
     "train": "workbench.train.run",
     "live_policy": "workbench.train.policy",
     "resolve_reward": "workbench.train.rewards",

@@ -134,6 +134,9 @@ def train(config: TrainConfig, *, tasks: Sequence[Task] | None = None, episodes:
     cbs = [MetricsCallback(config.output_dir, store=store, run_id=config.run_id), *(callbacks or [])]
     trainer = WorkbenchGRPOTrainer(model, tokenizer, tasks, episodes=episodes, config=config, reward=reward,
                                    callbacks=cbs, store=store)
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)  # metrics go to MetricsCallback (metrics.jsonl + store), not stdout
     resume: Any = None
     if config.resume_from == "latest":
         resume = True

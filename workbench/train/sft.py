@@ -76,7 +76,7 @@ def sft(model: Any, tokenizer: Any, trajectories: Iterable[Trajectory], *, epoch
             opt.step()
             sched.step()
             opt.zero_grad()
-            losses.append(float(loss))
+            losses.append(loss.item())
             bar.update(1)
             bar.set_postfix(loss=f"{losses[-1]:.3f}")
     bar.close()

@@ -40,7 +40,7 @@ def proposer_frame(store: "Store") -> "pd.DataFrame":
         hops = t.metadata.get("hops", t.hops)
         rows.append({"id": t.id, "iteration": None if iteration is None else int(iteration),
                      "hops": None if hops is None else int(hops),
-                     "question": t.metadata.get("proposed_question") or t.final_answer or t.task.question,
+                     "question": t.metadata.get("question") or t.task.question,
                      "reward": t.reward, "difficulty": t.rewards.get("difficulty"),
                      "format": t.rewards.get("format")})
     return pd.DataFrame(rows, columns=["id", "iteration", "hops", "question", "reward", "difficulty",
