@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workbench.configfile import read_config_file
 from workbench.errors import ConfigError
 
 
@@ -42,22 +43,8 @@ class AgentConfig(BaseModel):
 
     @classmethod
     def load(cls, path: str | Path, **overrides: object) -> "AgentConfig":
-        """Read a TOML or YAML file (optionally under an [agent] table), then apply keyword overrides."""
-        path = Path(path)
-        if not path.exists():
-            raise ConfigError(f"agent config {path} does not exist")
-        text = path.read_text()
-        if path.suffix in (".yaml", ".yml"):
-            import yaml
-
-            data = yaml.safe_load(text) or {}
-        else:
-            import tomllib
-
-            data = tomllib.loads(text)
-        data = dict(data.get("agent", data))
-        data.update(overrides)
-        return cls.from_dict(data)
+        """Read a TOML, YAML or JSON file (optionally under an [agent] table), then apply overrides."""
+        return cls.from_dict({**read_config_file(path, what="agent config", table="agent"), **overrides})
 
     @classmethod
     def from_dict(cls, data: dict) -> "AgentConfig":

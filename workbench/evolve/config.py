@@ -10,12 +10,11 @@ Every field carries `help` metadata. Agent settings for episodes come as keyword
 from __future__ import annotations
 
 import dataclasses
-import json
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.configfile import check_fields, read_config_file
 from workbench.errors import ConfigError
 
 
@@ -94,35 +93,13 @@ class EvolveConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any], **overrides: Any) -> "EvolveConfig":
         merged = {**data, **overrides}
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(merged) - known)
-        if unknown:
-            raise ConfigError(f"{cls.__name__}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        check_fields(cls.__name__, merged, {f.name for f in dataclasses.fields(cls)})
         return cls(**merged)
 
     @classmethod
     def load(cls, path: str | Path, **overrides: Any) -> "EvolveConfig":
         """Read TOML/YAML/JSON; an `[evolve]` table is used if present."""
-        path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"evolve config {path} does not exist")
-        text = path.read_text()
-        try:
-            if path.suffix == ".toml":
-                data = tomllib.loads(text)
-            elif path.suffix in (".yaml", ".yml"):
-                import yaml
-
-                data = yaml.safe_load(text) or {}
-            elif path.suffix == ".json":
-                data = json.loads(text)
-            else:
-                raise ConfigError(f"evolve config {path}: use a .toml, .yaml or .json file")
-        except (tomllib.TOMLDecodeError, ValueError) as exc:
-            if isinstance(exc, ConfigError):
-                raise
-            raise ConfigError(f"evolve config {path} is not valid: {exc}") from exc
-        return cls.from_dict(dict(data.get("evolve", data)), **overrides)
+        return cls.from_dict(read_config_file(path, what="evolve config", table="evolve"), **overrides)
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "mode": self.mode}

@@ -168,7 +168,10 @@ async def arun_evolution(config: EvolveConfig, mode: Mode, *, proposer_policy: A
                                               concurrency=config.concurrency)
                     req = TrainRequest("solver", config.solver_estimator, qa, runner_s, SolverEM(),
                                        it_dir / "solver", i, run_id, store)
-                    training["solver"] = await asyncio.to_thread(train_fn, req)
+                    try:
+                        training["solver"] = await asyncio.to_thread(train_fn, req)
+                    finally:
+                        await asyncio.to_thread(runner_s.close)  # its kernel pool
                 else:
                     training["solver"] = {"skipped": "empty QA set"}
             store.log_metrics(run_id, i, metrics)

@@ -20,6 +20,7 @@ from typing import Any, AsyncIterator, Callable, Sequence
 
 from workbench.evolve.proposer import Proposal, proposal_of
 from workbench.rewards.text import exact_match
+from workbench.train.run import NBAgentEpisodes
 from workbench.trajectory import Task, Trajectory
 
 
@@ -171,22 +172,15 @@ class PrecomputedReward:
         return rewards
 
 
-class SolverEpisodes:
-    """The solver's episode runner for `workbench.train`: NB-Agent episodes with the search tool."""
+class SolverEpisodes(NBAgentEpisodes):
+    """The solver's episode runner for `workbench.train`: NB-Agent episodes with the search tool,
+    scored by EM against the proposer's answer. Its kernel pool lives until `aclose()`."""
 
     def __init__(self, tools: Any, agent_config: Any, *, store: Any = None, run_id: str = "",
                  concurrency: int = 4) -> None:
-        self.tools, self.agent_config, self.store = tools, agent_config, store
-        self.run_id, self.concurrency = run_id, concurrency
-
-    async def __call__(self, tasks: list[Task], policy: Any) -> list[Trajectory]:
-        from workbench.agent.runner import NBAgent
-
-        async with kernel_pool(self.agent_config, self.concurrency) as pool:
-            agent = NBAgent(policy, tools=self.tools, config=self.agent_config, store=self.store, pool=pool,
-                            run_id=self.run_id or None, concurrency=self.concurrency, role="solver",
-                            reward_spec=SolverEM(), lineage={"phase": "solver_update"})
-            return await agent.arun(tasks, progress=False)
+        super().__init__(agent_config=agent_config, tools=tools, concurrency=concurrency, store=store,
+                         run_id=run_id or None, role="solver", reward_spec=SolverEM(),
+                         lineage={"phase": "solver_update"})
 
 
 __all__ = ["Phases", "PrecomputedReward", "ProposerEpisodes", "Proposed", "SolverEM", "SolverEpisodes", "kernel_pool"]

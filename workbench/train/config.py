@@ -12,12 +12,11 @@ sampling) are read by `WorkbenchGRPOTrainer` itself.
 from __future__ import annotations
 
 import dataclasses
-import json
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.configfile import check_fields, read_config_file
 from workbench.errors import ConfigError
 
 ESTIMATORS = ("grpo", "hrpo", "reinforce_pp", "adpo")
@@ -123,39 +122,14 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any], **overrides: Any) -> "TrainConfig":
         merged = {**data, **overrides}
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(merged) - known)
-        if unknown:
-            raise ConfigError(f"TrainConfig: unknown field(s) {', '.join(unknown)}; "
-                              f"see `workbench train --help-config` for the list")
+        check_fields("TrainConfig", merged, {f.name for f in dataclasses.fields(cls)},
+                     "see `workbench train --help-config` for the list")
         return cls(**merged)
 
     @classmethod
     def load(cls, path: str | Path, **overrides: Any) -> "TrainConfig":
-        """Read a TOML (`.toml`) or YAML (`.yaml`/`.yml`) file; a `[train]` table is used if present."""
-        path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"train config {path} does not exist")
-        text = path.read_text()
-        try:
-            if path.suffix == ".toml":
-                data = tomllib.loads(text)
-            elif path.suffix in (".yaml", ".yml"):
-                import yaml
-
-                data = yaml.safe_load(text) or {}
-            elif path.suffix == ".json":
-                data = json.loads(text)
-            else:
-                raise ConfigError(f"train config {path}: use a .toml, .yaml or .json file")
-        except (tomllib.TOMLDecodeError, ValueError) as exc:
-            if isinstance(exc, ConfigError):
-                raise
-            raise ConfigError(f"train config {path} is not valid {path.suffix[1:].upper()}: {exc}") from exc
-        if not isinstance(data, dict):
-            raise ConfigError(f"train config {path} must hold a table of settings")
-        data = data.get("train", data)
-        return cls.from_dict(data, **overrides)
+        """Read a TOML, YAML or JSON file; a `[train]` table is used if present."""
+        return cls.from_dict(read_config_file(path, what="train config", table="train"), **overrides)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

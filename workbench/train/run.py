@@ -63,7 +63,8 @@ class NBAgentEpisodes:
     """
 
     def __init__(self, config: TrainConfig | None = None, *, agent_config: Any = None, tools: Any = None,
-                 concurrency: int | None = None, store: Any = None) -> None:
+                 concurrency: int | None = None, store: Any = None, run_id: str | None = None,
+                 role: str = "solver", reward_spec: Any = None, lineage: dict[str, Any] | None = None) -> None:
         from workbench.agent.config import AgentConfig
 
         if agent_config is None:
@@ -79,8 +80,9 @@ class NBAgentEpisodes:
         self.agent_config = agent_config
         self.tools = tools
         self.concurrency = concurrency or (config.concurrency if config is not None else 4)
-        self.run_id = (config.run_id if config is not None else "") or None
+        self.run_id = run_id or (config.run_id if config is not None else "") or None
         self.store = store
+        self.role, self.reward_spec, self.lineage = role, reward_spec, dict(lineage or {})
         self._agent: Any = None
 
     async def __call__(self, tasks: list[Task], policy: Any) -> list[Any]:
@@ -88,7 +90,8 @@ class NBAgentEpisodes:
 
         if self._agent is None:
             self._agent = NBAgent(policy, tools=self.tools, config=self.agent_config, store=self.store,
-                                  concurrency=self.concurrency, run_id=self.run_id)
+                                  concurrency=self.concurrency, run_id=self.run_id, role=self.role,
+                                  reward_spec=self.reward_spec, lineage=self.lineage)
         self._agent.policy = policy
         return await self._agent.arun(tasks, progress=False)
 
