@@ -19,20 +19,22 @@ class DemoConfig:
     n_embd: int = 128
     n_head: int = 4
     # teacher + SFT
-    teacher_tasks: int = 400
-    give_up: float = 0.7  # share of short-horizon twins among multi-hop SFT examples
+    teacher_tasks: int = 300
+    give_up: float = 0.6  # share of short-horizon twins among multi-hop SFT examples
     sft_copies: int = 2
-    sft_epochs: int = 10
+    sft_epochs: int = 4
     sft_lr: float = 3e-3
     # self-evolution / RL
     iterations: int = 2
-    proposer_prompts: int = 32
+    proposer_prompts: int = 24
     solver_attempts: int = 4
     rl_steps_per_iteration: int = 8
     rl_questions_per_step: int = 4
     rl_generations: int = 4
-    rl_lr: float = 5e-4
+    rl_lr: float = 4e-4
     rl_temperature: float = 1.0
+    rl_reward: str = "l0.qa"  # 0.9·EM + 0.1·has_answer: answering at all beats running out of steps
+    rl_top_p: float = 0.95  # trims the sampling tail on the long constant code, keeps the decisions stochastic
     # evaluation and runtime
     eval_tasks: int = 200  # held-out questions, greedy
     concurrency: int = 8

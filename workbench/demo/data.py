@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from workbench.trajectory import Step, Trajectory
 from workbench.worlds import World
 
-SUBMIT_TURN = "<think>All done.</think>\n<code>\nsubmit_final_answer(e)\n</code>"
+from workbench.worlds.coder import SUBMIT_TURN  # noqa: E402  (the teacher's own submit turn)
 
 
 def tokenizer_texts(world: World, trajectories: Sequence[Trajectory]) -> list[str]:

@@ -54,7 +54,7 @@ class Stages:
         self.world.save(self.run / "world")
         self.retriever = BM25Retriever.build(Corpus.from_rows(self.world.corpus()), show_progress=False)
         self.tools = search_registry(self.retriever)
-        self.agent_config = AgentConfig(max_steps=cfg.max_steps, max_context_tokens=2048, max_new_tokens=160,
+        self.agent_config = AgentConfig(max_steps=cfg.max_steps, max_context_tokens=2048, max_new_tokens=400,
                                         prompt="compact", temperature=0.0, seed=cfg.seed)
         self.seconds: dict[str, float] = {}
 
@@ -120,16 +120,22 @@ class Stages:
             tok.save_pretrained(path)
         return path
 
-    def evaluate(self, model: Any, tok: Any, name: str) -> list[dict[str, Any]]:
+    def evaluate(self, model: Any, tok: Any, name: str, cache_key: str | None = None) -> list[dict[str, Any]]:
+        """Greedy held-out accuracy; with `cache_key`, reuse the result of the same weights."""
         from workbench.evaluate import evaluate
         from workbench.policies import TransformersPolicy
         from workbench.store import Store
 
+        cached = self.cache / f"eval-{cache_key}-{self.cfg.eval_tasks}.json" if cache_key else None
+        if cached is not None and cached.exists() and (self.run / name / "trajectories.sqlite").exists():
+            return json.loads(cached.read_text())["rows"]
         tasks = self.world.tasks("test")[: self.cfg.eval_tasks]
         with Store(self.run / name) as store:
             report = evaluate(tasks, TransformersPolicy.from_model(model, tok, name=name), tools=self.tools,
                               config=self.agent_config, store=store, concurrency=self.cfg.concurrency)
         report.save(self.run / name / "eval.json")
+        if cached is not None:
+            report.save(cached)
         return report.rows
 
     def evolve(self, model: Any, tok: Any) -> list[dict[str, Any]]:
@@ -138,7 +144,9 @@ class Stages:
         from workbench.policies import TransformersPolicy
 
         c = self.cfg
-        solver_agent = {**self.agent_config.model_dump(), "temperature": c.rl_temperature}
+        for stale in ("evolve", "eval_final", "final_model"):  # RL is re-run every time: start clean
+            shutil.rmtree(self.run / stale, ignore_errors=True)
+        solver_agent = {**self.agent_config.model_dump(), "temperature": c.rl_temperature, "top_p": c.rl_top_p}
         solver_agent.pop("seed", None)
         config = DrZeroConfig(run_dir=str(self.run / "evolve"), iterations=c.iterations,
                               prompts_per_iteration=c.proposer_prompts, solver_attempts=c.solver_attempts,
@@ -185,7 +193,7 @@ def run_demo(cfg: DemoConfig | None = None, *, fresh: bool = False, out: Printer
         sft_path = st.sft(model0, teacher)
         model = AutoModelForCausalLM.from_pretrained(sft_path)
     with st.timed("4. held-out accuracy of the SFT model (greedy)"):
-        before = st.evaluate(model, tok, "eval_sft")
+        before = st.evaluate(model, tok, "eval_sft", cache_key=sft_path.name)
         out(hop_table(before))
     with st.timed("5. self-evolution: scripted proposer (Dr. Zero prompts/rewards) + GRPO on the solver"):
         evolution = st.evolve(model, tok)

@@ -2,7 +2,8 @@
 
 The demo's proposer is scripted (it writes questions by really searching the world, with Dr. Zero's
 prompt and reward), so only the solver is updated; its GRPO episodes are NB-Agent episodes in
-sandboxed kernels sampled from the live weights.
+sandboxed kernels sampled from the live weights, scored against the proposer's answers with
+`cfg.rl_reward` (L0's answer reward by default: 0.9·EM + 0.1·has_answer).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from workbench.demo.config import DemoConfig
 
 
 def demo_train_fn(model: Any, tokenizer: Any, cfg: DemoConfig, *, on_step: Callable[[str], None] = print):
+    from workbench.rewards import resolve_reward
     from workbench.train import TrainConfig
     from workbench.train.run import train
 
@@ -28,7 +30,7 @@ def demo_train_fn(model: Any, tokenizer: Any, cfg: DemoConfig, *, on_step: Calla
                              temperature=cfg.rl_temperature, max_completion_length=1024, logging_steps=1,
                              seed=cfg.seed + req.iteration, episode_kind="nbagent")
         summary = train(config, tasks=req.tasks, episodes=req.episodes, model=model, tokenizer=tokenizer,
-                        reward=req.reward, store=req.store)
+                        reward=resolve_reward(cfg.rl_reward), store=req.store)
         on_step(f"  iteration {req.iteration}: {summary['global_step']} GRPO steps on {len(req.tasks)} questions")
         return summary
 
