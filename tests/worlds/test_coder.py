@@ -1,0 +1,27 @@
+"""The code-style teacher solves world questions with generic code and decides to stop by its notepad."""
+
+from workbench.agent import AgentConfig, NBAgent
+from workbench.agent.resolve import search_registry
+from workbench.search import BM25Retriever, Corpus
+from workbench.worlds import make_world
+from workbench.worlds.coder import HOP_TURN, PLAN_TURN, SUBMIT_TURN, next_turn, world_coder
+
+
+def test_turns_follow_the_notepad():
+    task = "Task: What is the country of the birthplace of Nailur Bredre?\n"
+    assert next_turn(task) == PLAN_TURN
+    open_plan = task + "<notepad>\n### Plan\n[x] 1. birthplace\n[ ] 2. country\n</notepad>"
+    assert next_turn(open_plan) == HOP_TURN
+    assert next_turn(open_plan.replace("[ ] 2.", "[x] 2.")) == SUBMIT_TURN
+    assert next_turn(open_plan, give_up=1.0) == SUBMIT_TURN  # short-horizon: stops after one hop
+
+
+def test_generic_code_solves_every_hop_count_in_real_kernels():
+    world = make_world(seed=0, size="small")
+    tools = search_registry(BM25Retriever.build(Corpus.from_rows(world.corpus()), show_progress=False))
+    tasks = [next(t for t in world.tasks("test") if t.metadata["hops"] == h) for h in (1, 2, 3, 4)]
+    config = AgentConfig(max_steps=6, max_context_tokens=16384, max_new_tokens=1024, prompt="compact")
+    for traj in NBAgent(world_coder(), tools=tools, config=config, concurrency=4).run(tasks, progress=False):
+        assert traj.termination == "submitted" and traj.final_answer in traj.task.golden_answers
+        assert len(traj.steps) == traj.hops + 2  # plan, one generic cell per hop, submit
+        assert all(s.code == traj.steps[1].code for s in traj.steps[1:-1])  # the same cell every hop
