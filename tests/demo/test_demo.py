@@ -18,7 +18,7 @@ def _teacher_traj(hops: int) -> Trajectory:
     for i in range(hops + 2):  # plan, one turn per hop, submit
         raw = f"<think>turn {i}</think><code>print({i})</code>"
         traj.steps.append(Step(index=i, raw=raw, completion_ids=codec.encode(raw), prompt_ids=[1, 2] if i == 0 else None,
-                               observation={"stdout": f"E{i}\n"}, observation_ids=codec.encode(f"<output>E{i}</output>")))
+                               observation={"stdout": f"E{i} | todo: 1\n"}, observation_ids=codec.encode(f"<output>E{i}</output>")))
     return traj
 
 

@@ -41,7 +41,7 @@ def short_horizon_twin(traj: Trajectory, codec: Any) -> Trajectory | None:
     keep.append(Step(index=2, raw=SUBMIT_TURN, think="All done.", code="submit_final_answer(e)",
                      completion_ids=ids, logprobs=[0.0] * len(ids), finish_reason="stop"))
     twin.steps = keep
-    first_hop = (keep[1].observation or {}).get("stdout", "").strip()
+    first_hop = (keep[1].observation or {}).get("stdout", "").split(" | todo:")[0].strip()
     twin.final_answer = first_hop or None
     twin.metadata = {**traj.metadata, "teacher": "short-horizon"}
     return twin

@@ -4,8 +4,8 @@ Where `solver.world_solver` reads passages and copies names, this agent writes c
 an entity: the question is read from the notebook variable `task`, the plan (one todo per relation,
 innermost first) goes into the notepad, and every later turn runs the same cell, which takes the first
 open todo, searches, extracts the next entity with that relation's pattern, and ticks the todo. The
-only decision left to a model that imitates it is *when to stop*: after the last todo, by reading its
-own notepad. This is the teacher of the CPU demo.
+only decision left to a model that imitates it is *when to stop*: after the last todo, which each cell
+prints (`Deimi | todo: 1`) and the notepad shows. This is the teacher of the CPU demo.
 
     policy = world_coder()                  # always finishes the plan
     policy = world_coder(give_up=0.7)       # a short-horizon teacher: often answers after one hop
@@ -36,13 +36,14 @@ FACT_PATTERNS = {
 PLAN_TURN = ("<think>Plan the hops.</think>\n<code>\nimport re\n"
              f"FACTS = {FACT_PATTERNS!r}\n"
              "notepad.add_todo(re.findall(r'the ([a-z ]+?) of', task)[::-1])\n"
-             "e = task.split(' of ')[-1].rstrip('?')\nprint(e)\n</code>")
+             "e = task.split(' of ')[-1].rstrip('?')\nprint(e, '| todo:', len(notepad.todos))\n</code>")
 HOP_TURN = ("<think>Next hop.</think>\n<code>\n"
             "t = [t for t in notepad.todos if t.status != 'done'][0]\n"
             "e = re.search(FACTS[t.text].format(re.escape(e)), search(e + ' ' + t.text)).group(1)\n"
-            "notepad.update_todo(t.id, 'done')\nprint(e)\n</code>")
+            "notepad.update_todo(t.id, 'done')\n"
+            "print(e, '| todo:', len([t for t in notepad.todos if t.status != 'done']))\n</code>")
 SUBMIT_TURN = "<think>All done.</think>\n<code>\nsubmit_final_answer(e)\n</code>"
-_TODO = re.compile(r"^\[(.)\] \d+\. .+$", re.MULTILINE)
+_PLAN_LINE = re.compile(r"^\[(.)\] \d+\. .+$", re.MULTILINE)
 
 
 def next_turn(context: str, *, give_up: float = 0.0, seed: int = 0) -> str:
@@ -51,7 +52,7 @@ def next_turn(context: str, *, give_up: float = 0.0, seed: int = 0) -> str:
     if parsed is None or any(p not in FACT_PATTERNS for p in parsed[1]):
         return "<think>I cannot parse this task.</think>\n<code>\nsubmit_final_answer('unknown')\n</code>"
     notepads = context.rsplit("<notepad>", 1)
-    marks = _TODO.findall(notepads[-1]) if len(notepads) > 1 else []
+    marks = _PLAN_LINE.findall(notepads[-1]) if len(notepads) > 1 else []
     if not marks:
         return PLAN_TURN
     done = sum(m == "x" for m in marks)
