@@ -27,7 +27,8 @@ def demo_train_fn(model: Any, tokenizer: Any, cfg: DemoConfig, *, on_step: Calla
                              num_generations=cfg.rl_generations,
                              per_device_train_batch_size=cfg.rl_questions_per_step * cfg.rl_generations,
                              max_steps=cfg.rl_steps_per_iteration, learning_rate=cfg.rl_lr,
-                             temperature=cfg.rl_temperature, max_completion_length=1024, logging_steps=1,
+                             temperature=cfg.rl_temperature, beta=cfg.rl_beta, max_completion_length=1024,
+                             logging_steps=1,
                              seed=cfg.seed + req.iteration, episode_kind="nbagent")
         summary = train(config, tasks=req.tasks, episodes=req.episodes, model=model, tokenizer=tokenizer,
                         reward=resolve_reward(cfg.rl_reward), store=req.store)
