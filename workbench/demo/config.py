@@ -31,9 +31,9 @@ class DemoConfig:
     rl_steps_per_iteration: int = 8
     rl_questions_per_step: int = 4
     rl_generations: int = 4
-    rl_lr: float = 4e-4
+    rl_lr: float = 3e-4
     rl_temperature: float = 1.0
-    rl_beta: float = 0.0  # KL to the SFT model (k3, in the loss)
+    rl_beta: float = 0.1  # KL to the SFT model (k3, in the loss): keeps "stop when nothing is left" intact
     rl_reward: str = "l0.qa"  # 0.9·EM + 0.1·has_answer: answering at all beats running out of steps
     rl_top_p: float = 0.95  # trims the sampling tail on the long constant code, keeps the decisions stochastic
     # evaluation and runtime
