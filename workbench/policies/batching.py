@@ -11,6 +11,7 @@ Subclasses implement `_run_rows(rows) -> list[Completion]` (plain, blocking code
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import threading
 import weakref
@@ -61,7 +62,7 @@ def make_rows(prompts: Sequence[Sequence[int]], params: SamplingParams) -> list[
     return rows
 
 
-class BatchingBackend:
+class BatchingBackend(abc.ABC):
     """Base class: async `generate` with request merging, and `generate_sync` for notebooks."""
 
     def __init__(self, *, batch_window_ms: float = 5.0, max_batch_size: int = 32):
@@ -73,8 +74,9 @@ class BatchingBackend:
         self._lock = threading.Lock()
         self._lanes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
+    @abc.abstractmethod
     def _run_rows(self, rows: list[Row]) -> list[Completion]:
-        raise NotImplementedError
+        """Generate one completion per row (runs in a worker thread)."""
 
     def _check_row(self, row: Row) -> None:
         """Raise a clear error for a row that cannot run (e.g. a prompt that is too long)."""

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -75,11 +76,12 @@ class Retriever(Protocol):
     def search(self, query: str, top_k: int = 3) -> list[Hit]: ...
 
 
-class RetrieverBase:
+class RetrieverBase(abc.ABC):
     """Mixin giving `search` in terms of `retrieve` and a tiny argument check."""
 
-    def retrieve(self, queries: list[str], top_k: int = 3) -> list[list[Hit]]:  # pragma: no cover
-        raise NotImplementedError
+    @abc.abstractmethod
+    def retrieve(self, queries: list[str], top_k: int = 3) -> list[list[Hit]]:
+        """One list of hits per query, best first."""
 
     def search(self, query: str, top_k: int = 3) -> list[Hit]:
         """Top-`top_k` hits for one query."""
