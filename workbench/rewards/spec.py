@@ -153,17 +153,9 @@ class RewardSpec(BaseModel):
     @classmethod
     def load(cls, path: str | Path) -> "RewardSpec":
         """Read a spec from a .toml, .yaml/.yml or .json file."""
-        p = Path(path)
-        readers = {".toml": cls.from_toml, ".yaml": cls.from_yaml, ".yml": cls.from_yaml,
-                   ".json": cls.from_json}
-        if p.suffix not in readers:
-            raise ConfigError(f"{p}: use a .toml, .yaml, .yml or .json reward spec")
-        if not p.is_file():
-            raise ConfigError(f"{p}: no such reward spec file")
-        try:
-            return readers[p.suffix](p.read_text(encoding="utf-8"))
-        except ConfigError as exc:
-            raise ConfigError(f"{p}: {exc}") from None
+        from workbench.configfile import read_config_file
+
+        return cls.from_dict(read_config_file(path, what="reward spec"))
 
     @classmethod
     def preset(cls, name: str) -> "RewardSpec":
