@@ -64,3 +64,10 @@ class Ticker:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=self.seconds + 5)
+
+
+def restart_ticker(current: Ticker | None, fn: Callable[[], object], seconds: float | None) -> Ticker | None:
+    """Stop `current` (if any) and, when `seconds` is set, start a new ticker calling `fn`."""
+    if current is not None:
+        current.stop()
+    return Ticker(fn, seconds) if seconds else None

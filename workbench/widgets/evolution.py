@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as w
 
 from workbench.widgets import _figures, _render
-from workbench.widgets._source import Ticker, open_store
+from workbench.widgets._source import Ticker, open_store, restart_ticker
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -138,11 +138,7 @@ class EvolutionDashboard(w.VBox):
 
     def auto_refresh(self, seconds: float | None = 10.0) -> Ticker | None:
         """Redraw every `seconds` on a background thread; 0/None stops it."""
-        if self._ticker is not None:
-            self._ticker.stop()
-            self._ticker = None
-        if seconds:
-            self._ticker = Ticker(self.refresh, seconds)
+        self._ticker = restart_ticker(self._ticker, self.refresh, seconds)
         return self._ticker
 
     def _show_samples(self) -> None:

@@ -23,7 +23,7 @@ import ipywidgets as w
 
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.widgets import _figures, _render
-from workbench.widgets._source import Ticker
+from workbench.widgets._source import Ticker, restart_ticker
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -179,11 +179,7 @@ class TrainingLauncher(w.VBox):
 
     def auto_refresh(self, seconds: float | None = 2.0) -> Ticker | None:
         """Refresh every `seconds` until the run ends; 0/None stops it now."""
-        if self._ticker is not None:
-            self._ticker.stop()
-            self._ticker = None
-        if seconds:
-            self._ticker = Ticker(lambda: self.refresh() in ("starting", "running"), seconds)
+        self._ticker = restart_ticker(self._ticker, lambda: self.refresh() in ("starting", "running"), seconds)
         return self._ticker
 
     def _show_samples(self, n: int = 5) -> None:

@@ -22,7 +22,7 @@ import ipywidgets as w
 from workbench.errors import ConfigError, StoreError
 from workbench.trajectory import Trajectory
 from workbench.widgets import _render
-from workbench.widgets._source import Ticker, open_store
+from workbench.widgets._source import Ticker, open_store, restart_ticker
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -205,11 +205,7 @@ class TrajectoryViewer(w.VBox):
 
     def auto_refresh(self, seconds: float | None = 5.0) -> Ticker | None:
         """Re-read the store every `seconds` on a background thread; 0/None stops it."""
-        if self._ticker is not None:
-            self._ticker.stop()
-            self._ticker = None
-        if seconds:
-            self._ticker = Ticker(self.refresh, seconds)
+        self._ticker = restart_ticker(self._ticker, self.refresh, seconds)
         return self._ticker
 
     # -- selection and stepping ------------------------------------------------------------
