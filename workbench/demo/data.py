@@ -11,13 +11,17 @@ the room for RL to improve is a real, visible behaviour (finishing the chain), n
 from __future__ import annotations
 
 import copy
+import hashlib
 import random
 from typing import Any, Sequence
 
 from workbench.trajectory import Step, Trajectory
 from workbench.worlds import World
 
-from workbench.worlds.coder import SUBMIT_TURN  # noqa: E402  (the teacher's own submit turn)
+from workbench.worlds.coder import HOP_TURN, PLAN_TURN, SUBMIT_TURN
+
+TEACHER_ID = hashlib.sha1((PLAN_TURN + HOP_TURN + SUBMIT_TURN).encode()).hexdigest()[:6]
+"""Fingerprint of the teacher's cells: part of every cache key built from its trajectories."""
 
 
 def tokenizer_texts(world: World, trajectories: Sequence[Trajectory]) -> list[str]:
@@ -59,4 +63,4 @@ def sft_mix(trajectories: Sequence[Trajectory], codec: Any, *, give_up: float, c
     return out
 
 
-__all__ = ["SUBMIT_TURN", "sft_mix", "short_horizon_twin", "tokenizer_texts"]
+__all__ = ["SUBMIT_TURN", "TEACHER_ID", "sft_mix", "short_horizon_twin", "tokenizer_texts"]

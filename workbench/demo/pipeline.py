@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from workbench.demo.config import DemoConfig
-from workbench.demo.data import sft_mix, tokenizer_texts
+from workbench.demo.data import TEACHER_ID, sft_mix, tokenizer_texts
 
 Printer = Callable[[str], None]
 
@@ -81,7 +81,7 @@ class Stages:
         from workbench.worlds.coder import world_coder
 
         c = self.cfg
-        path = self.cache / f"model0-{c.key('seed', 'world_size', 'vocab_size', 'n_layer', 'n_embd', 'n_head')}"
+        path = self.cache / f"model0-{TEACHER_ID}-{c.key('seed', 'world_size', 'vocab_size', 'n_layer', 'n_embd', 'n_head')}"
         if not (path / "config.json").exists():
             sample = self.run_agent(world_coder(), self.world.tasks("train")[:40], None)
             build_tiny_model(path, tokenizer_texts(self.world, sample), vocab_size=c.vocab_size,
@@ -94,7 +94,7 @@ class Stages:
         from workbench.worlds.coder import world_coder
 
         c = self.cfg
-        store_dir = self.cache / f"teacher-{c.key('seed', 'world_size', 'vocab_size', 'teacher_tasks')}"
+        store_dir = self.cache / f"teacher-{TEACHER_ID}-{c.key('seed', 'world_size', 'vocab_size', 'teacher_tasks')}"
         if (store_dir / "done").exists():
             with Store.open_readonly(store_dir) as store:
                 return list(store.iter_trajectories())
@@ -109,7 +109,7 @@ class Stages:
         from workbench.train.sft import sft
 
         c = self.cfg
-        path = self.cache / f"sft-{c.key('seed', 'world_size', 'vocab_size', 'n_layer', 'n_embd', 'n_head', 'teacher_tasks', 'give_up', 'sft_copies', 'sft_epochs', 'sft_lr')}"
+        path = self.cache / f"sft-{TEACHER_ID}-{c.key('seed', 'world_size', 'vocab_size', 'n_layer', 'n_embd', 'n_head', 'teacher_tasks', 'give_up', 'sft_copies', 'sft_epochs', 'sft_lr')}"
         if not (path / "config.json").exists():
             model = AutoModelForCausalLM.from_pretrained(model_path)
             tok = AutoTokenizer.from_pretrained(model_path)

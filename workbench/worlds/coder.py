@@ -3,9 +3,12 @@
 Where `solver.world_solver` reads passages and copies names, this agent writes code that never names
 an entity: the question is read from the notebook variable `task`, the plan (one todo per relation,
 innermost first) goes into the notepad, and every later turn runs the same cell, which takes the first
-open todo, searches, extracts the next entity with that relation's pattern, and ticks the todo. The
-only decision left to a model that imitates it is *when to stop*: after the last todo, which each cell
-prints (`Deimi | todo: 1`) and the notepad shows. This is the teacher of the CPU demo.
+open todo, searches, extracts the next entity with that relation's pattern, and ticks the todo (or,
+with nothing left open, submits). Each cell prints what is left (`Deimi | todo: 1`) and the notepad
+shows it. The only decision left to a model that imitates it is *whether to keep going*: the teacher
+submits with a short cell once the plan is done; a short-horizon teacher (`give_up`) also submits
+after the first hop. Because the hop cell submits by itself when the plan is done, "keep going" is
+never wrong, and stopping early is the one way to fail. This is the teacher of the CPU demo.
 
     policy = world_coder()                  # always finishes the plan
     policy = world_coder(give_up=0.7)       # a short-horizon teacher: often answers after one hop
@@ -38,10 +41,13 @@ PLAN_TURN = ("<think>Plan the hops.</think>\n<code>\nimport re\n"
              "notepad.add_todo(re.findall(r'the ([a-z ]+?) of', task)[::-1])\n"
              "e = task.split(' of ')[-1].rstrip('?')\nprint(e, '| todo:', len(notepad.todos))\n</code>")
 HOP_TURN = ("<think>Next hop.</think>\n<code>\n"
-            "t = [t for t in notepad.todos if t.status != 'done'][0]\n"
-            "e = re.search(FACTS[t.text].format(re.escape(e)), search(e + ' ' + t.text)).group(1)\n"
-            "notepad.update_todo(t.id, 'done')\n"
-            "print(e, '| todo:', len([t for t in notepad.todos if t.status != 'done']))\n</code>")
+            "todo = [t for t in notepad.todos if t.status != 'done']\n"
+            "if todo:\n"
+            "    e = re.search(FACTS[todo[0].text].format(re.escape(e)), search(e + ' ' + todo[0].text)).group(1)\n"
+            "    notepad.update_todo(todo[0].id, 'done')\n"
+            "    print(e, '| todo:', len(todo) - 1)\n"
+            "else:\n"
+            "    submit_final_answer(e)\n</code>")
 SUBMIT_TURN = "<think>All done.</think>\n<code>\nsubmit_final_answer(e)\n</code>"
 _PLAN_LINE = re.compile(r"^\[(.)\] \d+\. .+$", re.MULTILINE)
 
