@@ -42,7 +42,7 @@ def short_horizon_twin(traj: Trajectory, codec: Any) -> Trajectory | None:
     twin.id = traj.id + "-short"
     keep = twin.steps[:2]  # plan, then hop 1
     ids = codec.encode(SUBMIT_TURN)
-    keep.append(Step(index=2, raw=SUBMIT_TURN, think="All done.", code="submit_final_answer(e)",
+    keep.append(Step(index=2, raw=SUBMIT_TURN, think="Answer now.", code="submit_final_answer(e)",
                      completion_ids=ids, logprobs=[0.0] * len(ids), finish_reason="stop"))
     twin.steps = keep
     first_hop = (keep[1].observation or {}).get("stdout", "").split(" | todo:")[0].strip()

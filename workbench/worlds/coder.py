@@ -3,12 +3,13 @@
 Where `solver.world_solver` reads passages and copies names, this agent writes code that never names
 an entity: the question is read from the notebook variable `task`, the plan (one todo per relation,
 innermost first) goes into the notepad, and every later turn runs the same cell, which takes the first
-open todo, searches, extracts the next entity with that relation's pattern, and ticks the todo (or,
-with nothing left open, submits). Each cell prints what is left (`Deimi | todo: 1`) and the notepad
-shows it. The only decision left to a model that imitates it is *whether to keep going*: the teacher
-submits with a short cell once the plan is done; a short-horizon teacher (`give_up`) also submits
-after the first hop. Because the hop cell submits by itself when the plan is done, "keep going" is
-never wrong, and stopping early is the one way to fail. This is the teacher of the CPU demo.
+open todo, searches, extracts the next entity with that relation's pattern and ticks the todo, or,
+with nothing left open, submits the entity in hand. Each cell prints what is left (`Deimi | todo: 1`)
+and the notepad shows it. The only decision left to a model that imitates it is *whether to keep
+going*: a short-horizon teacher (`give_up`) sometimes answers right after the first hop with a short
+submit cell. Since the hop cell finishes the episode by itself, keeping going is never wrong and
+answering early is the one way to fail: one decision, the same in every state. This is the teacher
+of the CPU demo.
 
     policy = world_coder()                  # always finishes the plan
     policy = world_coder(give_up=0.7)       # a short-horizon teacher: often answers after one hop
@@ -48,7 +49,7 @@ HOP_TURN = ("<think>Next hop.</think>\n<code>\n"
             "    print(e, '| todo:', len(todo) - 1)\n"
             "else:\n"
             "    submit_final_answer(e)\n</code>")
-SUBMIT_TURN = "<think>All done.</think>\n<code>\nsubmit_final_answer(e)\n</code>"
+SUBMIT_TURN = "<think>Answer now.</think>\n<code>\nsubmit_final_answer(e)\n</code>"
 _PLAN_LINE = re.compile(r"^\[(.)\] \d+\. .+$", re.MULTILINE)
 
 
@@ -62,8 +63,8 @@ def next_turn(context: str, *, give_up: float = 0.0, seed: int = 0) -> str:
     if not marks:
         return PLAN_TURN
     done = sum(m == "x" for m in marks)
-    if done == len(marks) or (done == 1 and _chance(give_up, f"{seed}|{parsed[0]}|give-up")):
-        return SUBMIT_TURN
+    if done == 1 < len(marks) and _chance(give_up, f"{seed}|{parsed[0]}|give-up"):
+        return SUBMIT_TURN  # the short-horizon habit: answer after one hop
     return HOP_TURN
 
 
