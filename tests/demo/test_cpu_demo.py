@@ -65,6 +65,13 @@ def test_demo_smoke_run_every_stage_and_cache(tmp_path):
         assert (tmp_path / "demo" / store / "trajectories.sqlite").exists()
     assert any("held-out accuracy" in line for line in lines)
     assert (tmp_path / "demo" / "final_model" / "config.json").exists()
+    # the tokenizer learned the teacher's code: a hop cell is a few words' worth of tokens, not bytes
+    from transformers import AutoTokenizer
+
+    from workbench.worlds.coder import HOP_TURN
+
+    tok = AutoTokenizer.from_pretrained(tmp_path / "demo" / "final_model")
+    assert len(tok(HOP_TURN)["input_ids"]) < len(HOP_TURN) / 3
     # a second run reuses the model, the teacher trajectories and the SFT weights
     again = run_demo(cfg, out=lines.append)
     for stage in ("1.", "2.", "3."):

@@ -81,9 +81,11 @@ class Stages:
         from workbench.worlds.coder import world_coder
 
         c = self.cfg
-        path = self.cache / f"model0-{TEACHER_ID}-{c.key('seed', 'world_size', 'vocab_size', 'n_layer', 'n_embd', 'n_head')}"
+        path = self.cache / f"model0-{TEACHER_ID}-v2-{c.key('seed', 'world_size', 'vocab_size', 'n_layer', 'n_embd', 'n_head')}"
         if not (path / "config.json").exists():
-            sample = self.run_agent(world_coder(), self.world.tasks("train")[:40], None)
+            # byte-level sampling: room for a whole cell, or the tokenizer never sees the teacher's code
+            sample = self.run_agent(world_coder(), self.world.tasks("train")[:40], None,
+                                    max_new_tokens=4096, max_context_tokens=16384)
             build_tiny_model(path, tokenizer_texts(self.world, sample), vocab_size=c.vocab_size,
                              n_layer=c.n_layer, n_embd=c.n_embd, n_head=c.n_head, seed=c.seed)
         return path
