@@ -19,16 +19,16 @@ class DemoConfig:
     n_embd: int = 128
     n_head: int = 4
     # teacher + SFT
-    teacher_tasks: int = 300
-    give_up: float = 0.6  # share of short-horizon twins among multi-hop SFT examples
-    sft_copies: int = 2
-    sft_epochs: int = 4
+    teacher_tasks: int = 200
+    give_up: float = 0.8  # share of short-horizon twins among multi-hop SFT examples
+    sft_copies: int = 3
+    sft_epochs: int = 3
     sft_lr: float = 3e-3
     # self-evolution / RL
     iterations: int = 2
-    proposer_prompts: int = 24
-    solver_attempts: int = 4
-    rl_steps_per_iteration: int = 8
+    proposer_prompts: int = 16
+    solver_attempts: int = 3
+    rl_steps_per_iteration: int = 5
     rl_questions_per_step: int = 4
     rl_generations: int = 4
     rl_lr: float = 3e-4
@@ -37,8 +37,8 @@ class DemoConfig:
     rl_reward: str = "l0.qa"  # 0.9·EM + 0.1·has_answer: answering at all beats running out of steps
     rl_top_p: float = 0.95  # trims the sampling tail on the long constant code, keeps the decisions stochastic
     # evaluation and runtime
-    eval_tasks: int = 200  # held-out questions, greedy
-    concurrency: int = 8
+    eval_tasks: int = 150  # held-out questions, greedy
+    concurrency: int = 16  # episodes at once: one batch for the policy, kernel start-up overlaps
     max_steps: int = 6
     torch_threads: int = 2
     extra: dict = field(default_factory=dict)

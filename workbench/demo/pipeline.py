@@ -191,7 +191,7 @@ def run_demo(cfg: DemoConfig | None = None, *, fresh: bool = False, out: Printer
     with st.timed("2. teacher: the code-style scripted agent on train questions (real kernels)"):
         teacher = st.teacher(TokenizerCodec(tok))
         out(f"  {len(teacher)} trajectories, {sum(t.termination == 'submitted' for t in teacher)} submitted")
-    with st.timed("3. SFT on teacher turns (most multi-hop examples stop after one hop)"):
+    with st.timed("3. SFT on teacher turns (most multi-hop examples answer after one hop)"):
         sft_path = st.sft(model0, teacher)
         model = AutoModelForCausalLM.from_pretrained(sft_path)
     with st.timed("4. held-out accuracy of the SFT model (greedy)"):
