@@ -1,8 +1,9 @@
 """Training engine figures, each against a baseline measured in the same run.
 
 1. Step time of WorkbenchGRPOTrainer (multi-turn Search-R1 episodes through rollout_func, env mask)
-   vs TRL's own single-turn GRPOTrainer on the same tiny model, per completion token
-   (TRL's completion length is set to the mean total length of ours). Target ratio <= 1.3.
+   vs TRL's own single-turn GRPOTrainer on the same tiny model and the same prompt tokens (the
+   Search-R1 instructions through the chat template), per completion token (TRL's completion length
+   is set to the mean total length of ours). Target ratio <= 1.3.
 2. Proposer-phase cost of HRPO vs GRPO in solver episodes per proposer update (Dr. Zero: ~1/4):
    proposer rollouts per update are counted from real trainer steps; solver episodes per proposer
    rollout come from the configs (GRPO: 4 solver rollouts/question, HRPO: 5).
@@ -56,7 +57,7 @@ def bench_step_time(model_dir: Path, out: Path, steps: int) -> None:
 
     from workbench.train.config import TrainConfig
     from workbench.train.episodes import SearchR1Episodes
-    from workbench.train.trainer import WorkbenchGRPOTrainer, tasks_dataset
+    from workbench.train.trainer import WorkbenchGRPOTrainer
 
     common = dict(num_generations=4, per_device_train_batch_size=8, max_steps=steps, learning_rate=1e-4)
     cfg = TrainConfig(output_dir=str(out / "wb"), max_turns=3, max_turn_tokens=32, max_completion_length=256,
@@ -83,11 +84,16 @@ def bench_step_time(model_dir: Path, out: Path, steps: int) -> None:
                       bf16=False, gradient_checkpointing=False, report_to=[], logging_steps=1, disable_tqdm=True,
                       save_strategy="no", **common)
 
-    def reward(completions, **_):
-        return [len(set(c)) / max(len(c), 1) for c in completions]
+    def reward(completions, **_):  # conversational: each completion is [{"role": "assistant", "content": ...}]
+        texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+        return [len(set(t)) / max(len(t), 1) for t in texts]
 
+    from datasets import Dataset
+
+    # the same prompt tokens as our episodes: the Search-R1 instructions, through the chat template
+    same_prompts = Dataset.from_list([{"prompt": [{"role": "user", "content": runner.prompt(t)}]} for t in tasks(16)])
     base = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(model_dir), reward_funcs=[reward], args=args,
-                       train_dataset=tasks_dataset(tasks(16)), processing_class=tok)
+                       train_dataset=same_prompts, processing_class=tok)
     base.train()
     trl_time = statistics.median(step_times(base))
     trl_len = statistics.mean(r["completions/mean_length"] for r in base.state.log_history
