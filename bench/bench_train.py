@@ -52,6 +52,7 @@ def step_times(trainer) -> list[float]:
 
 
 def bench_step_time(model_dir: Path, out: Path, steps: int) -> None:
+    from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
@@ -85,10 +86,8 @@ def bench_step_time(model_dir: Path, out: Path, steps: int) -> None:
                       save_strategy="no", **common)
 
     def reward(completions, **_):  # conversational: each completion is [{"role": "assistant", "content": ...}]
-        texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+        texts = [c[0]["content"] for c in completions]
         return [len(set(t)) / max(len(t), 1) for t in texts]
-
-    from datasets import Dataset
 
     # the same prompt tokens as our episodes: the Search-R1 instructions, through the chat template
     same_prompts = Dataset.from_list([{"prompt": [{"role": "user", "content": runner.prompt(t)}]} for t in tasks(16)])
