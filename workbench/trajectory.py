@@ -92,6 +92,7 @@ class Step:
     generate_s: float = 0.0
     execute_s: float = 0.0
     context_tokens: int = 0  # tokens in the context the turn was generated from
+    reward: float | None = None  # this turn's reward (RewardSpec.score_steps); None = not scored per turn
 
 
 @dataclass

@@ -7,7 +7,7 @@ For step i of a T-step trajectory L0 pays `r_i = 0.8·qa_i + 0.1·format_i + 0.1
 - `code_i = (1 − errors/outputs)/T` for a step whose code ran.
 
     l0_step_rewards(traj)      # [r_1, …, r_T], the per-step form training can use
-    sum(l0_step_rewards(traj)) == RewardSpec.preset("l0").score(traj)["total"]
+    RewardSpec.preset("l0").score_steps(traj) == l0_step_rewards(traj)   # and sets Step.reward
 
 Variants (named params):
 - `has_answer="fixed"` (default) pays only for a non-empty answer; `"l0"` pays for any submitted
@@ -104,15 +104,16 @@ def l0_qa_reward(traj: Trajectory, ctx: RewardContext, *, has_answer: str = "fix
                  normalizer=normalizer)
 
 
-@reward("l0.format")
-def l0_format_reward(traj: Trajectory, ctx: RewardContext) -> float:
-    """Sum over steps of L0's 1/T format compliance (= fraction of well-formed steps)."""
+@reward("l0.format", per_step=True)
+def l0_format_reward(traj: Trajectory, ctx: RewardContext) -> list[float]:
+    """L0's per-step format compliance 1/T (sum = fraction of well-formed steps)."""
     T = len(traj.steps)
-    return sum(step_well_formed(s.raw or "") for s in traj.steps) / T if T else 0.0
+    return [float(step_well_formed(s.raw or "")) / T for s in traj.steps]
 
 
-@reward("l0.code")
-def l0_code_reward(traj: Trajectory, ctx: RewardContext, *, no_output: str = "success") -> float:
-    """Sum over steps of L0's (1 − errors/outputs)/T code-execution success."""
+@reward("l0.code", per_step=True)
+def l0_code_reward(traj: Trajectory, ctx: RewardContext, *,
+                   no_output: str = "success") -> list[float]:
+    """L0's per-step code-execution success (1 − errors/outputs)/T."""
     T = len(traj.steps)
-    return sum(step_code_score(s, no_output) for s in traj.steps) / T if T else 0.0
+    return [step_code_score(s, no_output) / T for s in traj.steps]

@@ -13,11 +13,19 @@
 A component's keyword-only arguments are its params (what a `RewardSpec` may set). `uses` says
 what context it reads: "trajectory" (only the trajectory), "group" (`ctx.group`: trajectories
 of the same task id, e.g. difficulty, uncertainty) or "batch" (`ctx.batch`, e.g. repetition).
+
+A per-step component (`per_step=True`) returns one value per step; its value as a component is
+their sum, and `RewardSpec.score_steps` pays each value on its own turn:
+
+    @reward("my.short_cells", per_step=True)
+    def short_cells(traj, ctx) -> list[float]:
+        return [float(len(s.code or "") < 200) / len(traj.steps) for s in traj.steps]
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,30 +57,51 @@ class RewardComponent:
     description: str
     params: dict[str, Any]  # name -> default
     uses: str = "trajectory"
+    per_step: bool = False  # fn returns one value per step; the component's value is their sum
 
     def __call__(self, traj: Trajectory, ctx: RewardContext | None = None, **params: Any) -> float:
+        if self.per_step:
+            return math.fsum(self.steps(traj, ctx, **params))
+        self._check_params(params)
+        return float(self.fn(traj, ctx or RewardContext.for_one(traj), **params))
+
+    def steps(self, traj: Trajectory, ctx: RewardContext | None = None,
+              **params: Any) -> list[float]:
+        """One value per step: a per-step component's own values; for any other component,
+        its value on the last step and 0 before (an empty list for a trajectory with no steps)."""
+        if not self.per_step:
+            n = len(traj.steps)
+            return [0.0] * (n - 1) + [self(traj, ctx, **params)] if n else []
+        self._check_params(params)
+        values = [float(v) for v in self.fn(traj, ctx or RewardContext.for_one(traj), **params)]
+        if len(values) != len(traj.steps):
+            raise ConfigError(f"per-step reward {self.name!r} returned {len(values)} values for "
+                              f"{len(traj.steps)} steps; return exactly one per step")
+        return values
+
+    def _check_params(self, params: dict[str, Any]) -> None:
         unknown = set(params) - set(self.params)
         if unknown:
             raise ConfigError(f"reward {self.name!r} has no param(s) {sorted(unknown)}; "
                               f"its params are {sorted(self.params) or 'none'}")
-        return float(self.fn(traj, ctx or RewardContext.for_one(traj), **params))
 
 
 _REGISTRY: dict[str, RewardComponent] = {}
 
 
-def reward(name: str, *, uses: str = "trajectory") -> Callable[[Callable[..., float]],
-                                                               Callable[..., float]]:
-    """Register `fn(traj, ctx, **params) -> float` under `name` (re-registering replaces)."""
+def reward(name: str, *, uses: str = "trajectory", per_step: bool = False
+           ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register `fn(traj, ctx, **params) -> float` under `name` (re-registering replaces);
+    with `per_step=True`, `fn` returns a list with one float per step."""
     if uses not in USES:
         raise ConfigError(f"uses={uses!r}; use one of {USES}")
 
-    def register(fn: Callable[..., float]) -> Callable[..., float]:
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         sig = inspect.signature(fn)
         params = {p.name: p.default for p in sig.parameters.values()
                   if p.kind is inspect.Parameter.KEYWORD_ONLY}
         doc = (inspect.getdoc(fn) or "").split("\n")[0]
-        _REGISTRY[name] = RewardComponent(name, fn, doc, params, uses)
+        _REGISTRY[name] = RewardComponent(name, fn, doc, params, uses, per_step)
         return fn
 
     return register

@@ -8,6 +8,7 @@ A list of trajectories gets `traj.rewards` / `traj.reward_spec` set and an entry
 `traj.metadata["reward_history"]` (the previous rewards are kept there first). A store (anything
 with `record_rewards` and `iter_trajectories`) records each new score through `record_rewards`,
 which keeps its own history. Group components see all trajectories of a task id being rescored.
+A spec with per-step components also recomputes each `Step.reward` (written back to a store).
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ def rescore(target: Iterable[Trajectory] | Any, spec: RewardSpec | str, *,
     for traj, rewards in zip(trajs, results):
         if store is not None:
             store.record_rewards(traj.id, rewards, spec.name, spec_json, provenance)
+            if spec.per_step:  # the step rewards live in the trajectory itself
+                traj.rewards, traj.reward_spec = dict(rewards), spec.name
+                store.write(traj)
         history = traj.metadata.setdefault("reward_history", [])
         if not history and traj.rewards:
             history.append({"spec": traj.reward_spec, "rewards": dict(traj.rewards),

@@ -17,6 +17,17 @@ total = `gate_fail` if any gate component is ≤ 0, else Σ weight·value (raise
 set). Components are reported unweighted under their `key` (default: their name); gate
 components are reported too. Group components see trajectories with the same task id; use
 `score_many` (or `rescore`) so they see the whole group.
+
+Per-turn rewards. `spec.score_steps(traj)` gives one reward per step, summing to the total:
+
+    r_t = Σ_{per-step c} w_c·v_{c,t}  +  [t = T−1]·Σ_{other c} w_c·v_c
+
+Per-step components (registered with `per_step=True`, e.g. L0's `l0.format`, `l0.code`) pay
+each step's value on that step; every other component (the outcome) is paid on the last turn.
+When a gate fails or the floor binds, the total is not a sum of parts, so it is paid on the last
+turn alone: `[0, …, 0, total]`. A spec with no per-step components also gives `[0, …, 0, total]`.
+Whenever a spec with per-step components scores a trajectory (`score`, `score_many`, `rescore`),
+it sets each `Step.reward` to these values; training reads them from there.
 """
 
 from __future__ import annotations
@@ -87,20 +98,53 @@ class RewardSpec(BaseModel):
                 get_reward(g)
 
     # -- scoring ------------------------------------------------------------------------------
+    @property
+    def per_step(self) -> bool:
+        """Whether any component pays per step (then scoring sets `Step.reward`)."""
+        return any(get_reward(c.name).per_step for c in self.components)
+
     def score(self, traj: Trajectory, ctx: RewardContext | None = None) -> dict[str, float]:
-        """Every component's value and "total" for one trajectory."""
+        """Every component's value and "total" for one trajectory (sets `Step.reward` when the
+        spec has per-step components; see the module docstring)."""
+        return self._evaluate(traj, ctx)[0]
+
+    def score_steps(self, traj: Trajectory, ctx: RewardContext | None = None) -> list[float]:
+        """One reward per step (len == len(traj.steps)), summing to the total; the rule is in
+        the module docstring."""
+        return self._evaluate(traj, ctx)[1]
+
+    def _evaluate(self, traj: Trajectory, ctx: RewardContext | None
+                  ) -> tuple[dict[str, float], list[float]]:
         ctx = ctx or RewardContext.for_one(traj)
-        out = {c.out: get_reward(c.name)(traj, ctx, **c.params) for c in self.components}
-        total = math.fsum(c.weight * out[c.out] for c in self.components)
-        if self.floor is not None:
-            total = max(self.floor, total)
+        out: dict[str, float] = {}
+        per_step: dict[str, list[float]] = {}
+        for c in self.components:
+            comp = get_reward(c.name)
+            if comp.per_step:
+                per_step[c.out] = comp.steps(traj, ctx, **c.params)
+                out[c.out] = math.fsum(per_step[c.out])
+            else:
+                out[c.out] = comp(traj, ctx, **c.params)
+        parts = math.fsum(c.weight * out[c.out] for c in self.components)
+        total = parts if self.floor is None else max(self.floor, parts)
+        summed = total == parts  # False when the floor binds or a gate fails
         for g in self.gate:
             if g not in out:
                 out[g] = get_reward(g)(traj, ctx)
             if out[g] <= 0:
-                total = self.gate_fail
+                total, summed = self.gate_fail, False
         out["total"] = total
-        return out
+        n = len(traj.steps)
+        steps = [0.0] * (n - 1) + [total] if n else []
+        if per_step and n and summed:
+            steps = [math.fsum(c.weight * per_step[c.out][t] for c in self.components
+                               if c.out in per_step) for t in range(n)]
+            steps[-1] += math.fsum(c.weight * out[c.out] for c in self.components
+                                   if c.out not in per_step)
+        if per_step:
+            for step, r in zip(traj.steps, steps):
+                step.reward = r
+        return out, steps
 
     def score_many(self, trajs: list[Trajectory], extra: dict[str, Any] | None = None
                    ) -> list[dict[str, float]]:

@@ -321,7 +321,7 @@ class TrajectoryViewer(w.VBox):
         n = len(traj.steps)
         self.header.value = _render.header_html(traj)
         self.step_view.value = _render.step_html(traj, self._step)
-        self.step_label.value = f"step <b>{self._step + 1 if n else 0}</b> / {n}"
+        self.step_label.value = f"step <b>{self._step + 1 if n else 0}</b> / {n}" + (f" · reward {traj.steps[self._step].reward:.4g}" if n and traj.steps[self._step].reward is not None else "")
         self.prev_button.disabled = self._step <= 0
         self.next_button.disabled = self._step >= n - 1
         self.back_button.disabled = not self._history
