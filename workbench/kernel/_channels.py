@@ -3,12 +3,19 @@
 One reader task per socket routes replies to futures by parent msg_id and iopub messages to
 the `OutputCollector` of the execution they belong to. Messages are HMAC-checked and only
 the parts needed are JSON-decoded.
+
+Whatever the kernel sends, a reader never stops: bytes that are not UTF-8 and lone surrogates
+become U+FFFD (`workbench.safetext`); a message that cannot be read at all is shown in the
+execution's stderr (an output) or answers its request with an error reply, never dropped in silence.
+Outgoing messages are packed the same way (`workbench.runtime.wire.pack`), so code holding a
+lone surrogate still reaches the kernel, as U+FFFD.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import zmq
@@ -17,12 +24,30 @@ from jupyter_client.session import Session
 
 from workbench.kernel._process import CHANNELS, context, decode
 from workbench.kernel.observation import OutputCollector
+from workbench.runtime.wire import PACKER
+from workbench.safetext import safe_bytes, safe_json
+
+_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89abcdefABCDEF]")  # JSON text that decodes to a surrogate
+
+
+def loads(raw: bytes) -> Any:
+    """One JSON message part, decoded by the safetext rule (raises ValueError if not JSON)."""
+    value = json.loads(safe_bytes(raw))
+    return safe_json(value) if _ESCAPED_SURROGATE.search(raw) else value
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except Exception:  # an exception whose __str__ fails
+        return type(exc).__name__
 
 
 class Channels:
     def __init__(self, key: str) -> None:
         self.key = key.encode()
-        self.session = Session(key=self.key, signature_scheme="hmac-sha256", username="workbench")
+        self.session = Session(key=self.key, signature_scheme="hmac-sha256", username="workbench",
+                               packer=PACKER)
         self.replies: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.collectors: dict[str, tuple[OutputCollector, asyncio.Future[None]]] = {}
         self.socks: dict[str, zmq.asyncio.Socket] = {}
@@ -68,28 +93,60 @@ class Channels:
                 frames = await sock.recv_multipart()
             except (zmq.ZMQError, asyncio.CancelledError):
                 return
-            msg = decode(frames, self.key)
-            if msg is None:
-                continue  # malformed or wrongly signed: ignore
-            header, parent_header, content = msg
-            parent = json.loads(parent_header).get("msg_id")
-            if name != "iopub":
-                fut = self.replies.pop(parent, None)
-                if fut is not None and not fut.done():
-                    fut.set_result(json.loads(content))
+            try:
+                self._route(name, frames)
+            except Exception:  # noqa: BLE001 - no message, however broken, may end the reader
                 continue
-            if self.welcome is not None and not self.welcome.done():
-                self.welcome.set_result(None)
-            entry = self.collectors.get(parent)
-            if entry is None:
-                continue
-            collector, idle = entry
-            mtype = json.loads(header)["msg_type"]
+
+    def _route(self, name: str, frames: list[bytes]) -> None:
+        msg = decode(frames, self.key)
+        if msg is None:
+            return  # malformed or wrongly signed: not from our kernel
+        header, parent_header, content = msg
+        try:
+            parent = loads(parent_header)
+        except Exception:  # noqa: BLE001 - not JSON, or nested too deep
+            return  # belongs to no request we can name
+        parent_id = parent.get("msg_id") if isinstance(parent, dict) else None
+        if not isinstance(parent_id, str):
+            parent_id = None
+        if name != "iopub":
+            fut = self.replies.pop(parent_id, None)
+            if fut is not None and not fut.done():
+                fut.set_result(self._reply(content))
+            return
+        if self.welcome is not None and not self.welcome.done():
+            self.welcome.set_result(None)
+        entry = self.collectors.get(parent_id)
+        if entry is None:
+            return
+        collector, idle = entry
+        try:
+            head = loads(header)
+            mtype = head.get("msg_type") if isinstance(head, dict) else None
             if mtype == "status":
                 if b'"idle"' in content and not idle.done():
                     idle.set_result(None)
-            else:
-                collector.feed(mtype, json.loads(content))
+                return
+            collector.feed(str(mtype), loads(content))
+        except Exception as exc:  # noqa: BLE001 - show it to the model rather than lose it
+            collector.feed("stream", {"name": "stderr", "text": (
+                f"[workbench: an output message from the kernel could not be read "
+                f"({_describe(exc)})]\n")})
+
+    @staticmethod
+    def _reply(content: bytes) -> dict[str, Any]:
+        try:
+            reply = loads(content)
+        except Exception as exc:  # noqa: BLE001 - not JSON, or nested too deep
+            reply = None
+            why = _describe(exc)
+        else:
+            why = f"not a JSON object: {type(reply).__name__}"
+        if isinstance(reply, dict):
+            return reply
+        return {"status": "error", "ename": "MalformedReply",
+                "evalue": f"the kernel's reply could not be read ({why})", "traceback": []}
 
     def close(self) -> None:
         for task in self.readers:

@@ -15,6 +15,7 @@ from typing import Any
 import zmq.asyncio
 
 from workbench.errors import KernelError
+from workbench.runtime.wire import PACKER
 from workbench.sandbox import INSIDE_RUN, RolloutDir, SandboxProfile, SandboxSpec, build_argv
 
 DELIM = b"<IDS|MSG>"
@@ -46,7 +47,7 @@ def kernel_argv(rollout: RolloutDir, key: str, profile: SandboxProfile, *, uid: 
     rollout.share(cf)
     kernel = [sys.executable, "-m", "ipykernel_launcher", "-f",
               f"{INSIDE_RUN}/kernel.json" if sandboxed else str(cf),
-              "--HistoryManager.enabled=False", "--quiet"]
+              "--HistoryManager.enabled=False", f"--Session.packer={PACKER}", "--quiet"]
     if not sandboxed:
         return kernel, host_ip
     spec = SandboxSpec(profile, rollout.run, rollout.work, uid=uid, env=env,
