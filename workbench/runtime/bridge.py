@@ -16,6 +16,7 @@ from __future__ import annotations
 from workbench.runtime.client import GatewayClient, ToolArgumentError, ToolCallError
 from workbench.runtime.notepad import Notepad, NotepadError
 from workbench.runtime.stubs import FINAL_ANSWER_SPEC, make_stub
+from workbench.safetext import safe_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,10 +45,10 @@ def install(namespace: dict[str, Any], specs: list[dict[str, Any]], *, socket_pa
 
     def push(snapshot: dict[str, Any]) -> None:
         try:
-            reply = client.request({"op": "notepad", "snapshot": snapshot})
+            reply = client.request({"op": "notepad", "snapshot": safe_json(snapshot)})
             _STATE["push_error"] = None if reply.get("ok") else reply.get("error")
-        except ToolCallError as exc:
-            _STATE["push_error"] = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a failed push never disturbs the model's code
+            _STATE["push_error"] = str(exc) if isinstance(exc, ToolCallError) else repr(exc)
 
     def mark_dirty(snapshot: dict[str, Any]) -> None:
         _STATE["dirty"] = True
@@ -101,7 +102,7 @@ def snapshot_json() -> str:
     import json
 
     pad = _STATE["notepad"]
-    return json.dumps(pad.snapshot() if pad is not None else None)
+    return json.dumps(safe_json(pad.snapshot()) if pad is not None else None)
 
 
 def push_error() -> str | None:

@@ -16,10 +16,14 @@ it from code; the host renders it into the context and keeps it through context 
     ### Facts
     - Film X was directed by Jane Doe
 
-Stdlib only and cheap to import: this module runs inside every sandboxed kernel.
+Stdlib only and cheap to import: this module runs inside every sandboxed kernel. Text that is
+not valid Unicode (lone surrogates) is stored with U+FFFD in their place (`workbench.safetext`),
+so every snapshot can be sent, stored and tokenized.
 """
 
 from __future__ import annotations
+
+from workbench.safetext import safe_json, safe_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -73,7 +77,7 @@ class Todo:
 def _text(value: Any, what: str, limit: int = MAX_ITEM_CHARS) -> str:
     if not isinstance(value, str):
         raise NotepadError(f"{what} must be a str, got {type(value).__name__}: {value!r:.80}")
-    value = value.strip()
+    value = safe_text(value).strip()
     if not value:
         raise NotepadError(f"{what} is empty; pass some text")
     if len(value) > limit:
@@ -185,7 +189,7 @@ class Notepad:
             raise NotepadError(f"the draft must be a str, got {type(text).__name__}")
         if len(text) > MAX_DRAFT_CHARS:
             raise NotepadError(f"the draft is limited to {MAX_DRAFT_CHARS} characters; shorten it")
-        self._draft = text
+        self._draft = safe_text(text)
         self._changed()
 
     def append_draft(self, text: str) -> None:
@@ -222,10 +226,10 @@ class Notepad:
         return self.render()
 
     def snapshot(self) -> dict[str, Any]:
-        """A JSON-able copy; `Notepad.from_snapshot` rebuilds it."""
-        return {"version": SNAPSHOT_VERSION,
-                "todos": [{"id": t.id, "text": t.text, "status": t.status} for t in self._todos],
-                "facts": list(self._facts), "draft": self._draft, "next_id": self._next_id}
+        """A JSON-able copy, valid Unicode throughout; `Notepad.from_snapshot` rebuilds it."""
+        return safe_json({"version": SNAPSHOT_VERSION,
+                          "todos": [{"id": t.id, "text": t.text, "status": t.status} for t in self._todos],
+                          "facts": list(self._facts), "draft": self._draft, "next_id": self._next_id})
 
     @classmethod
     def from_snapshot(cls, data: dict[str, Any],
@@ -237,11 +241,11 @@ class Notepad:
                                f"(v{SNAPSHOT_VERSION}); upgrade workbench to read it")
         pad = cls(on_change=on_change)
         try:
-            pad._todos = [Todo(int(t["id"]), str(t["text"]), _status(t["status"]))
+            pad._todos = [Todo(int(t["id"]), safe_text(str(t["text"])), _status(t["status"]))
                           for t in data.get("todos", [])]
-            pad._facts = [str(f) for f in data.get("facts", [])]
-            pad._draft = str(data.get("draft", ""))
-        except (KeyError, TypeError) as exc:
+            pad._facts = [safe_text(str(f)) for f in data.get("facts", [])]
+            pad._draft = safe_text(str(data.get("draft", "")))
+        except (KeyError, TypeError, ValueError) as exc:
             raise NotepadError(f"malformed notepad snapshot ({exc!r}); todos need id, text, status") from None
         pad._next_id = int(data.get("next_id", max((t.id for t in pad._todos), default=0) + 1))
         return pad
