@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence, runtime_checkable
 
+from workbench.safetext import safe_text
+
 
 @dataclass
 class SamplingParams:
@@ -78,7 +80,7 @@ class ByteCodec:
         return self.encode(text)
 
     def encode(self, text: str) -> list[int]:
-        return list(text.encode("utf-8"))
+        return list(safe_text(text).encode("utf-8"))  # a lone surrogate encodes as U+FFFD
 
     def decode(self, ids: Sequence[int]) -> str:
         return bytes(i for i in ids if 0 <= i < 256).decode("utf-8", errors="replace")

@@ -6,6 +6,9 @@
 
 Without a chat template, `chat` falls back to the plain format `ByteCodec` uses:
 `<|role|>\\n{content}\\n` per message, then `<|assistant|>\\n`.
+
+Text is made valid Unicode before it reaches the tokenizer (lone surrogates in kernel output or
+notepad values become U+FFFD, `workbench.safetext`), so encoding never raises on them.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.errors import ConfigError
+from workbench.safetext import safe_text
 
 
 def plain_chat_text(messages: Sequence[dict[str, str]]) -> str:
@@ -44,15 +48,17 @@ class TokenizerCodec:
 
     def chat_text(self, messages: Sequence[dict[str, str]]) -> str:
         _check_messages(messages)
+        messages = [{**m, "content": safe_text(m["content"])} if isinstance(m["content"], str) else m
+                    for m in messages]
         if not self.has_chat_template:
             return plain_chat_text(messages)
-        return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     def chat(self, messages: Sequence[dict[str, str]]) -> list[int]:
         return self.encode(self.chat_text(messages))
 
     def encode(self, text: str) -> list[int]:
-        return list(self.tokenizer.encode(text, add_special_tokens=False))
+        return list(self.tokenizer.encode(safe_text(text), add_special_tokens=False))
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
