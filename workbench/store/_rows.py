@@ -3,6 +3,10 @@
 The row holds summary columns for queries and the full `Trajectory.to_dict()` as zlib-compressed
 JSON (`codec` names the encoding so a later version can change it). The `rewards_json` and
 `reward_spec` columns are authoritative: `from_row` overlays them on the decoded blob.
+
+Text that is not valid Unicode (lone surrogates, from kernel output, tool calls or a forged final
+answer) cannot go into SQLite as it is: such a trajectory is stored with U+FFFD in their place
+(`workbench.safetext`) and `metadata["sanitized"] = True`. `safe_trajectory` gives that copy.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import zlib
 from typing import Any
 
 from workbench.errors import StoreError
+from workbench.safetext import safe_json, safe_text
 from workbench.trajectory import Trajectory
 
 ZLIB_LEVEL = 6  # bench/bench_store.py: 2.7x smaller than JSON (token ids and logprobs are
@@ -20,7 +25,33 @@ ZLIB_LEVEL = 6  # bench/bench_store.py: 2.7x smaller than JSON (token ids and lo
 
 
 def encode(traj: Trajectory) -> bytes:
-    return zlib.compress(json.dumps(traj.to_dict(), separators=(",", ":")).encode(), ZLIB_LEVEL)
+    return _compress(safe_trajectory(traj).to_dict(), traj.id)
+
+
+def _compress(data: dict[str, Any], traj_id: str) -> bytes:
+    try:
+        text = json.dumps(data, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"trajectory {traj_id} holds a value JSON cannot represent ({exc}); keep "
+                         "metadata, lineage and tool results to str, numbers, bools, None, lists "
+                         "and dicts") from exc
+    return zlib.compress(text.encode(), ZLIB_LEVEL)
+
+
+def _sanitized(traj: Trajectory) -> tuple[Trajectory, dict[str, Any]]:
+    """(the trajectory to store, its dict): a flagged safe copy when any text needed it."""
+    data = traj.to_dict()
+    clean = safe_json(data)
+    if clean is data:
+        return traj, data
+    clean["metadata"] = {**(clean.get("metadata") or {}), "sanitized": True}
+    return Trajectory.from_dict(clean), clean
+
+
+def safe_trajectory(traj: Trajectory) -> Trajectory:
+    """`traj` itself when all its text is valid Unicode, else a copy with each lone surrogate
+    replaced by U+FFFD and `metadata["sanitized"] = True` (what `Store.write` stores)."""
+    return _sanitized(traj)[0]
 
 
 def decode(codec: str, blob: bytes) -> dict[str, Any]:
@@ -46,18 +77,19 @@ BLOB_COLUMNS = "codec, data, rewards_json, reward_spec"
 
 def policy_name(policy: Any) -> str | None:
     if policy is None or isinstance(policy, str):
-        return policy
+        return None if policy is None else safe_text(policy)
     if isinstance(policy, dict):
         for key in ("name", "model", "backend"):
             if policy.get(key):
-                return str(policy[key])
-    return str(policy)
+                return safe_text(str(policy[key]))
+    return safe_text(str(policy))
 
 
 def to_row(traj: Trajectory) -> dict[str, Any]:
     if not isinstance(traj, Trajectory):
         raise StoreError(f"Store.write takes a Trajectory, not {type(traj).__name__}; build one "
                          "with Trajectory.from_dict(...) if you have a dict")
+    traj, data = _sanitized(traj)
     lineage = traj.lineage or {}
     return {
         "id": traj.id, "run_id": traj.run_id, "role": traj.role, "task_id": traj.task.id,
@@ -68,7 +100,7 @@ def to_row(traj: Trajectory) -> dict[str, Any]:
         "policy": policy_name(lineage.get("policy")), "origin_id": lineage.get("origin"),
         "parent_id": lineage.get("parent"), "started_at": traj.started_at, "ended_at": traj.ended_at,
         "written_at": time.time(), "schema_version": traj.schema_version, "codec": "zlib-json",
-        "data": encode(traj),
+        "data": _compress(data, traj.id),
     }
 
 

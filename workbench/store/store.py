@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import StoreError
+from workbench.safetext import safe_json, safe_text
 from workbench.store import _schema
 from workbench.store._filters import SUMMARY_COLUMNS, SUMMARY_SELECT, where
 from workbench.store._rows import BLOB_COLUMNS, HISTORY_INSERT, UPSERT, from_row, to_row
@@ -106,7 +107,10 @@ class Store:
 
     # -- trajectories ----------------------------------------------------------------------
     def write(self, traj: Trajectory) -> None:
-        """Insert or replace one trajectory in its own transaction; durable when this returns."""
+        """Insert or replace one trajectory in its own transaction; durable when this returns.
+
+        Text that is not valid Unicode is stored with U+FFFD and `metadata["sanitized"] = True`
+        (`safe_trajectory`); a value JSON cannot hold raises `StoreError` naming it."""
         self.write_many([traj])
 
     def write_many(self, trajs: Iterable[Trajectory]) -> int:
@@ -198,10 +202,12 @@ class Store:
         """Make `rewards` the trajectory's current rewards and append them to its history.
 
         `provenance` is e.g. {"author": "alice", "reason": "f1 instead of EM"}; other keys kept."""
-        prov = dict(provenance or {})
+        prov = safe_json(dict(provenance or {}))
+        traj_id, spec_name = _safe(traj_id), _safe(spec_name)
         if not isinstance(spec_json, (str, type(None))):
-            spec_json = json.dumps(spec_json, sort_keys=True, default=str)
-        rewards_json = json.dumps({k: float(v) for k, v in rewards.items()})
+            spec_json = json.dumps(safe_json(spec_json), sort_keys=True, default=str)
+        spec_json = _safe(spec_json)
+        rewards_json = json.dumps({safe_text(str(k)): float(v) for k, v in rewards.items()})
         total = rewards.get("total")
         with self._transaction() as conn:
             cur = conn.execute("UPDATE trajectories SET reward = ?, rewards_json = ?, reward_spec = ? "
@@ -233,7 +239,8 @@ class Store:
                     time_s: float | None = None) -> None:
         """Append one training step's metrics (one transaction)."""
         now = time.time() if time_s is None else time_s
-        rows = [(run_id, int(step), str(k), None if v is None else float(v), now)
+        run_id = _safe(run_id)
+        rows = [(run_id, int(step), safe_text(str(k)), None if v is None else float(v), now)
                 for k, v in values.items()]
         with self._transaction() as conn:
             conn.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?)", rows)
@@ -254,8 +261,8 @@ class Store:
         with self._transaction() as conn:
             conn.execute("INSERT INTO events (run_id, kind, trajectory_id, payload_json, time) "
                          "VALUES (?, ?, ?, ?, ?)",
-                         (run_id, kind, trajectory_id, json.dumps(payload or {}, default=str),
-                          time.time()))
+                         (_safe(run_id), _safe(kind), _safe(trajectory_id),
+                          json.dumps(safe_json(payload or {}), default=str), time.time()))
 
     def events(self, run_id: str | None = None, kind: str | None = None) -> "pd.DataFrame":
         import pandas as pd
@@ -285,6 +292,11 @@ class Store:
         from workbench.store.export import to_dataset
 
         return to_dataset(self, **filters)
+
+
+def _safe(value: Any) -> Any:
+    """Strings made valid Unicode (SQLite rejects lone surrogates); other values as they are."""
+    return safe_text(value) if isinstance(value, str) else value
 
 
 def _simple_where(**equals: Any) -> tuple[str, list[Any]]:
