@@ -12,6 +12,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--topk", type=int, default=3, help="results per query when a request gives no topk")
     p.add_argument("--no-mmap", action="store_true", help="read the index into memory instead of mapping it")
+    p.add_argument("--max-body-bytes", type=int, default=4 << 20, help="larger request bodies get 413 (default 4 MiB)")
+    p.add_argument("--max-queries", type=int, default=4096, help="more queries in one request get 422 (default 4096)")
+    p.add_argument("--max-query-chars", type=int, default=4096, help="a longer query gets 422 (default 4096)")
+    p.add_argument("--chunk", type=int, default=32,
+                   help="queries retrieved at a time; concurrent requests take turns per chunk (default 32)")
     p.set_defaults(func=_serve)
 
     idx = subparsers.add_parser("index", help="build retrieval indexes")
@@ -27,11 +32,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _serve(args: argparse.Namespace) -> int:
     from workbench.search.index import load_index
-    from workbench.search.server import serve
+    from workbench.search.server import SearchLimits, serve
 
+    limits = SearchLimits(max_body_bytes=args.max_body_bytes, max_queries=args.max_queries,
+                    max_query_chars=args.max_query_chars, chunk=args.chunk)
     retriever = load_index(args.index, mmap=not args.no_mmap)
     print(f"serving {retriever!r} on http://{args.host}:{args.port}/retrieve", flush=True)
-    serve(retriever, host=args.host, port=args.port, topk=args.topk)
+    serve(retriever, host=args.host, port=args.port, topk=args.topk, limits=limits)
     return 0
 
 
