@@ -137,6 +137,7 @@ class AsyncKernel:
             assert self._ch is not None
             self._ch.connect(host_ip)
             await self._wait_ready()
+            self._dir.seal()  # its sockets are bound: from now on the kernel creates no host files
             if self.startup_code:
                 obs = await self.execute(self.startup_code, timeout=self.startup_timeout, silent=True)
                 if not obs.ok:

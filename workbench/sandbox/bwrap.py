@@ -5,9 +5,15 @@ Inside the sandbox:
     /usr, /bin, /lib*, /sbin   host system dirs, read-only
     <python prefix>, <venv>    the Python environment, read-only, at their host paths
     <workbench source dir>     the package itself, read-only (so `import workbench.runtime` works)
-    /workspace                 the rollout's writable work dir (cwd, $HOME is /tmp)
+    /workspace                 private tmpfs (cwd), size-capped
+    /tmp                       private tmpfs ($HOME), size-capped
     /run/workbench             the rollout's run dir: connection file, ipc sockets, gateway.sock
-    /tmp                       private tmpfs, size-capped
+
+The kernel writes nowhere on the host's disk: /workspace and /tmp live in the sandbox's own
+mount namespace, capped together at `limits.disk_mb` (/tmp gets `tmp_size_mb`, /workspace the
+rest), and vanish with it. Writing past a cap is an ordinary `OSError` (ENOSPC). tmpfs pages are
+memory, so the sandbox's cgroup allows `memory_mb + disk_mb` (see `cgroups.py`). The run dir is
+a host dir; as root it is sealed once the kernel has bound its sockets (`RolloutDir.seal`).
 
 When workbench runs as root the chain is
 
@@ -51,7 +57,7 @@ class SandboxSpec:
 
     profile: SandboxProfile
     run_dir: Path  # bound read-write at /run/workbench
-    work_dir: Path  # bound read-write at /workspace
+    work_dir: Path | None = None  # not bound: /workspace is a tmpfs (used only unsandboxed)
     uid: int | None = None  # unprivileged uid to run as (root hosts); None = stay as self
     gid: int | None = None
     env: dict[str, str] | None = None  # extra variables (already allow-listed by the caller)
@@ -138,15 +144,16 @@ def build_argv(spec: SandboxSpec, command: list[str]) -> list[str]:
     argv += ["--perms", "0755", "--dir", "/etc"]
     for f in _ETC_BASE + (_ETC_NET if p.etc_network else ()):
         argv += ["--ro-bind-try", f, f]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size",
-             str(p.tmp_size_mb * _MB), "--tmpfs", "/tmp"]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    for size_mb, inside in ((p.tmp_size_mb, "/tmp"), (p.workspace_size_mb, INSIDE_WORK)):
+        argv += ["--perms", "1777", "--size", str(size_mb * _MB), "--tmpfs", inside]
     made: set[str] = set()
     binds = [(str(x), str(x)) for x in python_paths()]
     binds += [(str(h), i) for h, i in p.bind_pairs() + _pairs(spec.extra_ro_binds)]
     for host, inside in binds:
         argv += _parents(inside, made) + ["--ro-bind", host, inside]
     argv += _parents(INSIDE_RUN, made)
-    argv += ["--bind", str(spec.run_dir), INSIDE_RUN, "--bind", str(spec.work_dir), INSIDE_WORK]
+    argv += ["--bind", str(spec.run_dir), INSIDE_RUN]
     if not as_root:  # (as root the inner bwrap changes dir: the outer has dropped DAC override)
         argv += ["--chdir", INSIDE_WORK]
     if as_root:

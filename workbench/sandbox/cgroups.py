@@ -1,7 +1,8 @@
 """Per-sandbox cgroups (when workbench runs as root and a writable hierarchy exists).
 
-rlimits bind per process; a cgroup bounds the whole sandbox: total memory (`memory_mb`) and
-total tasks (`processes` plus a few for bwrap). cgroup v1 `memory`/`pids` controllers are used
+rlimits bind per process; a cgroup bounds the whole sandbox: total memory (`memory_mb`, plus
+`disk_mb` for the sandbox's tmpfs /workspace and /tmp, whose pages are charged as memory: a
+full disk then gives ENOSPC, not an OOM kill) and total tasks (`processes` plus a few for bwrap). cgroup v1 `memory`/`pids` controllers are used
 where mounted read-write, else cgroup v2 at /sys/fs/cgroup when it offers them; otherwise
 `Cgroup.create` returns None and the rlimits alone apply.
 
@@ -40,6 +41,11 @@ def _sweep_stale() -> None:
                     pass  # still has tasks, or not ours
 
 
+def memory_bytes(limits: Limits) -> int:
+    """The sandbox's memory limit: what its processes may use plus its tmpfs disk."""
+    return (limits.memory_mb + limits.disk_mb) << 20
+
+
 class Cgroup:
     def __init__(self, dirs: list[Path], version: int) -> None:
         self.dirs, self.version = dirs, version
@@ -59,7 +65,7 @@ class Cgroup:
                 cg = cls(dirs, 1)
                 for d in dirs:
                     d.mkdir(parents=True)
-                (dirs[0] / "memory.limit_in_bytes").write_text(str(limits.memory_mb << 20))
+                (dirs[0] / "memory.limit_in_bytes").write_text(str(memory_bytes(limits)))
                 (dirs[1] / "pids.max").write_text(str(limits.processes + _EXTRA_TASKS))
                 return cg
             controllers = (V1 / "cgroup.controllers").read_text().split()
@@ -70,7 +76,7 @@ class Cgroup:
                 d = parent / name
                 d.mkdir()
                 cg = cls([d], 2)
-                (d / "memory.max").write_text(str(limits.memory_mb << 20))
+                (d / "memory.max").write_text(str(memory_bytes(limits)))
                 (d / "memory.swap.max").write_text("0")
                 (d / "pids.max").write_text(str(limits.processes + _EXTRA_TASKS))
                 return cg

@@ -2,8 +2,8 @@
 
     >>> from workbench.sandbox import load_profile
     >>> p = load_profile("default")                 # sandbox/profiles/default.toml
-    >>> p.network, p.limits.memory_mb
-    (False, 4096)
+    >>> p.network, p.limits.memory_mb, p.limits.disk_mb
+    (False, 4096, 1024)
     >>> p2 = p.replace(ro_binds=["/data/wiki:/data"], limits={"memory_mb": 8192})
 
 A profile file may set any field of `SandboxProfile` (and `[limits]` any field of `Limits`);
@@ -35,6 +35,7 @@ class Limits:
     cpu_seconds: int = 3600  # RLIMIT_CPU per process
     file_size_mb: int = 1024  # RLIMIT_FSIZE
     open_files: int = 1024  # RLIMIT_NOFILE
+    disk_mb: int = 1024  # the whole writable area (/workspace + /tmp), tmpfs: held in memory
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class SandboxProfile:
     description: str = ""
     network: bool = False  # True shares the host network (weaker; see networked.toml)
     etc_network: bool = False  # bind resolv.conf/hosts/ssl (only useful with network)
-    tmp_size_mb: int = 256
+    tmp_size_mb: int = 256  # /tmp's share of limits.disk_mb; /workspace gets the rest
     ro_binds: tuple[str, ...] = ()  # "HOST" or "HOST:INSIDE"
     pass_env: tuple[str, ...] = ("LANG", "LC_ALL", "TZ")
     env: dict[str, str] = field(
@@ -68,6 +69,11 @@ class SandboxProfile:
             merged = {f.name: getattr(self.limits, f.name) for f in dataclasses.fields(Limits)}
             changes["limits"] = {**merged, **changes["limits"]}
         return _build(SandboxProfile, {**_as_dict(self), **changes}, f"sandbox profile '{self.name}'")
+
+    @property
+    def workspace_size_mb(self) -> int:
+        """/workspace's cap: what `limits.disk_mb` leaves after /tmp's `tmp_size_mb`."""
+        return self.limits.disk_mb - self.tmp_size_mb
 
     def bind_pairs(self) -> list[tuple[Path, str]]:
         """The extra read-only binds as (host path, path inside)."""
@@ -117,6 +123,10 @@ def _validate(p: SandboxProfile) -> None:
         _check_type(value, int, f"{where}: field 'limits.{f.name}'")
         if value <= 0:
             raise ConfigError(f"{where}: field 'limits.{f.name}' must be > 0, got {value}")
+    if p.tmp_size_mb >= p.limits.disk_mb:
+        raise ConfigError(f"{where}: field 'tmp_size_mb' ({p.tmp_size_mb}) must be smaller than "
+                          f"'limits.disk_mb' ({p.limits.disk_mb}), the cap for /tmp and /workspace "
+                          "together; raise limits.disk_mb or lower tmp_size_mb")
 
 
 def _build(cls: type, data: dict[str, Any], where: str) -> Any:

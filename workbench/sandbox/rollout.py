@@ -2,8 +2,10 @@
 
     <root>/                   0700 (the outer bwrap binds as root, so no one else needs in)
     <root>/<name>/            0700
-        run/                  → /run/workbench inside (connection file, ipc sockets, gateway.sock)
-        work/                 → /workspace inside (cwd)
+        run/                  → /run/workbench inside (connection file, ipc sockets, gateway.sock);
+                              as root: root:<sandbox gid> 0770, sealed to 0750 once the kernel
+                              has bound its sockets, so the sandbox can no longer create files
+        work/                 cwd of unsandboxed kernels only (a sandbox's /workspace is a tmpfs)
         outputs/              full text of truncated observations (host only, not bound)
 
 Uids come from a range (default 60000–60999); a lease is an flock on a small file under
@@ -17,6 +19,7 @@ import fcntl
 import os
 import secrets
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,14 +96,22 @@ class RolloutDir:
         for sub in (rd.run, rd.work, rd.outputs):
             sub.mkdir(mode=0o700)
         if uid is not None:
-            for p in (path, rd.run, rd.work):
+            for p in (path, rd.work):
                 os.chown(p, uid, uid)
+            os.chown(rd.run, -1, uid)
+            os.chmod(rd.run, 0o770)
         return rd
 
-    def share(self, path: str | os.PathLike[str]) -> None:
-        """Let the sandbox uid use a host-made file in run/ (e.g. a gateway unix socket)."""
+    def seal(self) -> None:
+        """Take away the sandbox's right to create files in run/ (it keeps read and connect)."""
         if self.uid is not None:
-            os.chown(path, self.uid, self.uid)
+            os.chmod(self.run, 0o750)
+
+    def share(self, path: str | os.PathLike[str]) -> None:
+        """Let the sandbox uid use a host-made file in run/: connect to a socket, read a file."""
+        if self.uid is not None:
+            os.chown(path, -1, self.uid)
+            os.chmod(path, 0o660 if stat.S_ISSOCK(os.stat(path).st_mode) else 0o640)
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
