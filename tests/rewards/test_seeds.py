@@ -100,13 +100,13 @@ def test_drzero_proposer_reward_as_coded():
     spec = RewardSpec.preset("drzero_proposer")
     assert spec.score(_proposer({"solver_correct": [1, 0, 0, 0, 0]}))["total"] == 1.5
     got = spec.score(_proposer({"solver_answers": ["Tamira Kolvesh", "tamira kolvesh!", "x", None, "y"]}))
-    assert got == {"drzero.format": 1.0, "drzero.difficulty": 0.75, "total": 1.25}
+    assert got == {"format": 1.0, "difficulty": 0.75, "total": 1.25}
     # an answer the document + results never mention: ans = 0, format 0.75, still gated in
     assert spec.score(_proposer({"solver_correct": [1, 0]}, answer="Zed"))["total"] == \
         pytest.approx(0.5 * 0.75 + 1.0)
     bad = _proposer({"solver_correct": [1, 0, 0, 0, 0]}, answer="")
-    assert spec.score(bad) == {"drzero.format": 0.0, "drzero.difficulty": 0.0, "total": 0.0}
-    assert spec.score(_proposer({}))["drzero.difficulty"] == 0.0  # no solver results yet
+    assert spec.score(bad) == {"format": 0.0, "difficulty": 0.0, "total": 0.0}
+    assert spec.score(_proposer({}))["difficulty"] == 0.0  # no solver results yet
 
 
 def test_difficulty_over_a_solver_group():
@@ -143,17 +143,30 @@ def _curriculum(question, answer="12", executor=None, n_tools=2):
 
 
 def test_agent0_curriculum_reward_code_and_paper():
+    """Batch: q0 (answer 12), q1 (answer 13), q2 (no question); executor answers 6×"12", 4×"7",
+    executor tool counts [2]. q2 has no question, so B = 2 and q0, q1 (no shared words) are
+    clusters of one: R_rep = 1/2.
+    code:  q0: p = 0.6, majority 12 = proposer's 12 → min(0.6, 0.4) = 0.4; tool counted in the
+           curriculum agent's own output: no cell ran → 0; total 0.4 − 0.5 + 0 = −0.1.
+           q1: majority 12 ≠ 13 → 0.  q2: no question → −1.
+    paper: q0: 1 − 2|0.6 − 0.5| = 0.8; R_tool = 0.05·min(2, 4) = 0.1, ×0.6 = 0.06;
+           max(0, 0.8 + 0.06 − 0.5) = 0.36.  q2: R_format = 0 → 0.
+    floor: three copies of one question, executor all "1": p = 1 → R_unc = 0; one cluster of
+           3 in B = 3 → R_rep = 1; max(0, 0 + 0.06 − 1) = 0.
+    """
     batch = [_curriculum("what is the sum of the first ten primes"),
              _curriculum("how many ways to tile a 2 by 8 board", answer="13"),
              _curriculum(None)]
     code = RewardSpec.preset("agent0").score_many(batch)
-    # p = 0.6, majority "12" matches (upstream compared with "2", the last character, and paid 0)
+    # (upstream compared the majority with "2", the last character of "12", and paid 0)
     assert code[0]["agent0.uncertainty"] == pytest.approx(0.4)
-    assert code[0]["total"] == pytest.approx(0.4 - 1 / 3 + 0.1)
-    assert code[1]["agent0.uncertainty"] == 0.0  # majority 12 ≠ proposer's 13
-    assert code[2]["total"] == -1.0  # no question
+    assert code[0]["agent0.repetition"] == pytest.approx(0.5) and code[0]["agent0.tool"] == 0.0
+    assert code[0]["total"] == pytest.approx(-0.1)
+    assert code[1]["agent0.uncertainty"] == 0.0
+    assert code[2]["total"] == -1.0
     paper = RewardSpec.preset("agent0_paper").score_many(batch)
-    assert paper[0]["total"] == pytest.approx(0.8 + 0.6 * 0.1 - 1 / 3)
+    assert paper[0]["agent0.tool"] == pytest.approx(0.1)
+    assert paper[0]["total"] == pytest.approx(0.36)
     assert paper[2]["total"] == 0.0
     floor = RewardSpec.preset("agent0_paper").score_many(
         [_curriculum("what is two plus two", executor=["1"] * 10)] * 3)
@@ -168,25 +181,33 @@ def test_agent0_uncertainty_gate_below_a_tenth():
 
 # -- ASearcher ------------------------------------------------------------------------------------
 def test_asearcher_turn_format():
+    """correct_format_fn: <think> is not checked (the prompt opens it), at most one </think>."""
     assert turn_well_formed("<think>x</think><search>q</search>")
-    assert not turn_well_formed("<think>x<search>q</search>")
+    assert turn_well_formed("x</think><search>q</search>")  # the prompt opened <think>
+    assert turn_well_formed("<think>x<search>q</search>")
+    assert not turn_well_formed("<search>q")
     assert not turn_well_formed("<search>a</search><answer>b</answer>")
     assert not turn_well_formed("<think>x</think> Assistant: <answer>b</answer>")
     assert not turn_well_formed("<think>a</think></think>")
 
 
-def test_asearcher_gate_times_set_f1():
+def test_asearcher_format_times_set_f1_then_penalty():
+    """good: set-F1("Paris France", "Paris") = 2·(1/2·1)/(1/2 + 1) = 2/3, format 1 → 2/3.
+    bad: a turn with two actions → format 0 → 0·1 = 0.
+    aug: F1("NYC", "New York City") = 0, F1 with aug "NYC" = 1 → 0.7·0 + 0.3·max(1, 0) = 0.3.
+    invalid under the most-likely-answer instruction: −0.5, even with format 0 (upstream order)."""
     spec = RewardSpec.preset("asearcher")
     good = make_traj(["<think>x</think><search>q</search>", "<answer>Paris France</answer>"])
     assert spec.score(good)["total"] == pytest.approx(2 / 3)
-    bad = make_traj(["<think>x<search>q</search>", "<answer>Paris</answer>"])
-    assert spec.score(bad) == {"asearcher.f1": 1.0, "asearcher.format": 0.0, "total": 0.0}
+    bad = make_traj(["<search>q</search><answer>Paris</answer>", "<answer>Paris</answer>"])
+    assert spec.score(bad) == {"asearcher.reward": 0.0, "asearcher.f1": 1.0, "asearcher.format": 0.0,
+                               "total": 0.0}
     aug = make_traj(["<answer>NYC</answer>"], golds=["New York City"],
                     task_meta={"aug_answers": ["NYC"]})
     assert spec.score(aug)["total"] == pytest.approx(0.3)
-    invalid = make_traj(["<answer>the question is invalid.</answer>"],
+    invalid = make_traj(["<answer>the question is invalid.</answer></think></think>"],
                         task_meta={"valid_instruction": True})
-    assert spec.score(invalid)["total"] == -0.5
+    assert spec.score(invalid)["asearcher.format"] == 0.0 and spec.score(invalid)["total"] == -0.5
 
 
 def test_search_r1_and_zerosearch():

@@ -1,26 +1,37 @@
-"""ASearcher rewards: set-F1 on the last answer, gated by per-turn format correctness.
+"""ASearcher rewards, in upstream's order: set-F1 (with the aug-answer blend) × format, then the
+invalid-answer penalty; plus upstream's EM, its prompt templates and an LLM-judge variant.
 
-A turn is well formed (`correct_format_fn`) when every tag among think/search/access/answer is
-balanced, at most one of search/access/answer is opened, the text holds neither "Assistant"
-nor "assistant", and `</think>` appears at most once. The trajectory's format is 1 only if
-every turn is well formed; the score is `set_f1 × format`.
+A turn is well formed (`correct_format_fn`) when search/access/answer tags are balanced, at most
+one of them is opened, the text holds neither "Assistant" nor "assistant", and `</think>` appears
+at most once. `<think>` itself is not checked: ASearcher's prompt opens it for the model. The
+format is 1 only if every generated turn is well formed.
 
-With `metadata["aug_answers"]` the F1 becomes `0.7·s + 0.3·max(s_aug, s)`; a task whose prompt
-carried the "find the most likely answer" instruction (`metadata["valid_instruction"]`) and whose
-answer calls the question invalid scores −0.5.
+The score (`asearcher.reward`), step by step as upstream computes it:
+1. `s = set_f1(answer, golds)`; with `metadata["aug_answers"]`: `s = 0.7·s + 0.3·max(s_aug, s)`;
+2. `s = s × format`;
+3. when the prompt carried the "find the most likely answer" instruction
+   (`metadata["valid_instruction"]`) and the answer contains "question", "invalid", "appropriate"
+   or "valid" (case-sensitive, as upstream), `s = −0.5`, whatever the format.
 
-    turn_well_formed("<think>x</think><search>q</search>")   # True
+    turn_well_formed("x</think><search>q</search>")     # True: the prompt opened <think>
+    asearcher_prompt("Who wrote Emma?", valid_instruction=True)
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
+from importlib import resources
+
 from workbench.rewards.registry import RewardContext, answer_of, reward
-from workbench.rewards.text import set_f1
+from workbench.rewards.text import asearcher_em, set_f1
 from workbench.trajectory import Trajectory
 
-_TAGS = ("think", "search", "access", "answer")
-_ACTIONS = ("search", "access", "answer")
+_TAGS = ("search", "access", "answer")
 _INVALID_WORDS = ("question", "invalid", "appropriate", "valid")
+INVALID_PROMPT = ("Note that when the Assistant finds the question is invalid, e.g. no answer could match all "
+                  "information in the question, the Assistant replies with '<answer> the question is invalid. "
+                  "</answer>'.")
+VALID_PROMPT = "You should try to find the most likely answer. "
 
 
 def turn_well_formed(text: str) -> bool:
@@ -28,26 +39,58 @@ def turn_well_formed(text: str) -> bool:
         return False
     if any(text.count(f"<{t}>") != text.count(f"</{t}>") for t in _TAGS):
         return False
-    return sum(text.count(f"<{t}>") for t in _ACTIONS) <= 1
+    return sum(text.count(f"<{t}>") for t in _TAGS) <= 1
+
+
+@lru_cache(maxsize=4)
+def _template(name: str) -> str:
+    return resources.files("workbench.rewards").joinpath("prompts", name).read_text(encoding="utf-8")
+
+
+def asearcher_prompt(question: str, *, access: bool = True, valid_instruction: bool = False) -> str:
+    """ASearcher's prompt (`SEARCH_ACCESS_PROMPT_TEMPLATE`, or `SEARCH_ONLY_…` with
+    `access=False`); `valid_instruction` swaps the "invalid question" note for "find the most
+    likely answer" (upstream does so for a `valid_inst_ratio` share of prompts). It ends with
+    "Assistant: \\n<think>\\n": the model continues inside an open think block."""
+    text = _template("asearcher_search_access.txt" if access else "asearcher_search_only.txt")
+    text = text.replace("{question}", question)
+    return text.replace(INVALID_PROMPT, VALID_PROMPT) if valid_instruction else text
+
+
+def invalid_answer(answer: str | None) -> bool:
+    """Upstream's `judge_q_invalid`: the answer names the question invalid (case-sensitive)."""
+    return answer is not None and any(w in answer for w in _INVALID_WORDS)
 
 
 @reward("asearcher.format")
 def format_reward(traj: Trajectory, ctx: RewardContext) -> float:
-    """1 when every turn is well formed (balanced tags, ≤1 action, no 'Assistant')."""
-    return float(bool(traj.steps) and all(turn_well_formed(s.raw or "") for s in traj.steps))
+    """1 when every turn is well formed (balanced search/access/answer, ≤1 action, no 'Assistant')."""
+    return float(all(turn_well_formed(s.raw or "") for s in traj.steps))
 
 
 @reward("asearcher.f1")
-def f1_reward(traj: Trajectory, ctx: RewardContext, *, aug_weight: float = 0.3,
-              invalid_penalty: float = -0.5) -> float:
-    """Set-F1 of the answer, with ASearcher's aug-answer blend and invalid-answer penalty."""
+def f1_reward(traj: Trajectory, ctx: RewardContext, *, aug_weight: float = 0.3) -> float:
+    """Set-F1 of the answer, with ASearcher's aug-answer blend (no format, no penalty)."""
     answer = answer_of(traj)
-    meta = traj.task.metadata
-    if meta.get("valid_instruction") and answer and any(w in answer.lower()
-                                                        for w in _INVALID_WORDS):
-        return invalid_penalty
     score = set_f1(answer, traj.task.golden_answers)
-    aug = meta.get("aug_answers")
+    aug = traj.task.metadata.get("aug_answers")
     if aug:
         score = (1 - aug_weight) * score + aug_weight * max(set_f1(answer, aug), score)
     return score
+
+
+@reward("asearcher.reward")
+def asearcher_reward(traj: Trajectory, ctx: RewardContext, *, aug_weight: float = 0.3,
+                     invalid_penalty: float = -0.5) -> float:
+    """ASearcher's score: set-F1 (aug blend) × format, then −0.5 for an 'invalid' answer to a
+    prompt that asked for the most likely answer."""
+    score = f1_reward(traj, ctx, aug_weight=aug_weight) * format_reward(traj, ctx)
+    if traj.task.metadata.get("valid_instruction") and invalid_answer(answer_of(traj)):
+        score = invalid_penalty
+    return score
+
+
+@reward("asearcher.em")
+def em_reward(traj: Trajectory, ctx: RewardContext) -> float:
+    """ASearcher's EM: SQuAD normalisation after mapping True/False to yes/no."""
+    return asearcher_em(answer_of(traj), traj.task.golden_answers)

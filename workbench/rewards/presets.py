@@ -14,8 +14,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     "drzero_proposer": {
         "name": "drzero_proposer",
         "description": "Dr. Zero proposer as coded: 0.5·format + difficulty (difficulty needs format>0)",
-        "components": [{"name": "drzero.format", "weight": 0.5},
-                       {"name": "drzero.difficulty", "weight": 1.0}]},
+        "components": [{"name": "drzero.format", "weight": 0.5, "key": "format"},
+                       {"name": "drzero.difficulty", "weight": 1.0, "key": "difficulty"}]},
     "zerosearch": {
         "name": "zerosearch", "description": "ZeroSearch: token F1 (trained on), cover-EM reported",
         "components": [{"name": "f1"}, {"name": "cover_em", "weight": 0.0}]},
@@ -32,21 +32,36 @@ PRESETS: dict[str, dict[str, Any]] = {
                        {"name": "l0.code", "weight": 0.1, "params": {"no_output": "zero"}}]},
     "agent0": {
         "name": "agent0",
-        "description": "Agent0 curriculum as coded: min(p,1−p) − cluster share + 0.05·min(N,4); "
-                       "no question → −1",
+        "description": "Agent0 curriculum as coded: min(p,1−p) − cluster share + 0.05·min(N,4), N "
+                       "counted in the curriculum agent's own output; no question → −1",
         "components": [{"name": "agent0.uncertainty", "params": {"variant": "code"}},
                        {"name": "agent0.repetition", "weight": -1.0},
-                       {"name": "agent0.tool", "params": {"gamma": 0.05, "cap": 4}}],
+                       {"name": "agent0.tool", "params": {"gamma": 0.05, "cap": 4,
+                                                          "source": "self"}}],
         "gate": ["agent0.format"], "gate_fail": -1.0},
     "agent0_paper": {
         "name": "agent0_paper",
-        "description": "Agent0 paper eq. 5: format·max(0, R_unc + 0.6·R_tool − R_rep) "
-                       "(γ=0.05 from the code; the paper gives none)",
+        "description": "Agent0 paper eq. 5: R_format·max(0, R_unc + 0.6·R_tool − R_rep), R_tool = "
+                       "0.05·min(N,4) over the executor's attempts (γ from the code)",
         "components": [{"name": "agent0.uncertainty", "params": {"variant": "paper"}},
-                       {"name": "agent0.tool", "weight": 0.6, "params": {"gamma": 0.05, "cap": 4}},
-                       {"name": "agent0.repetition", "weight": -1.0}],
+                       {"name": "agent0.tool", "weight": 0.6,
+                        "params": {"gamma": 0.05, "cap": 4, "source": "executor"}},
+                       {"name": "agent0.repetition", "weight": -1.0},
+                       {"name": "agent0.format", "weight": 0.0,
+                        "params": {"require_answer": True, "reject_leak": True}}],
         "gate": ["agent0.format"], "gate_fail": 0.0, "floor": 0.0},
+    "agent0_executor": {
+        "name": "agent0_executor",
+        "description": "Agent0 executor: 1 when the answer equals the majority-vote pseudo-label",
+        "components": [{"name": "em"}]},
     "asearcher": {
-        "name": "asearcher", "description": "ASearcher: set-F1 × format",
-        "components": [{"name": "asearcher.f1"}], "gate": ["asearcher.format"]},
+        "name": "asearcher",
+        "description": "ASearcher: set-F1 (aug blend) × format, then −0.5 for an 'invalid' answer "
+                       "under the most-likely-answer instruction",
+        "components": [{"name": "asearcher.reward"}, {"name": "asearcher.f1", "weight": 0.0},
+                       {"name": "asearcher.format", "weight": 0.0}]},
+    "asearcher_judge": {
+        "name": "asearcher_judge",
+        "description": "ASearcher for reasoning models: the registered LLM judge's verdict × format",
+        "components": [{"name": "llm_judge"}], "gate": ["asearcher.format"]},
 }

@@ -137,9 +137,12 @@ def answer_of(traj: Trajectory) -> str | None:
 
 
 def question_of(traj: Trajectory) -> str | None:
-    """A proposer's question: the last `<question>…</question>` in its steps, else None."""
+    """A proposer's question: `metadata["question"]` when the episode recorded one (evolve does,
+    from the submit call), else the last `<question>…</question>` in its steps, else None."""
+    if traj.metadata.get("question") is not None:
+        return str(traj.metadata["question"])
     for step in reversed(traj.steps):
         found = extract_tag(step.raw or "", "question")
         if found is not None:
             return found
-    return traj.metadata.get("question")
+    return None

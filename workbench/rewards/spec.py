@@ -148,12 +148,18 @@ class RewardSpec(BaseModel):
 
     def score_many(self, trajs: list[Trajectory], extra: dict[str, Any] | None = None
                    ) -> list[dict[str, float]]:
-        """Score a batch: groups are the trajectories sharing a task id, the batch is all."""
+        """Score a batch: groups are the trajectories sharing a task id; the batch is all of them,
+        or, for trajectories with `metadata["reward_batch"]`, those sharing its value (so a rescore
+        rebuilds the batches a run scored together, e.g. Agent0's repetition penalty)."""
         groups: dict[str, list[Trajectory]] = defaultdict(list)
+        batches: dict[Any, list[Trajectory]] = defaultdict(list)
         for t in trajs:
             groups[t.task.id].append(t)
+            batches[t.metadata.get("reward_batch")].append(t)
         shared = dict(extra or {})
-        return [self.score(t, RewardContext(group=groups[t.task.id], batch=trajs, extra=shared))
+        return [self.score(t, RewardContext(group=groups[t.task.id],
+                                            batch=batches[t.metadata.get("reward_batch")],
+                                            extra=shared))
                 for t in trajs]
 
     # -- serialisation ------------------------------------------------------------------------

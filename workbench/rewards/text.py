@@ -7,13 +7,23 @@
     token_f1("paris france", ["Paris"])                 # 0.667
     extract_answer("<answer> a </answer> … <answer> Paris </answer>")   # 'Paris'
 
-Two normalisers, chosen by name (`normalizer="squad" | "unicode"`):
+Three normalisers, chosen by name (`normalizer="squad" | "unicode" | "l0"`):
 - `squad`: SQuAD/Search-R1: lowercase, drop ASCII punctuation, drop articles a/an/the, collapse
   whitespace. Non-ASCII text is kept as is.
 - `unicode`: NFKC + casefold, drop every Unicode punctuation (P*) and symbol (S*) character, drop
   the articles, collapse whitespace; CJK ideographs, kana and hangul become one token each for F1.
   Different CJK answers never match (unlike L0's ASCII-only normaliser, which erased them).
+- `l0`: L0's rule: lowercase, delete every character but a-z, 0-9 and whitespace, collapse
+  whitespace. It keeps the articles ("Beatles" ≠ "The Beatles") and deletes non-ASCII letters.
 Every metric takes the max over gold aliases; a missing prediction (None) scores 0.
+
+A gold that normalises to the empty string ("A", "the", any CJK gold under `l0`) would match
+everything or nothing. The rule for such a gold, in EM, cover-EM and F1 alike: it scores 1 when
+the prediction's light form equals the gold's (NFKC, casefold, whitespace collapsed), else 0.
+So cover-EM is never below EM: `exact_match("A", ["a"]) == cover_em("A", ["a"]) == 1.0`.
+
+F1's yes/no/noanswer rule (HotpotQA, FlashRAG; `yes_no_rule=True`): when either normalised side
+is "yes", "no" or "noanswer" and the two differ, F1 is 0.
 """
 
 from __future__ import annotations
@@ -42,8 +52,22 @@ def normalize_unicode(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
+_NON_L0 = re.compile(r"[^a-z0-9\s]")
+
+
+def normalize_l0(text: str) -> str:
+    """L0's normalisation: lowercase, keep only a-z, 0-9 and whitespace, collapse whitespace."""
+    return " ".join(_NON_L0.sub("", text.lower()).split())
+
+
+def light_form(text: str) -> str:
+    """NFKC, casefold, whitespace collapsed: how a gold that normalises to "" is compared."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
 NORMALIZERS: dict[str, Callable[[str], str]] = {"squad": normalize_answer,
-                                                 "unicode": normalize_unicode}
+                                                 "unicode": normalize_unicode,
+                                                 "l0": normalize_l0}
 
 
 def get_normalizer(name: str) -> Callable[[str], str]:
@@ -72,7 +96,8 @@ def exact_match(pred: str | None, golds: str | Sequence[str], normalizer: str = 
         return 0.0
     norm = get_normalizer(normalizer)
     p = norm(pred)
-    return float(any(p == norm(g) for g in _golds(golds)))
+    return float(any(p == ng if ng else light_form(pred) == light_form(g)
+                     for g, ng in ((g, norm(g)) for g in _golds(golds))))
 
 
 def cover_em(pred: str | None, golds: str | Sequence[str], normalizer: str = "squad") -> float:
@@ -81,18 +106,30 @@ def cover_em(pred: str | None, golds: str | Sequence[str], normalizer: str = "sq
         return 0.0
     norm = get_normalizer(normalizer)
     p = norm(pred)
-    return float(any(norm(g) in p for g in _golds(golds) if norm(g)))
+    return float(any(ng in p if ng else light_form(pred) == light_form(g)
+                     for g, ng in ((g, norm(g)) for g in _golds(golds))))
 
 
-def token_f1(pred: str | None, golds: str | Sequence[str], normalizer: str = "squad") -> float:
-    """SQuAD token F1 (Counter intersection), max over golds."""
+_YES_NO = ("yes", "no", "noanswer")
+
+
+def token_f1(pred: str | None, golds: str | Sequence[str], normalizer: str = "squad", *,
+             yes_no_rule: bool = False) -> float:
+    """SQuAD token F1 (Counter intersection), max over golds; `yes_no_rule` adds HotpotQA's."""
     if pred is None:
         return 0.0
     norm = get_normalizer(normalizer)
-    p = tokens(norm(pred), normalizer)
+    np_ = norm(pred)
+    p = tokens(np_, normalizer)
     best = 0.0
     for g in _golds(golds):
-        gt = tokens(norm(g), normalizer)
+        ng = norm(g)
+        if not ng:
+            best = max(best, float(light_form(pred) == light_form(g)))
+            continue
+        if yes_no_rule and (np_ in _YES_NO or ng in _YES_NO) and np_ != ng:
+            continue
+        gt = tokens(ng, normalizer)
         same = sum((Counter(p) & Counter(gt)).values())
         if same:
             prec, rec = same / len(p), same / len(gt)
@@ -100,26 +137,67 @@ def token_f1(pred: str | None, golds: str | Sequence[str], normalizer: str = "sq
     return best
 
 
-def _set_tokens(text: str) -> set[str]:
-    text = unicodedata.normalize("NFKC", text).lower()
-    text = "".join(" " if unicodedata.category(ch)[0] in "PS" else ch for ch in text)
-    if _CJK.search(text):  # ASearcher's Chinese path: character sets
-        return {ch for ch in text if not ch.isspace()}
-    return set(_ARTICLES.sub(" ", text).split())
+# -- ASearcher's set-F1 (AReaL/ASearcher/utils/rewards.py: f1_score, normalize_text, bool_mapping)
+_ASEARCHER_CJK = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0xF900, 0xFAFF))
+_ASEARCHER_DROP = set("0123456789，。 ,.-")
+
+
+def bool_mapping(text: str) -> str:
+    """ASearcher: exactly "True" → "yes", exactly "False" → "no"."""
+    return {"True": "yes", "False": "no"}.get(text, text)
+
+
+def normalize_asearcher(text: str) -> str:
+    """ASearcher's `normalize_text`: ASCII punctuation → space, collapse whitespace, strip, lower
+    (articles are kept)."""
+    text = "".join(" " if ch in _ASCII_PUNCT else ch for ch in text)
+    return " ".join(text.split()).lower()
+
+
+def _has_cjk(text: str) -> bool:
+    return any(lo <= ord(ch) <= hi for ch in text for lo, hi in _ASEARCHER_CJK)
+
+
+def _cjk_tokens(text: str) -> set[str]:
+    """Characters as tokens, runs of digits as one token each; digits, spaces, ,.-，。 dropped."""
+    runs: list[str] = []
+    for i, ch in enumerate(text):
+        if ch.isdigit():
+            if i > 0 and text[i - 1].isdigit():
+                runs[-1] += ch
+            else:
+                runs.append(ch)
+    return {ch for ch in text if ch not in _ASEARCHER_DROP} | set(runs)
+
+
+def _set_f1_one(pred: str, gold: str) -> float:
+    p, g = normalize_asearcher(bool_mapping(pred)), normalize_asearcher(bool_mapping(gold))
+    if _has_cjk(g):  # the gold decides the tokenisation of both sides
+        pt, gt = _cjk_tokens(p), _cjk_tokens(g)
+    else:
+        pt, gt = set(p.split()), set(g.split())
+    same = len(pt & gt)
+    if not pt or not gt or not same:
+        return 0.0
+    prec, rec = same / len(pt), same / len(gt)
+    return 2 * prec * rec / (prec + rec)
 
 
 def set_f1(pred: str | None, golds: str | Sequence[str]) -> float:
-    """ASearcher's F1: over token *sets*, punctuation → spaces, CJK text as character sets."""
+    """ASearcher's F1 over token *sets*, max over golds: `bool_mapping`, punctuation → spaces,
+    articles kept; when the gold has CJK ideographs both sides become character sets plus digit
+    runs."""
     if pred is None:
         return 0.0
-    p, best = _set_tokens(pred), 0.0
-    for g in _golds(golds):
-        gt = _set_tokens(g)
-        same = len(p & gt)
-        if same:
-            prec, rec = same / len(p), same / len(gt)
-            best = max(best, 2 * prec * rec / (prec + rec))
-    return best
+    return max((_set_f1_one(pred, g) for g in _golds(golds)), default=0.0)
+
+
+def asearcher_em(pred: str | None, golds: str | Sequence[str]) -> float:
+    """ASearcher's `em_check`: SQuAD normalisation after `bool_mapping`, any gold."""
+    if pred is None:
+        return 0.0
+    p = normalize_answer(bool_mapping(pred))
+    return float(any(p == normalize_answer(bool_mapping(g)) for g in _golds(golds)))
 
 
 def has_answer(pred: str | None) -> float:
