@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import secrets
 import shutil
 import stat
 import tempfile
+import threading
+import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from workbench.errors import SandboxError
@@ -85,9 +89,11 @@ class RolloutDir:
     def create(cls, root: Path, uid: int | None, name: str | None = None) -> RolloutDir:
         root = Path(root).resolve()
         path = root / (name or f"rollout-{secrets.token_hex(6)}")
+        _sweep_in_background()
         for _ in range(3):  # the (empty) root may be removed by a closing kernel meanwhile
             root.mkdir(mode=0o700, parents=True, exist_ok=True)
             try:
+                _claim_root(root)
                 path.mkdir(mode=0o700)
                 break
             except FileNotFoundError:
@@ -115,3 +121,111 @@ class RolloutDir:
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+# -- stale default roots ------------------------------------------------------------------
+# A process marks its default root as live with a shared flock on the directory, held (by an
+# O_CLOEXEC fd) until the process exits, even by SIGKILL. A root is stale when no one holds that
+# lock and the pid in its name is gone, or now names a process that started after the root was
+# last changed (the pid was reused). Roots made before the lock existed get the pid checks alone.
+
+_ROOT_RE = re.compile(r"workbench-rollouts-([0-9]{1,10})")
+_HELD: dict[Path, int] = {}  # root → fd holding its shared lock
+_HELD_LOCK = threading.Lock()
+_REUSE_SLACK_S = 1.0  # clock fuzz when comparing a process's start with a directory's times
+
+
+def _claim_root(root: Path) -> None:
+    """Hold a shared lock on a default-style root for the rest of this process's life."""
+    if not _ROOT_RE.fullmatch(root.name):
+        return
+    with _HELD_LOCK:
+        st = os.stat(root, follow_symlinks=False)
+        fd = _HELD.pop(root, None)
+        if fd is not None:
+            held = os.fstat(fd)
+            if (held.st_dev, held.st_ino) == (st.st_dev, st.st_ino):
+                _HELD[root] = fd
+                return
+            os.close(fd)  # that directory was removed; this is a new one
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fcntl.flock(fd, fcntl.LOCK_SH)  # waits only while a sweeper looks at it
+        _HELD[root] = fd
+
+
+@lru_cache(maxsize=1)
+def _sweep_in_background() -> None:
+    """Sweep stale roots once per process, off the caller's path (rmtree can take a while)."""
+    threading.Thread(target=sweep_stale_roots, name="workbench-root-sweep", daemon=True).start()
+
+
+def sweep_stale_roots(base: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Remove `<base>/workbench-rollouts-<pid>` dirs whose process is gone; return them.
+
+    `base` defaults to the system temp dir. Only this user's directories are considered;
+    symlinks are never followed, and nothing outside those directories is removed.
+    """
+    base = Path(base if base is not None else tempfile.gettempdir())
+    try:
+        base_fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return []
+    removed = []
+    try:
+        with os.scandir(base_fd) as entries:
+            names = [e.name for e in entries
+                     if _ROOT_RE.fullmatch(e.name) and e.is_dir(follow_symlinks=False)]
+        for name in names:
+            if _remove_if_stale(base_fd, name):
+                removed.append(base / name)
+    finally:
+        os.close(base_fd)
+    return removed
+
+
+def _remove_if_stale(base_fd: int, name: str) -> bool:
+    match = _ROOT_RE.fullmatch(name)
+    if match is None or int(match[1]) == os.getpid():
+        return False
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     dir_fd=base_fd)
+    except OSError:
+        return False  # gone, a symlink, or not ours to open
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid():
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # a live process holds it
+        if _owner_alive(int(match[1]), st.st_mtime):
+            return False
+        now = os.stat(name, dir_fd=base_fd, follow_symlinks=False)
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            return False  # replaced since it was opened
+        failed: list[str] = []
+        shutil.rmtree(name, dir_fd=base_fd, onerror=lambda *a: failed.append(str(a[1])))
+        return not failed
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _owner_alive(pid: int, changed_at: float) -> bool:
+    """Whether `pid` may still be the process that last changed its root (at `changed_at`)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat_line = f.read()
+        with open("/proc/uptime", "rb") as f:
+            uptime = float(f.read().split()[0])
+        now = time.time()
+    except (OSError, ValueError):
+        return False  # no such process
+    fields = stat_line[stat_line.rindex(b")") + 2:].split()
+    if fields[0] in (b"Z", b"X"):
+        return False  # exited, not yet reaped
+    started = now - uptime + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    return started <= changed_at + _REUSE_SLACK_S
