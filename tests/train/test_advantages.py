@@ -26,9 +26,15 @@ def test_grpo_per_question_groups():
 
 
 def test_hrpo_mixed_and_singleton_hop_groups():
-    # hop 1: [1, 0, .5] → mean .5, std .5 → [1, -1, 0]; hop 3: [0.8] alone → raw reward (mean 0, std 1)
+    """Dr. Zero eq. 3 with verl's `grpo_batch` rules: eps 1e-6, unbiased std, a lone sample at mean 0 / std 1.
+
+    hop 1: [1, 0, .5] → mean .5; deviations (.5, -.5, 0) → var (.25 + .25 + 0)/2 = .25, std .5
+           → [.5/(.5 + 1e-6), -.5/(.5 + 1e-6), 0]
+    hop 3: [.8] alone → (.8 - 0)/(1 + 1e-6)
+    """
+    assert A.HRPO_EPS == 1e-6
     adv = A.hrpo([1.0, 0.0, 0.8, 0.5], hops=[1, 1, 3, 1])
-    assert close(adv, [0.5 / 0.5001, -0.5 / 0.5001, 0.8, 0.0])
+    assert close(adv, [0.5 / 0.500001, -0.5 / 0.500001, 0.8 / 1.000001, 0.0], tol=1e-6)
     # two hop-2 questions with equal rewards: zero advantage, no division blow-up
     assert close(A.hrpo([0.3, 0.3], hops=[2, 2]), [0.0, 0.0])
 

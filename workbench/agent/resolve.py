@@ -20,11 +20,12 @@ def load_tasks(path: str | Path, *, limit: int | None = None) -> list[Task]:
     return tasks[:limit] if limit else tasks
 
 
-def search_registry(retriever: Any) -> Any:
-    """A tool registry with `search` over `retriever` (plus `submit_final_answer`)."""
+def search_registry(retriever: Any, task: Task | None = None) -> Any:
+    """A tool registry with `search` over `retriever` (plus `submit_final_answer`); with `task`, a
+    simulated search is bound to that task's question and gold answers."""
     from workbench.tools import ToolRegistry, search_tool
 
-    return ToolRegistry([search_tool(retriever)])
+    return ToolRegistry([search_tool(retriever, task=task)])
 
 
 def load_search_tool(*, corpus: str | Path | None = None, index: str | Path | None = None,

@@ -6,13 +6,20 @@ five ~30-word documents. Whether a call is noisy is drawn per call with probabil
 
     p_i = p_s + (b^(i/m) - 1) / (b - 1) · (p_e - p_s)        (ZeroSearch eq. 1; p_e once i >= m)
 
-where i is the training step (`sim.step`, set by the trainer) and m = `total_steps`.
+where i is the training step (`sim.step`) and m = `total_steps`. `WorkbenchGRPOTrainer` calls
+`set_training_step(i)` before the rollouts of optimizer step i (1-based, as ZeroSearch's verl loop
+counts), so those rollouts draw with p_i; the last step (i = m) uses p_e.
+
+The prompt names the task's question and its answer; with several gold answers the first is used
+(ZeroSearch passes `golden_answers[0]`). Every call is logged in `sim.calls` with its step, p, whether
+it was noisy, the task id, the prompt and the raw output; each hit carries `noisy` and, in its
+`document`, `p`.
 
     sim = SimulatedSearch(policy, p_start=0.0, p_end=0.5, total_steps=200, seed=0)
-    sim.step = 120
+    sim.set_training_step(120)
     hits = sim.search("Varnholt founder", question="Who founded Varnholt?", answer="Ada Brell")
     hits[0].noisy, sim.calls[-1].p
-    tool = sim.for_task(question, answer)     # a plain Retriever bound to one task
+    tool = sim.for_task(task.question, task.golden_answers, task_id=task.id)   # a Retriever for one task
 """
 
 from __future__ import annotations
@@ -96,6 +103,11 @@ class SimulatedCall:
     output: str  # the model's raw text
     parsed_ok: bool  # False when the fallback split was used
     n_docs: int
+    task_id: str = ""
+
+    @property
+    def useful(self) -> bool:
+        return not self.noisy
 
 
 class SimulatedSearch(RetrieverBase):
@@ -118,6 +130,11 @@ class SimulatedSearch(RetrieverBase):
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
 
+    def set_training_step(self, step: int) -> None:
+        """The curriculum's i: the optimizer step whose rollouts come next."""
+        with self._lock:
+            self.step = int(step)
+
     @property
     def p(self) -> float:
         """P(noisy) at the current step."""
@@ -130,7 +147,8 @@ class SimulatedSearch(RetrieverBase):
                                                  question=question, answer=answer, query=query)
 
     async def aretrieve(self, queries: list[str], top_k: int | None = None, *,
-                        question: str | Sequence[str] = "", answer: str | Sequence[str] = "") -> list[list[Hit]]:
+                        question: str | Sequence[str] = "", answer: str | Sequence[str] = "",
+                        task_id: str = "") -> list[list[Hit]]:
         """Generate documents for each query (one batched `generate` call)."""
         k = top_k or self.top_k
         queries = check_queries(queries, k)
@@ -151,42 +169,49 @@ class SimulatedSearch(RetrieverBase):
             docs, ok = parse_documents(out.text, k)
             with self._lock:
                 call_no = len(self.calls)
-                self.calls.append(SimulatedCall(step, p, n, q, qs, a, pr, out.text, ok, len(docs)))
-            results.append([_sim_hit(call_no, j, t, x, n) for j, (t, x) in enumerate(docs)])
+                self.calls.append(SimulatedCall(step, p, n, q, qs, a, pr, out.text, ok, len(docs), task_id))
+            results.append([_sim_hit(call_no, j, t, x, n, p) for j, (t, x) in enumerate(docs)])
         return results
 
     def retrieve(self, queries: list[str], top_k: int | None = None, *,  # type: ignore[override]
-                 question: str | Sequence[str] = "", answer: str | Sequence[str] = "") -> list[list[Hit]]:
-        return run_sync(self.aretrieve(queries, top_k, question=question, answer=answer))
+                 question: str | Sequence[str] = "", answer: str | Sequence[str] = "",
+                 task_id: str = "") -> list[list[Hit]]:
+        return run_sync(self.aretrieve(queries, top_k, question=question, answer=answer, task_id=task_id))
 
     def search(self, query: str, top_k: int | None = None, *,  # type: ignore[override]
-               question: str = "", answer: str = "") -> list[Hit]:
-        return self.retrieve([query], top_k, question=question, answer=answer)[0]
+               question: str = "", answer: str = "", task_id: str = "") -> list[Hit]:
+        return self.retrieve([query], top_k, question=question, answer=answer, task_id=task_id)[0]
 
-    def for_task(self, question: str, answer: str) -> TaskSearch:
-        """A plain `Retriever` view for one task's rollouts, sharing the curriculum and call log."""
-        return TaskSearch(self, question, answer)
+    def for_task(self, question: str, answers: str | Sequence[str], task_id: str = "") -> TaskSearch:
+        """A plain `Retriever` for one task's rollouts, sharing the curriculum and call log. With a list
+        of gold answers the prompt names the first (ZeroSearch's `golden_answers[0]`)."""
+        if not isinstance(answers, str):
+            answers = str(next(iter(answers), ""))
+        return TaskSearch(self, question, answers, task_id)
 
     def noisy_fraction(self) -> float:
         return sum(c.noisy for c in self.calls) / len(self.calls) if self.calls else 0.0
 
 
 class TaskSearch(RetrieverBase):
-    def __init__(self, sim: SimulatedSearch, question: str, answer: str):
-        self.sim, self.question, self.answer = sim, question, answer
+    """`SimulatedSearch` bound to one task's question and answer (`SimulatedSearch.for_task`)."""
+
+    def __init__(self, sim: SimulatedSearch, question: str, answer: str, task_id: str = ""):
+        self.sim, self.question, self.answer, self.task_id = sim, question, answer, task_id
 
     def retrieve(self, queries: list[str], top_k: int = 5) -> list[list[Hit]]:
-        return self.sim.retrieve(queries, top_k, question=self.question, answer=self.answer)
+        return self.sim.retrieve(queries, top_k, question=self.question, answer=self.answer, task_id=self.task_id)
 
     async def aretrieve(self, queries: list[str], top_k: int = 5) -> list[list[Hit]]:
-        return await self.sim.aretrieve(queries, top_k, question=self.question, answer=self.answer)
+        return await self.sim.aretrieve(queries, top_k, question=self.question, answer=self.answer,
+                                        task_id=self.task_id)
 
 
-def _sim_hit(call_no: int, j: int, title: str, text: str, noisy: bool) -> Hit:
+def _sim_hit(call_no: int, j: int, title: str, text: str, noisy: bool, p: float) -> Hit:
     hid = f"sim-{call_no}-{j}"
     contents = join_contents(title, text)
     return Hit(id=hid, title=title, text=text, score=0.0, contents=contents,
-               document={"id": hid, "contents": contents, "noisy": noisy}, noisy=noisy)
+               document={"id": hid, "contents": contents, "noisy": noisy, "p": p}, noisy=noisy)
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:

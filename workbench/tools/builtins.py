@@ -10,6 +10,10 @@
   - `search(query: str, top_k) -> list[hit]`;
 a hit is any object (or dict) with `title` and `text` (or a Search-R1 style `contents` whose
 first line is the title). Async `retrieve`/`search` methods give an async tool.
+
+`search_tool(retriever, task=task)` binds a retriever that has `for_task(question, answers, task_id)`
+(ZeroSearch's `SimulatedSearch`) to that task, so the documents it writes know the question and
+its gold answer; other retrievers ignore the task.
 """
 
 from __future__ import annotations
@@ -61,8 +65,16 @@ def format_hits(hits: list[Any]) -> str:
     return "\n".join(lines) if lines else "No results."
 
 
-def search_tool(retriever: Any, *, name: str = "search", max_top_k: int = 10) -> Tool:
+def bind_task(retriever: Any, task: Any) -> Any:
+    """`retriever.for_task(task.question, task.golden_answers, task_id=task.id)` when it has one, else `retriever`."""
+    if task is None or not callable(getattr(retriever, "for_task", None)):
+        return retriever
+    return retriever.for_task(task.question, list(task.golden_answers), task_id=str(task.id))
+
+
+def search_tool(retriever: Any, *, name: str = "search", max_top_k: int = 10, task: Any = None) -> Tool:
     """A `search(query: str, top_k: int = 3) -> str` tool over `retriever` (see module doc)."""
+    retriever = bind_task(retriever, task)
     if callable(getattr(retriever, "retrieve", None)):
         method = retriever.retrieve
         batched = True
@@ -139,4 +151,4 @@ class InMemoryRetriever:
         return [self.search(q, top_k) for q in queries]
 
 
-__all__ = ["Hit", "InMemoryRetriever", "format_hits", "search_tool", "submit_final_answer"]
+__all__ = ["Hit", "InMemoryRetriever", "bind_task", "format_hits", "search_tool", "submit_final_answer"]

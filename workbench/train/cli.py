@@ -9,7 +9,10 @@ from typing import Any
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("train", help="train a policy with RL (TRL GRPO + workbench episodes)",
                               description="Run RL training from a TOML/YAML config in a child process.")
-    p.add_argument("config", nargs="?", help="train config (.toml / .yaml)")
+    p.add_argument("config", nargs="?", help="train config (.toml / .yaml); optional with --preset")
+    p.add_argument("--preset", metavar="NAME", help="start from a seed paper's settings: drzero_solver, "
+                   "drzero_proposer, zerosearch, agent0_executor, agent0_curriculum, asearcher, l0 "
+                   "(the config file and --set override it)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a config field (JSON values parse: --set max_steps=3)")
     p.add_argument("--foreground", action="store_true", help="train in this process instead of a child")
@@ -34,17 +37,32 @@ def _parse_overrides(items: list[str]) -> dict[str, Any]:
     return out
 
 
+def load_config(path: str | None, preset: str | None, overrides: dict[str, Any]) -> Any:
+    """Preset values, then the config file's, then the overrides."""
+    from workbench.configfile import read_config_file
+    from workbench.train.config import TrainConfig
+
+    data: dict[str, Any] = {}
+    if preset:
+        from workbench.train.presets import preset_values
+
+        data.update(preset_values(preset))
+    if path:
+        data.update(read_config_file(path, what="train config", table="train"))
+    return TrainConfig.from_dict(data, **overrides)
+
+
 def _run(args: argparse.Namespace) -> int:
     from workbench.errors import ConfigError
     from workbench.train.config import TrainConfig
 
     if args.help_config:
-        for name, text in TrainConfig.fields_help().items():
+        for name, text in TrainConfig.fields_help(args.preset).items():
             print(f"{name:28s} {text}")
         return 0
-    if not args.config:
-        raise ConfigError("workbench train needs a CONFIG file (see --help-config for its fields)")
-    config = TrainConfig.load(args.config, **_parse_overrides(args.overrides))
+    if not args.config and not args.preset:
+        raise ConfigError("workbench train needs a CONFIG file or --preset NAME (see --help-config for the fields)")
+    config = load_config(args.config, args.preset, _parse_overrides(args.overrides))
     if args.foreground:
         from workbench.train.run import train
 

@@ -3,6 +3,7 @@
     cfg = TrainConfig.load("runs/demo/train.toml")             # TOML or YAML
     cfg = TrainConfig(model_path="runs/tiny", tasks_path="tasks.jsonl", estimator="hrpo")
     cfg = TrainConfig.load("train.toml", max_steps=3)           # file, then overrides
+    cfg = TrainConfig.preset("drzero_solver", model_path="runs/tiny")   # a seed paper's settings
 
 Every field carries `help` metadata (shown by `workbench train --help-config`). `to_grpo_config()`
 maps the run onto TRL's `GRPOConfig`; the workbench-only fields (estimator, episodes, dynamic
@@ -19,8 +20,10 @@ from typing import Any
 from workbench.configfile import check_fields, read_config_file
 from workbench.errors import ConfigError
 
-ESTIMATORS = ("grpo", "hrpo", "reinforce_pp", "adpo")
+ESTIMATORS = ("grpo", "hrpo", "reinforce_pp", "adpo", "asearcher", "reinforce")
 EPISODE_KINDS = ("search_r1", "nbagent")
+SEGMENTS = ("all", "last")
+SEARCH_ENGINES = ("bm25", "simulated")
 SCHEDULES = ("constant", "linear", "cosine", "constant_with_warmup", "cosine_with_min_lr")
 
 
@@ -41,10 +44,11 @@ class TrainConfig:
     run_id: str = _f("", "Run id for the store's metrics; defaults to the output dir's name.")
     store_path: str = _f("", "SQLite store to log metrics into (optional; metrics.jsonl is always written).")
     # -- algorithm ---------------------------------------------------------------------------
-    estimator: str = _f("grpo", "Advantage estimator: grpo | hrpo | reinforce_pp | adpo.")
+    estimator: str = _f("grpo", "Advantage estimator: grpo | hrpo | reinforce_pp | adpo | asearcher | reinforce "
+                                "(see workbench.train.advantages).")
     reward: str = _f("exact_match", "Reward spec: a registered name or a JSON spec for workbench.rewards.")
-    num_generations: int = _f(4, "Rollouts per question (grpo/adpo/reinforce_pp); hrpo uses 1 per prompt "
-                                 "and this many questions per hop group.")
+    num_generations: int = _f(4, "Rollouts per question (grpo/adpo/reinforce_pp/asearcher/reinforce); hrpo "
+                                 "samples 1 rollout per question and this many same-hop questions per group.")
     per_device_train_batch_size: int = _f(4, "Sequences per optimizer micro-batch (multiple of num_generations).")
     gradient_accumulation_steps: int = _f(1, "Micro-batches per optimizer step.")
     max_steps: int = _f(10, "Optimizer steps to run.")
@@ -52,11 +56,20 @@ class TrainConfig:
     lr_scheduler_type: str = _f("constant", "LR schedule: constant | linear | cosine | constant_with_warmup | "
                                             "cosine_with_min_lr.")
     warmup_steps: int = _f(0, "Linear warm-up steps.")
+    warmup_ratio: float = _f(0.0, "Warm-up as a share of max_steps (used when warmup_steps is 0).")
+    weight_decay: float = _f(0.0, "AdamW weight decay.")
+    max_grad_norm: float = _f(1.0, "Gradient clipping norm.")
     beta: float = _f(0.0, "KL coefficient against the reference model (k3 estimator, in the loss).")
     epsilon: float = _f(0.2, "Lower clip range of the ratio (1 - epsilon).")
     epsilon_high: float = _f(0.28, "Upper clip range (1 + epsilon_high); adpo widens it per sample.")
     loss_type: str = _f("dapo", "TRL loss aggregation: grpo | dr_grpo | dapo | bnpo.")
     gamma: float = _f(0.95, "Step discount for reinforce_pp returns over multi-step trajectories.")
+    segments: str = _f("all", "Which context segments of a trimmed trajectory are trained: all (each segment "
+                              "its own sample, with its turns' advantages) | last (only the final context).")
+    asearcher_reward_bias: float = _f(-0.5, "asearcher: bias added to the group-centred reward before scaling.")
+    asearcher_reward_scaling: float = _f(10.0, "asearcher: scale of the biased, centred reward.")
+    asearcher_reward_clip: float = _f(20.0, "asearcher: clip of the scaled reward (±).")
+    asearcher_adv_norm: bool = _f(True, "asearcher: whiten advantages over every loss token of the batch.")
     adpo_min_scale: float = _f(0.6, "ADPO: advantage scale at self-consistency <= adpo_p_low (m).")
     adpo_p_low: float = _f(0.3, "ADPO: self-consistency where the advantage scale starts to rise.")
     adpo_p_high: float = _f(0.8, "ADPO: self-consistency where the scale reaches 1 and eps_high its floor.")
@@ -69,6 +82,14 @@ class TrainConfig:
     episode_kind: str = _f("search_r1", "Episode runner: search_r1 (tag-based search tool) | nbagent.")
     corpus_path: str = _f("", "search_r1: JSONL corpus ({id, contents} or {title, text}) for the BM25 retriever.")
     top_k: int = _f(3, "search_r1: documents per search.")
+    search_engine: str = _f("bm25", "Search behind the episodes: bm25 (over corpus_path) | simulated (an LLM "
+                                    "writes the documents, ZeroSearch; set sim_policy).")
+    sim_policy: str = _f("", "simulated: the simulator LLM, as a policy spec (a local model dir, "
+                             "'openai:URL', 'scripted:NAME' …).")
+    sim_p_start: float = _f(0.0, "simulated: P(noisy documents) at the first step (ZeroSearch p_s).")
+    sim_p_end: float = _f(0.5, "simulated: P(noisy documents) from the last step on (ZeroSearch p_e).")
+    sim_b: float = _f(4.0, "simulated: exponential base b of the curriculum (ZeroSearch eq. 1).")
+    sim_total_steps: int = _f(0, "simulated: m in ZeroSearch eq. 1; 0 = max_steps.")
     max_turns: int = _f(4, "Model turns per episode.")
     max_turn_tokens: int = _f(64, "New tokens per model turn.")
     agent_profile: str = _f("default", "nbagent: sandbox profile name.")
@@ -101,11 +122,23 @@ class TrainConfig:
             raise bad("lr_scheduler_type", f"{self.lr_scheduler_type!r} is not one of {', '.join(SCHEDULES)}")
         if self.vllm_mode not in ("colocate", "server"):
             raise bad("vllm_mode", "use 'colocate' or 'server'")
+        if self.segments not in SEGMENTS:
+            raise bad("segments", f"{self.segments!r} is not one of {', '.join(SEGMENTS)}")
+        if self.search_engine not in SEARCH_ENGINES:
+            raise bad("search_engine", f"{self.search_engine!r} is not one of {', '.join(SEARCH_ENGINES)}")
+        if self.search_engine == "simulated":
+            for name in ("sim_p_start", "sim_p_end"):
+                if not 0.0 <= getattr(self, name) <= 1.0:
+                    raise bad(name, "is a probability; use a value in [0, 1]")
+            if self.sim_b <= 0:
+                raise bad("sim_b", "the exponential base must be > 0")
         if self.num_generations < 2:
             raise bad("num_generations", "must be >= 2 (it is the group size; hrpo groups distinct questions)")
         if self.per_device_train_batch_size % self.num_generations:
             raise bad("per_device_train_batch_size", f"{self.per_device_train_batch_size} is not a multiple of "
                       f"num_generations={self.num_generations}; make it one")
+        if not 0.0 <= self.warmup_ratio < 1.0:
+            raise bad("warmup_ratio", "must be in [0, 1)")
         if not 0.0 < self.gamma <= 1.0:
             raise bad("gamma", "must be in (0, 1]")
         if self.max_steps < 1 or self.max_turns < 1 or self.max_completion_length < 1:
@@ -116,8 +149,23 @@ class TrainConfig:
 
     # -- loading -----------------------------------------------------------------------------
     @classmethod
-    def fields_help(cls) -> dict[str, str]:
-        return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
+    def fields_help(cls, preset: str | None = None) -> dict[str, str]:
+        """Each field's help; with `preset`, the preset's value and its source appended."""
+        helps = {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
+        if preset:
+            from workbench.train.presets import preset_sources, preset_values
+
+            values, sources = preset_values(preset), preset_sources(preset)
+            for name, src in sources.items():
+                helps[name] += f" [{preset}: {values[name]!r} ({src})]"
+        return helps
+
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> "TrainConfig":
+        """A seed paper's training settings (see `workbench.train.presets`), then `overrides`."""
+        from workbench.train.presets import preset_values
+
+        return cls.from_dict(preset_values(name), **overrides)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], **overrides: Any) -> "TrainConfig":
@@ -150,7 +198,9 @@ class TrainConfig:
             max_steps=self.max_steps,
             learning_rate=self.learning_rate,
             lr_scheduler_type=self.lr_scheduler_type,
-            warmup_steps=self.warmup_steps,
+            warmup_steps=self.warmup_steps or self.warmup_ratio,  # transformers 5: a float < 1 is a ratio
+            weight_decay=self.weight_decay,
+            max_grad_norm=self.max_grad_norm,
             beta=self.beta,
             epsilon=self.epsilon,
             epsilon_high=self.epsilon_high,
@@ -178,4 +228,4 @@ class TrainConfig:
         return GRPOConfig(**kwargs)
 
 
-__all__ = ["EPISODE_KINDS", "ESTIMATORS", "TrainConfig"]
+__all__ = ["EPISODE_KINDS", "ESTIMATORS", "SEARCH_ENGINES", "SEGMENTS", "TrainConfig"]

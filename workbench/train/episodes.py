@@ -9,7 +9,10 @@ episodes generate together in one batched `policy.generate` call per turn.
 
 The retriever is any object with `search(query, top_k)` returning hits with `.title`/`.text`
 (or dicts with those keys, or Search-R1 rows `{"contents": "Title\\ntext"}`), or a plain callable
-`(query, top_k) -> hits`.
+`(query, top_k) -> hits`. A retriever with `for_task(question, answers, task_id)` (ZeroSearch's
+`SimulatedSearch`) is bound to each episode's task, so the simulator's prompt carries the question
+and gold answer; one with `set_training_step` is exposed in `curricula` for the trainer to advance.
+Each search is recorded as a `ToolCall`; a simulated hit's `noisy` and `p` are kept in its result.
 """
 
 from __future__ import annotations
@@ -53,6 +56,17 @@ def format_information(hits: Sequence[Any]) -> str:
     return "\n".join(lines)
 
 
+def _record(hit: Any) -> dict[str, Any]:
+    """A hit as stored in the trajectory: title, text, and a simulated hit's noisy flag and p."""
+    out: dict[str, Any] = dict(zip(("title", "text"), hit_fields(hit)))
+    if getattr(hit, "noisy", None) is not None:
+        out["noisy"] = bool(hit.noisy)
+        doc = getattr(hit, "document", None) or {}
+        if "p" in doc:
+            out["p"] = float(doc["p"])
+    return out
+
+
 class SearchR1Episodes:
     """An episode runner for the `search_r1` kind. Call it with `(tasks, policy)`."""
 
@@ -68,10 +82,18 @@ class SearchR1Episodes:
         template = _template() if prompt is None else None
         self.prompt = prompt or (lambda task: template.render(question=task.question))
 
-    def search(self, query: str) -> list[Any]:
-        if hasattr(self.retriever, "search"):
-            return list(self.retriever.search(query, self.top_k))
-        return list(self.retriever(query, self.top_k))
+    @property
+    def curricula(self) -> list[Any]:
+        """Objects whose schedule follows the training step (a simulated search's noise curriculum)."""
+        return [self.retriever] if callable(getattr(self.retriever, "set_training_step", None)) else []
+
+    def search(self, query: str, task: Task | None = None) -> list[Any]:
+        retriever = self.retriever
+        if task is not None and callable(getattr(retriever, "for_task", None)):
+            retriever = retriever.for_task(task.question, task.golden_answers, task_id=task.id)
+        if hasattr(retriever, "search"):
+            return list(retriever.search(query, self.top_k))
+        return list(retriever(query, self.top_k))
 
     async def __call__(self, tasks: Sequence[Task], policy: Policy) -> list[Trajectory]:
         trajs = [Trajectory(task=t, lineage={"policy": policy.describe()}) for t in tasks]
@@ -122,9 +144,9 @@ class SearchR1Episodes:
         t0 = time.perf_counter()
         call = ToolCall(name="search", arguments={"query": query, "top_k": self.top_k}, started_at=time.time())
         try:
-            hits = self.search(query)
+            hits = self.search(query, traj.task)
             info = format_information(hits)
-            call.result = [dict(zip(("title", "text"), hit_fields(h))) for h in hits]
+            call.result = [_record(h) for h in hits]
         except Exception as exc:  # noqa: BLE001 - the model sees the failure, the trajectory records it
             info, call.error = f"search failed: {exc}", repr(exc)
         call.duration_s = time.perf_counter() - t0

@@ -1,7 +1,8 @@
 """How training scores a trajectory: any reward `workbench.rewards.resolve_reward` accepts.
 
     scorer = resolve_reward("search_r1")           # preset, component, spec file/JSON, or object
-    score_trajectory(scorer, traj)  ->  {"em": 1.0, "total": 1.0}
+    score_trajectory(scorer, traj)  ->  {"em": 1.0, "total": 1.0}   # and each Step.reward, when the
+                                                                     # spec scores turns (score_steps)
 """
 
 from __future__ import annotations
@@ -14,8 +15,14 @@ from workbench.trajectory import Trajectory
 
 
 def score_trajectory(scorer: Any, traj: Trajectory) -> dict[str, float]:
-    """Score, store the result on the trajectory, and check it has a total."""
+    """Score, store the result on the trajectory, and check it has a total. A scorer with per-turn
+    components (`score_steps`) also sets each `Step.reward` (reinforce_pp's r_t)."""
     rewards = dict(scorer.score(traj))
+    if callable(getattr(scorer, "score_steps", None)):
+        per_turn = [float(x) for x in scorer.score_steps(traj)]
+        if len(per_turn) == len(traj.steps):
+            for step, r in zip(traj.steps, per_turn):
+                step.reward = r
     if "total" not in rewards:
         raise ConfigError(f"reward {getattr(scorer, 'name', scorer)!r} returned no 'total': {sorted(rewards)}")
     traj.rewards = {k: float(v) for k, v in rewards.items()}

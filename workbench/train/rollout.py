@@ -1,15 +1,17 @@
-"""From trajectories to what TRL's `rollout_func` must return, and dynamic sampling.
+"""From trajectories to training samples, per-turn rewards, and dynamic sampling.
 
-One trajectory → one training sample. **Multi-segment policy:** a trajectory whose context was
-trimmed has several segments (`Trajectory.segments()`); training uses the **last** one, the
-context in which the final answer was produced, so the reward stays attached to the tokens that
-earned it. Earlier segments are kept in the store, not trained on.
+**Context segments.** A trajectory whose context was trimmed has several segments (a step with
+`prompt_ids` starts a new one). With `segments="all"` (the default) each segment is its own
+training sample: its prompt, then its turns and observations, each token tagged with its turn, so
+every turn gets its own advantage (L0 trains every step; ASearcher every generated sequence). With
+`segments="last"` only the final context, where the answer was produced, is trained.
 
 A sample is `prompt_ids`, `completion_ids` (model turns and observations, concatenated as
 sampled), `env_mask` (1 = model token, 0 = observation), `logprobs`, and `step_index` (the turn
-each completion token belongs to, -1 for observation tokens; reinforce_pp uses it for per-step
-advantages). A finished episode gets an EOS (mask 0) when its last token is not one, so TRL does
-not count it as truncated; the completion is capped at `max_completion_length`.
+each completion token belongs to, -1 for observation and added tokens). A segment's trailing
+observation is dropped (nothing was generated after it in that context). Each segment ends with an
+EOS (mask 0) unless its last token is one, so TRL counts only an episode cut by the token budget as
+truncated; a completion is capped at `max_completion_length`.
 """
 
 from __future__ import annotations
@@ -18,46 +20,82 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from workbench.trajectory import Task, Trajectory
+from workbench.trajectory import Step, Task, Trajectory
 
 FINISHED = ("submitted", "no_code")
 
 
+def _empty(eos_token_id: int | None, fallback_prompt: Sequence[int]) -> dict[str, list]:
+    pad = [eos_token_id if eos_token_id is not None else 0]
+    return {"prompt_ids": list(fallback_prompt) or pad, "completion_ids": pad, "env_mask": [0],
+            "logprobs": [0.0], "step_index": [-1]}
+
+
+def segment_steps(traj: Trajectory) -> list[list[tuple[int, Step]]]:
+    """The trajectory's turns grouped by context segment: [[(turn, step), ...], ...]."""
+    out: list[list[tuple[int, Step]]] = []
+    for k, step in enumerate(traj.steps):
+        if step.prompt_ids is not None or not out:
+            out.append([])
+        out[-1].append((k, step))
+    return out
+
+
+def trajectory_samples(traj: Trajectory, eos_token_id: int | None, max_completion_length: int,
+                       segments: str = "all", fallback_prompt: Sequence[int] = ()) -> list[dict[str, list]]:
+    """The training samples of one trajectory: one per context segment (`"all"`) or the last one."""
+    groups = segment_steps(traj)
+    if not groups:  # nothing was generated (policy error): one empty, fully masked completion
+        return [_empty(eos_token_id, fallback_prompt)]
+    if segments == "last":
+        groups = groups[-1:]
+    samples = []
+    for n, group in enumerate(groups):
+        last = n == len(groups) - 1
+        prompt = list(group[0][1].prompt_ids or []) or list(fallback_prompt)
+        ids: list[int] = []
+        mask: list[int] = []
+        lps: list[float] = []
+        idx: list[int] = []
+        for k, step in group:
+            ids += step.completion_ids
+            mask += [1] * len(step.completion_ids)
+            lps += list(step.logprobs or [0.0] * len(step.completion_ids))
+            idx += [k] * len(step.completion_ids)
+            ids += step.observation_ids
+            mask += [0] * len(step.observation_ids)
+            lps += [0.0] * len(step.observation_ids)
+            idx += [-1] * len(step.observation_ids)
+        tail = len(group[-1][1].observation_ids)
+        if tail:
+            ids, mask, lps, idx = ids[:-tail], mask[:-tail], lps[:-tail], idx[:-tail]
+        sample = {"prompt_ids": prompt, "completion_ids": ids, "env_mask": mask, "logprobs": lps, "step_index": idx}
+        ends = traj.termination in FINISHED or not last  # a segment cut by a trim ended on purpose too
+        if ends and eos_token_id is not None and (not ids or ids[-1] != eos_token_id):
+            for key, value in (("completion_ids", eos_token_id), ("env_mask", 0), ("logprobs", 0.0),
+                               ("step_index", -1)):
+                sample[key] = sample[key] + [value]
+        if not sample["completion_ids"]:
+            sample.update(completion_ids=[eos_token_id or 0], env_mask=[0], logprobs=[0.0], step_index=[-1])
+        if not sample["prompt_ids"]:
+            sample["prompt_ids"] = [eos_token_id or 0]
+        for key in ("completion_ids", "env_mask", "logprobs", "step_index"):
+            sample[key] = sample[key][:max_completion_length]
+        samples.append(sample)
+    return samples
+
+
 def trajectory_sample(traj: Trajectory, eos_token_id: int | None, max_completion_length: int,
                       fallback_prompt: Sequence[int] = ()) -> dict[str, list]:
-    """The training sample of one trajectory (its last context segment)."""
-    segments = traj.segments()
-    if not segments:  # nothing was generated (policy error): an empty, fully masked completion
-        pad = [eos_token_id if eos_token_id is not None else 0]
-        return {"prompt_ids": list(fallback_prompt) or pad, "completion_ids": pad, "env_mask": [0],
-                "logprobs": [0.0], "step_index": [-1]}
-    first_step = _last_segment_start(traj)
-    seg = segments[-1]
-    step_index: list[int] = []
-    for k, step in enumerate(traj.steps[first_step:], start=first_step):
-        step_index += [k] * len(step.completion_ids) + [-1] * len(step.observation_ids)
-    step_index = step_index[: len(seg["completion_ids"])]  # the trailing observation was dropped
-    sample = {"prompt_ids": seg["prompt_ids"] or list(fallback_prompt), "completion_ids": seg["completion_ids"],
-              "env_mask": seg["env_mask"], "logprobs": seg["logprobs"], "step_index": step_index}
-    if traj.termination in FINISHED and eos_token_id is not None and \
-            (not sample["completion_ids"] or sample["completion_ids"][-1] != eos_token_id):
-        for key, value in (("completion_ids", eos_token_id), ("env_mask", 0), ("logprobs", 0.0),
-                           ("step_index", -1)):
-            sample[key] = sample[key] + [value]
-    if not sample["completion_ids"]:
-        sample.update(completion_ids=[eos_token_id or 0], env_mask=[0], logprobs=[0.0], step_index=[-1])
-    for key in ("completion_ids", "env_mask", "logprobs", "step_index"):
-        sample[key] = sample[key][:max_completion_length]
-    return sample
-
-
-def _last_segment_start(traj: Trajectory) -> int:
-    starts = [i for i, step in enumerate(traj.steps) if step.prompt_ids is not None]
-    return starts[-1] if starts else 0
+    """The sample of the trajectory's last context segment."""
+    return trajectory_samples(traj, eos_token_id, max_completion_length, "last", fallback_prompt)[0]
 
 
 def step_rewards(traj: Trajectory) -> list[float]:
-    """Per-turn rewards: `metadata["step_rewards"]` if the episode set them, else the total on the last turn."""
+    """Per-turn rewards r_t: each `Step.reward` when the reward spec scored turns (`RewardSpec.score_steps`),
+    else `metadata["step_rewards"]`, else the trajectory's total on the last turn."""
+    if traj.steps and all(s.reward is not None for s in traj.steps):
+        return [float(s.reward) for s in traj.steps]  # type: ignore[arg-type]
     explicit = traj.metadata.get("step_rewards")
     if explicit is not None and len(explicit) == len(traj.steps):
         return [float(x) for x in explicit]
@@ -136,5 +174,5 @@ def pass_rate_by_hop(trajs: Sequence[Trajectory]) -> dict[str, float]:
     return {f"pass_rate/hop_{h}": sum(v) / len(v) for h, v in groups.items()}
 
 
-__all__ = ["RefillReport", "dynamic_sampling", "pass_rate_by_hop", "self_consistency", "step_rewards",
-           "task_drawer", "trajectory_sample"]
+__all__ = ["RefillReport", "dynamic_sampling", "pass_rate_by_hop", "segment_steps", "self_consistency",
+           "step_rewards", "task_drawer", "trajectory_sample", "trajectory_samples"]

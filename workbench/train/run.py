@@ -5,8 +5,9 @@
 
 Pieces not handed in are built from the config: tasks from `tasks_path` (JSONL), the model and
 tokenizer from `model_path` (local, offline), the episode runner from `episode_kind`
-(`search_r1` over a BM25 index of `corpus_path`, or `nbagent`), the store from `store_path`.
-The final weights go to `<output_dir>/final`.
+(`search_r1` or `nbagent`) over the search `search_engine` names (BM25 over `corpus_path`, or a
+ZeroSearch simulator written by `sim_policy` on the `sim_*` curriculum), the store from
+`store_path`. The final weights go to `<output_dir>/final`.
 """
 
 from __future__ import annotations
@@ -37,21 +38,42 @@ def load_tasks(path: str | Path) -> list[Task]:
     return tasks
 
 
+def build_simulator(config: TrainConfig, policy: Any = None) -> Any:
+    """The ZeroSearch simulated search a config names (`search_engine="simulated"`)."""
+    from workbench.search.simulated import SimulatedSearch
+
+    if policy is None:
+        if not config.sim_policy:
+            raise ConfigError("search_engine='simulated' needs sim_policy: the simulator LLM as a policy spec "
+                              "(a local model dir via 'transformers:PATH', 'openai:URL', 'scripted:NAME')")
+        from workbench.agent.resolve import resolve_policy
+
+        policy = resolve_policy(config.sim_policy)
+    return SimulatedSearch(policy, p_start=config.sim_p_start, p_end=config.sim_p_end, b=config.sim_b,
+                           total_steps=config.sim_total_steps or config.max_steps, seed=config.seed,
+                           top_k=config.top_k)
+
+
 def build_episodes(config: TrainConfig) -> Any:
     """The episode runner a config names."""
+    simulator = build_simulator(config) if config.search_engine == "simulated" else None
     if config.episode_kind == "search_r1":
         from workbench.train.episodes import SearchR1Episodes
 
-        if not config.corpus_path:
-            raise ConfigError("episode_kind='search_r1' needs corpus_path (a JSONL corpus for the retriever)")
-        from workbench.search.bm25 import BM25Retriever
-        from workbench.search.corpus import Corpus
+        if simulator is not None:
+            retriever = simulator
+        else:
+            if not config.corpus_path:
+                raise ConfigError("episode_kind='search_r1' needs corpus_path (a JSONL corpus for the retriever) "
+                                  "or search_engine='simulated'")
+            from workbench.search.bm25 import BM25Retriever
+            from workbench.search.corpus import Corpus
 
-        retriever = BM25Retriever.build(Corpus.from_jsonl(config.corpus_path))
+            retriever = BM25Retriever.build(Corpus.from_jsonl(config.corpus_path))
         return SearchR1Episodes(retriever, max_turns=config.max_turns, max_turn_tokens=config.max_turn_tokens,
                                 top_k=config.top_k, temperature=config.temperature,
                                 max_total_tokens=config.max_completion_length)
-    return NBAgentEpisodes(config)
+    return NBAgentEpisodes(config, simulator=simulator)
 
 
 class NBAgentEpisodes:
@@ -59,12 +81,16 @@ class NBAgentEpisodes:
 
     One `NBAgent` (and its warm kernel pool) lives across training steps on workbench's background
     event loop; each call swaps in the current policy. Tools: `search` over `corpus_path` (BM25)
-    when the config names one, plus `submit_final_answer`.
+    when the config names one, plus `submit_final_answer`. `tools` may also be a function
+    `task -> ToolRegistry`, called per episode; a `simulator` (ZeroSearch's `SimulatedSearch`) gives
+    each episode a `search` bound to its task's question and gold answers, and is listed in
+    `curricula` so the trainer advances its noise schedule.
     """
 
     def __init__(self, config: TrainConfig | None = None, *, agent_config: Any = None, tools: Any = None,
                  concurrency: int | None = None, store: Any = None, run_id: str | None = None,
-                 role: str = "solver", reward_spec: Any = None, lineage: dict[str, Any] | None = None) -> None:
+                 role: str = "solver", reward_spec: Any = None, lineage: dict[str, Any] | None = None,
+                 simulator: Any = None) -> None:
         from workbench.agent.config import AgentConfig
 
         if agent_config is None:
@@ -73,10 +99,16 @@ class NBAgentEpisodes:
             agent_config = AgentConfig(max_steps=config.max_turns, max_new_tokens=config.max_turn_tokens,
                                        temperature=config.temperature, profile=config.agent_profile,
                                        seed=config.seed)
-        if tools is None and config is not None and config.corpus_path:
+        if simulator is not None and tools is None:
+            from workbench.agent.resolve import search_registry
+
+            tools = lambda task: search_registry(simulator, task)  # noqa: E731
+        elif tools is None and config is not None and config.corpus_path:
             from workbench.agent.resolve import load_search_tool
 
             tools = load_search_tool(corpus=config.corpus_path)
+        self.simulator = simulator
+        self.curricula = [simulator] if simulator is not None else []
         self.agent_config = agent_config
         self.tools = tools
         self.concurrency = concurrency or (config.concurrency if config is not None else 4)
@@ -84,10 +116,13 @@ class NBAgentEpisodes:
         self.store = store
         self.role, self.reward_spec, self.lineage = role, reward_spec, dict(lineage or {})
         self._agent: Any = None
+        self._pool: Any = None
 
     async def __call__(self, tasks: list[Task], policy: Any) -> list[Any]:
         from workbench.agent.runner import NBAgent
 
+        if callable(self.tools):
+            return await self._per_task(tasks, policy)
         if self._agent is None:
             self._agent = NBAgent(policy, tools=self.tools, config=self.agent_config, store=self.store,
                                   concurrency=self.concurrency, run_id=self.run_id, role=self.role,
@@ -95,10 +130,34 @@ class NBAgentEpisodes:
         self._agent.policy = policy
         return await self._agent.arun(tasks, progress=False)
 
+    async def _per_task(self, tasks: list[Task], policy: Any) -> list[Any]:
+        """Each episode with its own tool registry, on one shared warm kernel pool."""
+        import asyncio
+
+        from workbench.agent.runner import NBAgent
+        from workbench.kernel import KernelPool
+
+        cfg = self.agent_config
+        if self._pool is None:
+            self._pool = KernelPool(size=self.concurrency, profile=cfg.profile, isolation=cfg.isolation,
+                                    output_cap=cfg.output_cap, startup_code="import workbench.runtime")
+            await self._pool.start()
+
+        async def one(i: int, task: Task) -> Any:
+            agent = NBAgent(policy, tools=self.tools(task), config=cfg, store=self.store, pool=self._pool,
+                            concurrency=self.concurrency, run_id=self.run_id, role=self.role,
+                            reward_spec=self.reward_spec, lineage=self.lineage)
+            return await agent.run_one(task, seed=None if cfg.seed is None else cfg.seed + i)
+
+        return list(await asyncio.gather(*(one(i, t) for i, t in enumerate(tasks))))
+
     async def aclose(self) -> None:
         if self._agent is not None:
             await self._agent.aclose()
             self._agent = None
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
 
     def close(self) -> None:
         """Stop the kernel pool (from sync code)."""
@@ -163,4 +222,4 @@ def train(config: TrainConfig, *, tasks: Sequence[Task] | None = None, episodes:
             "final_dir": str(final), "run_id": config.run_id}
 
 
-__all__ = ["NBAgentEpisodes", "build_episodes", "load_model", "load_tasks", "train"]
+__all__ = ["NBAgentEpisodes", "build_episodes", "build_simulator", "load_model", "load_tasks", "train"]

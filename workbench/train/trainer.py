@@ -5,16 +5,21 @@
     trainer.train()
 
 How it plugs into TRL (see the TRL 1.16 notes in the design docs):
-- `rollout_func` runs the episode runner (`async (tasks, policy) -> [Trajectory]`) with the live model
-  wrapped as a policy, scores each trajectory with the reward spec, and returns `prompt_ids`,
-  `completion_ids`, `logprobs`, `env_mask` plus extra fields (task id, hops, reward components,
-  turn of each token) that reach the reward function. Observation tokens are attended to, never
-  trained on (`env_mask` → TRL's `tool_mask`).
-- Advantages per estimator, after TRL's own pass in `_generate_and_score_completions`:
-  grpo keeps TRL's group normalisation; hrpo samples one rollout per distinct question and
-  normalises per hop count over the global batch; reinforce_pp puts whitened discounted per-turn
-  returns on each turn's tokens ((B, T) advantages); adpo scales by s(p) and sets a per-sample
-  upper clip used in `_compute_loss`.
+- `_generate_and_score_completions` first runs the episode runner (`async (tasks, policy) ->
+  [Trajectory]`) with the live model wrapped as a policy and scores each trajectory with the reward
+  spec (per-turn rewards too, when the spec gives them). Each trajectory becomes one training row per
+  context segment (`TrainConfig.segments`); the batch is padded with fully masked filler rows to a
+  size TRL can group and split. TRL's `rollout_func` then hands those rows back as `prompt_ids`,
+  `completion_ids`, `logprobs`, `env_mask` plus extra fields (task id, hops, reward components, turn
+  of each token). Observation tokens are attended to, never trained on (`env_mask` → `tool_mask`).
+- Advantages are computed per trajectory over the global batch and placed on its rows: grpo (TRL's
+  group normalisation), hrpo (one rollout per question, whole hop groups per batch, normalised per
+  hop count), reinforce_pp (whitened discounted per-turn returns on each turn's tokens, (B, T)),
+  adpo (grpo · s(p) and a per-sample upper clip used in `_compute_loss`), asearcher (group-centred,
+  biased and scaled, flat groups dropped from the loss, then whitened over loss tokens), reinforce
+  (the raw reward).
+- Curricula (a simulated search engine's noise schedule) are told the optimizer step before each
+  rollout: rollouts of step i (1-based, as ZeroSearch counts) use p_i.
 - These are private TRL methods, so the TRL version is pinned and checked.
 """
 
@@ -22,6 +27,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
+import math
 import os
 from collections import Counter
 from typing import Any, Awaitable, Callable, Sequence
@@ -34,7 +41,7 @@ from workbench.train.config import TrainConfig
 from workbench.train.policy import live_policy, run_sync
 from workbench.train.rewards import resolve_reward, score_trajectory
 from workbench.train.rollout import (dynamic_sampling, pass_rate_by_hop, self_consistency, step_rewards,
-                                     task_drawer, trajectory_sample)
+                                     task_drawer, trajectory_samples)
 from workbench.trajectory import Task, Trajectory
 
 REQUIRED_TRL = "1.16.0"
@@ -53,7 +60,6 @@ check_trl_version()
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is the documented multi-turn hook
 
 from trl import GRPOTrainer  # noqa: E402
-from trl.trainer.utils import RepeatSampler  # noqa: E402
 
 
 def tasks_dataset(tasks: Sequence[Task]) -> Any:
@@ -64,14 +70,69 @@ def tasks_dataset(tasks: Sequence[Task]) -> Any:
                               for t in tasks])
 
 
-def workbench_reward(prompts: list, completions: list, wb_reward: list[float],
-                     wb_rewards: list[dict] | None = None, log_metric: Any = None, **_: Any) -> list[float]:
-    """TRL reward function: the totals the reward spec already gave each trajectory in the rollout."""
+def workbench_reward(prompts: list, completions: list, wb_reward: list[float | None],
+                     wb_rewards: list[dict] | None = None, log_metric: Any = None, **_: Any) -> list[float | None]:
+    """TRL reward function: the totals the reward spec already gave each trajectory in the rollout.
+
+    A trajectory's total sits on its last segment's row; earlier segments and filler rows get None,
+    so TRL's logged reward is the mean over trajectories (advantages are set by the trainer)."""
     if log_metric is not None and wb_rewards:
-        for name in sorted({k for r in wb_rewards for k in r if k != "total"}):
-            vals = [r[name] for r in wb_rewards if name in r]
+        scored = [r for r, total in zip(wb_rewards, wb_reward) if total is not None]
+        for name in sorted({k for r in scored for k in r if k != "total"}):
+            vals = [r[name] for r in scored if name in r]
             log_metric(f"reward/{name}", sum(vals) / len(vals))
-    return [float(r) for r in wb_reward]
+    return [None if r is None else float(r) for r in wb_reward]
+
+
+class _OwnRowsFilter(logging.Filter):
+    """Silences TRL's 'all reward functions returned None' warning for rows that are unscored on purpose."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        return not ("All reward functions returned None" in msg and "'wb_row': '" in msg)
+
+
+def row_advantages(estimator: str, config: TrainConfig, trajs: Sequence[Trajectory], offset: int,
+                   row_traj: Sequence[int], step_index: Sequence[Sequence[int]], width: int, *,
+                   group_size: int, scale_rewards: str = "group") -> tuple[torch.Tensor, torch.Tensor | None,
+                                                                          torch.Tensor | None]:
+    """Advantages of the local rows: (advantages (B,) or (B, width), ADPO eps_high (B,), ASearcher keep (B,)).
+
+    `trajs` is the global batch (every process's trajectories, in order); this process's trajectories
+    start at `offset`; `row_traj[r]` is the local trajectory of row r (-1: filler row, advantage 0);
+    `step_index[r]` the turn of each completion token of row r (-1: not a model token).
+    """
+    c = config
+    rewards = [float(t.reward or 0.0) for t in trajs]
+    rows = len(row_traj)
+    eps_high = keep = None
+    if estimator == "reinforce_pp":
+        returns = A.reinforce_pp([step_rewards(t) for t in trajs], c.gamma)
+        local = [returns[offset + i] if i >= 0 else [] for i in row_traj]
+        return A.place_on_turns(step_index, local, width), None, None
+    if estimator == "grpo":
+        if scale_rewards == "batch":
+            centred = A.grpo(rewards, group_size, scale=False)
+            per = centred / (torch.tensor(rewards).std() + A.EPS) if len(rewards) > 1 else centred
+        else:
+            per = A.grpo(rewards, group_size, scale=scale_rewards != "none")
+    elif estimator == "hrpo":
+        per = A.hrpo(rewards, [t.hops for t in trajs])
+    elif estimator == "adpo":
+        p = [self_consistency(t.task) for t in trajs]
+        per = A.grpo(rewards, group_size) * A.adpo_scale(p, c.adpo_min_scale, c.adpo_p_low, c.adpo_p_high)
+        high = A.adpo_eps_high(p, c.epsilon, c.adpo_eps_boost, c.adpo_p_low, c.adpo_p_high)
+        eps_high = torch.tensor([float(high[offset + i]) if i >= 0 else c.epsilon for i in row_traj])
+    elif estimator == "asearcher":
+        per, kept = A.asearcher(rewards, group_size, c.asearcher_reward_bias, c.asearcher_reward_scaling,
+                                c.asearcher_reward_clip)
+        keep = torch.tensor([bool(kept[offset + i]) if i >= 0 else False for i in row_traj])
+    elif estimator == "reinforce":
+        per = A.reinforce(rewards)
+    else:
+        raise ConfigError(f"unknown estimator {estimator!r}")
+    adv = torch.tensor([float(per[offset + i]) if i >= 0 else 0.0 for i in row_traj], dtype=torch.float32)
+    return adv.reshape(rows), eps_high, keep
 
 
 def _rollout_func(prompts: list, trainer: "WorkbenchGRPOTrainer") -> dict[str, list]:
@@ -83,7 +144,8 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
 
     def __init__(self, model: Any, tokenizer: Any, tasks: Sequence[Task], *, episodes: EpisodeRunner,
                  config: TrainConfig, reward: Any = None, callbacks: list | None = None, store: Any = None,
-                 policy_factory: Callable[["WorkbenchGRPOTrainer"], Any] | None = None) -> None:
+                 policy_factory: Callable[["WorkbenchGRPOTrainer"], Any] | None = None,
+                 curricula: Sequence[Any] = ()) -> None:
         check_trl_version()
         tasks = list(tasks)
         per_batch = config.per_device_train_batch_size * config.gradient_accumulation_steps
@@ -104,7 +166,15 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         self.policy_factory = policy_factory
         self.last_trajectories: list[Trajectory] = []
         self._draw = task_drawer(tasks, config.seed + 1)
-        self._batch_rows: list[dict] | None = None
+        self._pending: dict[str, list] | None = None
+        # objects with `set_training_step(i)` (a simulated search's noise curriculum), the episodes' own too
+        self.curricula = [*curricula, *getattr(episodes, "curricula", ())]
+        if config.estimator == "hrpo":
+            from workbench.train.sampler import HopGroupSampler
+
+            HopGroupSampler([t.metadata.get("hops") for t in tasks], config.num_generations,
+                            per_batch)  # raises a ConfigError naming the fix when hop groups cannot be filled
+        logging.getLogger("trl.trainer.grpo_trainer").addFilter(_OwnRowsFilter())
         super().__init__(model=model, reward_funcs=[workbench_reward], args=config.to_grpo_config(),
                          train_dataset=tasks_dataset(tasks), processing_class=tokenizer,
                          rollout_func=_rollout_func, callbacks=callbacks)
@@ -132,11 +202,16 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         return trajs
 
     def rollout(self, prompts: list) -> dict[str, list]:
-        """TRL's `rollout_func`: one trajectory per prompt row, as token ids + env mask + extra fields."""
-        rows = self._batch_rows
-        if rows is None or len(rows) != len(prompts):
+        """TRL's `rollout_func`: the rows `_generate_and_score_completions` prepared, one per prompt."""
+        if self._pending is None or len(self._pending["prompt_ids"]) != len(prompts):
             raise TrainingError("rollout called outside a generation batch")
-        tasks = [Task(**json.loads(r["task_json"])) for r in rows]
+        return self._pending
+
+    def _collect(self, inputs: list[dict]) -> list[Trajectory]:
+        """Run (and score) the episodes of a generation batch; dynamic sampling refills flat groups."""
+        for curriculum in self.curricula:
+            curriculum.set_training_step(self.state.global_step + 1)
+        tasks = [Task(**json.loads(r["task_json"])) for r in inputs]
         trajs = self.run_episodes(tasks)
         metrics = self._metrics["train"]
         if self.wb_config.dynamic_sampling and self.model.training:
@@ -147,16 +222,47 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             metrics["dynamic_sampling/zero_std_groups_left"].append(report.zero_std_groups_left)
         self.last_trajectories = trajs
         self._log_episodes(trajs)
+        return trajs
+
+    def _rows(self, trajs: list[Trajectory]) -> tuple[list[dict], list[int]]:
+        """Training rows (one per trained segment, then fillers) and each row's trajectory (-1 = filler)."""
+        from accelerate.utils import gather_object
+
         eos = self.processing_class.eos_token_id
-        samples = [trajectory_sample(t, eos, self.args.max_completion_length) for t in trajs]
-        out: dict[str, list] = {k: [s[k] for s in samples]
-                                for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "step_index")}
-        out.update(wb_reward=[float(t.reward or 0.0) for t in trajs], wb_rewards=[dict(t.rewards) for t in trajs],
-                   task_id=[t.task.id for t in trajs], hops=[t.hops for t in trajs],
-                   turns=[len(t.steps) for t in trajs], termination=[t.termination for t in trajs],
-                   self_consistency=[self_consistency(t.task) for t in trajs],
-                   step_rewards=[step_rewards(t) for t in trajs])
-        return out
+        per_traj = [trajectory_samples(t, eos, self.args.max_completion_length, self.wb_config.segments)
+                    for t in trajs]
+        samples = [s for ss in per_traj for s in ss]
+        row_traj = [i for i, ss in enumerate(per_traj) for _ in ss]
+        kind = ["segment"] * len(samples)
+        for r in range(len(samples)):
+            if r == len(samples) - 1 or row_traj[r + 1] != row_traj[r]:
+                kind[r] = "last"
+        group = self.num_generations if self.model.training else self.num_generations_eval
+        unit = group * self.args.steps_per_generation // math.gcd(group, self.args.steps_per_generation)
+        most = max(gather_object([len(samples)]))
+        target = -(-most // unit) * unit
+        for _ in range(target - len(samples)):  # fully masked: no loss, no reward, advantage 0
+            samples.append({"prompt_ids": [eos if eos is not None else 0], "completion_ids": [eos or 0],
+                            "env_mask": [0], "logprobs": [0.0], "step_index": [-1]})
+            row_traj.append(-1)
+            kind.append("filler")
+        self._metrics["train"]["episode/segments"].append(
+            sum(k != "filler" for k in kind) / max(len(trajs), 1))
+        pending: dict[str, list] = {k: [s[k] for s in samples]
+                                    for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "step_index")}
+        ts = [trajs[i] if i >= 0 else None for i in row_traj]
+        pending.update(
+            wb_row=kind,
+            wb_reward=[float(t.reward or 0.0) if k == "last" else None for t, k in zip(ts, kind)],
+            wb_rewards=[dict(t.rewards) if k == "last" else {} for t, k in zip(ts, kind)],
+            task_id=[t.task.id if t else "" for t in ts], hops=[t.hops if t else None for t in ts],
+            turns=[len(t.steps) if t else 0 for t in ts], termination=[t.termination if t else "" for t in ts],
+            self_consistency=[self_consistency(t.task) if t else 1.0 for t in ts],
+            step_rewards=[step_rewards(t) if t else [] for t in ts])
+        self._pending = pending
+        rows = [{"prompt": t.task.question if t else "", "task_json": json.dumps(dataclasses.asdict(t.task)) if t
+                 else "{}"} for t in ts]
+        return rows, row_traj
 
     def _log_episodes(self, trajs: list[Trajectory]) -> None:
         m = self._metrics["train"]
@@ -173,49 +279,53 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
 
     # -- advantages --------------------------------------------------------------------------
     def _generate_and_score_completions(self, inputs: list[dict]) -> dict[str, Any]:
-        self._batch_rows = inputs
+        trajs = self._collect(inputs)
+        rows, row_traj = self._rows(trajs)
+        step_index = self._pending["step_index"] if self._pending is not None else []
         try:
-            out = super()._generate_and_score_completions(inputs)
+            out = super()._generate_and_score_completions(rows)
         finally:
-            self._batch_rows = None
-        est = self.wb_config.estimator
-        if est == "grpo" or not self.model.training:
-            return out
+            self._pending = None
+        if self.model.training:
+            self._set_advantages(out, trajs, row_traj, step_index)
+        return out
+
+    def _set_advantages(self, out: dict[str, Any], trajs: list[Trajectory], row_traj: list[int],
+                        step_index: list[list[int]]) -> None:
         from accelerate.utils import gather_object
 
-        n = len(inputs)
-        local = slice(self.accelerator.process_index * n, (self.accelerator.process_index + 1) * n)
-        device = out["advantages"].device
-        if est == "hrpo":
-            rewards = gather_object([float(x["wb_reward"]) for x in inputs])
-            hops = gather_object([x.get("hops") for x in inputs])
-            out["advantages"] = A.hrpo(rewards, hops)[local].to(device)
-        elif est == "adpo":
-            c = self.wb_config
-            p = [float(x["self_consistency"]) for x in inputs]
-            out["advantages"] = out["advantages"] * A.adpo_scale(p, c.adpo_min_scale, c.adpo_p_low,
-                                                                 c.adpo_p_high).to(device)
-            out["eps_high"] = A.adpo_eps_high(p, c.epsilon, c.adpo_eps_boost, c.adpo_p_low,
-                                              c.adpo_p_high).to(device)
-        elif est == "reinforce_pp":
-            returns = A.reinforce_pp(gather_object([x["step_rewards"] for x in inputs]), self.wb_config.gamma)
-            returns = returns[local]
-            adv = torch.zeros(out["completion_ids"].shape, dtype=torch.float32)
-            for i, x in enumerate(inputs):
-                for j, k in enumerate(x["step_index"][: adv.size(1)]):
-                    if k >= 0:
-                        adv[i, j] = returns[i][k]
-            out["advantages"] = adv.to(device)
-        return out
+        est, device = self.wb_config.estimator, out["advantages"].device
+        every = gather_object(trajs)  # the global batch, in process order
+        offset = self.accelerator.process_index * len(trajs)
+        adv, eps_high, keep = row_advantages(est, self.wb_config, every, offset, row_traj, step_index,
+                                             out["completion_ids"].size(1), group_size=self.num_generations,
+                                             scale_rewards=str(self.scale_rewards))
+        if keep is not None:  # asearcher: rows of flat groups leave the loss, then whitening over loss tokens
+            keep = keep.to(device)
+            out["tool_mask"] = out["tool_mask"] * keep.unsqueeze(1).to(out["tool_mask"].dtype)
+            tokens = (out["completion_mask"] * out["tool_mask"]).sum(dim=1)
+            out["num_items_in_batch"] = self.accelerator.gather(tokens.sum()).sum()
+            if self.wb_config.asearcher_adv_norm:
+                values = gather_object(adv.tolist())
+                counts = gather_object(tokens.tolist())
+                start = sum(gather_object([len(row_traj)])[: self.accelerator.process_index])
+                adv = A.token_whiten(values, counts)[start:start + len(row_traj)] * keep.cpu()
+            self._metrics["train"]["asearcher/kept_rows"].append(float(keep.float().mean()))
+        out["advantages"] = adv.to(device)
+        if eps_high is not None:
+            out["eps_high"] = eps_high.to(device)
 
     def _get_train_sampler(self, dataset: Any = None) -> Any:
         if self.wb_config.estimator != "hrpo":
             return super()._get_train_sampler(dataset)
-        # one rollout per distinct question: no per-prompt repetition
-        return RepeatSampler(data_source=dataset if dataset is not None else self.train_dataset,
-                             mini_repeat_count=1, batch_size=self.args.generation_batch_size,
-                             repeat_count=self.num_iterations * self.args.steps_per_generation,
-                             shuffle=self.shuffle_dataset, seed=self.args.seed)
+        from workbench.train.sampler import HopGroupSampler
+
+        # one rollout per distinct question, each batch whole groups of same-hop questions
+        data = dataset if dataset is not None else self.train_dataset
+        hops = [json.loads(row)["metadata"].get("hops") for row in data["task_json"]]
+        return HopGroupSampler(hops, self.num_generations, self.args.generation_batch_size,
+                               repeat_count=self.num_iterations * self.args.steps_per_generation,
+                               seed=self.args.seed)
 
     def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
         if "eps_high" not in inputs:
@@ -230,4 +340,5 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             self.epsilon_low, self.epsilon_high = low, high
 
 
-__all__ = ["REQUIRED_TRL", "WorkbenchGRPOTrainer", "check_trl_version", "tasks_dataset", "workbench_reward"]
+__all__ = ["REQUIRED_TRL", "WorkbenchGRPOTrainer", "check_trl_version", "row_advantages", "tasks_dataset",
+           "workbench_reward"]
