@@ -12,8 +12,9 @@ Inside the sandbox:
 The kernel writes nowhere on the host's disk: /workspace and /tmp live in the sandbox's own
 mount namespace, capped together at `limits.disk_mb` (/tmp gets `tmp_size_mb`, /workspace the
 rest), and vanish with it. Writing past a cap is an ordinary `OSError` (ENOSPC). tmpfs pages are
-memory, so the sandbox's cgroup allows `memory_mb + disk_mb` (see `cgroups.py`). The run dir is
-a host dir; as root it is sealed once the kernel has bound its sockets (`RolloutDir.seal`).
+memory, so the sandbox's cgroup allows `memory_mb + disk_mb` (see `cgroups.py`); inodes of
+empty files take no blocks but are charged there too (~1 KB each). The run dir is a host dir; as
+root it is sealed once the kernel has bound its sockets (`RolloutDir.seal`).
 
 When workbench runs as root the chain is
 
@@ -57,7 +58,7 @@ class SandboxSpec:
 
     profile: SandboxProfile
     run_dir: Path  # bound read-write at /run/workbench
-    work_dir: Path | None = None  # not bound: /workspace is a tmpfs (used only unsandboxed)
+    work_dir: Path | None = None  # ignored: the sandbox's /workspace is its own capped tmpfs
     uid: int | None = None  # unprivileged uid to run as (root hosts); None = stay as self
     gid: int | None = None
     env: dict[str, str] | None = None  # extra variables (already allow-listed by the caller)
