@@ -7,10 +7,9 @@ import random
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.evolve import (Agent0Config, DrZeroConfig, Proposal, agent0_reward, drzero_reward, format_components,
-                              in_band, majority_vote, proposal_of, proposer_task, sample_documents, sample_hops,
-                              uncertainty)
-from workbench.evolve.modes import agent0_mode
+from workbench.evolve import (Agent0Config, DrZeroConfig, Proposal, format_components, in_band, majority_vote,
+                              proposal_of, proposer_task, sample_documents, sample_hops, uncertainty)
+from workbench.evolve.modes import agent0_mode, drzero_mode
 from workbench.evolve.phases import Proposed
 from workbench.evolve.scripted import next_turn, question_text
 from workbench.trajectory import Step, Task, ToolCall, Trajectory
@@ -49,10 +48,17 @@ def test_format_components_follow_drzero():
 
 @pytest.mark.parametrize("k,n,difficulty", [(0, 5, 0.0), (1, 5, 1.0), (3, 5, 0.5), (5, 5, 0.0)])
 def test_drzero_reward_is_half_format_plus_difficulty(k, n, difficulty):
-    fmt = {"think": 1.0, "tool": 1.0, "ans": 1.0, "integrity": 1.0, "format": 1.0}
-    r = drzero_reward(fmt, k, n)
-    assert r["difficulty"] == difficulty and r["total"] == pytest.approx(0.5 + difficulty)
-    assert drzero_reward({**fmt, "format": 0.0}, 1, 5)["total"] == 0.0  # no difficulty without format
+    """Dr. Zero eq. 4: difficulty = 1(0<k<n)·(n−k)/(n−1): k=1 of 5 → 4/4 = 1; k=3 → 2/4 = 0.5;
+    k=0 or 5 → 0. Reward = 0.5·format + difficulty with format 1 → 0.5 + difficulty."""
+    good = proposer_traj(2, ["<think>a</think><code>1</code>", "<think>b</think><code>2</code>"],
+                         ["Doc 1 (Title: Ana Ro) Ana Ro was born in the city of Lund."],
+                         "What is the birthplace of the director of Vel?", "Lund")
+    item = Proposed(good, proposal_of(good), attempts=_attempts(["Lund"] * k + ["Oslo"] * (n - k), gold="Lund"),
+                    valid=True)
+    drzero_mode(DrZeroConfig()).score([item])
+    assert item.rewards["format"] == 1.0 and item.rewards["difficulty"] == difficulty
+    assert item.rewards["total"] == pytest.approx(0.5 + difficulty)
+    assert good.metadata["solver_correct"] == [1.0] * k + [0.0] * (n - k)
 
 
 def test_majority_vote_normalises_and_reports_both_denominators():
@@ -71,20 +77,45 @@ def test_band_and_uncertainty_forms():
         uncertainty(0.5, form="nope")
 
 
-def _attempts(answers):
-    return [Trajectory(task=Task(f"a{i}", "q"), final_answer=a) for i, a in enumerate(answers)]
+def _attempts(answers, gold="Lund"):
+    return [Trajectory(task=Task(f"a{i}", "q", [gold]), final_answer=a) for i, a in enumerate(answers)]
 
 
 def test_agent0_reward_terms_and_gate():
-    traj = proposer_traj(2, ["<think>a</think>"], ["r1", "r2"], "What is the birthplace of X?", "Lund")
-    vote = majority_vote(["Lund", "Lund", "Oslo", "Oslo", "Lund"])
-    r = agent0_reward(traj, vote, proposal_of(traj), repetition=0.25)
-    assert r["uncertainty"] == pytest.approx(1 - 2 * abs(0.6 - 0.5))
-    assert r["tool_use"] == pytest.approx(0.1) and r["total"] == pytest.approx(r["uncertainty"] + 0.1 - 0.25)
-    assert agent0_reward(traj, vote, None, repetition=0.0)["total"] == -1.0
-    # code form: the uncertainty is zero when the majority disagrees with the proposer
-    wrong = agent0_reward(traj, majority_vote(["Oslo", "Oslo", "Lund"]), proposal_of(traj), 0.0, form="code")
-    assert wrong["uncertainty"] == 0.0
+    """Paper eq. 5 with λ_tool = 0.6, γ = 0.05, C = 4 and the executor's tool counts.
+    Executor answers Lund ×3, Oslo ×2 → p̂ = 3/5 = 0.6, R_unc = 1 − 2|0.6 − 0.5| = 0.8.
+    Executor cells (none submits): [2, 5, 0, 1, 3] → γ·min(N, 4) = [.1, .2, 0, .05, .15], mean 0.1.
+    The proposer's own 2 searches do not count. Alone in its batch: R_rep = 1/1 = 1.
+    R = 1·max(0, 0.8 + 0.6·0.1 − 1) = max(0, −0.14) = 0 (the floor).
+    With a second, different question in the batch: R_rep = 1/2 → 0.8 + 0.06 − 0.5 = 0.36.
+    No proposal: R_format = 0 → 0 (the code's −1 is the `agent0` preset's)."""
+    mode = agent0_mode(Agent0Config())
+    assert mode.proposer_spec.name == "agent0_paper" and mode.solver_spec.name == "agent0_executor"
+
+    def item(question):
+        traj = proposer_traj(2, ["<think>a</think>"], ["r1", "r2"], question, "Lund")
+        attempts = _attempts(["Lund", "Lund", "Oslo", "Oslo", "Lund"])
+        for a, cells in zip(attempts, [2, 5, 0, 1, 3]):
+            a.steps = [Step(index=i, raw="", observation={"stdout": "x"}) for i in range(cells)]
+        return Proposed(traj, proposal_of(traj), attempts=attempts, valid=True)
+
+    alone = item("What is the birthplace of X?")
+    mode.score([alone])
+    r = alone.rewards
+    assert r["agent0.uncertainty"] == pytest.approx(0.8) and r["agent0.tool"] == pytest.approx(0.1)
+    assert r["agent0.repetition"] == 1.0 and r["total"] == 0.0
+    pair = [item("What is the birthplace of X?"), item("Which river flows through the capital of Y?")]
+    mode.score(pair)
+    assert pair[0].rewards["agent0.repetition"] == 0.5 and pair[0].rewards["total"] == pytest.approx(0.36)
+    empty = Proposed(Trajectory(task=Task("p", "prompt"), role="proposer"), None)
+    mode.score([empty])
+    assert empty.rewards["total"] == 0.0
+    # code form: min(p, 1 − p) and 0 when the majority (Oslo) disagrees with the proposer (Lund)
+    code = agent0_mode(Agent0Config(uncertainty_form="code"))
+    wrong = item("What is the birthplace of X?")
+    wrong.attempts = _attempts(["Oslo", "Oslo", "Lund"])
+    code.score([wrong])
+    assert code.proposer_spec.name == "agent0" and wrong.rewards["agent0.uncertainty"] == 0.0
 
 
 def test_agent0_qa_set_keeps_the_band_and_labels_by_majority():
@@ -101,7 +132,7 @@ def test_agent0_qa_set_keeps_the_band_and_labels_by_majority():
     assert [t.golden_answers for t in qa] == [["Lund"], ["Oslo"]]
     assert qa[1].metadata["proposer_answer"] == "Lund" and not qa[1].metadata["label_agrees_with_proposer"]
     assert all(t.metadata["origin"] == it.traj.id for t, it in zip(qa, [items[1], items[3]]))
-    assert all(it.rewards["repetition"] > 0 for it in items)  # near-identical questions share a cluster
+    assert all(it.rewards["agent0.repetition"] > 0 for it in items)  # near-identical questions share a cluster
 
 
 def test_scripted_proposer_first_turn_reads_the_document():
@@ -141,3 +172,33 @@ def test_config_errors_name_the_field(tmp_path):
     cfg = DrZeroConfig.load(path, prompts_per_iteration=4)
     assert (cfg.iterations, cfg.solver_attempts, cfg.prompts_per_iteration) == (2, 3, 4)
     assert cfg.hop_weights == {1: 1.0, 2: 1.0}
+
+
+def test_drzero_defaults_follow_the_paper_and_keep_the_best_format_sample():
+    """Dr. Zero: 5 proposer samples per prompt, best format kept; solver n = 5; group sizes 1
+    (proposer, HRPO) and 5 (solver). Agent0 App. A.1: 4 curriculum, 16 executor rollouts.
+    Prompt 0's samples: format 1.0 (searched), 0.375 = (1 + 0.5 + 0 + 0)/4 (half the turns think,
+    no search, answer not in the document); the first sample of prompt 1 (format 1.0 both) wins ties."""
+    dz, a0 = DrZeroConfig(), Agent0Config()
+    assert (dz.samples_per_prompt, dz.solver_attempts, dz.proposer_group_size, dz.solver_group_size) == (5, 5, 1, 5)
+    assert (a0.samples_per_prompt, a0.solver_attempts, a0.proposer_group_size, a0.solver_group_size) == (1, 10, 4, 16)
+    assert dz.proposer_spec().name == "drzero_proposer" and dz.solver_spec().name == "drzero_solver"
+    custom = DrZeroConfig(format_weight=0.25).proposer_spec()
+    assert custom.name.startswith("drzero_proposer~") and custom.components[0].weight == 0.25
+    mode = drzero_mode(dz)
+    good = ["<think>a</think><code>1</code>", "<think>b</think><code>2</code>"]
+    found = ["Doc 1 (Title: Ana Ro) Ana Ro was born in the city of Lund."]
+    q = "What is the birthplace of the director of Vel?"
+    samples = [(0, proposer_traj(2, ["<think>a</think><code>1</code>", "<code>2</code>"], [], q, "Paris")),
+               (0, proposer_traj(2, good, found, q, "Lund")),
+               (1, proposer_traj(2, good, found, q, "Lund")),
+               (1, proposer_traj(2, good, found, q, "Lund"))]
+    items = []
+    for prompt, traj in samples:
+        traj.task.metadata["prompt_index"] = prompt
+        items.append(Proposed(traj, proposal_of(traj)))
+    mode.gate(items)
+    mode.select(items)
+    assert [it.extra["format"]["format"] for it in items] == [0.375, 1.0, 1.0, 1.0]
+    assert [it.chosen for it in items] == [False, True, True, False]
+    assert len(mode.qa_set(items)) == 2

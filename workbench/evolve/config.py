@@ -32,7 +32,8 @@ class EvolveConfig:
     run_id: str = _f("", "Run id for trajectories and metrics; defaults to run_dir's name.")
     iterations: int = _f(1, "Proposer/solver iterations.")
     prompts_per_iteration: int = _f(8, "Proposer prompts (document + hop count) per iteration.")
-    samples_per_prompt: int = _f(1, "Proposer episodes per prompt; the QA set keeps the best-format one.")
+    samples_per_prompt: int = _f(1, "Proposer episodes per prompt; the solver attempts and the QA set keep the "
+                                    "best-format one (Dr. Zero mode).")
     hop_weights: dict = _f({1: 4.0, 2: 3.0, 3: 2.0, 4: 1.0}, "Hop-count sampling weights (Dr. Zero: 4:3:2:1).")
     solver_attempts: int = _f(5, "Solver episodes per valid question (n).")
     max_question_words: int = _f(50, "QA-set questions are cut to this many words.")
@@ -45,6 +46,9 @@ class EvolveConfig:
     solver_agent: dict = _f({"max_steps": 6, "max_context_tokens": 8192}, "AgentConfig keywords for solver episodes.")
     proposer_estimator: str = _f("hrpo", "Estimator of the proposer update (workbench.train).")
     solver_estimator: str = _f("grpo", "Estimator of the solver update (workbench.train).")
+    proposer_group_size: int = _f(1, "Rollouts per prompt in the proposer update (TrainConfig.num_generations; "
+                                     "hrpo always samples 1 per prompt).")
+    solver_group_size: int = _f(4, "Rollouts per question in the solver update (TrainConfig.num_generations).")
     progress: bool = _f(True, "Show tqdm progress bars.")
 
     mode = "evolve"
@@ -58,7 +62,7 @@ class EvolveConfig:
             return ConfigError(f"{type(self).__name__}.{name}: {why}")
 
         for name in ("iterations", "prompts_per_iteration", "samples_per_prompt", "concurrency",
-                     "max_question_words"):
+                     "max_question_words", "proposer_group_size", "solver_group_size"):
             if getattr(self, name) < 1:
                 raise bad(name, "must be >= 1")
         if self.solver_attempts < 2:
@@ -73,6 +77,17 @@ class EvolveConfig:
                 raise bad(name, f"{getattr(self, name)!r} is not one of {', '.join(ESTIMATORS)}")
         for name in ("proposer_agent", "solver_agent"):
             self.agent_config(name.split("_")[0])  # raises ConfigError naming the bad key
+
+    def group_size(self, role: str) -> int:
+        return self.proposer_group_size if role == "proposer" else self.solver_group_size
+
+    def proposer_spec(self) -> Any:
+        """The proposer's `RewardSpec` (a preset, adjusted by this config's fields)."""
+        raise NotImplementedError
+
+    def solver_spec(self) -> Any:
+        """The solver's `RewardSpec`: exact match against the question's target."""
+        raise NotImplementedError
 
     def agent_config(self, role: str) -> Any:
         from workbench.agent.config import AgentConfig
@@ -105,12 +120,45 @@ class EvolveConfig:
         return {**dataclasses.asdict(self), "mode": self.mode}
 
 
+def _spec(preset: str, patch: Any) -> Any:
+    """`preset`, with `patch(dict)` applied; renamed `<preset>~<hash>` when that changed it (the
+    stored spec JSON still reproduces it; the bare preset name would not)."""
+    import copy
+    import hashlib
+    import json
+
+    from workbench.rewards.presets import PRESETS
+    from workbench.rewards.spec import RewardSpec
+
+    data = copy.deepcopy(PRESETS[preset])
+    patch(data)
+    if data != PRESETS[preset]:
+        digest = hashlib.sha1(json.dumps(data, sort_keys=True).encode()).hexdigest()[:8]
+        data["name"] = f"{preset}~{digest}"
+    return RewardSpec.from_dict(data)
+
+
 @dataclass
 class DrZeroConfig(EvolveConfig):
-    """Dr. Zero: proposer reward `format_weight·format + difficulty`; proposer HRPO, solver GRPO."""
+    """Dr. Zero: proposer reward `format_weight·format + difficulty`; proposer HRPO, solver GRPO.
 
+    Defaults from the paper and its code: 5 proposer samples per prompt (the best-format one is
+    kept), n = 5 solver attempts, proposer group size 1 (HRPO) and solver group size 5 (GRPO)."""
+
+    samples_per_prompt: int = _f(5, "Proposer samples per prompt; the best-format one is kept (Dr. Zero: 5).")
+    proposer_group_size: int = _f(1, "Proposer rollouts per prompt (Dr. Zero HRPO: 1).")
+    solver_group_size: int = _f(5, "Solver rollouts per question (Dr. Zero GRPO: n = 5).")
     format_weight: float = _f(0.5, "Weight of the format score in the proposer reward (Dr. Zero code: 0.5).")
     mode = "drzero"
+
+    def proposer_spec(self) -> Any:
+        def patch(d: dict) -> None:
+            d["components"][0]["weight"] = self.format_weight
+
+        return _spec("drzero_proposer", patch)
+
+    def solver_spec(self) -> Any:
+        return _spec("drzero_solver", lambda d: None)
 
 
 @dataclass
@@ -123,11 +171,37 @@ class Agent0Config(EvolveConfig):
     p_low: float = _f(0.3, "Keep questions with self-consistency p >= p_low (Agent0 README: 0.3).")
     p_high: float = _f(0.8, "... and p <= p_high (README: 0.8; upload.py default 0.7).")
     p_denominator: str = _f("valid", "Band p over 'valid' answers (Agent0 curation) or 'all' attempts.")
-    uncertainty_form: str = _f("paper", "'paper': 1 - 2|p - 0.5|; 'code': min(p, 1 - p), gated on agreement.")
-    tool_weight: float = _f(0.05, "Tool-use reward per call (gamma).")
-    tool_cap: int = _f(4, "Tool calls counted at most (C).")
+    proposer_group_size: int = _f(4, "Curriculum rollouts per prompt (Agent0 App. A.1: 4).")
+    solver_group_size: int = _f(16, "Executor rollouts per question (Agent0 App. A.1: 16).")
+    uncertainty_form: str = _f("paper", "'paper': preset agent0_paper, R_format·max(0, 1 - 2|p - 0.5| + "
+                                        "λ_tool·R_tool - R_rep) (eq. 5); 'code': preset agent0, min(p, 1 - p) "
+                                        "gated on agreement - R_rep + R_tool, -1 without a question.")
+    tool_gamma: float = _f(0.05, "Tool-use reward per call, γ in R_tool = γ·min(N, C) (Agent0 code: 0.05).")
+    tool_lambda: float = _f(0.6, "λ_tool, the weight of R_tool in the paper's form (Agent0 §4: 0.6).")
+    tool_cap: int = _f(4, "Tool calls counted at most, C (Agent0: 4).")
+    tool_count: str = _f("cells", "What N counts per executor attempt: 'cells' (executed cells that did not "
+                                  "submit the answer) or 'calls' (host tool calls but the submission).")
     repetition_threshold: float = _f(0.5, "BLEU distance threshold of the repetition clusters.")
     mode = "agent0"
+
+    def proposer_spec(self) -> Any:
+        preset = "agent0_paper" if self.uncertainty_form == "paper" else "agent0"
+
+        def patch(d: dict) -> None:
+            for c in d["components"]:
+                if c["name"] == "agent0.tool":
+                    c["params"].update(gamma=self.tool_gamma, cap=self.tool_cap)
+                    if self.tool_count != "cells":
+                        c["params"]["count"] = self.tool_count
+                    if preset == "agent0_paper":
+                        c["weight"] = self.tool_lambda
+                if c["name"] == "agent0.repetition" and self.repetition_threshold != 0.5:
+                    c["params"] = {"threshold": self.repetition_threshold}
+
+        return _spec(preset, patch)
+
+    def solver_spec(self) -> Any:
+        return _spec("agent0_executor", lambda d: None)
 
     def validate(self) -> None:
         super().validate()
@@ -137,6 +211,8 @@ class Agent0Config(EvolveConfig):
             raise ConfigError(f"Agent0Config.p_denominator: {self.p_denominator!r}; use 'valid' or 'all'")
         if self.uncertainty_form not in ("paper", "code"):
             raise ConfigError(f"Agent0Config.uncertainty_form: {self.uncertainty_form!r}; use 'paper' or 'code'")
+        if self.tool_count not in ("cells", "calls"):
+            raise ConfigError(f"Agent0Config.tool_count: {self.tool_count!r}; use 'cells' or 'calls'")
 
 
 __all__ = ["Agent0Config", "DrZeroConfig", "EvolveConfig"]

@@ -32,8 +32,7 @@ from typing import Any, Callable
 from workbench.errors import ConfigError
 from workbench.evolve.config import Agent0Config, DrZeroConfig, EvolveConfig
 from workbench.evolve.modes import Mode, agent0_mode, drzero_mode
-from workbench.evolve.phases import (Phases, PrecomputedReward, ProposerEpisodes, SolverEM, SolverEpisodes,
-                                     kernel_pool)
+from workbench.evolve.phases import Phases, PrecomputedReward, ProposerEpisodes, SolverEpisodes, kernel_pool
 from workbench.evolve.proposer import proposer_task, proposer_tools, sample_documents, sample_hops, solver_tools
 from workbench.trajectory import Task
 
@@ -51,6 +50,7 @@ class TrainRequest:
     iteration: int
     run_id: str
     store: Any
+    group_size: int = 0  # rollouts per prompt/question the mode asks for (0: the TrainConfig's)
 
 
 TrainFn = Callable[[TrainRequest], "dict[str, Any] | None"]
@@ -114,6 +114,8 @@ async def arun_evolution(config: EvolveConfig, mode: Mode, *, proposer_policy: A
     run_dir.mkdir(parents=True, exist_ok=True)
     store = store if store is not None else Store(run_dir)
     (run_dir / "evolve_config.json").write_text(json.dumps(config.to_dict(), indent=2, default=str))
+    (run_dir / "reward_specs.json").write_text(json.dumps(
+        {"proposer": mode.proposer_spec.to_dict(), "solver": mode.solver_spec.to_dict()}, indent=2))
     result = EvolveResult(run_dir, run_id, store)
     p_cfg, s_cfg = config.agent_config("proposer"), config.agent_config("solver")
     p_tools, s_tools = proposer_tools(retriever), solver_tools(retriever)
@@ -140,10 +142,9 @@ async def arun_evolution(config: EvolveConfig, mode: Mode, *, proposer_policy: A
             if train_fn is not None:
                 bar.set_postfix_str("proposer update")
                 runner = ProposerEpisodes(phase_kw, solver_policy=None if config.shared_model else solver,
-                                          attempts=config.solver_attempts, gate=mode.gate, score=mode.score,
-                                          spec_name=mode.spec_name)
+                                          attempts=config.solver_attempts, mode=mode)
                 req = TrainRequest("proposer", config.proposer_estimator, prompts, runner, PrecomputedReward(),
-                                   it_dir / "proposer", i, run_id, store)
+                                   it_dir / "proposer", i, run_id, store, config.group_size("proposer"))
                 training["proposer"] = await asyncio.to_thread(train_fn, req)
                 training["proposer_solver_episodes"] = runner.solver_episodes
             samples = [dataclasses.replace(t, id=f"{t.id}-s{s}", metadata={**t.metadata, "sample": s})
@@ -153,10 +154,12 @@ async def arun_evolution(config: EvolveConfig, mode: Mode, *, proposer_policy: A
                 bar.set_postfix_str("propose")
                 items = await phases.propose(samples, proposer_policy, lineage={"iteration": i})
                 mode.gate(items)
+                mode.select(items)
                 bar.set_postfix_str("solve")
-                await phases.attempt(items, solver, config.solver_attempts, lineage={"iteration": i})
-            mode.score(items)
-            phases.record(items, mode.spec_name, provenance={"iteration": i})
+                await phases.attempt(items, solver, config.solver_attempts, mode.solver_spec,
+                                     lineage={"iteration": i})
+            mode.score(items, batch=f"{run_id}/iter_{i}")
+            phases.record(items, mode.proposer_spec, provenance={"iteration": i})
             qa = mode.qa_set(items)
             qa_path = _write_jsonl(it_dir / "qa.jsonl", [dataclasses.asdict(t) for t in qa])
             metrics = {**mode.metrics(items), "evolve/qa_size": float(len(qa)),
@@ -164,10 +167,10 @@ async def arun_evolution(config: EvolveConfig, mode: Mode, *, proposer_policy: A
             if train_fn is not None:
                 bar.set_postfix_str("solver update")
                 if qa:
-                    runner_s = SolverEpisodes(s_tools, s_cfg, store=store, run_id=run_id,
-                                              concurrency=config.concurrency)
-                    req = TrainRequest("solver", config.solver_estimator, qa, runner_s, SolverEM(),
-                                       it_dir / "solver", i, run_id, store)
+                    runner_s = SolverEpisodes(s_tools, s_cfg, reward_spec=mode.solver_spec, store=store,
+                                              run_id=run_id, concurrency=config.concurrency)
+                    req = TrainRequest("solver", config.solver_estimator, qa, runner_s, mode.solver_spec,
+                                       it_dir / "solver", i, run_id, store, config.group_size("solver"))
                     try:
                         training["solver"] = await asyncio.to_thread(train_fn, req)
                     finally:

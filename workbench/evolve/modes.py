@@ -1,25 +1,34 @@
-"""What differs between Dr. Zero and Agent0: the gate, the proposer reward, the QA set, the metrics.
+"""What differs between Dr. Zero and Agent0: the gate, the reward specs, the QA set, the metrics.
 
-A mode is four functions over the iteration's `Proposed` items (see `workbench.evolve.phases`):
+A mode is a few functions over the iteration's `Proposed` items (see `workbench.evolve.phases`) and
+two `workbench.rewards` specs, the single source of every stored reward:
 
 | step      | Dr. Zero                                         | Agent0                                              |
 |-----------|--------------------------------------------------|-----------------------------------------------------|
 | gate      | format score > 0                                 | a question + answer, answer not inside the question |
-| score     | 0.5·format + difficulty(k of n)                  | uncertainty(p) + γ·min(tools, C) − BLEU repetition  |
-| QA set    | best-format valid sample per prompt; proposer's  | majority vote = pseudo-label; keep p in [low, high] |
-|           | answer is the target                             | p rides along as `metadata["self_consistency"]`     |
+| select    | best-format sample per prompt (paper: of 5)      | every valid sample                                  |
+| proposer  | `drzero_proposer`: 0.5·format + difficulty       | `agent0_paper`: max(0, R_unc + 0.6·R_tool − R_rep), |
+|  reward   |                                                  | or `agent0` (the code's form)                       |
+| solver    | `drzero_solver`: EM against the target           | `agent0_executor`: EM against the pseudo-label      |
+| QA set    | the selected samples; proposer's answer = target | majority vote = pseudo-label; keep p in [low, high] |
+|           |                                                  | p rides along as `metadata["self_consistency"]`     |
+
+Solver attempts are recorded on the proposer (`scoring.attach_attempts`), so `rescore(store, name)`
+with the stored spec name reproduces every stored reward.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from workbench.evolve.config import Agent0Config, DrZeroConfig, EvolveConfig
 from workbench.evolve.phases import Proposed
-from workbench.evolve.scoring import (agent0_reward, drzero_reward, format_components, in_band, majority_vote,
-                                      repetition_shares, solver_hits)
+from workbench.evolve.scoring import attach_attempts, format_components, in_band, majority_vote, score_proposers
+from workbench.rewards.agent0 import answer_leaks
+from workbench.rewards.spec import RewardSpec
 from workbench.rewards.text import exact_match
 from workbench.trajectory import Task
 
@@ -27,11 +36,27 @@ from workbench.trajectory import Task
 @dataclass
 class Mode:
     name: str  # also the proposer prompt file: prompts/<name>_proposer.j2
-    spec_name: str
+    proposer_spec: RewardSpec
+    solver_spec: RewardSpec
     gate: Callable[[list[Proposed]], None]
-    score: Callable[[list[Proposed]], None]
+    select: Callable[[list[Proposed]], None]  # which valid samples the solver attempts (QA generation)
     qa_set: Callable[[list[Proposed]], list[Task]]
     metrics: Callable[[list[Proposed]], dict[str, float]]
+    tool_count: str = "cells"  # what an attempt's tool invocations count (Agent0's R_tool)
+
+    @property
+    def spec_name(self) -> str:
+        return self.proposer_spec.name
+
+    def score(self, items: list[Proposed], batch: str = "") -> None:
+        """Record each item's attempts on its trajectory and score the items as one batch."""
+        for it in items:
+            if it.proposal is not None:  # what the reward components read as question and answer
+                it.traj.metadata["question"], it.traj.final_answer = it.proposal.question, it.proposal.answer
+            attach_attempts(it.traj, it.attempts, tool_count=self.tool_count)
+        scores = score_proposers([it.traj for it in items], self.proposer_spec, batch or uuid.uuid4().hex[:12])
+        for it, rewards in zip(items, scores):
+            it.rewards = rewards
 
 
 def _cut(question: str, words: int) -> str:
@@ -78,27 +103,30 @@ def drzero_mode(config: DrZeroConfig) -> Mode:
             it.extra["format"] = format_components(it.traj, it.proposal)
             it.valid = it.extra["format"]["format"] > 0
 
-    def score(items: list[Proposed]) -> None:
-        for it in items:
-            k = solver_hits(it.attempts, it.proposal.answer) if it.valid and it.proposal else 0
-            it.rewards = drzero_reward(it.extra["format"], k, len(it.attempts), format_weight=config.format_weight)
-
-    def qa_set(items: list[Proposed]) -> list[Task]:
+    def select(items: list[Proposed]) -> None:
+        """Keep the best-format valid sample of each prompt (the first one on ties)."""
         best: dict[Any, Proposed] = {}
         for it in items:
             key = it.traj.task.metadata.get("prompt_index")
             if it.valid and (key not in best or it.extra["format"]["format"] > best[key].extra["format"]["format"]):
                 best[key] = it
+        chosen = {id(it) for it in best.values()}
+        for it in items:
+            it.chosen = id(it) in chosen
+
+    def qa_set(items: list[Proposed]) -> list[Task]:
+        kept = [it for it in items if it.valid and it.chosen]
         return [_qa_task(it, it.proposal.answer, config, proposer_format=it.extra["format"]["format"])  # type: ignore[union-attr]
-                for _, it in sorted(best.items(), key=lambda kv: str(kv[0]))]
+                for it in sorted(kept, key=lambda it: str(it.traj.task.metadata.get("prompt_index")))]
 
     def metrics(items: list[Proposed]) -> dict[str, float]:
         out = _common_metrics(items)
         out.update(_by_hop(items, "format", lambda it: it.rewards.get("format")))
-        out.update(_by_hop([it for it in items if it.valid], "difficulty", lambda it: it.rewards.get("difficulty")))
+        out.update(_by_hop([it for it in items if it.valid and it.attempts], "difficulty",
+                           lambda it: it.rewards.get("difficulty")))
         return out
 
-    return Mode("drzero", "drzero.proposer", gate, score, qa_set, metrics)
+    return Mode("drzero", config.proposer_spec(), config.solver_spec(), gate, select, qa_set, metrics)
 
 
 # -- Agent0 -------------------------------------------------------------------------------------
@@ -106,30 +134,25 @@ def agent0_mode(config: Agent0Config) -> Mode:
     def gate(items: list[Proposed]) -> None:
         for it in items:
             p = it.proposal
-            it.valid = bool(p and p.question and p.answer and not exact_match(p.answer, [p.question])
-                            and p.answer.lower() not in p.question.lower())
+            it.valid = bool(p and p.question and p.answer and not answer_leaks(p.question, p.answer))
 
-    def score(items: list[Proposed]) -> None:
-        valid = [it for it in items if it.valid]
-        shares = dict(zip((id(it) for it in valid),
-                          repetition_shares([it.proposal.question for it in valid], config.repetition_threshold)))  # type: ignore[union-attr]
+    def select(items: list[Proposed]) -> None:
         for it in items:
-            vote = majority_vote([t.final_answer for t in it.attempts])
-            it.extra["vote"] = vote
-            it.rewards = agent0_reward(it.traj, vote, it.proposal if it.valid else None, shares.get(id(it), 0.0),
-                                       form=config.uncertainty_form, tool_weight=config.tool_weight,
-                                       tool_cap=config.tool_cap)
-            it.rewards["p_valid"] = vote.p_valid
+            it.chosen = True
+
+    def vote_of(it: Proposed) -> Any:
+        return majority_vote(it.traj.metadata.get("executor_answers", []))
 
     def band_p(it: Proposed) -> float:
-        vote = it.extra["vote"]
+        vote = vote_of(it)
         return vote.p_valid if config.p_denominator == "valid" else vote.p
 
     def qa_set(items: list[Proposed]) -> list[Task]:
         out = []
         for it in items:
-            vote = it.extra.get("vote")
-            if not it.valid or vote is None or vote.answer is None or not in_band(band_p(it), config.p_low, config.p_high):
+            vote = vote_of(it)
+            if not it.valid or not it.attempts or vote.answer is None \
+                    or not in_band(band_p(it), config.p_low, config.p_high):
                 continue
             agrees = exact_match(vote.answer, [it.proposal.answer])  # type: ignore[union-attr]
             out.append(_qa_task(it, vote.answer, config, self_consistency=band_p(it), pseudo_label=True,
@@ -138,14 +161,15 @@ def agent0_mode(config: Agent0Config) -> Mode:
 
     def metrics(items: list[Proposed]) -> dict[str, float]:
         out = _common_metrics(items)
-        valid = [it for it in items if it.valid]
+        valid = [it for it in items if it.valid and it.attempts]
         out.update(_by_hop(valid, "self_consistency", band_p))
-        out.update(_by_hop(valid, "uncertainty", lambda it: it.rewards.get("uncertainty")))
-        out["evolve/repetition"] = sum(it.rewards.get("repetition", 0.0) for it in valid) / max(len(valid), 1)
+        out.update(_by_hop(valid, "uncertainty", lambda it: it.rewards.get("agent0.uncertainty")))
+        out["evolve/repetition"] = sum(it.rewards.get("agent0.repetition", 0.0) for it in valid) / max(len(valid), 1)
         out["evolve/in_band_rate"] = sum(in_band(band_p(it), config.p_low, config.p_high) for it in valid) / max(len(valid), 1)
         return out
 
-    return Mode("agent0", "agent0.curriculum", gate, score, qa_set, metrics)
+    return Mode("agent0", config.proposer_spec(), config.solver_spec(), gate, select, qa_set, metrics,
+                tool_count=config.tool_count)
 
 
 __all__ = ["Mode", "agent0_mode", "drzero_mode"]

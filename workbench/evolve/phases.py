@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Sequence
 
 from workbench.evolve.proposer import Proposal, proposal_of
-from workbench.rewards.text import exact_match
 from workbench.train.run import NBAgentEpisodes
 from workbench.trajectory import Task, Trajectory
 
@@ -32,22 +31,13 @@ class Proposed:
     proposal: Proposal | None
     attempts: list[Trajectory] = field(default_factory=list)
     rewards: dict[str, float] = field(default_factory=dict)
-    valid: bool = False  # passed the mode's gate, so the solver attempted it
+    valid: bool = False  # passed the mode's gate
+    chosen: bool = True  # the sample of its prompt the solver attempts (Dr. Zero: best format)
     extra: dict[str, Any] = field(default_factory=dict)  # mode specific: format parts, vote …
 
     @property
     def hops(self) -> int:
         return int(self.traj.task.metadata.get("hops", 1))
-
-
-class SolverEM:
-    """Solver reward: exact match of the final answer against the task's golden answers."""
-
-    name = "evolve.solver_em"
-
-    def score(self, traj: Trajectory) -> dict[str, float]:
-        hit = exact_match(traj.final_answer, traj.task.golden_answers) if traj.task.golden_answers else 0.0
-        return {"total": hit, "exact_match": hit}
 
 
 @contextlib.asynccontextmanager
@@ -94,13 +84,14 @@ class Phases:
             out.append(Proposed(traj, proposal))
         return out
 
-    async def attempt(self, items: Sequence[Proposed], policy: Any, n: int,
+    async def attempt(self, items: Sequence[Proposed], policy: Any, n: int, reward_spec: Any,
                       answer_of: Callable[[Proposed], list[str]] | None = None,
                       lineage: dict[str, Any] | None = None) -> None:
-        """Run `n` solver episodes for every valid item; golden answers default to the proposer's."""
+        """Run `n` solver episodes for every valid, chosen item, scored by `reward_spec`; golden
+        answers default to the proposer's."""
         from workbench.agent.runner import NBAgent
 
-        todo = [it for it in items if it.valid and it.proposal]
+        todo = [it for it in items if it.valid and it.chosen and it.proposal]
         tasks, owners = [], []
         for it in todo:
             golds = answer_of(it) if answer_of else [it.proposal.answer]  # type: ignore[union-attr]
@@ -114,37 +105,34 @@ class Phases:
             return
         agent = NBAgent(policy, tools=self.solver_tools, config=self.solver_config, store=self.store,
                         pool=self.pool, run_id=self.run_id, concurrency=self.concurrency, role="solver",
-                        reward_spec=SolverEM(), lineage=lineage)
+                        reward_spec=reward_spec, lineage=lineage)
         for it, traj in zip(owners, await agent.arun(tasks, progress=self.progress)):
             it.attempts.append(traj)
 
-    def record(self, items: Sequence[Proposed], spec_name: str, provenance: dict[str, Any] | None = None) -> None:
-        """Put each item's rewards on its trajectory and in the store (with history)."""
+    def record(self, items: Sequence[Proposed], spec: Any, provenance: dict[str, Any] | None = None) -> None:
+        """Put each item's rewards on its trajectory and in the store (with history and the spec)."""
         for it in items:
             it.traj.rewards = dict(it.rewards)
-            it.traj.reward_spec = spec_name
+            it.traj.reward_spec = spec.name
             if self.store is not None:
                 self.store.write(it.traj)
-                self.store.record_rewards(it.traj.id, it.rewards, spec_name, provenance=provenance)
-
-
-Scorer = Callable[[list[Proposed]], None]  # sets `valid` before attempts … see the modes
+                self.store.record_rewards(it.traj.id, it.rewards, spec.name, spec.to_json(), provenance=provenance)
 
 
 class ProposerEpisodes:
     """The proposer's episode runner for `workbench.train`: propose, attempt, score.
 
-    `gate(items)` marks which proposals the solver attempts; `score(items)` sets rewards after the
-    attempts. With `solver_policy=None` the solver is the live policy being trained (one model).
+    The mode's `gate(items)` marks which proposals the solver attempts; `mode.score(items)` sets
+    rewards after the attempts (its proposer spec, solver attempts as context). With
+    `solver_policy=None` the solver is the live policy being trained (one model).
     """
 
-    def __init__(self, phases_kwargs: dict[str, Any], *, solver_policy: Any, attempts: int,
-                 gate: Scorer, score: Scorer, spec_name: str,
+    def __init__(self, phases_kwargs: dict[str, Any], *, solver_policy: Any, attempts: int, mode: Any,
                  answer_of: Callable[[Proposed], list[str]] | None = None) -> None:
         self.phases_kwargs = phases_kwargs
         self.solver_policy = solver_policy
         self.attempts = attempts
-        self.gate, self.score, self.spec_name, self.answer_of = gate, score, spec_name, answer_of
+        self.mode, self.answer_of = mode, answer_of
         self.solver_episodes = 0  # solver episodes run so far (the proposer update's cost)
 
     async def __call__(self, tasks: list[Task], policy: Any) -> list[Trajectory]:
@@ -152,12 +140,12 @@ class ProposerEpisodes:
         async with kernel_pool(kw["solver_config"], kw.get("concurrency", 4)) as pool:
             phases = Phases(pool=pool, **kw)
             items = await phases.propose(tasks, policy, lineage={"phase": "proposer_update"})
-            self.gate(items)
-            await phases.attempt(items, self.solver_policy or policy, self.attempts, self.answer_of,
-                                 lineage={"phase": "proposer_update"})
+            self.mode.gate(items)
+            await phases.attempt(items, self.solver_policy or policy, self.attempts, self.mode.solver_spec,
+                                 self.answer_of, lineage={"phase": "proposer_update"})
             self.solver_episodes += sum(len(it.attempts) for it in items)
-            self.score(items)
-            phases.record(items, self.spec_name)
+            self.mode.score(items)
+            phases.record(items, self.mode.proposer_spec)
         return [it.traj for it in items]
 
 
@@ -174,13 +162,13 @@ class PrecomputedReward:
 
 class SolverEpisodes(NBAgentEpisodes):
     """The solver's episode runner for `workbench.train`: NB-Agent episodes with the search tool,
-    scored by EM against the proposer's answer. Its kernel pool lives until `aclose()`."""
+    scored by the mode's solver spec (EM against the QA target). Its kernel pool lives until `aclose()`."""
 
-    def __init__(self, tools: Any, agent_config: Any, *, store: Any = None, run_id: str = "",
+    def __init__(self, tools: Any, agent_config: Any, *, reward_spec: Any, store: Any = None, run_id: str = "",
                  concurrency: int = 4) -> None:
         super().__init__(agent_config=agent_config, tools=tools, concurrency=concurrency, store=store,
-                         run_id=run_id or None, role="solver", reward_spec=SolverEM(),
+                         run_id=run_id or None, role="solver", reward_spec=reward_spec,
                          lineage={"phase": "solver_update"})
 
 
-__all__ = ["Phases", "PrecomputedReward", "ProposerEpisodes", "Proposed", "SolverEM", "SolverEpisodes", "kernel_pool"]
+__all__ = ["Phases", "PrecomputedReward", "ProposerEpisodes", "Proposed", "SolverEpisodes", "kernel_pool"]

@@ -1,12 +1,12 @@
-"""Scores for self-evolution, read from trajectories: Dr. Zero's proposer reward, solver hits,
-majority vote and self-consistency, and Agent0's curriculum reward.
+"""Inputs of the self-evolution rewards, gathered from a proposer trajectory and its solver attempts.
 
-The formulas live in `workbench.rewards` (Dr. Zero format and difficulty; Agent0 uncertainty, tool use,
-self-consistency, BLEU-cluster shares); this module only gathers their inputs from a proposer trajectory and its solver attempts.
+Every reward itself is a `workbench.rewards` preset (Dr. Zero: `drzero_proposer`, `drzero_solver`;
+Agent0: `agent0_paper` or `agent0`, `agent0_executor`). This module records what those presets read
+on the proposer's trajectory, scores a batch of proposers, and computes the votes the QA set needs.
 
+    attach_attempts(proposer_traj, attempts)        # metadata: solver_correct, executor_answers, ...
+    score_proposers(trajs, RewardSpec.preset("drzero_proposer"), batch="it0")
     fmt = format_components(proposer_traj)          # {"think", "tool", "ans", "integrity", "format"}
-    k = solver_hits(attempts, answer)               # exact-match hits against the proposer's answer
-    drzero_reward(fmt, k, len(attempts))            # {"total": 0.5*format + difficulty, ...}
     vote = majority_vote([t.final_answer for t in attempts])   # Vote(answer, count, p, p_valid)
 """
 
@@ -19,8 +19,10 @@ from workbench.errors import ConfigError
 from workbench.evolve.proposer import Proposal, proposal_of
 from workbench.rewards import agent0 as a0
 from workbench.rewards.bleu import cluster_shares
-from workbench.rewards.drzero import difficulty_score, drzero_format
-from workbench.rewards.text import exact_match, normalize_answer
+from workbench.rewards.drzero import drzero_format
+from workbench.rewards.registry import answer_of
+from workbench.rewards.spec import RewardSpec
+from workbench.rewards.text import exact_match
 from workbench.trajectory import Trajectory
 
 
@@ -43,13 +45,6 @@ def format_components(traj: Trajectory, proposal: Proposal | None = None, *, too
 def solver_hits(attempts: Sequence[Trajectory], answer: str) -> int:
     """How many attempts' final answers exactly match `answer` (Search-R1 normalisation)."""
     return int(sum(exact_match(t.final_answer, [answer]) for t in attempts))
-
-
-def drzero_reward(fmt: dict[str, float], k: int, n: int, *, format_weight: float = 0.5) -> dict[str, float]:
-    """Dr. Zero proposer reward `format_weight·format + difficulty`; difficulty only when format > 0."""
-    difficulty = difficulty_score(k, n) if fmt["format"] > 0 and n > 0 else 0.0
-    total = format_weight * fmt["format"] + difficulty
-    return {**fmt, "difficulty": difficulty, "solver_k": float(k), "solver_n": float(n), "total": total}
 
 
 @dataclass(frozen=True)
@@ -90,30 +85,26 @@ def repetition_shares(questions: Sequence[str], threshold: float = 0.5) -> list[
     return cluster_shares(list(questions), threshold)
 
 
-def agent0_reward(traj: Trajectory, vote: Vote, proposal: Proposal | None, repetition: float, *,
-                  form: str = "paper", tool_weight: float = 0.05, tool_cap: int = 4, tool: str = "search",
-                  ) -> dict[str, float]:
-    """Curriculum reward `uncertainty + γ·min(tool calls, C) − repetition`, gated by format.
-
-    Gate: a question and an answer were submitted and the answer is not inside the question (else the
-    total is −1, Agent0's score for a missing question). With `form="code"` the uncertainty is also
-    gated as in Agent0's code: 0 unless the majority answer matches the proposer's and p > 0.1.
-    """
-    valid = bool(proposal and proposal.question and proposal.answer and
-                 normalize_answer(proposal.answer) not in normalize_answer(proposal.question))
-    calls = sum(1 for s in traj.steps for c in s.tool_calls if c.name == tool and c.error is None)
-    tool_term = a0.tool_reward(calls, tool_weight, tool_cap)
-    if not valid:
-        return {"format": 0.0, "uncertainty": 0.0, "tool_use": tool_term, "repetition": repetition,
-                "p": vote.p, "total": -1.0}
-    p = vote.p
-    if form == "code":
-        agrees = vote.answer is not None and exact_match(vote.answer, [proposal.answer]) > 0  # type: ignore[union-attr]
-        p = p if agrees and p > 0.1 else 0.0
-    u = uncertainty(p, form=form)
-    return {"format": 1.0, "uncertainty": u, "tool_use": tool_term, "repetition": repetition, "p": vote.p,
-            "total": u + tool_term - repetition}
+def attach_attempts(traj: Trajectory, attempts: Sequence[Trajectory], *, tool_count: str = "cells") -> None:
+    """Record what the proposer's reward reads from its solver attempts, one entry per attempt:
+    `solver_answers`, `solver_correct` (EM against the attempt's target, the proposer's answer),
+    `executor_answers` (the same answers, Agent0's name) and `executor_tool_calls`
+    (`workbench.rewards.agent0.tool_invocations`). Stored on the trajectory, so a rescore sees them."""
+    answers = [answer_of(t) for t in attempts]
+    traj.metadata.update(
+        solver_answers=answers,
+        solver_correct=[exact_match(a, t.task.golden_answers) for a, t in zip(answers, attempts)],
+        executor_answers=list(answers),
+        executor_tool_calls=[a0.tool_invocations(t, tool_count) for t in attempts])
 
 
-__all__ = ["Vote", "agent0_reward", "drzero_reward", "format_components", "in_band", "majority_vote",
-           "repetition_shares", "solver_hits", "uncertainty"]
+def score_proposers(trajs: Sequence[Trajectory], spec: RewardSpec, batch: str) -> list[dict[str, float]]:
+    """Score proposer trajectories together with `spec` (one batch for batch components such as
+    Agent0's repetition); `metadata["reward_batch"] = batch` lets a rescore rebuild the batch."""
+    for t in trajs:
+        t.metadata["reward_batch"] = batch
+    return spec.score_many(list(trajs))
+
+
+__all__ = ["Vote", "attach_attempts", "format_components", "in_band", "majority_vote", "repetition_shares",
+           "score_proposers", "solver_hits", "uncertainty"]

@@ -11,6 +11,9 @@
 A role with no model (e.g. a scripted proposer) is skipped. Models train in place, so policies made
 with `TransformersPolicy.from_model(model, tok)` sample from the updated weights next iteration; the
 weights of each update are also saved to `<run>/iter_<i>/<role>/final` (the iteration's checkpoint).
+Each role's group size (`EvolveConfig.proposer_group_size` / `solver_group_size`, e.g. Dr. Zero's
+solver n = 5) becomes its `num_generations` (hrpo samples one per prompt and ignores it), with the
+micro-batch rounded up to whole groups, unless an override names `num_generations`.
 Per-role `TrainConfig` overrides go in `overrides={"proposer": {...}, "solver": {...}}`; per-role
 rewards in `rewards={"solver": my_reward}` (a `.score(traj)` object or a callable) replace the
 mode's (solver: exact match against the QA target; proposer: the mode's online proposer reward).
@@ -41,9 +44,15 @@ def trl_train_fn(config: Any, *, proposer: tuple[Any, Any] | None = None, solver
         from workbench.train.run import train
 
         model, tokenizer = pair
+        role_overrides = dict(overrides.get(request.role, {}))
+        group = getattr(request, "group_size", 0)
+        if group >= 2 and request.estimator != "hrpo" and "num_generations" not in role_overrides:
+            # the mode's group size; the micro-batch rounded up to hold whole groups
+            batch = role_overrides.get("per_device_train_batch_size", config.per_device_train_batch_size)
+            role_overrides.update(num_generations=group, per_device_train_batch_size=-(-batch // group) * group)
         cfg = config.replace(estimator=request.estimator, output_dir=str(request.output_dir),
                              run_id=f"{request.run_id}/{request.role}", store_path="",
-                             episode_kind="nbagent", **overrides.get(request.role, {}))
+                             episode_kind="nbagent", **role_overrides)
         summary = train(cfg, tasks=request.tasks, episodes=request.episodes, model=model, tokenizer=tokenizer,
                         reward=rewards.get(request.role, request.reward), store=request.store)
         return {**summary, "estimator": request.estimator, "tasks": len(request.tasks)}
