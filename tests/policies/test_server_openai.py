@@ -31,8 +31,8 @@ def test_endpoints(server, tiny_policy):
 
 
 def test_bad_requests_get_openai_style_errors(server):
-    r = httpx.post(server.url + "/v1/completions", json={"prompt": "x", "n": 2})
-    assert r.status_code == 400 and "n > 1" in r.json()["error"]["message"]
+    r = httpx.post(server.url + "/v1/completions", json={"prompt": "x", "stream": True})
+    assert r.status_code == 400 and "stream" in r.json()["error"]["message"]
     r = httpx.post(server.url + "/v1/completions", json={"prompt": "x", "model": "other"})
     assert r.status_code == 404
     r = httpx.post(server.url + "/v1/completions", json={"prompt": "x", "temperature": -2})

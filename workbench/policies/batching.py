@@ -6,7 +6,9 @@ them all as one batch in a worker thread (`asyncio.to_thread`), so the event loo
 for kernels and tools. While a batch runs, new rows queue for the next one. Each event loop
 gets its own queue; the backend's lock makes batches from different loops take turns.
 
-Subclasses implement `_run_rows(rows) -> list[Completion]` (plain, blocking code).
+Subclasses implement `_run_rows(rows) -> list[Completion]` (plain, blocking code). Rows are
+checked (`_check_row`) before they join a batch; if a batch still fails, its rows are run again
+one by one, so only the row that fails gets the error and the calls merged with it do not.
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
-from workbench.errors import PolicyError, WorkbenchError
+from workbench.errors import ConfigError, PolicyError, WorkbenchError
 from workbench.policies.base import Completion, SamplingParams
-from workbench.policies.sampling import validate_params
+from workbench.policies.sampling import LogitControls, validate_params
+
+_SEED_RANGE = (-(1 << 63), (1 << 64) - 1)  # what torch.Generator.manual_seed takes
 
 
 @dataclass
@@ -31,6 +36,16 @@ class Row:
     prompt: list[int]
     params: SamplingParams
     seed: int | None
+    controls: LogitControls | None = None
+
+
+@dataclass
+class DetailedCompletion(Completion):
+    """A `Completion` with, per generated token, the most likely tokens and their logprobs
+    (`[{token_id: logprob, ...}, ...]`, from the distribution sampled, like `logprobs`);
+    returned when `LogitControls.top_logprobs` > 0."""
+
+    top_logprobs: list[dict[int, float]] | None = None
 
 
 @dataclass
@@ -51,19 +66,26 @@ class _Lane:
     task: asyncio.Task | None = None
 
 
-def make_rows(prompts: Sequence[Sequence[int]], params: SamplingParams) -> list[Row]:
+def make_rows(prompts: Sequence[Sequence[int]], params: SamplingParams, controls: LogitControls | None = None) -> list[Row]:
     validate_params(params)
     rows = []
     for i, p in enumerate(prompts):
         if isinstance(p, str) or not all(isinstance(t, int) for t in p):
             raise PolicyError(f"prompt {i} must be a list of token ids: encode text with policy.codec.encode(...) first")
         seed = None if params.seed is None else params.seed + i
-        rows.append(Row(list(p), params, seed))
+        if seed is not None and not _SEED_RANGE[0] <= seed <= _SEED_RANGE[1]:
+            raise ConfigError(f"seed {params.seed} is out of range: use an integer between 0 and 2**63 - 1")
+        rows.append(Row(list(p), params, seed, controls))
     return rows
 
 
 class BatchingBackend(abc.ABC):
-    """Base class: async `generate` with request merging, and `generate_sync` for notebooks."""
+    """Base class: async `generate` with request merging, and `generate_sync` for notebooks.
+
+    `controls=LogitControls(...)` (logit bias, penalties, top logprobs) works on backends whose
+    `supports_controls` is true; elsewhere it is refused, never ignored."""
+
+    supports_controls: ClassVar[bool] = False
 
     def __init__(self, *, batch_window_ms: float = 5.0, max_batch_size: int = 32):
         if max_batch_size < 1:
@@ -81,15 +103,24 @@ class BatchingBackend(abc.ABC):
     def _check_row(self, row: Row) -> None:
         """Raise a clear error for a row that cannot run (e.g. a prompt that is too long)."""
 
+    def validate(self, prompts: Sequence[Sequence[int]], params: SamplingParams, controls: LogitControls | None = None) -> list[Row]:
+        """The rows `generate` would run, or the error it would raise for this input (ConfigError
+        or PolicyError), without generating anything."""
+        if controls is not None and not self.supports_controls:
+            raise ConfigError(f"{type(self).__name__} does not support logit bias, penalties or top logprobs")
+        rows = make_rows(prompts, params, controls)
+        for row in rows:
+            self._check_row(row)
+        return rows
+
     def _run_locked(self, rows: list[Row]) -> list[Completion]:
         with self._lock:
             self.stats.record(len(rows))
             return self._run_rows(rows)
 
-    async def generate(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
-        rows = make_rows(prompts, params)
-        for row in rows:
-            self._check_row(row)
+    async def generate(self, prompts: Sequence[list[int]], params: SamplingParams, *,
+                       controls: LogitControls | None = None) -> list[Completion]:
+        rows = self.validate(prompts, params, controls)
         if not rows:
             return []
         loop = asyncio.get_running_loop()
@@ -102,11 +133,10 @@ class BatchingBackend(abc.ABC):
             lane.task = loop.create_task(self._drain(lane))
         return list(await asyncio.gather(*futures))
 
-    def generate_sync(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
+    def generate_sync(self, prompts: Sequence[list[int]], params: SamplingParams, *,
+                      controls: LogitControls | None = None) -> list[Completion]:
         """Blocking `generate` (one batch, no merging). Works inside Jupyter's running loop."""
-        rows = make_rows(prompts, params)
-        for row in rows:
-            self._check_row(row)
+        rows = self.validate(prompts, params, controls)
         return self._run_locked(rows) if rows else []
 
     async def _drain(self, lane: _Lane) -> None:
@@ -119,19 +149,45 @@ class BatchingBackend(abc.ABC):
                 continue
             try:
                 outs = await asyncio.to_thread(self._run_locked, [r for r, _ in batch])
-            except BaseException as exc:  # noqa: BLE001 - every waiting caller must hear of it
-                err = exc if isinstance(exc, WorkbenchError) else PolicyError(f"generation failed: {exc!r}")
-                if err is not exc:
-                    err.__cause__ = exc
-                for _, f in batch:
-                    if not f.done():
-                        f.set_exception(err)
+            except Exception as exc:  # noqa: BLE001 - every waiting caller hears of it
+                if len(batch) == 1:
+                    _fail(batch, exc)
+                else:  # a bad row must not fail the rows merged with it
+                    await self._one_by_one(batch)
+                continue
+            except BaseException as exc:  # cancelled, or SystemExit from the worker thread
+                _fail(batch, exc)
                 if isinstance(exc, asyncio.CancelledError):
                     raise
                 continue
-            for (_, f), out in zip(batch, outs):
-                if not f.done():
-                    f.set_result(out)
+            _deliver(batch, outs)
+
+    async def _one_by_one(self, batch: list[tuple[Row, asyncio.Future]]) -> None:
+        for item in batch:
+            try:
+                outs = await asyncio.to_thread(self._run_locked, [item[0]])
+            except Exception as exc:  # noqa: BLE001
+                _fail([item], exc)
+            except BaseException as exc:
+                _fail(batch, exc)  # the rest of the batch would never run: tell every caller
+                raise
+            else:
+                _deliver([item], outs)
 
 
-__all__ = ["BatchStats", "BatchingBackend", "Row", "make_rows"]
+def _deliver(batch: list[tuple[Row, asyncio.Future]], outs: list[Completion]) -> None:
+    for (_, f), out in zip(batch, outs):
+        if not f.done():
+            f.set_result(out)
+
+
+def _fail(batch: list[tuple[Row, asyncio.Future]], exc: BaseException) -> None:
+    err = exc if isinstance(exc, WorkbenchError) else PolicyError(f"generation failed: {exc!r}")
+    if err is not exc:
+        err.__cause__ = exc
+    for _, f in batch:
+        if not f.done():
+            f.set_exception(err)
+
+
+__all__ = ["BatchStats", "BatchingBackend", "DetailedCompletion", "Row", "make_rows"]

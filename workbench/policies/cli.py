@@ -18,11 +18,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dtype", default="auto", help="auto (default), float32, bfloat16, float16")
     p.add_argument("--batch-window-ms", type=float, default=5.0, help="how long to gather concurrent requests into a batch")
     p.add_argument("--max-batch-size", type=int, default=32, help="most rows in one batch")
+    p.add_argument("--max-body-bytes", type=int, default=16 << 20, help="larger request bodies get 413 (default 16 MiB)")
+    p.add_argument("--max-choices", type=int, default=256, help="most completions (prompts x n) in one request (default 256)")
     p.set_defaults(func=_serve)
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from workbench.policies.server import serve_model
+    from workbench.policies.server import ModelLimits, serve_model
 
     print(f"serving {args.path} at http://{args.host}:{args.port}/v1  (Ctrl-C to stop)", flush=True)
     serve_model(
@@ -33,5 +35,6 @@ def _serve(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         batch_window_ms=args.batch_window_ms,
         max_batch_size=args.max_batch_size,
+        limits=ModelLimits(max_body_bytes=args.max_body_bytes, max_choices=args.max_choices),
     )
     return 0

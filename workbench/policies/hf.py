@@ -21,7 +21,7 @@ from typing import Any
 
 from workbench.errors import ConfigError, PolicyError
 from workbench.policies.base import Completion
-from workbench.policies.batching import BatchingBackend, Row
+from workbench.policies.batching import BatchingBackend, DetailedCompletion, Row
 from workbench.policies.codec import TokenizerCodec
 from workbench.policies.sampling import RowSampler, StopWatcher, sample_next
 
@@ -53,7 +53,10 @@ def _pick_dtype(dtype: Any, device: str):
 
 class TransformersPolicy(BatchingBackend):
     """Local transformers model. `device`: "cpu", "cuda", "cuda:N" or "auto"; `dtype`: "auto"
-    (bf16 on a GPU that has it, else float32) or a torch dtype / its name."""
+    (bf16 on a GPU that has it, else float32) or a torch dtype / its name. Supports
+    `controls=LogitControls(...)` (logit bias, penalties, top logprobs)."""
+
+    supports_controls = True
 
     def __init__(
         self,
@@ -112,6 +115,7 @@ class TransformersPolicy(BatchingBackend):
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else (eos[0] if eos else 0)
         self.max_positions = getattr(model.config, "max_position_embeddings", None)
+        self.vocab_size = model.get_input_embeddings().num_embeddings  # valid ids: 0 .. vocab_size - 1
         # draw from the global RNG (never reseed it): torch.manual_seed(n) makes unseeded sampling reproducible
         self._rng = torch.Generator(device="cpu").manual_seed(int(torch.randint(0, 1 << 62, (1,))))
 
@@ -138,6 +142,14 @@ class TransformersPolicy(BatchingBackend):
                 f"prompt of {len(row.prompt)} tokens does not fit the model's context of "
                 f"{self.max_positions}: trim the history or use a model with more positions"
             )
+        bad = next((t for t in row.prompt if not 0 <= t < self.vocab_size), None)
+        if bad is not None:
+            raise PolicyError(
+                f"token id {bad} is outside this model's vocabulary (0..{self.vocab_size - 1}): "
+                "encode prompts with this model's tokenizer (policy.codec.encode)"
+            )
+        if row.controls is not None:
+            row.controls.check_vocab(self.vocab_size)
 
     def _generator(self, row: Row):
         import torch
@@ -174,21 +186,24 @@ class TransformersPolicy(BatchingBackend):
             min(r.params.max_new_tokens, self.max_positions - len(r.prompt)) if self.max_positions else r.params.max_new_tokens
             for r in rows
         ]
-        samplers = [RowSampler(r.params, self._generator(r)) for r in rows]
+        samplers = [RowSampler(r.params, self._generator(r), r.controls, r.prompt) for r in rows]
         watchers = [StopWatcher(r.params.stop, self.codec.decode) for r in rows]
         out_ids: list[list[int]] = [[] for _ in rows]
         out_lps: list[list[float]] = [[] for _ in rows]
+        out_tops: list[list[dict[int, float]]] = [[] for _ in rows]
         finish: list[str | None] = [None] * B
 
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
         while True:
-            tokens, lps = sample_next(out.logits[:, -1, :], samplers)
+            tokens, lps, tops = sample_next(out.logits[:, -1, :], samplers)
             tok_list, lp_list = tokens.tolist(), lps.tolist()
             for i in range(B):
                 if finish[i] is not None:
                     continue
                 out_ids[i].append(tok_list[i])
                 out_lps[i].append(lp_list[i])
+                if tops[i] is not None:
+                    out_tops[i].append(dict(tops[i]))
                 if tok_list[i] in self.eos_ids:
                     finish[i] = "eos"
                 elif watchers[i].hit(out_ids[i]):
@@ -205,11 +220,17 @@ class TransformersPolicy(BatchingBackend):
             out = self.model(
                 input_ids=step[:, None], attention_mask=mask, position_ids=pos, past_key_values=out.past_key_values, use_cache=True
             )
-        return [self._completion(i, f, lp) for i, f, lp in zip(out_ids, finish, out_lps)]
+        return [
+            self._completion(ids, f, lp, top if r.controls and r.controls.top_logprobs else None)
+            for ids, f, lp, top, r in zip(out_ids, finish, out_lps, out_tops, rows)
+        ]
 
-    def _completion(self, ids: list[int], finish: str, logprobs: list[float]) -> Completion:
+    def _completion(self, ids: list[int], finish: str, logprobs: list[float], top: list[dict[int, float]] | None) -> Completion:
         shown = ids[:-1] if finish == "eos" else ids
-        return Completion(text=self.codec.decode(shown), token_ids=ids, logprobs=logprobs, finish_reason=finish)
+        text = self.codec.decode(shown)
+        if top is None:
+            return Completion(text=text, token_ids=ids, logprobs=logprobs, finish_reason=finish)
+        return DetailedCompletion(text=text, token_ids=ids, logprobs=logprobs, finish_reason=finish, top_logprobs=top)
 
 
 __all__ = ["TransformersPolicy"]

@@ -1,36 +1,122 @@
 """Pieces shared by the local backends: per-row sampling of next tokens and stop detection.
 
 Logprobs are those of the distribution actually sampled from ("processed", as vLLM's
-`logprobs_mode="processed_logprobs"` that TRL uses): log-softmax after temperature, top-k and
-top-p. Greedy rows (temperature 0) report the log-softmax of the unscaled, unfiltered logits.
+`logprobs_mode="processed_logprobs"` that TRL uses): log-softmax after the `LogitControls`
+(logit bias, then repetition / frequency / presence penalties, vLLM's order), temperature, top-k
+and top-p. Greedy rows (temperature 0) report the log-softmax of the controlled logits, unscaled
+and unfiltered. Top logprobs, when asked for, come from the same distribution.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
+from workbench.errors import ConfigError
 from workbench.policies.base import SamplingParams
+
+MAX_TOP_LOGPROBS = 20
+
+
+@dataclass(frozen=True)
+class LogitControls:
+    """OpenAI / vLLM sampling controls beyond `SamplingParams` (all off by default).
+
+    logit_bias: token id → value added to its logit (OpenAI's range, -100..100).
+    presence_penalty: subtracted once from the logit of every token already generated (-2..2).
+    frequency_penalty: subtracted once per earlier occurrence in the generated tokens (-2..2).
+    repetition_penalty: for tokens in the prompt or generated, a positive logit is divided by it
+        and a negative one multiplied (Hugging Face / vLLM; 1 = off, > 0).
+    top_logprobs: report the k most likely tokens at each step (0..20).
+    """
+
+    logit_bias: Mapping[int, float] = field(default_factory=dict)
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    top_logprobs: int = 0
+
+    def __post_init__(self) -> None:
+        for name, lo, hi in (("presence_penalty", -2, 2), ("frequency_penalty", -2, 2)):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and lo <= v <= hi):
+                raise ConfigError(f"{name} must be a number between {lo} and {hi}, got {v!r}")
+        rp = self.repetition_penalty
+        if not (isinstance(rp, (int, float)) and math.isfinite(rp) and rp > 0):
+            raise ConfigError(f"repetition_penalty must be a finite number > 0 (1 = off), got {rp!r}")
+        if not (isinstance(self.top_logprobs, int) and 0 <= self.top_logprobs <= MAX_TOP_LOGPROBS):
+            raise ConfigError(f"top_logprobs must be an integer between 0 and {MAX_TOP_LOGPROBS}, got {self.top_logprobs!r}")
+        for tok, bias in self.logit_bias.items():
+            if not isinstance(tok, int) or isinstance(tok, bool):
+                raise ConfigError(f"logit_bias keys must be token ids (integers), got {tok!r}")
+            if not (isinstance(bias, (int, float)) and -100 <= bias <= 100):
+                raise ConfigError(f"logit_bias[{tok}] must be a number between -100 and 100, got {bias!r}")
+
+    @property
+    def adjusts_logits(self) -> bool:
+        return bool(self.logit_bias) or self.presence_penalty != 0 or self.frequency_penalty != 0 or self.repetition_penalty != 1
+
+    def check_vocab(self, vocab_size: int) -> None:
+        bad = [t for t in self.logit_bias if not 0 <= t < vocab_size]
+        if bad:
+            raise ConfigError(f"logit_bias names token id {bad[0]}, outside this model's vocabulary (0..{vocab_size - 1})")
 
 
 @dataclass
 class RowSampler:
     """How one row samples: its params and its own RNG, so a seeded row gives the same
-    tokens whether it runs alone or merged into a batch."""
+    tokens whether it runs alone or merged into a batch. With `controls` that penalise
+    repeats it keeps the counts of the tokens it has seen (`prompt`, then each one sampled)."""
 
     params: SamplingParams
     generator: object  # torch.Generator
+    controls: LogitControls | None = None
+    prompt: Sequence[int] = ()
+    _counts: object = None  # (V,) float: times each token was generated
+    _seen: object = None  # (V,) bool: in the prompt or generated
+
+    def adjust(self, row):
+        """`row` (V,) with the logit bias and penalties applied (a new tensor; `row` is untouched)."""
+        import torch
+
+        c = self.controls
+        if c is None or not c.adjusts_logits:
+            return row
+        if self._counts is None:
+            self._counts = torch.zeros_like(row)
+            self._seen = torch.zeros(row.shape, dtype=torch.bool, device=row.device)
+            if self.prompt:
+                self._seen[torch.tensor(list(self.prompt), device=row.device)] = True
+        row = row.clone()
+        if c.logit_bias:
+            ids = torch.tensor(list(c.logit_bias), device=row.device)
+            row.index_add_(0, ids, torch.tensor(list(c.logit_bias.values()), dtype=row.dtype, device=row.device))
+        if c.repetition_penalty != 1:
+            penalised = torch.where(row > 0, row / c.repetition_penalty, row * c.repetition_penalty)
+            row = torch.where(self._seen, penalised, row)
+        if c.frequency_penalty or c.presence_penalty:
+            row = row - self._counts * c.frequency_penalty - (self._counts > 0).to(row.dtype) * c.presence_penalty
+        return row
+
+    def observe(self, token: int) -> None:
+        if self._counts is not None:
+            self._counts[token] += 1
+            self._seen[token] = True
 
 
 def sample_next(logits, samplers: Sequence[RowSampler]):
-    """Pick one token per row. `logits` is (B, V) float. Returns (tokens (B,), logprobs (B,))."""
+    """Pick one token per row. `logits` is (B, V) float. Returns (tokens (B,), logprobs (B,),
+    tops): tops[i] is None, or [(token id, logprob), ...] best first when row i asks for
+    `top_logprobs`."""
     import torch
 
     logits = logits.float()
     tokens = torch.empty(len(samplers), dtype=torch.long, device=logits.device)
     logprobs = torch.empty(len(samplers), dtype=torch.float32, device=logits.device)
+    tops: list[list[tuple[int, float]] | None] = [None] * len(samplers)
     for i, s in enumerate(samplers):
-        row = logits[i]
+        row = s.adjust(logits[i])
         p = s.params
         if p.temperature <= 0:
             lp = torch.log_softmax(row, dim=-1)
@@ -41,7 +127,12 @@ def sample_next(logits, samplers: Sequence[RowSampler]):
             tok = torch.multinomial(lp.exp(), 1, generator=s.generator)[0]
         tokens[i] = tok
         logprobs[i] = lp[tok]
-    return tokens, logprobs
+        if s.controls is not None and s.controls.top_logprobs:
+            best = torch.topk(lp, min(s.controls.top_logprobs, lp.numel()))
+            tops[i] = list(zip(best.indices.tolist(), best.values.tolist()))
+        if s._counts is not None:
+            s.observe(int(tok))
+    return tokens, logprobs, tops
 
 
 def _filter_top_k_top_p(row, top_k: int, top_p: float):
@@ -80,12 +171,10 @@ class StopWatcher:
 
 
 def validate_params(params: SamplingParams) -> None:
-    from workbench.errors import ConfigError
-
     if params.max_new_tokens < 1:
         raise ConfigError(f"max_new_tokens must be >= 1, got {params.max_new_tokens}")
-    if params.temperature < 0:
-        raise ConfigError(f"temperature must be >= 0 (0 = greedy), got {params.temperature}")
+    if not (params.temperature >= 0 and math.isfinite(params.temperature)):
+        raise ConfigError(f"temperature must be a finite number >= 0 (0 = greedy), got {params.temperature}")
     if not 0 < params.top_p <= 1:
         raise ConfigError(f"top_p must be in (0, 1], got {params.top_p}")
     if params.top_k < 0:
@@ -94,4 +183,4 @@ def validate_params(params: SamplingParams) -> None:
         raise ConfigError(f"stop must be a list of strings, got the string {params.stop!r}: use stop=[{params.stop!r}]")
 
 
-__all__ = ["RowSampler", "StopWatcher", "sample_next", "validate_params"]
+__all__ = ["MAX_TOP_LOGPROBS", "LogitControls", "RowSampler", "StopWatcher", "sample_next", "validate_params"]

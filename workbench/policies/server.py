@@ -1,10 +1,21 @@
 """An OpenAI-compatible server for a local transformers model (`workbench serve-model PATH`).
 
 Endpoints, shaped like vLLM's so the same clients work against both:
-`GET /health`, `GET /v1/models`, `POST /v1/completions` (prompt as text or token ids, one or a
-list; `max_tokens`, `temperature`, `top_p`, `top_k`, `stop`, `seed`, `logprobs`,
-`return_token_ids`, `include_stop_str_in_output`), `POST /tokenize` (text or chat messages),
+`GET /health`, `GET /v1/models`, `POST /v1/completions`, `POST /tokenize` (text or chat messages),
 `POST /detokenize`. Concurrent requests are merged into batches by `TransformersPolicy`.
+
+`/v1/completions` takes a prompt as text or token ids, one or a list, and `max_tokens`,
+`temperature`, `top_p`, `top_k`, `stop`, `seed`, `n` (choices per prompt, index
+`prompt * n + j`), `logprobs` (0..20: the sampled token's logprob plus that many top
+alternatives per position), `logit_bias`, `presence_penalty`, `frequency_penalty`,
+`repetition_penalty`, `return_token_ids`, `include_stop_str_in_output`, `skip_special_tokens`,
+and `user` (a label; it changes nothing). Every other field, and `stream`, `echo`, `suffix`,
+`best_of` other than `n` or `spaces_between_special_tokens`, is refused with a 400 that names
+it: nothing is silently ignored.
+
+Bad input is a 400 for that request only: prompts are checked (token ids inside the vocabulary,
+lengths inside the context) before they join a batch. Bodies over `max_body_bytes` get 413;
+invalid UTF-8 and lone surrogates in text become U+FFFD (`workbench.safetext`).
 
     serve_model("runs/tiny", port=8000)                      # blocks
     with ModelServer("runs/tiny") as server:                 # background thread, free port
@@ -14,53 +25,104 @@ list; `max_tokens`, `temperature`, `top_p`, `top_k`, `stop`, `seed`, `logprobs`,
 from __future__ import annotations
 
 import asyncio
+import math
 import socket
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from workbench.errors import ConfigError, PolicyError, WorkbenchError
 from workbench.policies.base import SamplingParams
+from workbench.policies.sampling import MAX_TOP_LOGPROBS, LogitControls
+from workbench.webio import BadRequest, BodyLimit, parse_json, validation_message
+
+_FLOOR = -9999.0  # what a logprob of -inf is reported as (JSON has no infinities; vLLM does the same)
 
 
-class CompletionRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+@dataclass(frozen=True)
+class ModelLimits:
+    """What one request may ask for: bodies over `max_body_bytes` get 413; more than
+    `max_choices` completions (prompts × n) in one request get 400."""
 
+    max_body_bytes: int = 16 << 20
+    max_choices: int = 256
+
+    def __post_init__(self) -> None:
+        for name in ("max_body_bytes", "max_choices"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CompletionRequest(_Strict):
     model: str | None = None
     prompt: str | list[int] | list[str] | list[list[int]]
     max_tokens: int | None = 16
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
+    temperature: float | None = 1.0
+    top_p: float | None = 1.0
+    top_k: int | None = 0  # 0 or -1 = off
     stop: str | list[str] | None = None
     seed: int | None = None
+    n: int = 1
+    best_of: int | None = None
     logprobs: int | None = None
+    logit_bias: dict[str, float] | None = None
+    presence_penalty: float | None = 0.0
+    frequency_penalty: float | None = 0.0
+    repetition_penalty: float | None = 1.0
     return_token_ids: bool = False
     include_stop_str_in_output: bool = False
-    n: int = 1
+    skip_special_tokens: bool = False
+    spaces_between_special_tokens: bool = False
     echo: bool = False
     stream: bool = False
+    suffix: str | None = None
+    user: str | None = None
 
 
-class TokenizeRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class TokenizeRequest(_Strict):
     model: str | None = None
     prompt: str | None = None
     messages: list[dict[str, str]] | None = None
-    add_special_tokens: bool = True
+    add_special_tokens: bool | None = None  # default: true for a prompt, false for messages (as vLLM)
     add_generation_prompt: bool = True
 
 
-class DetokenizeRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class DetokenizeRequest(_Strict):
     model: str | None = None
     tokens: list[int]
+
+
+def _parse(model: type[BaseModel], raw: bytes) -> Any:
+    body = parse_json(raw)
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object")
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise BadRequest(validation_message(exc)) from None
+
+
+def _refuse_unsupported(req: CompletionRequest) -> None:
+    refused = {
+        "stream": (req.stream, "streaming is not supported; send stream=false"),
+        "echo": (req.echo, "echo is not supported; the prompt is in prompt_token_ids (return_token_ids=true)"),
+        "suffix": (bool(req.suffix), "suffix (insertion) is not supported"),
+        "best_of": (req.best_of not in (None, req.n), "best_of other than n is not supported; sample n and rank them yourself"),
+        "spaces_between_special_tokens": (req.spaces_between_special_tokens,
+                                          "spaces_between_special_tokens=true is not supported; special tokens decode without added spaces"),
+    }
+    for name, (bad, why) in refused.items():
+        if bad:
+            raise BadRequest(f"{name}: {why}")
 
 
 def _prompts(req: CompletionRequest, codec) -> list[list[int]]:
@@ -68,25 +130,51 @@ def _prompts(req: CompletionRequest, codec) -> list[list[int]]:
     if isinstance(p, str):
         return [codec.encode(p)]
     if not p:
-        raise ConfigError("prompt is empty: send text, a list of token ids, or a list of either")
+        raise BadRequest("prompt is empty: send text, a list of token ids, or a list of either")
     if isinstance(p[0], int):
         return [list(p)]
     return [codec.encode(x) if isinstance(x, str) else list(x) for x in p]
 
 
-def build_app(policy: Any, model_name: str | None = None):
+def _controls(req: CompletionRequest) -> LogitControls | None:
+    if req.logprobs is not None and not 0 <= req.logprobs <= MAX_TOP_LOGPROBS:
+        raise BadRequest(f"logprobs must be between 0 and {MAX_TOP_LOGPROBS}, got {req.logprobs}")
+    bias: dict[int, float] = {}
+    for key, value in (req.logit_bias or {}).items():
+        try:
+            bias[int(key)] = value
+        except ValueError:
+            raise BadRequest(f"logit_bias keys must be token ids (as strings, e.g. \"42\"), got {key!r}") from None
+    controls = LogitControls(
+        logit_bias=bias,
+        presence_penalty=0.0 if req.presence_penalty is None else req.presence_penalty,
+        frequency_penalty=0.0 if req.frequency_penalty is None else req.frequency_penalty,
+        repetition_penalty=1.0 if req.repetition_penalty is None else req.repetition_penalty,
+        top_logprobs=req.logprobs or 0,
+    )
+    return controls if controls.adjusts_logits or controls.top_logprobs else None
+
+
+def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | None = None):
     """A FastAPI app serving `policy` (a `TransformersPolicy`)."""
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse
 
+    lim = limits or ModelLimits()
     app = FastAPI(title="workbench serve-model")
     name = model_name or policy.name.split(":", 1)[-1]
     codec = policy.codec
     max_len = policy.max_positions
+    vocab = getattr(policy, "vocab_size", None)
+
+    def error_body(message: str, status: int = 400) -> dict[str, Any]:
+        kind = "invalid_request_error" if status < 500 else "server_error"
+        return {"error": {"message": message, "type": kind, "code": status}}
 
     def error(status: int, message: str) -> JSONResponse:
-        kind = "invalid_request_error" if status < 500 else "server_error"
-        return JSONResponse(status_code=status, content={"error": {"message": message, "type": kind, "code": status}})
+        return JSONResponse(status_code=status, content=error_body(message, status))
+
+    app.add_middleware(BodyLimit, max_bytes=lim.max_body_bytes, make_body=lambda m: error_body(m, 413))
 
     @app.get("/health")
     async def health() -> dict[str, str]:
@@ -97,68 +185,98 @@ def build_app(policy: Any, model_name: str | None = None):
         card = {"id": name, "object": "model", "created": int(time.time()), "owned_by": "workbench", "max_model_len": max_len}
         return {"object": "list", "data": [card]}
 
-    @app.post("/v1/completions")
-    async def completions(req: CompletionRequest):
-        if req.stream or req.n != 1 or req.echo:
-            return error(400, "stream, n > 1 and echo are not supported: send n=1 requests (repeat the prompt for more samples)")
-        if req.model not in (None, name):
-            return error(404, f"model {req.model!r} is not served here; this server serves {name!r}")
+    async def completions(request):  # POST endpoints read the raw body themselves (see webio)
         try:
+            req = _parse(CompletionRequest, await request.body())
+            if req.model not in (None, name):
+                return error(404, f"model {req.model!r} is not served here; this server serves {name!r}")
+            _refuse_unsupported(req)
             prompts = _prompts(req, codec)
+            if not 1 <= req.n <= lim.max_choices or len(prompts) * req.n > lim.max_choices:
+                raise BadRequest(f"n: {len(prompts)} prompt(s) x n={req.n} completions; the limit is {lim.max_choices} "
+                                 "per request (and n >= 1): split the request")
             stop = [req.stop] if isinstance(req.stop, str) else list(req.stop or [])
-            outs = []
-            for i, ids in enumerate(prompts):  # one call per prompt: concurrent calls batch together
-                room = (max_len - len(ids)) if max_len else 16
-                params = SamplingParams(
-                    max_new_tokens=req.max_tokens if req.max_tokens is not None else max(room, 1),
-                    temperature=req.temperature,
-                    top_p=req.top_p,
-                    top_k=max(req.top_k, 0),
-                    stop=stop,
-                    seed=None if req.seed is None else req.seed + i,
-                )
-                outs.append(policy.generate([ids], params))
-            results = [r[0] for r in await asyncio.gather(*outs)]
-        except ConfigError as exc:
-            return error(400, str(exc))
-        except PolicyError as exc:
-            return error(400 if "does not fit" in str(exc) or "empty prompt" in str(exc) else 500, str(exc))
-        choices = [_choice(i, ids, c, req, stop, codec) for i, (ids, c) in enumerate(zip(prompts, results))]
+            longest = max(len(p) for p in prompts)
+            room = (max_len - longest) if max_len else 16
+            params = SamplingParams(
+                max_new_tokens=req.max_tokens if req.max_tokens is not None else max(room, 1),
+                temperature=1.0 if req.temperature is None else req.temperature,
+                top_p=1.0 if req.top_p is None else req.top_p,
+                top_k=max(req.top_k or 0, 0),
+                stop=stop,
+                seed=req.seed,
+            )
+            rows = [p for p in prompts for _ in range(req.n)]  # choice i * n + j samples with seed + i * n + j
+            controls = _controls(req)
+            policy.validate(rows, params, controls)  # a bad request fails here, before joining a batch
+        except (ConfigError, PolicyError) as exc:
+            return error(getattr(exc, "status", 400), str(exc))
+        try:
+            kwargs = {"controls": controls} if controls is not None else {}
+            results = await policy.generate(rows, params, **kwargs)
+        except WorkbenchError as exc:
+            return error(500, f"generation failed: {exc}")
+        choices = [_choice(i, ids, c, req, stop, codec) for i, (ids, c) in enumerate(zip(rows, results))]
         n_prompt = sum(len(p) for p in prompts)
         n_out = sum(len(c.token_ids) for c in results)
-        return {
+        return JSONResponse({
             "id": f"cmpl-{uuid.uuid4().hex}",
             "object": "text_completion",
             "created": int(time.time()),
             "model": name,
             "choices": choices,
             "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_out, "total_tokens": n_prompt + n_out},
-        }
+        })
 
-    @app.post("/tokenize")
-    async def tokenize(req: TokenizeRequest):
+    async def tokenize(request):
         try:
+            req = _parse(TokenizeRequest, await request.body())
             if req.messages is not None:
                 if not req.add_generation_prompt:
                     return error(400, "add_generation_prompt=false is not supported; the chat prompt always ends ready for the assistant")
-                tokens = codec.chat(req.messages)
+                if req.add_special_tokens and hasattr(codec, "chat_text"):
+                    tokens = _encode(codec, codec.chat_text(req.messages), True)
+                else:
+                    tokens = codec.chat(req.messages)
             elif req.prompt is not None:
-                tokens = codec.encode(req.prompt)
+                tokens = _encode(codec, req.prompt, req.add_special_tokens is not False)
             else:
                 return error(400, "send 'prompt' (text) or 'messages' (chat)")
         except WorkbenchError as exc:
             return error(400, str(exc))
-        return {"count": len(tokens), "max_model_len": max_len, "tokens": tokens, "eos_token_id": codec.eos_token_id}
+        return JSONResponse({"count": len(tokens), "max_model_len": max_len, "tokens": tokens, "eos_token_id": codec.eos_token_id})
 
-    @app.post("/detokenize")
-    async def detokenize(req: DetokenizeRequest):
-        return {"prompt": codec.decode(req.tokens)}
+    async def detokenize(request):
+        try:
+            req = _parse(DetokenizeRequest, await request.body())
+        except WorkbenchError as exc:
+            return error(400, str(exc))
+        bad = next((t for t in req.tokens if vocab is not None and not 0 <= t < vocab), None)
+        if bad is not None:
+            return error(400, f"tokens: token id {bad} is outside this model's vocabulary (0..{vocab - 1})")
+        return JSONResponse({"prompt": codec.decode(req.tokens)})
 
+    app.add_route("/v1/completions", completions, methods=["POST"])
+    app.add_route("/tokenize", tokenize, methods=["POST"])
+    app.add_route("/detokenize", detokenize, methods=["POST"])
     return app
+
+
+def _encode(codec, text: str, special: bool) -> list[int]:
+    if special and hasattr(codec, "tokenizer"):
+        return list(codec.tokenizer.encode(text, add_special_tokens=True))
+    return codec.encode(text)
+
+
+def _logprob(x: float) -> float:
+    return x if math.isfinite(x) else _FLOOR
 
 
 def _choice(index: int, prompt_ids, c, req: CompletionRequest, stop: list[str], codec) -> dict[str, Any]:
     text = c.text
+    if req.skip_special_tokens and hasattr(codec, "tokenizer"):
+        shown = c.token_ids[:-1] if c.finish_reason == "eos" else c.token_ids
+        text = codec.tokenizer.decode(shown, skip_special_tokens=True, clean_up_tokenization_spaces=False)
     stop_reason: str | int | None = None
     if c.finish_reason == "stop":
         stop_reason = next((s for s in stop if s in text), None)
@@ -172,16 +290,30 @@ def _choice(index: int, prompt_ids, c, req: CompletionRequest, stop: list[str], 
         "stop_reason": stop_reason,
     }
     if req.logprobs is not None:
-        pieces = [codec.decode([t]) for t in c.token_ids]
-        offsets, at = [], 0
-        for piece in pieces:
-            offsets.append(at)
-            at += len(piece)
-        choice["logprobs"] = {"tokens": pieces, "token_logprobs": c.logprobs, "top_logprobs": None, "text_offset": offsets}
+        choice["logprobs"] = _logprobs(c, codec)
     if req.return_token_ids:
         choice["token_ids"] = c.token_ids
         choice["prompt_token_ids"] = prompt_ids
     return choice
+
+
+def _logprobs(c, codec) -> dict[str, Any]:
+    """OpenAI's completions logprobs: tokens, token_logprobs, top_logprobs (one {token: logprob}
+    per position, the top alternatives and the sampled token), text_offset. As in vLLM, a
+    logprob of -inf (a token top-k / top-p ruled out) is reported as -9999.0."""
+    pieces = [codec.decode([t]) for t in c.token_ids]
+    offsets, at = [], 0
+    for piece in pieces:
+        offsets.append(at)
+        at += len(piece)
+    lps = [_logprob(x) for x in (c.logprobs or [])]
+    tops = getattr(c, "top_logprobs", None) or [{} for _ in c.token_ids]
+    top_logprobs = []
+    for tok, lp, alts in zip(c.token_ids, lps, tops):
+        entry = {codec.decode([t]): _logprob(v) for t, v in alts.items()}
+        entry[codec.decode([tok])] = lp  # tokens that decode alike share a key: the sampled one wins
+        top_logprobs.append(entry)
+    return {"tokens": pieces, "token_logprobs": lps, "top_logprobs": top_logprobs, "text_offset": offsets}
 
 
 def _check_host(host: str) -> None:
@@ -192,15 +324,17 @@ def _check_host(host: str) -> None:
         )
 
 
-def serve_model(path: str | Path, host: str = "127.0.0.1", port: int = 8000, **policy_kwargs: Any) -> None:
-    """Load the model at `path` and serve it until interrupted (blocking)."""
+def serve_model(path: str | Path, host: str = "127.0.0.1", port: int = 8000, *, limits: ModelLimits | None = None,
+                shutdown_grace: float = 2.0, **policy_kwargs: Any) -> None:
+    """Load the model at `path` and serve it until interrupted (Ctrl-C or SIGTERM; requests still
+    running `shutdown_grace` seconds later are cancelled)."""
     import uvicorn
 
     from workbench.policies.hf import TransformersPolicy
 
     _check_host(host)
-    app = build_app(TransformersPolicy(path, **policy_kwargs))
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    app = build_app(TransformersPolicy(path, **policy_kwargs), limits=limits)
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=shutdown_grace)
 
 
 class ModelServer:
@@ -212,7 +346,8 @@ class ModelServer:
     `port=0` picks a free port; `server.url` is `http://HOST:PORT`.
     """
 
-    def __init__(self, path: str | Path | None = None, *, policy: Any = None, host: str = "127.0.0.1", port: int = 0, **policy_kwargs: Any):
+    def __init__(self, path: str | Path | None = None, *, policy: Any = None, host: str = "127.0.0.1", port: int = 0,
+                 limits: ModelLimits | None = None, **policy_kwargs: Any):
         if (path is None) == (policy is None):
             raise ConfigError("ModelServer needs either a model path or policy=..., not both")
         _check_host(host)
@@ -221,6 +356,7 @@ class ModelServer:
 
             policy = TransformersPolicy(path, **policy_kwargs)
         self.policy = policy
+        self.limits = limits
         self.host = host
         self._sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -233,7 +369,8 @@ class ModelServer:
     def start(self, timeout: float = 30.0) -> "ModelServer":
         import uvicorn
 
-        config = uvicorn.Config(build_app(self.policy), log_level="warning", lifespan="off")
+        app = build_app(self.policy, limits=self.limits)
+        config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2.0)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True, name="workbench-serve-model")
         self._thread.start()
@@ -258,4 +395,4 @@ class ModelServer:
         self.stop()
 
 
-__all__ = ["CompletionRequest", "ModelServer", "build_app", "serve_model"]
+__all__ = ["CompletionRequest", "ModelLimits", "ModelServer", "build_app", "serve_model"]
