@@ -43,7 +43,7 @@ def changed(before, model) -> bool:
     return any(not torch.equal(before[k], v) for k, v in model.named_parameters())
 
 
-@pytest.mark.parametrize("estimator", ["grpo", "hrpo", "reinforce_pp", "adpo"])
+@pytest.mark.parametrize("estimator", ["grpo", "hrpo", "reinforce_pp", "adpo", "asearcher", "reinforce"])
 def test_training_steps_change_weights(tmp_path, tiny, tasks, retriever, estimator):
     for i, t in enumerate(tasks):
         t.metadata["self_consistency"] = 0.3 + 0.1 * i
