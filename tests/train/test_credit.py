@@ -206,3 +206,22 @@ def test_segments_keep_every_model_token_once_with_its_turn(t):
     for s in samples:
         assert len(s["completion_ids"]) == len(s["env_mask"]) == len(s["logprobs"]) == len(s["step_index"])
         assert all(k == -1 for m, k in zip(s["env_mask"], s["step_index"]) if not m)
+
+
+def test_l0_spec_per_turn_rewards_reach_the_returns():
+    """L0 (§3, code defaults): r_i = 0.8·qa_i + 0.1·format_i + 0.1·code_i, format_i = code_i = 1/T for a
+    well-formed step whose cell printed without error, qa only on the last step (0.9·EM + 0.1·has_answer = 1).
+    T = 3: r = (.2/3, .2/3, .2/3 + .8) = (.066667, .066667, .866667), summing to the total 1.0.
+    γ = .95: G_3 = .866667; G_2 = .066667 + .95·.866667 = .89; G_1 = .066667 + .95·.89 = .912167."""
+    from workbench.train.rewards import resolve_reward, score_trajectory
+
+    t = Trajectory(task=Task(id="a", question="Capital of France?", golden_answers=["Paris"]),
+                   termination="submitted", final_answer="Paris")
+    for k in range(3):
+        t.steps.append(Step(index=k, raw="<think>I should look this up now.</think><code>print(search('France'))</code>",
+                            think="I should look this up now.", code="print(search('France'))",
+                            observation={"outputs": [{"type": "stream", "name": "stdout", "text": "Paris"}],
+                                         "ok": True, "error": None}))
+    assert score_trajectory(resolve_reward("l0"), t)["total"] == pytest.approx(1.0)
+    assert step_rewards(t) == pytest.approx([0.2 / 3, 0.2 / 3, 0.2 / 3 + 0.8])
+    assert A.discounted_returns(step_rewards(t), 0.95) == pytest.approx([0.912167, 0.89, 0.866667], abs=1e-6)

@@ -17,8 +17,8 @@ from workbench.trajectory import Trajectory
 def score_trajectory(scorer: Any, traj: Trajectory) -> dict[str, float]:
     """Score, store the result on the trajectory, and check it has a total. A scorer with per-turn
     components (`score_steps`) also sets each `Step.reward` (reinforce_pp's r_t)."""
-    rewards = dict(scorer.score(traj))
-    if callable(getattr(scorer, "score_steps", None)):
+    rewards = dict(scorer.score(traj))  # a RewardSpec with per-step components sets Step.reward here
+    if any(s.reward is None for s in traj.steps) and callable(getattr(scorer, "score_steps", None)):
         per_turn = [float(x) for x in scorer.score_steps(traj)]
         if len(per_turn) == len(traj.steps):
             for step, r in zip(traj.steps, per_turn):

@@ -93,12 +93,9 @@ def trajectory_sample(traj: Trajectory, eos_token_id: int | None, max_completion
 
 def step_rewards(traj: Trajectory) -> list[float]:
     """Per-turn rewards r_t: each `Step.reward` when the reward spec scored turns (`RewardSpec.score_steps`),
-    else `metadata["step_rewards"]`, else the trajectory's total on the last turn."""
+    else the trajectory's total on the last turn."""
     if traj.steps and all(s.reward is not None for s in traj.steps):
         return [float(s.reward) for s in traj.steps]  # type: ignore[arg-type]
-    explicit = traj.metadata.get("step_rewards")
-    if explicit is not None and len(explicit) == len(traj.steps):
-        return [float(x) for x in explicit]
     n = max(len(traj.steps), 1)
     return [0.0] * (n - 1) + [float(traj.reward or 0.0)]
 
