@@ -71,3 +71,30 @@ def test_set_training_step_moves_p():
     sim = make(p_start=0.0, p_end=0.5)
     sim.set_training_step(2)  # (4^{2/4} - 1)/3 · .5 = (2 - 1)/3 · .5 = .166667
     assert sim.p == pytest.approx(1 / 6)
+
+
+@pytest.mark.slow
+def test_nbagent_episodes_bind_each_tasks_search_in_real_kernels():
+    """NB-Agent episodes with a simulator: each episode's `search` tool (called from its sandboxed kernel)
+    reaches the simulator with that episode's question and first gold answer."""
+    from workbench.agent.config import AgentConfig
+    from workbench.train.run import NBAgentEpisodes
+
+    sim = make()
+    tasks = [TASK, Task(id="t8", question="Where is Krege?", golden_answers=["Oslo"])]
+    runner = NBAgentEpisodes(agent_config=AgentConfig(max_steps=2, seed=0), simulator=sim, concurrency=2)
+    assert runner.curricula == [sim]
+    acting = ScriptedPolicy.from_turns(["<think>look it up</think>\n<code>\nprint(search('founder', top_k=2))\n</code>",
+                                        "<think>done</think>\n<code>\nsubmit_final_answer('x')\n</code>"])
+
+    async def go():
+        try:
+            return await runner(tasks, acting)
+        finally:
+            await runner.aclose()
+
+    trajs = asyncio.run(go())
+    assert [t.termination for t in trajs] == ["submitted", "submitted"]
+    assert "Doc 1 (Title: T) one passage." in trajs[0].steps[0].observation_text
+    got = sorted((c.task_id, c.question, c.answer) for c in sim.calls)
+    assert got == [("t7", TASK.question, "Ada Brell"), ("t8", "Where is Krege?", "Oslo")]
