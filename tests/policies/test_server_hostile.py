@@ -241,3 +241,59 @@ def test_any_body_gets_a_json_answer_never_a_500(server, path, body):
     assert r.status_code in (200, 400, 404, 413), (r.status_code, r.text[:300])
     if r.status_code != 200:
         assert message(r)
+
+
+CLI = ("import argparse, sys; from workbench.policies import cli; p = argparse.ArgumentParser(); "
+       "cli.register(p.add_subparsers()); a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))")
+
+
+@pytest.mark.slow
+def test_sigterm_stops_a_busy_model_server_promptly(tiny_model_dir):
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": os.getcwd(), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", CLI, "serve-model", str(tiny_model_dir), "--port", str(port),
+                             "--device", "cpu"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                httpx.get(url + "/health", timeout=5)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read().decode()
+                time.sleep(0.3)
+        # 16 completions that fill the 2048-token context (EOS banned): minutes of work, not seconds
+        from transformers import AutoTokenizer
+
+        eos = AutoTokenizer.from_pretrained(tiny_model_dir).eos_token_id
+        body = {"prompt": "hello", "n": 16, "max_tokens": None, "temperature": 1.0, "seed": 0, "logit_bias": {str(eos): -100}}
+
+        def busy() -> None:
+            try:
+                httpx.post(url + "/v1/completions", json=body, timeout=300)
+            except httpx.HTTPError:
+                pass
+
+        threading.Thread(target=busy, daemon=True).start()
+        time.sleep(1.5)
+        assert proc.poll() is None
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+        print(f"serve-model exited {time.monotonic() - sent:.2f} s after SIGTERM")
+        assert proc.returncode in (0, -signal.SIGTERM), proc.stdout.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -95,6 +95,8 @@ class BatchingBackend(abc.ABC):
         self.stats = BatchStats()
         self._lock = threading.Lock()
         self._lanes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._cancels = 0  # bumped by cancel_running(); a batch compares it with its value at start
+        self._batch_cancels = 0
 
     @abc.abstractmethod
     def _run_rows(self, rows: list[Row]) -> list[Completion]:
@@ -115,8 +117,18 @@ class BatchingBackend(abc.ABC):
 
     def _run_locked(self, rows: list[Row]) -> list[Completion]:
         with self._lock:
+            self._batch_cancels = self._cancels
             self.stats.record(len(rows))
             return self._run_rows(rows)
+
+    def cancel_running(self) -> None:
+        """End the batch running now (its callers get PolicyError); later batches run normally.
+        A server calls this when it stops, so a long generation never holds up the exit.
+        Backends that generate token by token check `_cancelled()` at each step."""
+        self._cancels += 1
+
+    def _cancelled(self) -> bool:
+        return self._cancels != self._batch_cancels
 
     async def generate(self, prompts: Sequence[list[int]], params: SamplingParams, *,
                        controls: LogitControls | None = None) -> list[Completion]:

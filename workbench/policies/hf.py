@@ -212,6 +212,8 @@ class TransformersPolicy(BatchingBackend):
                     finish[i] = "length"
             if all(f is not None for f in finish):
                 break
+            if self._cancelled():
+                raise PolicyError("generation cancelled: the model server is stopping")
             step = torch.tensor([t if f is None else self.pad_id for t, f in zip(tok_list, finish)], device=dev)
             mask = torch.cat([mask, torch.ones((B, 1), dtype=mask.dtype, device=dev)], dim=1)
             pos = pos[:, -1:] + 1

@@ -24,7 +24,7 @@ invalid UTF-8 and lone surrogates in text become U+FFFD (`workbench.safetext`).
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import math
 import socket
 import threading
@@ -161,7 +161,14 @@ def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | 
     from fastapi.responses import JSONResponse
 
     lim = limits or ModelLimits()
-    app = FastAPI(title="workbench serve-model")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        yield
+        if hasattr(policy, "cancel_running"):  # stopping: a long generation must not hold up the exit
+            policy.cancel_running()
+
+    app = FastAPI(title="workbench serve-model", lifespan=lifespan)
     name = model_name or policy.name.split(":", 1)[-1]
     codec = policy.codec
     max_len = policy.max_positions
@@ -384,6 +391,9 @@ class ModelServer:
     def stop(self) -> None:
         if self._server is not None:
             self._server.should_exit = True
+        if hasattr(self.policy, "cancel_running") and self._thread is not None:
+            self._thread.join(timeout=2.5)  # the grace period for requests in flight
+            self.policy.cancel_running()
         if self._thread is not None:
             self._thread.join(timeout=10)
         self._sock.close()
