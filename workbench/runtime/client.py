@@ -1,7 +1,8 @@
 """A blocking client for the host's tool gateway, used from inside the kernel.
 
 One short-lived unix-socket connection per request: nothing to resynchronise after a timeout or
-a fork, and a connect costs tens of microseconds.
+a fork, and a connect costs tens of microseconds. Text that is not valid Unicode (a lone surrogate
+in an argument or a notepad value) is sent as U+FFFD, never an exception (`protocol.encode`).
 """
 
 from __future__ import annotations
@@ -52,13 +53,20 @@ class GatewayClient:
                 raise ToolCallError(
                     f"cannot reach the tool gateway at {self.socket_path} ({exc.strerror or exc}); "
                     f"tools only work in a kernel started by workbench with {ENV_SOCKET} set") from None
-            sock.sendall(payload)
+            try:
+                sock.sendall(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the gateway hung up mid-request (e.g. over its size limit): read why
             buf = bytearray()
-            while not buf.endswith(b"\n"):
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                buf += chunk
+            try:
+                while not buf.endswith(b"\n"):
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        break
+                    buf += chunk
+            except ConnectionResetError:
+                if not buf.endswith(b"\n"):
+                    raise
         except TimeoutError:
             raise ToolCallError(f"the tool gateway did not answer within {self.timeout_s:g} s") from None
         except OSError as exc:
