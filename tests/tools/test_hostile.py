@@ -95,20 +95,25 @@ def test_200_concurrent_connections_while_a_good_client_works(registry, sock_dir
     run(main())
 
 
-def test_connection_cap_and_idle_timeout(registry, sock_dir):
+def test_idle_connections_make_room_and_busy_ones_make_new_ones_wait(registry, sock_dir):
     async def main():
-        async with ToolGateway(registry, sock_dir / "gw.sock", max_connections=5,
-                               idle_timeout_s=0.5) as gw:
+        async with ToolGateway(registry, sock_dir / "gw.sock", max_connections=5) as gw:
             idle = [await asyncio.open_unix_connection(str(gw.socket_path)) for _ in range(5)]
             await asyncio.sleep(0.05)
-            refused = await raw(gw.socket_path, request(gw, tool="add", args=[1]))
-            assert json.loads(refused)["error"] == "too many open connections"
-            assert any("connection refused" in r for r in gw.rejected)
-            await asyncio.sleep(0.8)  # the idle ones time out and are closed by the gateway
-            assert [await r.read() for r, _ in idle] == [b""] * 5
+            # at the limit: the oldest idle connection is closed (once idle for a second) to make room
+            assert (await asyncio.to_thread(good_client, gw, 2))[-1]["result"] == 2
+            assert any("closed an idle connection" in r for r in gw.rejected)
+            assert gw.open_connections <= 5
             for _, w in idle:
                 w.close()
-            assert (await asyncio.to_thread(good_client, gw, 2))[-1]["result"] == 2
+            # five busy calls: a sixth waits in the listen backlog (no error) and is served after them
+            naps = [raw(gw.socket_path, request(gw, tool="nap", args=[0.5])) for _ in range(5)]
+            busy = asyncio.gather(*naps)
+            await asyncio.sleep(0.1)
+            gw.take_calls()
+            assert (await asyncio.to_thread(good_client, gw, 1))[0]["result"] == 1
+            assert all(b'"rested"' in r for r in await busy)
+            assert [c.name for c in gw.calls][0] == "nap"  # add ran once a nap's connection closed
     run(main())
 
 

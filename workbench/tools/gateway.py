@@ -10,10 +10,22 @@
 
 Wire format: `workbench.runtime.protocol` (newline-delimited JSON). Per call: argument check
 against the signature, a wall-clock timeout, a result size limit and a per-rollout call budget
-(`submit_final_answer` is exempt). Hostile input (garbage, oversize lines, floods, unknown tools,
-bad arguments, non-JSON-able results) gets an error reply or a closed connection; it is recorded
-and never reaches other connections or other rollouts' gateways. Sync tools run in this gateway's
-own thread pool; async tools run on the event loop and must not block it.
+(`submit_final_answer` is exempt).
+
+What the kernel may send, it may send on purpose. So:
+- every request line gets exactly one reply; garbage, oversize or too-deep lines get an error
+  reply and the connection is closed;
+- whatever a tool raises (`SystemExit`, `KeyboardInterrupt`, `StopIteration`, any BaseException,
+  an exception whose `str()` raises) becomes an error reply; nothing reaches the event loop;
+- text follows `workbench.safetext`: a lone surrogate in a result, an error or echoed arguments
+  is sent as U+FFFD, and the recorded call holds exactly what was sent (a reply the kernel never
+  received says so in the record's `error`);
+- open connections are file descriptors of the host process, which every rollout shares: each
+  gateway holds at most its share of a process-wide `ConnectionBudget`, an idle connection is closed
+  to make room for a new one, and a connection that has not sent a valid token within
+  `auth_timeout_s` is closed. A kernel can only ever exhaust its own share.
+Sync tools run in this gateway's own thread pool; async tools run on the event loop and must
+not block it. Large request lines are parsed off the loop.
 """
 
 from __future__ import annotations
@@ -21,34 +33,104 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
-import functools
 import hmac
-import json
 import logging
 import os
+import resource
 import secrets
+import socket
 import stat
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from workbench.errors import ConfigError, ToolError
-from workbench.runtime.protocol import decode, encode
+from workbench.runtime.protocol import NestingError, decode, encode
+from workbench.safetext import safe_text
+from workbench.tools._invoke import Outcome, invoke_async, invoke_sync
 from workbench.tools.registry import Tool, ToolRegistry
 from workbench.trajectory import ToolCall
 
 log = logging.getLogger(__name__)
 MAX_SOCKET_PATH = 107  # sun_path is 108 bytes including the NUL
+PARSE_OFF_LOOP_BYTES = 64 * 1024  # request lines above this are decoded in a worker thread
+EVICTABLE_AFTER_S = 1.0  # an authenticated connection idle this long may be closed to make room
+BACKLOG = 1024  # connections waiting to be accepted (beyond it the kernel's connect() blocks)
+NOT_A_REQUEST = "requests are JSON objects, one per line"
+
+
+class ConnectionBudget:
+    """Open gateway connections in this process, shared equally by the live gateways.
+
+    `total` defaults to a quarter of the process's open-file limit (RLIMIT_NOFILE), at least 64,
+    read when asked. Each gateway's share is `total // live gateways`, never below `min_share`.
+    """
+
+    def __init__(self, total: int | None = None, *, min_share: int = 4) -> None:
+        self._total = total
+        self.min_share = min_share
+        self._gateways: set[ToolGateway] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def total(self) -> int:
+        if self._total is not None:
+            return self._total
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        return max(64, (65536 if soft == resource.RLIM_INFINITY else soft) // 4)
+
+    def share(self) -> int:
+        with self._lock:
+            live = max(1, len(self._gateways))
+        return max(self.min_share, self.total // live)
+
+    def join(self, gateway: "ToolGateway") -> None:
+        """Count `gateway` in; the others shrink to their new share (idle connections first)."""
+        with self._lock:
+            others = list(self._gateways)
+            self._gateways.add(gateway)
+        for other in others:
+            other._budget_changed()
+
+    def leave(self, gateway: "ToolGateway") -> None:
+        with self._lock:
+            self._gateways.discard(gateway)
+            others = list(self._gateways)
+        for other in others:
+            other._budget_changed()  # their share grew
+
+
+SHARED_BUDGET = ConnectionBudget()  # what every gateway in this process shares by default
+
+
+@dataclass(eq=False)
+class _Conn:
+    writer: asyncio.StreamWriter
+    opened: float  # time.monotonic()
+    last_active: float
+    authed: bool = False  # sent a request with the right token
+    busy: bool = False  # a request is being answered
+    evicted: bool = False
 
 
 class ToolGateway:
-    """Serves one rollout's tool calls on `socket_path`; see the module docstring."""
+    """Serves one rollout's tool calls on `socket_path`; see the module docstring.
+
+    Limits: `call_timeout_s` per call (and per reply write), `max_request_bytes` per request line,
+    `max_result_chars` per result, `call_budget` calls per rollout, `max_concurrent_calls` tools
+    running at once. Connections: at most `max_connections`, and never more than this gateway's
+    share of `budget` (default: the process-wide `SHARED_BUDGET`); one that has not authenticated
+    within `auth_timeout_s`, or is idle for `idle_timeout_s` after it did, is closed.
+    """
 
     def __init__(self, registry: ToolRegistry, socket_path: str | os.PathLike[str], *,
                  rollout_id: str = "", token: str | None = None, call_timeout_s: float = 30.0,
                  max_request_bytes: int = 1_000_000, max_result_chars: int = 20_000,
-                 call_budget: int = 100, max_connections: int = 256,
-                 max_concurrent_calls: int = 8, idle_timeout_s: float = 600.0) -> None:
+                 call_budget: int = 100, max_connections: int = 32,
+                 max_concurrent_calls: int = 8, idle_timeout_s: float = 60.0,
+                 auth_timeout_s: float = 10.0, budget: ConnectionBudget | None = None) -> None:
         self.registry = registry
         self.socket_path = Path(socket_path)
         if len(os.fsencode(self.socket_path)) > MAX_SOCKET_PATH:
@@ -62,19 +144,27 @@ class ToolGateway:
         self.call_budget = call_budget
         self.max_connections = max_connections
         self.idle_timeout_s = idle_timeout_s
+        self.auth_timeout_s = auth_timeout_s
+        self.budget = budget if budget is not None else SHARED_BUDGET
         self.calls: list[ToolCall] = []
         self.final_answer: str | None = None
         self.notepad: dict[str, Any] | None = None  # latest snapshot pushed by the kernel
         self.notepad_pushes = 0
         self.rejected: collections.deque[str] = collections.deque(maxlen=200)  # protocol errors
         self.calls_used = 0
-        self._open: set[asyncio.StreamWriter] = set()
+        self._token = safe_text(self.token).encode()  # as it arrives over the wire
+        self._conns: set[_Conn] = set()
         self._handlers: set[asyncio.Task[None]] = set()
         self._closing = False
-        self._server: asyncio.AbstractServer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._listener: socket.socket | None = None
+        self._acceptor: asyncio.Task[None] | None = None
+        self._changed = asyncio.Event()  # a connection closed or went idle, or the share changed
         self._slots = asyncio.Semaphore(max_concurrent_calls)
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=max_concurrent_calls, thread_name_prefix=f"wb-tools-{rollout_id or 'gw'}")
+        self._parser = concurrent.futures.ThreadPoolExecutor(  # its own: hung tools cannot block it
+            max_workers=1, thread_name_prefix=f"wb-parse-{rollout_id or 'gw'}")
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> "ToolGateway":
@@ -84,27 +174,40 @@ class ToolGateway:
             if not stat.S_ISSOCK(self.socket_path.lstat().st_mode):
                 raise ConfigError(f"{self.socket_path} exists and is not a socket; remove it")
             self.socket_path.unlink()
-        self._server = await asyncio.start_unix_server(
-            self._serve, path=str(self.socket_path), limit=self.max_request_bytes,
-            backlog=max(100, self.max_connections))
-        os.chmod(self.socket_path, 0o666)  # the kernel runs as another uid; the dir is per rollout
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(str(self.socket_path))
+            os.chmod(self.socket_path, 0o666)  # the kernel runs as another uid; the dir is per rollout
+            listener.listen(BACKLOG)
+            listener.setblocking(False)
+        except BaseException:
+            listener.close()
+            raise
+        self._listener, self._loop = listener, asyncio.get_running_loop()
+        self._acceptor = asyncio.create_task(self._accept_loop(), name=f"gateway-{self.rollout_id}")
+        self.budget.join(self)
         return self
 
     async def close(self) -> None:
         """Stop serving, drop open connections, remove the socket file."""
-        if self._server is not None:
+        self.budget.leave(self)
+        if self._acceptor is not None:
             self._closing = True
-            self._server.close()
-            for writer in list(self._open):
-                writer.close()  # their handlers see EOF and return
+            self._acceptor.cancel()
+            await asyncio.gather(self._acceptor, return_exceptions=True)
+            self._acceptor = None
+            if self._listener is not None:
+                self._listener.close()
+            for conn in list(self._conns):
+                conn.writer.close()  # their handlers see EOF and return
             if self._handlers:
                 _, busy = await asyncio.wait(self._handlers, timeout=1.0)
                 for task in busy:  # stuck in a tool call: cancel
                     task.cancel()
-                await asyncio.gather(*busy, return_exceptions=True)
-            await self._server.wait_closed()
-            self._server = None
+                if busy:  # a tool that swallows cancellation is left behind, not waited for
+                    await asyncio.wait(busy, timeout=1.0)
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._parser.shutdown(wait=False, cancel_futures=True)
         if self.socket_path.is_socket():
             self.socket_path.unlink(missing_ok=True)
 
@@ -124,79 +227,204 @@ class ToolGateway:
     def calls_left(self) -> int:
         return max(0, self.call_budget - self.calls_used)
 
+    @property
+    def connection_limit(self) -> int:
+        """How many connections this gateway may hold open now: its share of the budget."""
+        return min(self.max_connections, self.budget.share())
+
+    @property
+    def open_connections(self) -> int:
+        return len(self._conns)
+
     def setup_code(self) -> str:
         """The cell that installs this rollout's tools and notepad in the kernel."""
         from workbench.tools.setup_cell import setup_code
 
         return setup_code(self.registry, token=self.token, call_timeout_s=self.call_timeout_s)
 
-    # -- serving --------------------------------------------------------------------------------
+    # -- connections ----------------------------------------------------------------------------
     def _reject(self, why: str) -> None:
         log.debug("gateway %s: %s", self.rollout_id, why)
         self.rejected.append(why)
 
-    async def _send(self, writer: asyncio.StreamWriter, reply: dict[str, Any]) -> None:
-        writer.write(encode(reply))
-        await asyncio.wait_for(writer.drain(), self.call_timeout_s)
+    def _evictable(self, now: float) -> list[_Conn]:
+        """Idle connections that may be closed to make room, never-authenticated and oldest first.
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if len(self._open) >= self.max_connections:
-            self._reject(f"connection refused: {self.max_connections} already open")
-            writer.write(encode({"id": None, "ok": False, "error": "too many open connections"}))
-            writer.close()
+        One that never authenticated is fair game at once (a connection is busy from accept when
+        its request is already waiting); an authenticated one after EVICTABLE_AFTER_S idle."""
+        idle = [c for c in self._conns
+                if not c.busy and (not c.authed or now - c.last_active >= EVICTABLE_AFTER_S)]
+        return sorted(idle, key=lambda c: (c.authed, c.last_active))
+
+    def _shed(self, keep: int | None = None) -> None:
+        """Close evictable connections until at most `keep` (default: the share) are open."""
+        keep = self.connection_limit if keep is None else keep
+        for conn in self._evictable(time.monotonic())[:max(0, len(self._conns) - keep)]:
+            conn.evicted = True
+            self._conns.discard(conn)
+            conn.writer.close()
+            self._reject(f"closed an idle connection to stay within this rollout's share of "
+                         f"{self.connection_limit} connections")
+
+    def _next_evictable_in(self) -> float | None:
+        """Seconds until an idle authenticated connection becomes evictable (None: all are busy)."""
+        idle = [c.last_active for c in self._conns if not c.busy]
+        return max(0.01, min(idle) + EVICTABLE_AFTER_S - time.monotonic()) if idle else None
+
+    def _budget_changed(self) -> None:
+        """Called from any thread when the share may have changed."""
+        loop = self._loop
+        if loop is None or self._acceptor is None:
             return
-        self._open.add(writer)
-        task = asyncio.current_task()
-        if task is not None:
-            self._handlers.add(task)
+
+        def apply() -> None:
+            self._shed()
+            self._changed.set()
+
         try:
-            while True:
-                try:
-                    line = await asyncio.wait_for(reader.readline(), self.idle_timeout_s)
-                except ValueError:  # the line outgrew the reader's limit
-                    self._reject(f"request over {self.max_request_bytes} bytes")
-                    await self._send(writer, {"id": None, "ok": False, "error":
-                                              f"request over {self.max_request_bytes} bytes"})
-                    break
-                if not line:
-                    break
-                try:
-                    request = decode(line)
-                except ValueError:
-                    self._reject(f"not a JSON object: {line[:60]!r}")
-                    await self._send(writer, {"id": None, "ok": False,
-                                              "error": "requests are JSON objects, one per line"})
-                    break
-                await self._send(writer, await self._dispatch(request))
-        except (asyncio.TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+            loop.call_soon_threadsafe(apply)
+        except RuntimeError:  # that loop is closed
+            pass
+
+    async def _room(self) -> None:
+        """Wait until one more connection fits in this gateway's share, or one can be closed for it.
+
+        Meanwhile new connections wait in the listen backlog (their connect() blocks), so they
+        cost the host no file descriptor."""
+        while True:
+            if len(self._conns) < self.connection_limit or self._evictable(time.monotonic()):
+                return
+            self._changed.clear()
+            try:  # until a connection closes or goes idle, the share grows, or an idle one ripens
+                await asyncio.wait_for(self._changed.wait(), self._next_evictable_in())
+            except asyncio.TimeoutError:
+                pass
+
+    async def _accept_loop(self) -> None:
+        while True:
+            await self._room()
+            try:
+                await self._accept_one()
+            except OSError as exc:  # e.g. EMFILE: the host is out of fds; retry, never die
+                log.warning("gateway %s: accept failed: %s", self.rollout_id, exc)
+                await asyncio.sleep(0.1)
+            except Exception:  # a gateway bug: log it, keep accepting
+                log.exception("gateway %s: accept failed", self.rollout_id)
+                await asyncio.sleep(0.1)
+
+    async def _accept_one(self) -> None:
+        sock, _ = await asyncio.get_running_loop().sock_accept(self._listener)
+        try:  # a kernel sends its request right after connect(): it is usually here already
+            waiting = bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        except OSError:
+            waiting = False
+        self._shed(self.connection_limit - 1)
+        try:
+            reader, writer = await asyncio.open_unix_connection(sock=sock, limit=self.max_request_bytes)
+        except BaseException:
+            sock.close()
+            raise
+        now = time.monotonic()
+        conn = _Conn(writer, opened=now, last_active=now, busy=waiting)
+        self._conns.add(conn)
+        task = asyncio.create_task(self._serve(reader, conn))
+        self._handlers.add(task)
+        task.add_done_callback(self._handlers.discard)
+
+    async def _serve(self, reader: asyncio.StreamReader, conn: _Conn) -> None:
+        try:
+            await self._converse(reader, conn)
+        except (ConnectionError, OSError):
             pass
         except asyncio.CancelledError:
             if not self._closing:
                 raise
+        except Exception:  # a gateway bug: this connection ends, the gateway keeps serving
+            log.exception("gateway %s: connection handler failed", self.rollout_id)
         finally:
-            self._open.discard(writer)
-            self._handlers.discard(task)  # type: ignore[arg-type]
-            writer.close()
+            self._conns.discard(conn)
+            conn.writer.close()
+            self._changed.set()
 
-    async def _dispatch(self, request: dict[str, Any]) -> dict[str, Any]:
-        rid = request.get("id")
-        if not hmac.compare_digest(str(request.get("token") or ""), self.token):
+    async def _converse(self, reader: asyncio.StreamReader, conn: _Conn) -> None:
+        """Read request lines and answer each with one reply, until EOF, a timeout or a protocol error."""
+        while not conn.evicted:
+            if conn.authed:
+                timeout, why = self.idle_timeout_s, f"idle for {self.idle_timeout_s:g} s"
+            else:
+                timeout = conn.opened + self.auth_timeout_s - time.monotonic()
+                why = f"no valid token within {self.auth_timeout_s:g} s"
+            try:
+                line = await asyncio.wait_for(reader.readline(), max(0.0, timeout))
+            except asyncio.TimeoutError:
+                self._reject(f"closed a connection: {why}")
+                return
+            except ValueError:  # the line outgrew the reader's limit
+                self._reject(f"request over {self.max_request_bytes} bytes")
+                await self._send(conn.writer, {"id": None, "ok": False,
+                                               "error": f"request over {self.max_request_bytes} bytes"})
+                return
+            if not line or conn.evicted:
+                return
+            conn.busy = True
+            reply, record, keep_open = await self._answer(conn, line)
+            failed = await self._send(conn.writer, reply)
+            if failed and record is not None:
+                record.error = (f"{record.error}; " if record.error else "") + f"reply not delivered: {failed}"
+            if failed or not keep_open:
+                return
+            conn.busy, conn.last_active = False, time.monotonic()
+            self._changed.set()  # idle now: may be closed to make room
+
+    async def _send(self, writer: asyncio.StreamWriter, reply: dict[str, Any]) -> str | None:
+        """Write one reply line; returns None once it is sent, else why it was not."""
+        try:
+            writer.write(encode(reply))
+            await asyncio.wait_for(writer.drain(), self.call_timeout_s)
+        except asyncio.TimeoutError:
+            return f"the kernel did not read it within {self.call_timeout_s:g} s"
+        except (ConnectionError, OSError):
+            return "the kernel closed the connection first"
+        return None
+
+    # -- requests -------------------------------------------------------------------------------
+    async def _answer(self, conn: _Conn, line: bytes) -> tuple[dict[str, Any], ToolCall | None, bool]:
+        """The reply to one request line, the call it recorded (if any), and whether to keep reading."""
+        try:
+            if len(line) > PARSE_OFF_LOOP_BYTES:
+                request = await asyncio.get_running_loop().run_in_executor(self._parser, decode, line)
+            else:
+                request = decode(line)
+        except NestingError as exc:
+            self._reject(str(exc))
+            return {"id": None, "ok": False, "error": f"{exc}; {NOT_A_REQUEST}"}, None, False
+        except ValueError:
+            self._reject(f"not a JSON object: {line[:60]!r}")
+            return {"id": None, "ok": False, "error": NOT_A_REQUEST}, None, False
+        rid, token = request.get("id"), request.get("token")
+        if not (isinstance(token, str) and hmac.compare_digest(token.encode(), self._token)):
             self._reject("bad token")
             return {"id": rid, "ok": False, "error": "bad gateway token; tools only work from the "
-                    "kernel this gateway's setup cell ran in"}
+                    "kernel this gateway's setup cell ran in"}, None, True
+        conn.authed = True
         op = request.get("op", "call")
         if op == "notepad":
             if not isinstance(request.get("snapshot"), dict):
-                return {"id": rid, "ok": False, "error": "notepad snapshot must be an object"}
+                return {"id": rid, "ok": False, "error": "notepad snapshot must be an object"}, None, True
             self.notepad = request["snapshot"]
             self.notepad_pushes += 1
-            return {"id": rid, "ok": True, "result": None}
+            return {"id": rid, "ok": True, "result": None}, None, True
         if op != "call":
             self._reject(f"unknown op {str(op)[:40]!r}")
-            return {"id": rid, "ok": False, "error": f"unknown op {str(op)[:40]!r}; use 'call' or 'notepad'"}
-        return await self._call(rid, request)
+            return {"id": rid, "ok": False,
+                    "error": f"unknown op {str(op)[:40]!r}; use 'call' or 'notepad'"}, None, True
+        record = await self._call(request)
+        reply = ({"id": rid, "ok": True, "result": record.result} if record.error is None
+                 else {"id": rid, "ok": False, "error": record.error})
+        return reply, record, True
 
-    async def _call(self, rid: Any, request: dict[str, Any]) -> dict[str, Any]:
+    async def _call(self, request: dict[str, Any]) -> ToolCall:
+        """Run one tool call; the record holds exactly the result or error the reply will carry."""
         name, args, kwargs = request.get("tool"), request.get("args") or [], request.get("kwargs") or {}
         record = ToolCall(name=str(name)[:200], arguments={"args": args, "kwargs": kwargs},
                           started_at=time.time())
@@ -212,39 +440,28 @@ class ToolGateway:
                 self.calls_used += 1
             record.arguments = tool.bind(args, kwargs)
             try:
-                result = await asyncio.wait_for(self._run(tool, record.arguments), self.call_timeout_s)
+                outcome = await asyncio.wait_for(self._run(tool, record.arguments), self.call_timeout_s)
             except asyncio.TimeoutError:
                 raise ToolError(f"{name}() timed out after {self.call_timeout_s:g} s") from None
-            record.result = self._check_result(tool, result)
-            if tool.final:
+            record.result, record.error = outcome.result, outcome.error
+            if outcome.error is None and tool.final:
                 self.final_answer = str(next(iter(record.arguments.values()), ""))
-            return {"id": rid, "ok": True, "result": record.result}
         except ToolError as exc:
-            record.error = str(exc)
-        except Exception as exc:  # the tool itself raised: report, never crash the gateway
-            record.error = f"{name}() failed: {type(exc).__name__}: {exc}"
+            record.error = safe_text(str(exc))
+        except asyncio.CancelledError:
+            record.error = f"{name}() was cancelled: the gateway closed during the call"
+            raise
+        except Exception as exc:  # the gateway itself (e.g. its pool shut down): report, keep serving
+            record.error = safe_text(f"{name}() could not run: {type(exc).__name__}: {exc}")
         finally:
             record.duration_s = time.perf_counter() - t0
             self.calls.append(record)
-        return {"id": rid, "ok": False, "error": record.error}
+        return record
 
-    async def _run(self, tool: Tool, arguments: dict[str, Any]) -> Any:
+    async def _run(self, tool: Tool, arguments: dict[str, Any]) -> Outcome:
         async with self._slots:
             if tool.is_async:
-                return await tool.fn(**arguments)
+                return await invoke_async(tool, arguments, self.max_result_chars)
             loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._executor, functools.partial(tool.fn, **arguments))
-
-    def _check_result(self, tool: Tool, result: Any) -> Any:
-        limit = self.max_result_chars
-        if isinstance(result, str):
-            return result if len(result) <= limit else (
-                result[:limit] + f"\n… [truncated {len(result) - limit} chars]")
-        try:
-            size = len(json.dumps(result))
-        except (TypeError, ValueError):
-            raise ToolError(f"{tool.name}() returned a {type(result).__name__}, which is not JSON-able; "
-                            "tools must return str, numbers, bools, None, lists or dicts") from None
-        if size > limit:
-            raise ToolError(f"{tool.name}() returned {size} chars of JSON (limit {limit}); return less")
-        return result
+            return await loop.run_in_executor(self._executor, invoke_sync, tool, arguments,
+                                              self.max_result_chars)

@@ -20,12 +20,15 @@ from __future__ import annotations
 import inspect
 import json
 import keyword
+import reprlib
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from workbench.errors import ConfigError, ToolError
 
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 80
 RESERVED_NAMES = frozenset({"notepad", "print", "help"})
 _SCALARS = {str: "str", int: "int", float: "float", bool: "bool", list: "list", dict: "dict"}
 
@@ -95,8 +98,13 @@ class Tool:
             expected = self.signature.parameters[name].annotation
             if isinstance(expected, type) and expected in _SCALARS and not _matches(value, expected):
                 raise ToolError(f"{self.name}() argument {name!r} must be {_SCALARS[expected]}, "
-                                f"got {type(value).__name__}: {value!r:.80}")
+                                f"got {type(value).__name__}: {_short_repr(value)}")
         return dict(bound.arguments)
+
+
+def _short_repr(value: Any) -> str:
+    """At most about 80 characters of repr, without building the whole repr of a big value."""
+    return _REPR.repr(value)
 
 
 def _matches(value: Any, expected: type) -> bool:
