@@ -21,6 +21,8 @@ from workbench.sandbox import INSIDE_RUN, RolloutDir, SandboxProfile, SandboxSpe
 DELIM = b"<IDS|MSG>"
 CHANNELS = {"shell": 1, "iopub": 2, "stdin": 3, "control": 4, "hb": 5}
 _IPC_MAX = 100  # sun_path is 108 bytes
+_HISTORY_OFF = "--HistoryManager.enabled=False"
+_HISTORY_ON = "--HistoryManager.hist_file=:memory:"
 _CTX: zmq.asyncio.Context | None = None
 
 
@@ -33,8 +35,15 @@ def context() -> zmq.asyncio.Context:
 
 def kernel_argv(rollout: RolloutDir, key: str, profile: SandboxProfile, *, uid: int | None,
                 env: dict[str, str], extra_ro_binds: tuple[str, ...] = (),
-                sandboxed: bool = True, signature_scheme: str = "hmac-sha256") -> tuple[list[str], str]:
-    """Write the ipc connection file into run/ and return (argv, host-side ipc path prefix)."""
+                sandboxed: bool = True, signature_scheme: str = "hmac-sha256",
+                history: bool = False) -> tuple[list[str], str]:
+    """Write the ipc connection file into run/ and return (argv, host-side ipc path prefix).
+
+    `history=False` (rollouts) turns IPython's input history off: it costs start time and a
+    little per cell, and nothing reads it. `history=True` (the interactive kernelspec) keeps it
+    in an in-memory SQLite database: %history and console history work, and it ends with the
+    kernel (no file on the host or in the sandbox).
+    """
     host_ip = str(rollout.run / "k")
     if len(host_ip) > _IPC_MAX:
         raise KernelError(f"rollout dir path {rollout.run} is too long for a unix socket; "
@@ -47,7 +56,7 @@ def kernel_argv(rollout: RolloutDir, key: str, profile: SandboxProfile, *, uid: 
     rollout.share(cf)
     kernel = [sys.executable, "-m", "ipykernel_launcher", "-f",
               f"{INSIDE_RUN}/kernel.json" if sandboxed else str(cf),
-              "--HistoryManager.enabled=False", f"--Session.packer={PACKER}", "--quiet"]
+              _HISTORY_ON if history else _HISTORY_OFF, f"--Session.packer={PACKER}", "--quiet"]
     if not sandboxed:
         return kernel, host_ip
     spec = SandboxSpec(profile, rollout.run, rollout.work, uid=uid, env=env,
