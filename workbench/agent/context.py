@@ -1,13 +1,20 @@
 """The context watcher: keeps an episode's token context inside the window, exactly.
 
-The context is token ids: the opening (system + task, rendered once by the policy's codec) followed by
-each kept turn's sampled completion ids and observation ids. Lengths are exact because they are the
-policy's own tokens. When the next turn would not fit, older turns are trimmed:
+The context is token ids: the opening (system + task, rendered once by the policy's codec), each
+kept turn's sampled completion ids and observation ids, then the notepad block. Lengths are exact
+because they are the policy's own tokens.
 
-- `hard`: keep only the task, the notepad and the newest output (a fresh opening carrying them);
+The notepad is one tail segment, replaced on every turn: the context holds one notepad, the newest,
+at the end of the newest observation, never stale copies. Replacing it means the context is no
+longer the previous one plus what followed; `prompt_to_record()` then hands the whole context to
+record as the next turn's prompt, so each recorded segment stays exactly what the model saw.
+
+When the next turn would not fit, older turns are trimmed:
+
+- `hard`: keep only the task, the newest output (a fresh opening carrying them) and the notepad;
   keeping the newest output lets a model act on what it just saw even when the window fits one turn;
-- `soft`: drop the oldest turns first; the newest observation (which carries the notepad) stays; if even
-  that does not fit, fall back to hard;
+- `soft`: drop the oldest turns first; the newest observation and the notepad stay; if even that does
+  not fit, fall back to hard;
 - `none`: do not trim; the episode ends with `token_budget`.
 """
 
@@ -35,24 +42,43 @@ class ContextWatcher:
     max_new_tokens: int
     trim: str = "hard"
     turns: list[_Turn] = field(default_factory=list)
+    notepad_ids: list[int] = field(default_factory=list)  # the tail: the newest notepad block
     trims: int = 0
+    rebuilt: bool = True  # the context is not the last recorded one plus what followed it
 
     @property
     def context_ids(self) -> list[int]:
         ids = list(self.opening_ids)
         for turn in self.turns:
             ids += turn.completion_ids + turn.observation_ids
-        return ids
+        return ids + self.notepad_ids
 
     def __len__(self) -> int:
-        return len(self.opening_ids) + sum(len(t) for t in self.turns)
+        return len(self.opening_ids) + sum(len(t) for t in self.turns) + len(self.notepad_ids)
 
     def room_for_generation(self) -> int:
         """Tokens the next turn may generate without overflowing the window."""
         return min(self.max_new_tokens, self.max_context_tokens - len(self))
 
-    def append(self, completion_ids: Sequence[int], observation_ids: Sequence[int]) -> None:
+    def append(self, completion_ids: Sequence[int], observation_ids: Sequence[int],
+               notepad_ids: Sequence[int] = ()) -> None:
+        """Add a turn: its completion, its observation, and the notepad block that replaces the last one."""
+        if self.notepad_ids:
+            self.rebuilt = True  # the old notepad leaves the middle of the context
         self.turns.append(_Turn(list(completion_ids), list(observation_ids)))
+        self.notepad_ids = list(notepad_ids)
+
+    def prompt_to_record(self) -> list[int] | None:
+        """The whole context if the next turn must record it as its prompt, else None.
+
+        A turn's context is recorded when it is not the previous turn's context plus that turn's
+        completion, observation and notepad: on the first turn, after a trim, and after the notepad
+        block moved. Marks it recorded.
+        """
+        if not self.rebuilt:
+            return None
+        self.rebuilt = False
+        return self.context_ids
 
     def needs_trim(self, min_new_tokens: int) -> bool:
         return self.room_for_generation() < min_new_tokens
@@ -60,15 +86,17 @@ class ContextWatcher:
     def trim_to_fit(self, min_new_tokens: int, hard_opening: Callable[[], list[int]]) -> bool:
         """Trim so that at least `min_new_tokens` can be generated. Returns False if impossible.
 
-        `hard_opening()` builds the task + notepad opening used by hard trimming.
+        `hard_opening()` builds the task + last output opening used by hard trimming; the notepad
+        block stays the tail.
         """
         if self.trim == "none":
             return False
         self.trims += 1
+        self.rebuilt = True
         if self.trim == "soft":
             while self.turns and self.needs_trim(min_new_tokens):
                 if len(self.turns) == 1:
-                    break  # the newest observation holds the notepad: never drop it silently
+                    break  # keep the newest observation: what the model just saw
                 self.turns.pop(0)
             if not self.needs_trim(min_new_tokens):
                 return True

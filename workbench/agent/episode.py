@@ -2,6 +2,9 @@
 
 `run_episode` is the whole loop on one screen. It never raises for an episode-level failure: kernel
 death, a policy error or anything unexpected ends the trajectory with a termination reason.
+
+Each observation is encoded once; the notepad block after it is encoded apart, as the context's
+replaceable tail (see `ContextWatcher`), and recorded as the end of that step's observation.
 """
 
 from __future__ import annotations
@@ -41,6 +44,15 @@ def render_notepad(snapshot: dict[str, Any]) -> str:
     return Notepad.from_snapshot(snapshot).render()
 
 
+def _observation_parts(codec: Any, output: str, notepad: str, *, steps_left: int,
+                      tokens_left: int) -> tuple[str, list[int], str, list[int]]:
+    """(observation text, its ids, notepad block text, its ids): each encoded once, the notepad apart
+    (no block when the notepad text is empty)."""
+    body = render("observation", output=output, steps_left=steps_left, tokens_left=tokens_left)
+    block = render("notepad", notepad=notepad) if notepad else ""
+    return body, codec.encode(body), block, codec.encode(block) if block else []
+
+
 def opening_messages(task: Task, env: EpisodeEnv, config: AgentConfig) -> list[dict[str, str]]:
     budget = config.token_budget or config.max_context_tokens
     if config.prompt == "compact":
@@ -73,12 +85,10 @@ async def _loop(traj: Trajectory, policy: Policy, env: EpisodeEnv, config: Agent
     messages = opening_messages(traj.task, env, config)
     ctx = ContextWatcher(codec.chat(messages), config.max_context_tokens, config.max_new_tokens, config.trim)
     generated = 0
-    prompt_ids: list[int] | None = ctx.context_ids
-    notepad_text = last_output = ""
+    last_output = ""
 
-    def hard_opening() -> list[int]:
-        trimmed = render("trimmed", question=traj.task.question, notepad=notepad_text or "(empty)",
-                         last_output=last_output)
+    def hard_opening() -> list[int]:  # the notepad block stays the context's tail, after this
+        trimmed = render("trimmed", question=traj.task.question, last_output=last_output)
         return codec.chat([messages[0], {"role": "user", "content": trimmed}])
 
     for index in range(config.max_steps):
@@ -94,7 +104,7 @@ async def _loop(traj: Trajectory, policy: Policy, env: EpisodeEnv, config: Agent
             if not ctx.trim_to_fit(min_new, hard_opening):
                 traj.termination = "token_budget"
                 return
-            prompt_ids = ctx.context_ids
+        prompt_ids = ctx.prompt_to_record()
         max_new = ctx.room_for_generation()
         if budget_left is not None:
             max_new = min(max_new, budget_left)
@@ -114,7 +124,6 @@ async def _loop(traj: Trajectory, policy: Policy, env: EpisodeEnv, config: Agent
                     format_flags=parsed.flags, prompt_ids=prompt_ids, completion_ids=list(out.token_ids),
                     logprobs=out.logprobs, finish_reason=out.finish_reason,
                     generate_s=time.monotonic() - t0, context_tokens=len(ctx))
-        prompt_ids = None
         traj.steps.append(step)
 
         if parsed.code is not None:
@@ -128,7 +137,6 @@ async def _loop(traj: Trajectory, policy: Policy, env: EpisodeEnv, config: Agent
             obs, output = None, NO_CODE_NOTE
         step.tool_calls = env.gateway.take_calls()
         step.notepad = dict(env.gateway.notepad or {})
-        notepad_text = render_notepad(step.notepad) if config.show_notepad else ""
 
         if env.gateway.final_answer is not None:
             traj.final_answer = env.gateway.final_answer
@@ -146,11 +154,13 @@ async def _loop(traj: Trajectory, policy: Policy, env: EpisodeEnv, config: Agent
 
         steps_left = config.max_steps - index - 1
         tokens_left = (ctx.max_context_tokens - len(ctx) if budget_left is None else budget_left) - len(out.token_ids)
-        step.observation_text = render("observation", output=output, notepad=notepad_text,
-                                       steps_left=steps_left, tokens_left=max(0, tokens_left))
-        step.observation_ids = codec.encode(step.observation_text)
+        notepad_text = render_notepad(step.notepad) if config.show_notepad else ""
+        body, body_ids, block, block_ids = _observation_parts(
+            codec, output, notepad_text, steps_left=steps_left, tokens_left=max(0, tokens_left))
+        # the step records what the model saw after its turn: the observation, then the notepad
+        step.observation_text, step.observation_ids = body + block, body_ids + block_ids
         last_output = output
-        ctx.append(step.completion_ids, step.observation_ids)
+        ctx.append(step.completion_ids, body_ids, block_ids)
     traj.termination = "max_steps"
 
 
