@@ -117,3 +117,12 @@ def test_unreachable_server_and_bad_url():
 def test_model_server_refuses_non_loopback(tiny_policy):
     with pytest.raises(ConfigError, match="loopback"):
         ModelServer(policy=tiny_policy, host="0.0.0.0")
+
+
+def test_remote_codec_takes_lone_surrogates(server, tiny_policy):
+    """The server-side codec follows the one text rule: a lone surrogate is sent as U+FFFD, never raises."""
+    remote = OpenAIPolicy(server.url + "/v1")
+    assert isinstance(remote.codec, RemoteCodec)
+    assert remote.codec.encode("a\ud800b") == tiny_policy.codec.encode("a\ufffdb")
+    msgs = [{"role": "user", "content": "hi \udcff"}]
+    assert remote.codec.chat(msgs) == tiny_policy.codec.chat([{"role": "user", "content": "hi \ufffd"}])

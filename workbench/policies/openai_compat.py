@@ -27,6 +27,7 @@ import httpx
 from workbench.errors import ConfigError, PolicyError
 from workbench.policies.base import ByteCodec, Completion, SamplingParams
 from workbench.policies.batching import make_rows
+from workbench.safetext import safe_json, safe_text
 
 _RETRY_STATUS = {502, 503, 504}
 _TRANSIENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError)
@@ -60,11 +61,11 @@ class RemoteCodec:
         return self._eos
 
     def chat(self, messages: Sequence[dict[str, str]]) -> list[int]:
-        body = {"model": self._policy.model, "messages": list(messages), "add_generation_prompt": True}
+        body = {"model": self._policy.model, "messages": safe_json(list(messages)), "add_generation_prompt": True}
         return self._policy._post_sync("/tokenize", body).json()["tokens"]
 
     def encode(self, text: str) -> list[int]:
-        body = {"model": self._policy.model, "prompt": text, "add_special_tokens": False}
+        body = {"model": self._policy.model, "prompt": safe_text(text), "add_special_tokens": False}
         return self._policy._post_sync("/tokenize", body).json()["tokens"]
 
     def decode(self, ids: Sequence[int]) -> str:
