@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 import zmq
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
@@ -216,3 +218,29 @@ def test_killed_launcher_root_is_swept(kernels_dir: Path):
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+_FRAME = st.one_of(st.binary(max_size=48), st.just(b"<IDS|MSG>"), st.just(b""),
+                   st.sampled_from([b"\x00", b"\x01", b"\x01status", b"{}", b'{"msg_type": "x"}']))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(channel=st.sampled_from(["shell", "control", "stdin", "hb", "iopub"]),
+       messages=st.lists(st.lists(_FRAME, min_size=1, max_size=7), min_size=1, max_size=4))
+def test_arbitrary_frames_from_a_client_never_stall_the_kernel(km: KernelManager, channel: str,
+                                                                messages: list[list[bytes]]):
+    """A hostile or broken client sends any bytes on any channel; others are still answered."""
+    ctx = zmq.Context.instance()
+    sock = ctx.socket(zmq.XSUB if channel == "iopub" else zmq.DEALER)
+    sock.linger = 0
+    sock.connect(f"tcp://{km.ip}:{getattr(km, f'{channel}_port')}")
+    try:
+        for frames in messages:
+            sock.send_multipart(frames)
+        kc = _client(km)
+        try:
+            assert _reply(kc, kc.execute("1"), timeout=15)["content"]["status"] == "ok"
+        finally:
+            kc.stop_channels()
+    finally:
+        sock.close()

@@ -8,6 +8,7 @@ Each test points TMPDIR at its own directory, so the roots of other processes ar
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from workbench.sandbox.rollout import sweep_stale_roots
 
@@ -174,3 +177,47 @@ def test_reused_pid(tmp_path: Path):
     assert out["swept_reused"] == [f"workbench-rollouts-{out['pid']}"]
     assert out["swept_live"] == [] and out["d_dir_kept"]  # the new owner's lock protects it
     assert out["swept_after"] == [f"workbench-rollouts-{out['pid2']}"]
+
+
+_NAME = st.one_of(
+    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/\x00"),
+            min_size=1, max_size=30),
+    st.binary(min_size=1, max_size=30).filter(lambda b: b"/" not in b and b"\x00" not in b)
+    .map(os.fsdecode),  # names that are not UTF-8
+    st.builds(lambda d, tail: f"workbench-rollouts-{d}{tail}",
+              st.sampled_from(["4194304990", "1", "", "٣", "0x1f", str(os.getpid())]),
+              st.sampled_from(["", "-x", " ", "\n", "\t"])),
+).filter(lambda n: n not in (".", "..") and len(os.fsencode(n)) < 200)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries=st.lists(st.tuples(_NAME, st.sampled_from(["dir", "file", "link", "full"])),
+                        max_size=8, unique_by=lambda e: e[0]))
+def test_sweep_removes_exactly_dead_pid_roots(tmp_path_factory: pytest.TempPathFactory,
+                                              entries: list[tuple[str, str]]):
+    """Whatever else lives in the temp dir, the sweep removes only dead-pid root dirs."""
+    tmp = tmp_path_factory.mktemp("base")
+    base, outside = tmp / "base", tmp / "outside"
+    base.mkdir()
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    for name, kind in entries:
+        path = base / name
+        if kind == "file":
+            path.write_bytes(b"x")
+        elif kind == "link":
+            path.symlink_to(outside, target_is_directory=True)
+        else:
+            path.mkdir()
+            if kind == "full":
+                (path / "escape").symlink_to(outside, target_is_directory=True)
+                (path / "rollout-1" / "work").mkdir(parents=True)
+    dead_dirs = {name for name, kind in entries if kind in ("dir", "full")
+                 and re.fullmatch(r"workbench-rollouts-[0-9]{1,10}", name)
+                 and name != f"workbench-rollouts-{os.getpid()}"
+                 and not os.path.exists(f"/proc/{name.rpartition('-')[2]}")}
+    removed = sweep_stale_roots(base)
+    assert {p.name for p in removed} == dead_dirs
+    assert {p.name for p in base.iterdir()} == {name for name, _ in entries} - dead_dirs
+    assert (outside / "keep.txt").read_text() == "keep"
