@@ -128,6 +128,17 @@ def test_history_like_ipykernel(km: KernelManager):
         kc.stop_channels()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="unprivileged, the sandbox shares the run dir's uid")
+def test_kernel_cannot_create_host_files_once_started(km: KernelManager):
+    kc = _client(km)
+    try:
+        out = _stdout(kc, "try:\n    open('/run/workbench/planted', 'w')\n    print('created')\n"
+                          "except OSError as e:\n    print(type(e).__name__)")
+        assert out.strip() == "PermissionError"
+    finally:
+        kc.stop_channels()
+
+
 def _stdout_eval(kc: BlockingKernelClient, expr: str):
     import ast
 
