@@ -42,6 +42,7 @@ import socket
 import stat
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,7 @@ class ConnectionBudget:
     def __init__(self, total: int | None = None, *, min_share: int = 4) -> None:
         self._total = total
         self.min_share = min_share
-        self._gateways: set[ToolGateway] = set()
+        self._gateways: weakref.WeakSet[ToolGateway] = weakref.WeakSet()  # one never closed drops out
         self._lock = threading.Lock()
 
     @property
