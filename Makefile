@@ -14,10 +14,10 @@ demo: setup
 	$(PY) -m workbench.demo
 
 test: setup-browser
-	$(PY) -m pytest -n 2 --durations=25
+	$(PY) -m pytest -n 2 --dist loadgroup --durations=25
 
 test-fast: setup
-	$(PY) -m pytest -n 2 -m "not slow and not browser"
+	$(PY) -m pytest -n 2 --dist loadgroup -m "not slow and not browser"
 
 bench: setup
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

