@@ -4,15 +4,20 @@
 death, a policy error or anything unexpected ends the trajectory with a termination reason.
 
 Each observation is encoded once; the notepad block after it is encoded apart, as the context's
-replaceable tail (see `ContextWatcher`), and recorded as the end of that step's observation.
+replaceable tail (see `ContextWatcher`), and recorded as the end of that step's observation. The
+per-turn text work (parsing the turn, rendering and encoding the observation) runs on one worker
+thread, so a huge turn or notepad never stalls the other episodes sharing this event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache, partial
+from typing import Any, Callable, TypeVar
 
 from workbench.agent.config import AgentConfig
 from workbench.agent.context import ContextWatcher
@@ -23,6 +28,18 @@ from workbench.trajectory import Step, Task, Trajectory
 
 STOP = ["</code>"]
 NO_CODE_NOTE = "No code ran: write your code inside <code> ... </code>."
+T = TypeVar("T")
+
+
+@lru_cache(maxsize=1)
+def _text_worker() -> ThreadPoolExecutor:
+    # one thread: text work stays in order and a codec is never used by two of these calls at once
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-agent-text")
+
+
+async def _off_loop(fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` on the agent's text worker thread, awaited without blocking the event loop."""
+    return await asyncio.get_running_loop().run_in_executor(_text_worker(), partial(fn, *args))
 
 
 @dataclass
@@ -101,7 +118,8 @@ async def _loop(traj: Trajectory, policy: Policy, env: EpisodeEnv, config: Agent
             return
         min_new = config.max_new_tokens  # trim before a turn could be cut short by the window
         if ctx.needs_trim(min_new):
-            if not ctx.trim_to_fit(min_new, hard_opening):
+            opening = await _off_loop(hard_opening) if config.trim != "none" else []
+            if not ctx.trim_to_fit(min_new, lambda: opening):
                 traj.termination = "token_budget"
                 return
         prompt_ids = ctx.prompt_to_record()
@@ -119,7 +137,7 @@ async def _loop(traj: Trajectory, policy: Policy, env: EpisodeEnv, config: Agent
             traj.termination, traj.error = "policy_error", f"{type(exc).__name__}: {exc}"
             return
         generated += len(out.token_ids)
-        parsed = parse_turn(out.text)
+        parsed = await _off_loop(parse_turn, out.text)
         step = Step(index=index, raw=out.text, think=parsed.think, code=parsed.code,
                     format_flags=parsed.flags, prompt_ids=prompt_ids, completion_ids=list(out.token_ids),
                     logprobs=out.logprobs, finish_reason=out.finish_reason,
@@ -154,9 +172,9 @@ async def _loop(traj: Trajectory, policy: Policy, env: EpisodeEnv, config: Agent
 
         steps_left = config.max_steps - index - 1
         tokens_left = (ctx.max_context_tokens - len(ctx) if budget_left is None else budget_left) - len(out.token_ids)
-        notepad_text = render_notepad(step.notepad) if config.show_notepad else ""
-        body, body_ids, block, block_ids = _observation_parts(
-            codec, output, notepad_text, steps_left=steps_left, tokens_left=max(0, tokens_left))
+        notepad_text = await _off_loop(render_notepad, step.notepad) if config.show_notepad else ""
+        body, body_ids, block, block_ids = await _off_loop(partial(
+            _observation_parts, codec, output, notepad_text, steps_left=steps_left, tokens_left=max(0, tokens_left)))
         # the step records what the model saw after its turn: the observation, then the notepad
         step.observation_text, step.observation_ids = body + block, body_ids + block_ids
         last_output = output
