@@ -32,7 +32,20 @@ from workbench.errors import SandboxError
 
 UID_BASE = int(os.environ.get("WORKBENCH_UID_BASE", "60000"))
 UID_COUNT = 1000
-_LEASE_DIR = Path(tempfile.gettempdir()) / "workbench-uids"
+# One place for every workbench process on the machine, whatever its TMPDIR: two lease dirs would
+# let two processes hand out the same uid (shared per-uid limits, one sandbox reading another's dir).
+_LEASE_DIR = Path(os.environ.get("WORKBENCH_UID_LEASE_DIR", "/tmp/workbench-uids"))
+
+
+def _require_private_dir(path: Path) -> None:
+    """A directory made in a shared temp dir must be ours: real (no symlink), this user's, closed to others.
+
+    Another local user could create the name first; reusing it would hand them the sandbox's files."""
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise SandboxError(
+            f"{path} is not a private directory of this user (it is a symlink, another user's, or open to "
+            f"others: uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}); remove it, or pass another root")
 
 
 class UidLease:
@@ -40,6 +53,7 @@ class UidLease:
 
     def __init__(self) -> None:
         _LEASE_DIR.mkdir(mode=0o700, exist_ok=True)
+        _require_private_dir(_LEASE_DIR)
         start = secrets.randbelow(UID_COUNT)  # spread out so concurrent claimers rarely collide
         for i in range(UID_COUNT):
             uid = UID_BASE + (start + i) % UID_COUNT
@@ -87,11 +101,15 @@ class RolloutDir:
 
     @classmethod
     def create(cls, root: Path, uid: int | None, name: str | None = None) -> RolloutDir:
-        root = Path(root).resolve()
+        root = Path(root)
+        shared = _ROOT_RE.fullmatch(root.name) is not None  # a default-style root in a shared temp dir
+        root = root.parent.resolve() / root.name  # the last part is checked, never followed
         path = root / (name or f"rollout-{secrets.token_hex(6)}")
         _sweep_in_background()
         for _ in range(3):  # the (empty) root may be removed by a closing kernel meanwhile
             root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if shared:
+                _require_private_dir(root)
             try:
                 _claim_root(root)
                 path.mkdir(mode=0o700)
