@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import re
 
 import pytest
@@ -30,9 +31,11 @@ def evolve_run(tmp_path, make_traj):
                         passed = k < it + (hops == 1)            # it1: 2/1 of 4, it2: 3/2 of 4
                         store.write(make_traj(n * 10 + k, hops=hops, origin=prop.id,
                                               reward=1.0 if passed else 0.0))
-        for step in range(3):
-            store.log_metrics("evolve", step, {"entropy": 2.0 - step * 0.1,
-                                               "completions/mean_length": 40 + step, "loss": 0.5})
+        for it in (1, 2):                                   # steps restart at 1 in each iteration
+            store.log_event("evolve", "iteration_start", {"iteration": it})
+            for step in (1, 2, 3):
+                store.log_metrics("evolve/solver", step, {"entropy": 2.0 - step * 0.1 - it,
+                                                          "completions/mean_length": 40 + step, "loss": 0.5})
     return run_dir
 
 
@@ -46,15 +49,19 @@ def test_table_counts_questions_attempts_and_pass_rates(evolve_run):
     assert table["proposer_reward"].round(3).tolist() == [0.11, 0.12, 0.21, 0.22]
 
 
-def test_dashboard_plots_samples_and_refresh(evolve_run, make_traj):
+def test_dashboard_plots_samples_and_refresh(evolve_run, make_traj, states):
     dash = EvolutionDashboard(evolve_run)
     rate = dash.panes["solver_pass_rate"].figure
     assert {t.name for t in rate.data} == {"hops=1", "hops=2"}
     assert list(rate.data[0].y) == [0.5, 0.75]
-    curves = {t.name for t in dash.panes["entropy_length"].figure.data}
-    assert curves == {"entropy", "completions/mean_length"}               # loss is not shown
+    assert [list(c) for c in rate.data[0].customdata] == [[1, 1], [2, 1]]   # (iteration, hops)
+    for fig in (p.figure for p in dash.panes.values()):
+        assert fig.layout.width is None and fig.layout.autosize        # takes its cell's width
+        assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
     assert dash.iteration_menu.value == 2 and "wb-samples" in dash.samples_view.value
     assert len(dash.samples(1, per_hop=1)) == 2
+    for state in [dash.plots.get_state(), *states(dash.plots)]:
+        json.dumps(state, allow_nan=False)
 
     with Store(evolve_run) as writer:                                      # iteration 3 arrives
         prop = make_traj(999, role="proposer", hops=1, reward=0.9)
@@ -62,6 +69,36 @@ def test_dashboard_plots_samples_and_refresh(evolve_run, make_traj):
         writer.write(prop)
     assert dash.refresh()["iteration"].max() == 3
     assert dash.iteration_menu.options[-1] == 3
+
+
+def test_per_step_curves_use_one_global_step_axis(evolve_run):
+    dash = EvolutionDashboard(evolve_run)
+    fig = dash.panes["entropy_length"].figure
+    lines = {t.name: t for t in fig.data}
+    assert set(lines) == {"solver · entropy (nats/token)", "solver · completions/mean_length (tokens)"}
+    entropy = lines["solver · entropy (nats/token)"]
+    assert list(entropy.x) == [1, 2, 3, 4, 5, 6]                           # no zig-zag back to 1
+    assert lines["solver · completions/mean_length (tokens)"].yaxis == "y2"
+    marks = [a.text for a in fig.layout.annotations]
+    assert marks == ["iter 1", "iter 2"] and [s.x0 for s in fig.layout.shapes] == [0.5, 3.5]
+
+
+def test_a_click_on_a_point_opens_the_trajectories_behind_it(evolve_run):
+    dash = EvolutionDashboard(evolve_run)
+    assert dash.viewer is None
+    dash.plots.click("solver_pass_rate", {"x": 2, "y": 0.5, "customdata": [2, 2]})
+    viewer = dash.viewer
+    assert dash.viewer_box.children == (viewer,)
+    with Store.open_readonly(evolve_run) as store:
+        props = [t for t in store.iter_trajectories(role="proposer")
+                 if t.metadata["iteration"] == 2 and t.metadata["hops"] == 2]
+        expected = {a.id for p in props for a in store.children(p.id)}
+    assert len(expected) == 8 and set(viewer.rows.id) == expected
+    assert "iteration 2" in viewer.link_label and viewer.selected in expected
+    dash.plots.click("difficulty", {"customdata": [1, 1]})                 # proposers this time
+    assert set(viewer.rows.role) == {"proposer"} and len(viewer.rows) == 2
+    viewer.clear_link()
+    assert len(viewer.rows) == len(viewer.table["id"])
 
 
 def test_report_is_standalone_html(evolve_run):

@@ -44,18 +44,21 @@ def test_code_is_highlighted_escaped_and_long_text_cut():
     assert "search(" in calls and "down" in calls
 
 
-def test_plot_pane_updates_in_place_or_falls_back(monkeypatch):
-    fig = go.Figure(go.Bar(x=[1], y=[2], name="a"))
-    pane = _figures.PlotPane(fig)
-    assert pane.live and isinstance(pane.widget, go.FigureWidget)
-    pane.update(go.Figure(go.Scatter(x=[1, 2], y=[3, 4], name="b"), layout={"title": {"text": "t"}}))
-    assert [t.name for t in pane.widget.data] == ["b"] and pane.widget.layout.title.text == "t"
+def test_figure_grid_redraws_in_place_and_reports_clicks():
+    from workbench.widgets._plots import FigureGrid, PlotPane, plotly_js
 
-    def no_anywidget(*a, **k):
-        raise ImportError("Please install anywidget to use the FigureWidget class")
-
-    monkeypatch.setattr(go, "FigureWidget", no_anywidget)
-    plain = _figures.PlotPane(fig)
-    assert not plain.live and plain.figure is fig
-    plain.update(go.Figure())
-    assert plain.figure.data == ()
+    grid = FigureGrid({"a": go.Figure(go.Bar(x=[1], y=[float("nan")], name="a"))})
+    assert grid.figures[0]["data"][0]["y"] == [None]
+    grid.update("b", go.Figure(go.Scatter(x=[1, 2], y=[3, 4], name="b"), layout={"title": {"text": "t"}}))
+    assert [f["name"] for f in grid.figures] == ["a", "b"] and grid.panes["b"].figure.layout.title.text == "t"
+    clicks = []
+    grid.on_click(lambda name, point: clicks.append((name, point["customdata"])))
+    grid._on_message(grid, {"type": "click", "name": "b", "point": {"customdata": [1, 2]}}, [])
+    assert clicks == [("b", [1, 2])]
+    grid._on_message(grid, {"type": "need_plotly"}, [])        # plotly.js from the plotly package
+    sent = grid.comm.messages[-1][1]["data"]
+    assert sent["method"] == "custom" and sent["content"]["source"] == plotly_js()
+    assert "plotly.js v" in plotly_js()[:200]
+    pane = PlotPane(go.Figure(go.Bar(x=[1], y=[2])))
+    pane.update(go.Figure(go.Scatter(x=[1], y=[5], name="c")))
+    assert [t.name for t in pane.figure.data] == ["c"]

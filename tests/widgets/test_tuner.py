@@ -97,3 +97,23 @@ def test_apply_records_scores_with_provenance(qa_run):
         assert history["provenance"].iloc[-1]["via"] == "RewardTuner"
         assert store.query(role="proposer")["reward_spec"].tolist() == ["em"]   # filter respected
     assert tuner.scores["stored"].round(3).tolist() == tuner.scores["rescored"].round(3).tolist()
+
+
+def test_a_run_without_stored_rewards_sends_no_nan(tmp_path, make_traj, states):
+    """An evaluation run that stored no rewards, tuned with the l0 preset: every state the
+    front end gets is strict JSON, and the rank-change plot says why it is empty."""
+    import json
+
+    with Store(tmp_path / "eval") as store:
+        for i in range(4):
+            store.write(make_traj(i, reward=None, hops=None if i % 2 else 2))
+    tuner = RewardTuner(tmp_path / "eval", spec="l0")
+    assert tuner.scores["stored"].isna().all() and tuner.scores["rescored"].notna().all()
+    for state in [tuner.plots.get_state(), *states(tuner.plots)]:
+        json.dumps(state, allow_nan=False)
+    ranks = tuner.panes["rank_changes"].figure
+    assert "no stored rewards" in ranks.layout.annotations[0].text
+    assert "4 had no stored reward" in tuner.status.value
+    tuner.apply(reason="score the eval run", author="tester")
+    assert tuner.scores["stored"].notna().all()
+    assert len(tuner.panes["histogram"].figure.data[0].x) == 4

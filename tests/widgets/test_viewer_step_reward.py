@@ -1,4 +1,4 @@
-"""The viewer's step label shows a turn's reward when the trajectory was scored per turn."""
+"""The viewer shows a turn's reward when the trajectory was scored per turn."""
 
 from workbench.rewards import RewardSpec
 from workbench.store import Store
@@ -6,7 +6,7 @@ from workbench.trajectory import Step, Task, Trajectory
 from workbench.widgets import TrajectoryViewer
 
 
-def test_step_label_shows_the_turn_reward(tmp_path):
+def test_turns_carry_their_reward(tmp_path):
     think, code = "<think>look it up first</think>", "<code>print(search('x'))</code>"
     t = Trajectory(task=Task("q1", "Capital?", ["paris"], {"hops": 1}), final_answer="Paris",
                    steps=[Step(0, think + code, observation={"stdout": "doc"}),
@@ -17,6 +17,6 @@ def test_step_label_shows_the_turn_reward(tmp_path):
         store.write_many([t, plain])
     viewer = TrajectoryViewer(tmp_path)
     viewer.select(t.id)
-    assert "reward 0.1" in viewer.step_label.value
+    assert viewer.detail["steps"][0]["reward"] == 0.1
     viewer.select(plain.id)
-    assert "reward" not in viewer.step_label.value
+    assert viewer.detail["steps"][0]["reward"] is None

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as w
 
 from workbench.widgets import _figures, _render
+from workbench.widgets._plots import FigureGrid
 from workbench.widgets._source import Ticker, open_store, restart_ticker
 
 if TYPE_CHECKING:
@@ -74,24 +75,45 @@ def evolution_table(store: "Store", pass_threshold: float = _figures.PASS_THRESH
 
 
 def evolution_figures(store: "Store", pass_threshold: float = _figures.PASS_THRESHOLD) -> dict[str, Any]:
-    """The dashboard's plots, keyed by name (also used by `workbench report`)."""
+    """The dashboard's plots, keyed by name (also used by `workbench report`). In the three
+    per-iteration plots each point's customdata is `[iteration, hops]`."""
     table = evolution_table(store, pass_threshold)
     metrics = store.metrics()
     curves = metrics[metrics["name"].str.contains("entropy|length", case=False, regex=True)] \
         if len(metrics) else metrics
+    per_iter = {"x_title": "iteration (count)"}
     return {
         "proposer_reward": _figures.lines_by_group(table, "iteration", "proposer_reward", "hops",
-                                                   "proposer reward per iteration"),
+                                                   "proposer reward per iteration",
+                                                   y_title="mean proposer reward (spec units)", **per_iter),
         "difficulty": _figures.lines_by_group(table, "iteration", "difficulty", "hops",
-                                              "difficulty reward per iteration"),
+                                              "difficulty reward per iteration",
+                                              y_title="mean difficulty reward (0–1)", **per_iter),
         "solver_pass_rate": _figures.lines_by_group(table, "iteration", "solver_pass_rate", "hops",
-                                                    "solver pass rate per iteration"),
-        "entropy_length": _figures.metric_curves(curves, title="entropy and length"),
+                                                    "solver pass rate per iteration",
+                                                    y_title=f"pass rate (share ≥ {pass_threshold:g})",
+                                                    **per_iter),
+        "entropy_length": _figures.step_curves(curves, store.events(kind="iteration_start")),
     }
 
 
+def trajectories_behind(store: "Store", figure: str, iteration: Any, hops: Any) -> list[str]:
+    """Ids of the trajectories a point of `figure` summarises: the solver attempts on that
+    iteration's questions with that hop count for "solver_pass_rate", else the proposers."""
+    props = proposer_frame(store)
+    if props.empty:
+        return []
+    props = props[(props["iteration"].fillna(0).astype(int) == int(iteration))
+                  & (props["hops"].astype("Int64") == int(hops)).fillna(False)]
+    if figure != "solver_pass_rate":
+        return props["id"].tolist()
+    solvers = store.query(role="solver", origin=props["id"].tolist()) if len(props) else props
+    return solvers["id"].tolist() if len(solvers) else []
+
+
 class EvolutionDashboard(w.VBox):
-    """Plots and a table of a proposer/solver run (see the module docstring)."""
+    """Plots and a table of a proposer/solver run (see the module docstring). Clicking a point
+    opens a `TrajectoryViewer` below the plots, filtered to the trajectories behind it."""
 
     def __init__(self, source: "Store | str | os.PathLike[str]", *,
                  pass_threshold: float = _figures.PASS_THRESHOLD, **kwargs: Any) -> None:
@@ -99,26 +121,29 @@ class EvolutionDashboard(w.VBox):
         self.pass_threshold = pass_threshold
         self._lock = threading.Lock()
         self._ticker: Ticker | None = None
-        self.panes = {name: _figures.PlotPane() for name in
-                      ("proposer_reward", "difficulty", "solver_pass_rate", "entropy_length")}
+        self.plots = FigureGrid(columns=2)
+        self.panes = self.plots.panes  # name -> pane; `.figure` is the figure shown
+        self.plots.on_click(lambda name, point: self._on_click(name, point))
+        self.viewer: Any = None  # a TrajectoryViewer, made on the first click
+        self.viewer_box = w.VBox()
         self.table_view = w.HTML()
         self.iteration_menu = w.Dropdown(description="iteration", options=[])
         self.samples_view = w.HTML()
         self.refresh_button = w.Button(description="refresh")
         self.refresh_button.on_click(lambda _: self.refresh())
         self.iteration_menu.observe(lambda _: self._show_samples(), names="value")
-        plots = w.GridBox([p.widget for p in self.panes.values()],
-                          layout=w.Layout(grid_template_columns="1fr 1fr"))
-        super().__init__([self.refresh_button, plots, self.table_view, self.iteration_menu,
-                          self.samples_view], **kwargs)
+        hint = w.HTML("<span style='color:#57606a;font-size:12px'>click a point to open its "
+                      "trajectories below</span>")
+        super().__init__([w.HBox([self.refresh_button, hint]), self.plots, self.viewer_box,
+                          self.table_view, self.iteration_menu, self.samples_view],
+                         **{"layout": w.Layout(width="100%"), **kwargs})
         self.refresh()
 
     def refresh(self) -> "pd.DataFrame":
         """Re-read the store and redraw; returns the per-iteration table."""
         with self._lock:
             self.table = evolution_table(self.store, self.pass_threshold)
-            for name, fig in evolution_figures(self.store, self.pass_threshold).items():
-                self.panes[name].update(fig)
+            self.plots.update_many(evolution_figures(self.store, self.pass_threshold))
             self.table_view.value = self.table.to_html(index=False, float_format="{:.3f}".format,
                                                        na_rep="—", classes="wb-evolution")
             iterations = sorted(self.table["iteration"].unique().tolist())
@@ -128,6 +153,19 @@ class EvolutionDashboard(w.VBox):
                 self.iteration_menu.value = keep if keep in iterations else iterations[-1]
             self._show_samples()
             return self.table
+
+    def open_point(self, figure: str, iteration: int, hops: int) -> Any:
+        """Show the trajectories behind one point (what a click does); returns the viewer."""
+        from workbench.widgets.viewer import TrajectoryViewer
+
+        ids = trajectories_behind(self.store, figure, iteration, hops)
+        what = "solver attempts" if figure == "solver_pass_rate" else "proposers"
+        label = f"{figure.replace('_', ' ')} · iteration {iteration} · {hops} hops: {len(ids)} {what}"
+        if self.viewer is None:
+            self.viewer = TrajectoryViewer(self.store)
+            self.viewer_box.children = [self.viewer]
+        self.viewer.show_ids(ids, label)
+        return self.viewer
 
     def samples(self, iteration: int, per_hop: int = 3) -> "pd.DataFrame":
         """Up to `per_hop` proposed questions per hop count in `iteration`, best reward first."""
@@ -141,12 +179,18 @@ class EvolutionDashboard(w.VBox):
         self._ticker = restart_ticker(self._ticker, self.refresh, seconds)
         return self._ticker
 
+    def _on_click(self, name: str, point: dict[str, Any]) -> None:
+        data = point.get("customdata")
+        if isinstance(data, list) and len(data) == 2 and None not in data:
+            self.open_point(name, int(data[0]), int(data[1]))
+
     def _show_samples(self) -> None:
         if self.iteration_menu.value is None:
             self.samples_view.value = "<i>no proposer trajectories yet</i>"
             return
         rows = self.samples(self.iteration_menu.value)
-        items = "".join(f"<li>{_render.badge(f'{r.hops} hops', '#8250df')} {_render.esc(r.question)} "
+        items = "".join(f"<li>{_render.badge(_render.number(r.hops, '.0f') + ' hops', '#8250df')} "
+                        f"{_render.esc(r.question)} "
                         f"<span style='color:#57606a'>(reward {_render.number(r.reward)})</span></li>"
                         for r in rows.itertuples())
         self.samples_view.value = f"<b>sample questions</b><ul class='wb-samples'>{items}</ul>"

@@ -23,6 +23,7 @@ import ipywidgets as w
 
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.widgets import _figures, _render
+from workbench.widgets._plots import PlotPane
 from workbench.widgets._source import Ticker, restart_ticker
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ class TrainingLauncher(w.VBox):
         self.stop_button = w.Button(description="stop", button_style="danger", icon="stop",
                                     disabled=True)
         self.status = w.HTML("<i>not started</i>")
-        self.curves = _figures.PlotPane()
+        self.curves = PlotPane(name="training")
         self.samples_view = w.HTML()
         self.log_view = w.HTML()
         self.launch_button.on_click(lambda _: self._guard(self.launch))

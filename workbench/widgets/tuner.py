@@ -23,6 +23,7 @@ import ipywidgets as w
 
 from workbench.errors import ConfigError
 from workbench.widgets import _figures, _render
+from workbench.widgets._plots import FigureGrid
 from workbench.widgets._source import open_store
 
 if TYPE_CHECKING:
@@ -93,16 +94,16 @@ class RewardTuner(w.VBox):
         self.save_button = w.Button(description="save spec")
         self.apply_button = w.Button(description="apply to store", button_style="warning",
                                      tooltip="record the new scores in the store, with provenance")
-        self.panes = {k: _figures.PlotPane() for k in ("histogram", "pass_rate", "rank_changes")}
+        self.plots = FigureGrid(columns=2)
+        self.panes = self.plots.panes  # name -> pane; `.figure` is the figure shown
         self.preset_menu.observe(lambda ch: self._quiet or self._load_spec(RewardSpec.preset(ch["new"])),
                                  names="value")
         self.add_menu.observe(self._on_add, names="value")
         self.save_button.on_click(lambda _: self._guard(lambda: self.save(self.save_path.value)))
         self.apply_button.on_click(lambda _: self._guard(self.apply))
-        plots = w.GridBox([p.widget for p in self.panes.values()],
-                          layout=w.Layout(grid_template_columns="1fr 1fr"))
         super().__init__([w.HBox([self.preset_menu, self.add_menu]), self.rows_box, self.status,
-                          w.HBox([self.save_path, self.save_button, self.apply_button]), plots])
+                          w.HBox([self.save_path, self.save_button, self.apply_button]), self.plots],
+                         layout=w.Layout(width="100%"))
         self.refresh()
         self._load_spec(self._initial_spec(spec))
 
@@ -150,16 +151,21 @@ class RewardTuner(w.VBox):
             df = pd.concat([df, pd.DataFrame(results).drop(columns="total", errors="ignore")], axis=1)
             df[["stored", "rescored"]] = df[["stored", "rescored"]].astype(float)
             self.scores = df
+        stored = df["stored"].notna()
         changes = _figures.rank_changes(df.set_index("id")["stored"], df.set_index("id")["rescored"])
-        self.panes["histogram"].update(_figures.reward_histogram(
-            df, "stored", compare=df["rescored"], title="total reward: stored vs re-scored"))
-        self.panes["pass_rate"].update(_figures.pass_rate_by_hops(
-            df, ("stored", "rescored"), self.pass_threshold))
-        self.panes["rank_changes"].update(_figures.rank_change_figure(changes))
-        moved = int((df["stored"].fillna(float("nan")) != df["rescored"]).sum())
-        self.status.value = (f"<b>{spec.name}</b>: {len(df)} trajectories · mean stored "
+        self.plots.update_many({
+            "histogram": _figures.reward_histogram(df, "stored", compare=df["rescored"],
+                                                   title="total reward: stored vs re-scored"),
+            "pass_rate": _figures.pass_rate_by_hops(df, ("stored", "rescored"), self.pass_threshold),
+            "rank_changes": _figures.rank_change_figure(
+                changes, empty="no rank changed" if stored.any() else
+                "no stored rewards to rank against: apply() records these")})
+        moved = int((stored & (df["stored"] != df["rescored"])).sum())
+        unscored = "" if stored.all() else f" · {int((~stored).sum())} had no stored reward"
+        self.status.value = (f"<b>{_render.esc(spec.name)}</b>: {len(df)} trajectories · mean stored "
                              f"{_render.number(df['stored'].mean(), '.3f')} → re-scored "
-                             f"{_render.number(df['rescored'].mean(), '.3f')} · {moved} changed")
+                             f"{_render.number(df['rescored'].mean(), '.3f')} · {moved} changed"
+                             + unscored)
         return df
 
     def save(self, path: "str | os.PathLike[str]") -> Path:

@@ -1,0 +1,94 @@
+// One trajectory's turns as the model saw them, and one turn's tokens.
+
+function outputPart(p) {
+  if (p.kind === "image") return h("img", { class: "wb-image", src: p.src, alt: "output image" });
+  if (p.kind === "html") {
+    // kernel HTML runs in a sandboxed frame: shown, never able to script the notebook
+    return h("iframe", { class: "wb-html-frame", sandbox: "", srcdoc: p.html, title: "HTML output" });
+  }
+  return pre(p, `wb-out wb-out-${p.kind}`);
+}
+
+function toolCall(c) {
+  return h("div", { class: "wb-tool" + (c.error ? " wb-tool-error" : "") },
+    h("code", { class: "wb-tool-sig", text: `${c.name}(${c.args})` }),
+    h("span", { class: "wb-muted", text: ` ${fmt(c.ms, 3)} ms` }),
+    c.error ? h("pre", { class: "wb-pre wb-err", text: c.error }) : h("pre", { class: "wb-pre wb-tool-result", text: c.result }));
+}
+
+function notepadTable(entries) {
+  if (!entries.length) return h("i", { class: "wb-muted", text: "empty" });
+  return h("table", { class: "wb-notepad" }, entries.map((e) =>
+    h("tr", { class: `wb-note wb-${e.state}`, "data-key": e.key },
+      h("td", { class: "wb-note-key", text: e.key }),
+      h("td", {}, h("pre", { class: "wb-pre", text: e.text })),
+      h("td", { class: "wb-muted", text: e.state === "same" ? "" : e.state }))));
+}
+
+function turnCard(s, current, onPick) {
+  const stats = Object.entries(s.stats).map(([k, v]) => `${k} ${fmt(v)}`).join(" · ");
+  const head = h("div", { class: "wb-turn-head", onclick: () => onPick(s.index) },
+    h("b", { text: `turn ${s.index + 1}` }),
+    s.reward !== null && s.reward !== undefined ? h("span", { class: "wb-turn-reward", style: { background: rewardColour(s.reward) }, text: `reward ${fmt(s.reward)}` }) : null,
+    s.finish ? badge(s.finish, "plain") : null,
+    s.flags.map((f) => badge(f, "bad")),
+    s.timed_out ? badge("timed out", "bad") : null,
+    h("span", { class: "wb-muted wb-turn-stats", text: stats }));
+  return h("div", { class: "wb-turn" + (current ? " wb-current" : ""), "data-index": s.index },
+    s.trimmed ? h("div", { class: "wb-trim", text: "✂ context trimmed before this turn: earlier turns were dropped; the model saw the task, its notepad and the last output" }) : null,
+    head,
+    s.think ? section("think", "think", pre(s.think)) : null,
+    s.raw ? section("generated text (no think/code tags)", "raw", pre(s.raw)) : null,
+    section("code", "code", s.code_html ? h("div", { class: "wb-code-src", html: s.code_html }) : h("i", { class: "wb-muted", text: "no code" })),
+    s.tools.length ? section(`tool calls (${s.tools.length})`, "tools", s.tools.map(toolCall)) : null,
+    section("output", "output",
+      s.output_cut ? badge("output truncated", "warn") : null,
+      s.outputs.length ? s.outputs.map(outputPart) : h("i", { class: "wb-muted", text: "no output" }),
+      s.shown ? h("details", { class: "wb-shown" }, h("summary", { text: "shown to the model" }), pre(s.shown)) : null,
+      s.budget ? h("div", { class: "wb-budget", text: `budget notice: ${s.budget}` }) : null),
+    section("notepad (tinted: what this turn changed)", "notepad", notepadTable(s.notepad)));
+}
+
+function turnsView(d, step, onPick) {
+  const strip = h("div", { class: "wb-strip" }, d.steps.map((s) =>
+    h("button", { class: "wb-strip-btn" + (s.index === step ? " wb-on" : "") + (s.trimmed ? " wb-strip-trim" : ""),
+      style: { background: s.index === step ? null : rewardColour(s.reward) },
+      title: `turn ${s.index + 1}` + (s.reward !== null ? ` · reward ${fmt(s.reward)}` : ""),
+      onclick: () => onPick(s.index), text: String(s.index + 1) })));
+  const task = h("div", { class: "wb-turn wb-task" }, h("b", { text: d.prompt ? "proposer prompt" : "task" }),
+    h("pre", { class: "wb-pre", text: d.prompt || d.question }));
+  if (!d.steps.length) return h("div", {}, task, h("i", { class: "wb-muted", text: "this trajectory has no turns yet" }));
+  return h("div", { class: "wb-turns" }, strip, task, d.steps.map((s) => turnCard(s, s.index === step, onPick)));
+}
+
+// Background for a trained token: its probability exp(logprob), from red (unlikely) to white.
+function heat(lp) {
+  if (lp === null || lp === undefined) return "hsl(210, 80%, 90%)";
+  const p = Math.exp(Math.max(-20, Math.min(0, lp)));
+  return `hsl(${Math.round(p * 60)}, 90%, ${Math.round(62 + p * 33)}%)`;
+}
+
+function tokensView(d, step) {
+  const s = d.steps[step];
+  if (!s) return h("i", { class: "wb-muted", text: "no turn selected" });
+  const t = s.tokens;
+  const trained = t.logprobs.filter((lp, i) => t.mask[i] === 1 && lp !== null);
+  const mean = trained.length ? trained.reduce((a, b) => a + b, 0) / trained.length : null;
+  const spans = t.ids.map((id, i) => {
+    const m = t.mask[i], lp = t.logprobs[i];
+    const label = t.pieces ? t.pieces[i] : String(id);
+    return h("span", { class: `wb-tok ${m ? "wb-tok-trained" : "wb-tok-obs"}`, "data-mask": m,
+      style: m ? { background: heat(lp) } : null,
+      title: `id ${id} · ${m ? "trained (env mask 1)" : "observation (env mask 0)"}` + (lp !== null && lp !== undefined ? ` · logprob ${lp.toFixed(3)} · p ${Math.exp(lp).toFixed(3)}` : "") }, label);
+  });
+  const n1 = t.mask.filter((m) => m === 1).length;
+  return h("div", { class: "wb-tokens-view" },
+    h("div", { class: "wb-legend" },
+      h("span", { class: "wb-tok wb-tok-trained", style: { background: heat(-0.01) }, text: "trained, likely" }),
+      h("span", { class: "wb-tok wb-tok-trained", style: { background: heat(-3) }, text: "trained, unlikely" }),
+      h("span", { class: "wb-tok wb-tok-obs", text: "observation (not trained)" }),
+      h("span", { class: "wb-muted", text: ` turn ${step + 1}: ${n1} trained + ${t.ids.length - n1} observation tokens` +
+        (mean !== null ? ` · mean logprob ${mean.toFixed(3)}` : " · no logprobs stored") +
+        (t.prompt !== null ? ` · context rebuilt here (${t.prompt} prompt tokens)` : "") })),
+    t.ids.length ? h("div", { class: "wb-token-ids" }, spans) : h("i", { class: "wb-muted", text: "no token ids stored for this turn (scripted or text-only policy)" }));
+}
