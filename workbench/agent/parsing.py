@@ -14,9 +14,9 @@ Never raises. Every deviation from `<think>…</think><code>…</code>` sets a f
 | `fenced_code`       | a Markdown fence inside `<code>`                | the fence is stripped      |
 | `text_outside_tags` | prose outside the think and code blocks         | ignored                    |
 
-Linear time on any input: every scan is a forward `str.find` or a regex that never backtracks,
-so a degenerate turn (a megabyte of repeated tags, a huge whitespace run inside a
-fence) parses in milliseconds. `bench/bench_parse.py` shows it.
+Linear time on any input: every scan is a forward `str.find`, a bulk string operation or a regex
+whose backtracking is bounded by one line, so a degenerate turn (a megabyte of repeated tags, a
+huge whitespace run inside a fence) parses in milliseconds. `bench/bench_parse.py` shows it.
 """
 
 from __future__ import annotations
