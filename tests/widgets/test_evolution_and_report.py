@@ -102,12 +102,18 @@ def test_a_click_on_a_point_opens_the_trajectories_behind_it(evolve_run):
 
 
 def test_report_is_standalone_html(evolve_run):
-    text = report_html(evolve_run, title="my run")
+    text = report_html(evolve_run, title="my run", max_trajectories=5)
     assert text.startswith("<!doctype html>") and "<title>my run</title>" in text
     assert text.count("* plotly.js v") == 1                                # inlined, once
     assert not re.search(r"<script[^>]*\bsrc=", text)                     # nothing to download
-    assert text.count("Plotly.newPlot") >= 8
-    assert "self-evolution" in text and "entropy" in text and "pass rate by hops" in text
+    data = json.loads(re.search(r'<script type="application/json" id="wb-data">(.*?)</script>', text,
+                                re.S).group(1))
+    assert data["viewer"]["table"]["n"] == 40 and len(data["details"]) == 5
+    assert data["viewer"]["detail"]["id"] == data["viewer"]["selected"]
+    names = [f["name"] for s in data["sections"] for f in s["figures"]]
+    assert {"solver_pass_rate", "entropy_length", "proposer_pass_rate"} <= set(names)
+    assert len(data["links"]["solver_pass_rate|2|1"]) == 8                 # a click's trajectories
+    assert "renderViewer" in text and "export default" not in text
 
 
 def test_report_command_writes_file(evolve_run, tmp_path, capsys):

@@ -201,6 +201,7 @@ def run_demo(cfg: DemoConfig | None = None, *, fresh: bool = False, out: Printer
         evolution = st.evolve(model, tok)
         for line in evolution_lines(evolution):
             out(line)
+        model.config.workbench_agent = st.agent_config.model_settings()  # eval/run/serve-model run it as trained
         model.save_pretrained(st.run / "final_model")
         tok.save_pretrained(st.run / "final_model")
     with st.timed("6. held-out accuracy after RL (greedy)"):

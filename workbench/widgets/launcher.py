@@ -61,7 +61,7 @@ def _field_widget(f: dataclasses.Field, value: Any) -> w.ValueWidget:
         return w.IntText(value=value, **kw)
     if isinstance(value, float):
         return w.FloatText(value=value, **kw)
-    if isinstance(value, dict):
+    if isinstance(value, (dict, list)):
         return w.Textarea(value=json.dumps(value), **kw)
     return w.Text(value=str(value), **kw)
 

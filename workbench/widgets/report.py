@@ -1,74 +1,147 @@
-"""`workbench report RUN_DIR`: a run's dashboards as one standalone HTML file that works offline
-(plotly.js is inlined once).
+"""`workbench report RUN_DIR`: a run's dashboards and its trajectory viewer as one HTML file that
+works offline (plotly.js and the viewer's code are inlined; nothing is fetched).
 
     from workbench.widgets import write_report
     path = write_report("runs/demo")                      # runs/demo/report.html
     html = report_html("runs/demo", pass_threshold=1.0)   # the same, as a string
+
+The viewer in the report is the notebook's viewer (same JS) over embedded data: the list holds
+every trajectory; turns, tokens and rewards are embedded for the first `max_trajectories` of them.
+Clicking a point of a self-evolution plot filters the viewer to the trajectories behind it.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench.widgets import _figures
+from workbench.widgets import _figures, _table
+from workbench.widgets._detail import trajectory_detail
+from workbench.widgets._plots import plotly_js
+from workbench.widgets._safe import finite
 from workbench.widgets._source import open_store
+from workbench.widgets._static import STATIC, bundle, css
 
 if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
     from workbench.store import Store
+
+MAX_TRAJECTORIES = 300
 
 _PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>{title}</title>
-<style>body{{font-family:sans-serif;margin:24px;max-width:1200px}}
-.grid{{display:grid;grid-template-columns:1fr 1fr;gap:12px}} table{{border-collapse:collapse}}
-td,th{{border:1px solid #ddd;padding:2px 8px;font-size:13px}} h2{{margin-top:32px}}</style>
-</head><body><h1>{title}</h1><p>{subtitle}</p>{body}</body></html>
+<style>body{{font-family:system-ui,sans-serif;margin:24px auto;max-width:1280px;padding:0 16px}}
+table.wb-summary{{border-collapse:collapse}} .wb-summary td,.wb-summary th{{border:1px solid #ddd;padding:2px 8px;font-size:13px}}
+h2{{margin-top:32px}} {css}</style>
+<script>{plotly}</script>
+</head><body><h1>{title}</h1><p>{subtitle}</p>{body}
+<script type="application/json" id="wb-data">{data}</script>
+<script>{js}
+{boot}</script>
+</body></html>
+"""
+
+_BOOT = """
+(function () {
+  const data = JSON.parse(document.getElementById("wb-data").textContent);
+  const viewerState = data.viewer;
+  const model = staticModel(viewerState, data.details, data.links);
+  renderViewer({ model, el: document.getElementById("wb-viewer") });
+  for (const section of data.sections) {
+    const el = document.getElementById(section.id);
+    const onClick = (name, point) => {
+      const c = point.customdata;
+      if (!Array.isArray(c) || c.length !== 2) return;
+      const key = `${name}|${c[0]}|${c[1]}`;
+      if (!data.links[key]) return;
+      model.send({ action: "link", key, label: `${name.replace(/_/g, " ")} · iteration ${c[0]} · ${c[1]} hops` });
+      document.getElementById("wb-viewer").scrollIntoView();
+    };
+    drawFigures(Plotly, el, section.figures, 2, onClick);
+    watchSize(Plotly, el);
+  }
+})();
 """
 
 
-def _section(title: str, figures: list[Any], first: list[bool]) -> str:
-    parts = []
-    for fig in figures:
-        # plotly.js goes inline with the first figure only; the rest reuse it.
-        parts.append(fig.to_html(full_html=False, include_plotlyjs="inline" if first[0] else False))
-        first[0] = False
-    return f"<h2>{html.escape(title)}</h2><div class='grid'>{''.join(parts)}</div>"
+def _figure_json(figures: dict[str, "go.Figure"]) -> list[dict[str, Any]]:
+    return [{"name": name, **finite(fig.to_plotly_json())} for name, fig in figures.items()]
+
+
+def _sections(store: "Store", df: Any, pass_threshold: float) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+    from workbench.widgets.evolution import evolution_figures, evolution_table, trajectories_behind
+
+    sections: list[dict[str, Any]] = []
+    for role in sorted(df["role"].unique()) if len(df) else []:
+        rows = df[df["role"] == role]
+        sections.append({"title": f"{role} rewards", "figures": {
+            f"{role}_reward": _figures.reward_histogram(rows, title=f"{role}: total reward"),
+            f"{role}_pass_rate": _figures.pass_rate_by_hops(rows, threshold=pass_threshold,
+                                                             title=f"{role}: pass rate by hops")}})
+    metrics = store.metrics()
+    if len(metrics):
+        sections.append({"title": "training metrics", "figures": {
+            name: _figures.metric_curves(metrics[metrics["name"] == name], title=name)
+            for name in sorted(metrics["name"].unique())}})
+    links: dict[str, list[str]] = {}
+    if len(df) and (df["role"] == "proposer").any():
+        sections.append({"title": "self-evolution (click a point to open its trajectories)",
+                         "figures": evolution_figures(store, pass_threshold)})
+        for row in evolution_table(store, pass_threshold).itertuples():
+            if row.hops != row.hops or row.hops is None:
+                continue
+            for name in ("proposer_reward", "difficulty", "solver_pass_rate"):
+                links[f"{name}|{row.iteration}|{int(row.hops)}"] = trajectories_behind(
+                    store, name, row.iteration, row.hops)
+    return sections, links
 
 
 def report_html(source: "Store | str | os.PathLike[str]", *, title: str | None = None,
-                pass_threshold: float = _figures.PASS_THRESHOLD) -> str:
+                pass_threshold: float = _figures.PASS_THRESHOLD,
+                max_trajectories: int = MAX_TRAJECTORIES) -> str:
     """The whole report as one HTML string (see the module docstring)."""
-    from workbench.widgets.evolution import evolution_figures, evolution_table
-
     store = open_store(source)
-    df = store.query()
-    first = [True]
+    df = _table.summary_frame(store)
     title = title or f"workbench run {store.run_dir.name}"
-    counts = df.groupby(["role", "termination"]).size().rename("trajectories").reset_index() \
+    counts = df.groupby(["role", "termination"], dropna=False).size().rename("trajectories").reset_index() \
         if len(df) else df
-    body = ["<h2>summary</h2>", counts.to_html(index=False) if len(df) else "<p>no trajectories</p>"]
-    for role in sorted(df["role"].unique()) if len(df) else []:
-        rows = df[df["role"] == role]
-        body.append(_section(f"{role} rewards", [
-            _figures.reward_histogram(rows, title=f"{role}: total reward"),
-            _figures.pass_rate_by_hops(rows, threshold=pass_threshold,
-                                       title=f"{role}: pass rate by hops")], first))
-    metrics = store.metrics()
-    if len(metrics):
-        body.append(_section("training metrics", [
-            _figures.metric_curves(metrics[metrics["name"] == name], title=name)
-            for name in sorted(metrics["name"].unique())], first))
+    sections, links = _sections(store, df, pass_threshold)
+    body = ["<h2>summary</h2>", counts.to_html(index=False, classes="wb-summary", na_rep="—")
+            if len(df) else "<p>no trajectories</p>", "<h2>trajectories</h2><div id='wb-viewer'></div>"]
+    data_sections = []
+    for i, section in enumerate(sections):
+        body.append(f"<h2>{html.escape(section['title'])}</h2><div id='wb-section-{i}'></div>")
+        data_sections.append({"id": f"wb-section-{i}", "figures": _figure_json(section["figures"])})
     if len(df) and (df["role"] == "proposer").any():
-        table = evolution_table(store, pass_threshold)
-        body.append(_section("self-evolution", list(evolution_figures(store, pass_threshold).values()),
-                             first))
-        body.append(table.to_html(index=False, float_format="{:.3f}".format, na_rep="—"))
+        from workbench.widgets.evolution import evolution_table
+
+        body.append(evolution_table(store, pass_threshold).to_html(
+            index=False, float_format="{:.3f}".format, na_rep="—", classes="wb-summary"))
+    ids = df["id"].tolist()[:max(0, max_trajectories)]
+    details = {i: trajectory_detail(store.get(i), store) for i in ids}
+    viewer = {"table": _table.encode_table(df), "choices": finite(_table.choices(df)), "query": {},
+              "link_label": "", "selected": ids[0] if ids else "", "step": 0,
+              "detail": details[ids[0]] if ids else {}, "compare_state": {}, "pinned": "", "notice": ""}
+    data = json.dumps(finite({"viewer": viewer, "details": details, "links": links,
+                              "sections": data_sections}), allow_nan=False, ensure_ascii=False)
     subtitle = (f"{len(df)} trajectories · {store.run_dir} · written "
-                f"{time.strftime('%Y-%m-%d %H:%M:%S')} · pass = total reward ≥ {pass_threshold:g}")
-    return _PAGE.format(title=html.escape(title), subtitle=html.escape(subtitle), body="".join(body))
+                f"{time.strftime('%Y-%m-%d %H:%M:%S')} · pass = total reward ≥ {pass_threshold:g}"
+                + (f" · turns embedded for the first {len(ids)}" if len(ids) < len(df) else ""))
+    js = "\n".join([bundle("viewer", module=False), bundle("figures", module=False),
+                    (STATIC / "static_model.js").read_text(encoding="utf-8")])
+    return _PAGE.format(title=html.escape(title), subtitle=html.escape(subtitle), body="".join(body),
+                        css=css("viewer") + css("figures"), plotly=_script_safe(plotly_js()),
+                        data=data.replace("<", "\\u003c"), js=_script_safe(js), boot=_BOOT)
+
+
+def _script_safe(text: str) -> str:
+    """Text that cannot close the <script> element it sits in."""
+    return text.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT").replace("<!--", "<\\!--")
 
 
 def write_report(run_dir: "str | os.PathLike[str]", out: "str | os.PathLike[str] | None" = None,
