@@ -27,6 +27,9 @@ class DemoConfig:
     # self-evolution / RL
     iterations: int = 2
     proposer_prompts: int = 16
+    # The demo trades Dr. Zero's values (5 proposer samples per prompt, n = 5 attempts, solver group 5)
+    # for CPU time: one proposer sample per prompt, 3 attempts, GRPO groups of `rl_generations`.
+    proposer_samples: int = 1
     solver_attempts: int = 3
     rl_steps_per_iteration: int = 5
     rl_questions_per_step: int = 4
@@ -36,6 +39,18 @@ class DemoConfig:
     rl_beta: float = 0.1  # KL to the SFT model (k3, in the loss): keeps "stop when nothing is left" intact
     rl_reward: str = "l0.qa"  # 0.9·EM + 0.1·has_answer: answering at all beats running out of steps
     rl_top_p: float = 0.95  # trims the sampling tail on the long constant code, keeps the decisions stochastic
+    # learned proposer (`--proposer learned`): its own tokenizer and tiny Qwen2 (the solver's layers and
+    # width), SFT on the scripted proposer's episodes, HRPO in each iteration
+    proposer_teacher_tasks: int = 200
+    proposer_hop_weights: dict = field(default_factory=lambda: {1: 4.0, 2: 3.0, 3: 2.0, 4: 1.0})  # Dr. Zero
+    proposer_vocab_size: int = 1000
+    proposer_context_tokens: int = 2048
+    proposer_max_new_tokens: int = 256
+    proposer_sft_epochs: int = 3
+    proposer_rl_steps: int = 2  # HRPO steps per iteration
+    proposer_rl_batch: int = 8  # proposer rollouts per HRPO step (one per prompt) ...
+    proposer_hop_group: int = 2  # ... in hop groups of this many same-hop prompts
+    proposer_rl_lr: float = 3e-4
     # evaluation and runtime
     eval_tasks: int = 150  # held-out questions, greedy
     concurrency: int = 16  # episodes at once: one batch for the policy, kernel start-up overlaps
@@ -56,4 +71,8 @@ FAST = dict(teacher_tasks=60, sft_epochs=2, iterations=1, proposer_prompts=4, so
             rl_steps_per_iteration=1, rl_questions_per_step=2, rl_generations=2, eval_tasks=12, concurrency=4)
 """Settings for a smoke run (tests): every stage runs, in about a minute; no learning is expected."""
 
-__all__ = ["FAST", "DemoConfig"]
+FAST_LEARNED = dict(FAST, proposer_teacher_tasks=16, proposer_hop_weights={1: 1.0, 2: 1.0}, proposer_sft_epochs=1,
+                    proposer_rl_steps=1, proposer_rl_batch=2, proposer_hop_group=2)
+"""A smoke run of `--proposer learned`: 4 prompts over two hop counts always hold one hop group of 2."""
+
+__all__ = ["FAST", "FAST_LEARNED", "DemoConfig"]

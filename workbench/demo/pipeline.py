@@ -151,7 +151,8 @@ class Stages:
         solver_agent = {**self.agent_config.model_dump(), "temperature": c.rl_temperature, "top_p": c.rl_top_p}
         solver_agent.pop("seed", None)
         config = DrZeroConfig(run_dir=str(self.run / "evolve"), iterations=c.iterations,
-                              prompts_per_iteration=c.proposer_prompts, solver_attempts=c.solver_attempts,
+                              prompts_per_iteration=c.proposer_prompts, samples_per_prompt=c.proposer_samples,
+                              solver_attempts=c.solver_attempts, solver_group_size=c.rl_generations,
                               concurrency=c.concurrency, seed=c.seed, solver_agent=solver_agent)
         solver = TransformersPolicy.from_model(model, tok, name="demo-solver")
         train_fn = demo_train_fn(model, tok, c, on_step=self.out)
