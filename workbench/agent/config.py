@@ -1,14 +1,27 @@
-"""`AgentConfig`: every knob of one NB-Agent episode, loadable from TOML/YAML or keywords."""
+"""`AgentConfig`: every knob of one NB-Agent episode, loadable from TOML/YAML or keywords.
+
+A model directory carries the agent settings it was trained with, so that it is run the way it
+learned (a tiny model trained on the compact prompt and a 2048-token window fails on the full
+prompt): `stamp_model(model, config)` puts `config.model_settings()` into the model's config, so
+`save_pretrained` writes them into `config.json` under `"workbench_agent"` (SFT, training
+checkpoints and the demo's final model do). Policies built from such a directory expose them as
+`policy.agent_settings`; `with_model_settings(config, settings)` fills every field the caller did
+not set explicitly from them.
+
+    config, taken = with_model_settings(AgentConfig(max_steps=4), read_model_settings("runs/demo/final_model"))
+    taken   # {"prompt": "compact", "max_context_tokens": 2048, ...}: max_steps=4 stays
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from workbench.configfile import read_config_file
 from workbench.errors import ConfigError
+from workbench.policies.base import AGENT_SETTINGS_KEY
 
 
 class AgentConfig(BaseModel):
@@ -55,3 +68,68 @@ class AgentConfig(BaseModel):
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
             raise ConfigError(f"invalid agent config: {problems}") from None
+
+    def model_settings(self) -> dict[str, Any]:
+        """The settings that shape what the model sees (`MODEL_SETTINGS`): what a model dir carries."""
+        return {name: getattr(self, name) for name in MODEL_SETTINGS}
+
+
+MODEL_SETTINGS = ("prompt", "max_context_tokens", "max_new_tokens", "max_steps", "trim", "output_cap",
+                  "show_notepad", "task_variable", "search_top_k")
+"""AgentConfig fields a model learns under (prompt, window, turn length, turns, observation form)."""
+
+MODEL_KEY = AGENT_SETTINGS_KEY  # the key in a model's config.json that holds its agent settings
+
+
+def stamp_model(model: Any, config: AgentConfig | dict[str, Any]) -> None:
+    """Record the agent settings on a live model (`model.config`), so every `save_pretrained` of it
+    (checkpoints included) writes them into `config.json`."""
+    settings = config.model_settings() if isinstance(config, AgentConfig) else _checked(config, "stamp_model")
+    setattr(model.config, MODEL_KEY, dict(settings))
+
+
+def read_model_settings(source: Any) -> dict[str, Any]:
+    """The agent settings a model carries, checked: `source` is a model dir, a loaded model or its
+    config. {} when it carries none; keys this version does not know are skipped."""
+    from workbench.policies.base import model_agent_settings
+
+    raw = model_agent_settings(source)
+    return _checked(raw, f"{MODEL_KEY} of {source}") if raw else {}
+
+
+def policy_settings(policy: Any) -> dict[str, Any]:
+    """The checked agent settings a policy's model carries (`policy.agent_settings`), or {}."""
+    raw = getattr(policy, "agent_settings", None)
+    return _checked(raw, f"{MODEL_KEY} of {getattr(policy, 'name', policy)}") if raw else {}
+
+
+def _checked(raw: Any, where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: {MODEL_KEY!r} must be a table of agent settings, got {type(raw).__name__}")
+    settings = {k: v for k, v in raw.items() if k in MODEL_SETTINGS}  # keys of other versions are skipped
+    AgentConfig.from_dict(settings)  # a bad value gets an error naming the field
+    return settings
+
+
+def with_model_settings(config: AgentConfig | None, settings: dict[str, Any]) -> tuple[AgentConfig, dict[str, Any]]:
+    """`config` with every field it did not set explicitly taken from a model's `settings`.
+
+    Returns (config, the settings taken). Explicit values (keywords, a config file, CLI flags) win;
+    a field left at its default takes the model's value."""
+    config = config or AgentConfig()
+    taken = {k: v for k, v in settings.items()
+             if k in MODEL_SETTINGS and k not in config.model_fields_set and getattr(config, k) != v}
+    if not taken:
+        return config, {}
+    merged = AgentConfig.from_dict({**config.model_dump(include=config.model_fields_set), **taken})
+    return merged, taken
+
+
+def describe_taken(settings: dict[str, Any], taken: dict[str, Any], source: str) -> str | None:
+    """One line for a CLI: which agent settings came from the model (None when it carries none)."""
+    if not settings:
+        return None
+    if not taken:
+        return f"agent settings: the model's ({source}) are in effect already or set by flags/--config"
+    items = ", ".join(f"{k}={v!r}" for k, v in taken.items())
+    return f"agent settings from the model ({source}): {items} (flags and --config override them)"

@@ -22,7 +22,7 @@ import time
 import uuid
 from typing import Any, AsyncIterator, Iterable, Sequence
 
-from workbench.agent.config import AgentConfig
+from workbench.agent.config import AgentConfig, policy_settings, with_model_settings
 from workbench.agent.episode import EpisodeEnv, run_episode
 from workbench.kernel.sync import run_sync
 from workbench.policies.base import Policy
@@ -43,7 +43,8 @@ class NBAgent:
 
         self.policy = policy
         self.tools = tools if tools is not None else ToolRegistry([])
-        self.config = config or AgentConfig()
+        # fields the caller did not set come from the agent settings the policy's model was trained with
+        self.config, self.settings_from_model = with_model_settings(config, policy_settings(policy))
         self.store = store
         self.reward_spec = reward_spec
         self.run_id = run_id or uuid.uuid4().hex[:12]

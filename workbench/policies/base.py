@@ -12,10 +12,17 @@ Nothing is ever re-tokenized, so what training sees is what was sampled.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, Sequence, runtime_checkable
 
+from workbench.errors import ConfigError
 from workbench.safetext import safe_text
+
+AGENT_SETTINGS_KEY = "workbench_agent"
+"""The key in a model's `config.json` holding the agent settings it was trained with
+(`workbench.agent.config.stamp_model` writes it)."""
 
 
 @dataclass
@@ -59,12 +66,41 @@ class Policy(Protocol):
 
     name: str
     codec: Codec
+    context_size: int | None  # most tokens (prompt + completion) the model takes; None = unknown/unbounded
 
     async def generate(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]: ...
 
     def describe(self) -> dict[str, Any]:
         """What produced a trajectory: backend, model path/URL, checkpoint; stored in lineage."""
         ...
+
+
+def policy_context_size(policy: Any) -> int | None:
+    """`policy.context_size` when it is a positive int, else None (policies written before it existed)."""
+    size = getattr(policy, "context_size", None)
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
+
+
+def model_agent_settings(source: Any) -> dict[str, Any]:
+    """The raw agent settings a model carries ({} if none): `source` is a local model dir, a loaded
+    model or its config. `workbench.agent.config.read_model_settings` checks them."""
+    if isinstance(source, (str, Path)):
+        path = Path(source).expanduser() / "config.json"
+        if not path.is_file():
+            return {}
+        try:
+            raw = json.loads(path.read_text())
+        except ValueError as exc:
+            raise ConfigError(f"{path} is not valid JSON ({exc}); it should be a Hugging Face model config") from None
+        raw = raw.get(AGENT_SETTINGS_KEY) if isinstance(raw, dict) else None
+    else:
+        raw = getattr(getattr(source, "config", source), AGENT_SETTINGS_KEY, None)
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{AGENT_SETTINGS_KEY!r} in the config of {source} must be a table of agent settings, "
+                          f"got {type(raw).__name__}: fix or remove it")
+    return dict(raw)
 
 
 class ByteCodec:
@@ -99,4 +135,5 @@ def truncate_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
     return text[: best + len(best_stop)], True
 
 
-__all__ = ["ByteCodec", "Codec", "Completion", "Policy", "SamplingParams", "truncate_at_stop"]
+__all__ = ["AGENT_SETTINGS_KEY", "ByteCodec", "Codec", "Completion", "Policy", "SamplingParams", "model_agent_settings",
+           "policy_context_size", "truncate_at_stop"]

@@ -26,6 +26,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _serve(args: argparse.Namespace) -> int:
     from workbench.policies.server import ModelLimits, serve_model
 
+    from workbench.agent.config import read_model_settings
+
+    settings = read_model_settings(args.path)
+    if settings:  # /v1/models passes them on: OpenAIPolicy clients run the model as it was trained
+        items = ", ".join(f"{k}={v!r}" for k, v in settings.items())
+        print(f"agent settings from the model (served in /v1/models, used by openai: clients): {items}", flush=True)
     print(f"serving {args.path} at http://{args.host}:{args.port}/v1  (Ctrl-C to stop)", flush=True)
     serve_model(
         args.path,

@@ -20,10 +20,21 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import ConfigError, PolicyError
-from workbench.policies.base import Completion
+from workbench.policies.base import Completion, model_agent_settings
 from workbench.policies.batching import BatchingBackend, DetailedCompletion, Row
 from workbench.policies.codec import TokenizerCodec
 from workbench.policies.sampling import RowSampler, StopWatcher, sample_next
+
+
+UNSET_MAX_LENGTH = 10**8  # tokenizers without a limit report a huge model_max_length (2**30, 1e30)
+
+
+def context_size_of(config: Any, tokenizer: Any = None) -> int | None:
+    """The most tokens (prompt + completion) the model takes: its position embeddings or the
+    tokenizer's `model_max_length`, whichever is smaller; None when neither says."""
+    sizes = [getattr(config, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)]
+    known = [int(n) for n in sizes if isinstance(n, int) and 0 < n < UNSET_MAX_LENGTH]
+    return min(known) if known else None
 
 
 def _pick_device(device: str) -> str:
@@ -115,6 +126,8 @@ class TransformersPolicy(BatchingBackend):
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else (eos[0] if eos else 0)
         self.max_positions = getattr(model.config, "max_position_embeddings", None)
+        self.context_size = context_size_of(model.config, tokenizer)
+        self.agent_settings = model_agent_settings(model)  # the agent settings it was trained with, if any
         self.vocab_size = model.get_input_embeddings().num_embeddings  # valid ids: 0 .. vocab_size - 1
         # draw from the global RNG (never reseed it): torch.manual_seed(n) makes unseeded sampling reproducible
         self._rng = torch.Generator(device="cpu").manual_seed(int(torch.randint(0, 1 << 62, (1,))))
@@ -137,10 +150,10 @@ class TransformersPolicy(BatchingBackend):
     def _check_row(self, row: Row) -> None:
         if not row.prompt:
             raise PolicyError("empty prompt: encode at least one token (policy.codec.chat(messages))")
-        if self.max_positions and len(row.prompt) >= self.max_positions:
+        if self.context_size and len(row.prompt) >= self.context_size:
             raise PolicyError(
                 f"prompt of {len(row.prompt)} tokens does not fit the model's context of "
-                f"{self.max_positions}: trim the history or use a model with more positions"
+                f"{self.context_size}: trim the history or use a model with more positions"
             )
         bad = next((t for t in row.prompt if not 0 <= t < self.vocab_size), None)
         if bad is not None:
@@ -183,7 +196,7 @@ class TransformersPolicy(BatchingBackend):
         ids, mask = ids.to(dev), mask.to(dev)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         limits = [
-            min(r.params.max_new_tokens, self.max_positions - len(r.prompt)) if self.max_positions else r.params.max_new_tokens
+            min(r.params.max_new_tokens, self.context_size - len(r.prompt)) if self.context_size else r.params.max_new_tokens
             for r in rows
         ]
         samplers = [RowSampler(r.params, self._generator(r), r.controls, r.prompt) for r in rows]

@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 
 from workbench.errors import ConfigError, PolicyError
-from workbench.policies.base import ByteCodec, Completion, SamplingParams
+from workbench.policies.base import AGENT_SETTINGS_KEY, ByteCodec, Completion, SamplingParams
 from workbench.policies.batching import make_rows
 from workbench.safetext import safe_json, safe_text
 
@@ -91,16 +91,31 @@ class OpenAIPolicy:
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.timeout, self.retries, self.backoff = timeout, retries, backoff
         self.max_concurrency = max_concurrency
-        self.model = model or self._first_model()
+        card = self._model_card(model)
+        self.model = model or card["id"]
+        size = card.get("max_model_len")
+        self.context_size: int | None = size if isinstance(size, int) and size > 0 else None  # the server's window
+        settings = card.get(AGENT_SETTINGS_KEY)  # serve-model passes on the model dir's agent settings
+        self.agent_settings: dict[str, Any] = dict(settings) if isinstance(settings, dict) else {}
         self.name = f"openai:{self.model}"
         self.codec, self.token_space, self.note = self._pick_codec(tokenizer)
 
     # -- set-up ---------------------------------------------------------------------------
-    def _first_model(self) -> str:
-        data = self._request_sync("GET", "/v1/models").json().get("data") or []
-        if not data:
+    def _model_card(self, model: str | None) -> dict[str, Any]:
+        """The served model's card from /v1/models (its id, `max_model_len` where the server says).
+        With `model` named, a server without /v1/models is fine: the card is then just the id."""
+        try:
+            data = self._request_sync("GET", "/v1/models").json().get("data") or []
+        except PolicyError as exc:
+            if model is None or ("HTTP 404" not in str(exc) and "HTTP 405" not in str(exc)):
+                raise
+            data = []
+        cards = [c for c in data if isinstance(c, dict) and "id" in c]
+        if model is not None:
+            return next((c for c in cards if c["id"] == model), {"id": model})
+        if not cards:
             raise PolicyError(f"{self.root}/v1/models lists no models; pass model=NAME")
-        return data[0]["id"]
+        return cards[0]
 
     def _pick_codec(self, tokenizer: Any):
         if tokenizer is not None:
@@ -125,7 +140,8 @@ class OpenAIPolicy:
         return RemoteCodec(self, probe.get("eos_token_id")), True, "server /tokenize; token ids and logprobs from the server"
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": "openai", "name": self.name, "url": self.root, "model": self.model, "token_space": self.token_space, "note": self.note}
+        return {"backend": "openai", "name": self.name, "url": self.root, "model": self.model, "token_space": self.token_space,
+                "context_size": self.context_size, "note": self.note}
 
     # -- HTTP -----------------------------------------------------------------------------
     def _request_sync(self, method: str, path: str, json: Any = None) -> httpx.Response:

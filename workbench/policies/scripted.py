@@ -42,6 +42,8 @@ def _extend(h: int, ids: Sequence[int]) -> int:
 class ScriptedPolicy:
     """Turns from `fn(context_text, turn) -> str`, tokenized exactly by `codec`."""
 
+    context_size: int | None = None  # a script has no window
+
     def __init__(self, fn: ScriptFn, *, codec: Codec | None = None, name: str = "scripted", memory: int = 65536):
         if not callable(fn):
             raise ConfigError(f"ScriptedPolicy needs a callable fn(context_text, turn) -> str, got {fn!r}")

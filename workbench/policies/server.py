@@ -171,7 +171,8 @@ def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | 
     app = FastAPI(title="workbench serve-model", lifespan=lifespan)
     name = model_name or policy.name.split(":", 1)[-1]
     codec = policy.codec
-    max_len = policy.max_positions
+    max_len = getattr(policy, "context_size", None) or policy.max_positions
+    settings = getattr(policy, "agent_settings", None) or {}  # passed on so OpenAIPolicy runs it as trained
     vocab = getattr(policy, "vocab_size", None)
 
     def error_body(message: str, status: int = 400) -> dict[str, Any]:
@@ -190,6 +191,8 @@ def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
         card = {"id": name, "object": "model", "created": int(time.time()), "owned_by": "workbench", "max_model_len": max_len}
+        if settings:
+            card["workbench_agent"] = settings
         return {"object": "list", "data": [card]}
 
     async def completions(request):  # POST endpoints read the raw body themselves (see webio)

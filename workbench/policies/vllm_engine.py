@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import ConfigError, PolicyError
-from workbench.policies.base import Completion
+from workbench.policies.base import Completion, model_agent_settings
 from workbench.policies.batching import BatchingBackend, Row
 from workbench.policies.codec import TokenizerCodec
 
@@ -84,6 +84,8 @@ class VLLMPolicy(BatchingBackend):
         self.name = f"vllm:{path.name}"
         config = self.llm.llm_engine.model_config
         self.max_model_len = config.max_model_len
+        self.context_size = self.max_model_len
+        self.agent_settings = model_agent_settings(path)
         self.vocab_size = config.get_vocab_size()
 
     def describe(self) -> dict[str, Any]:

@@ -166,6 +166,18 @@ class NBAgentEpisodes:
         run_sync(self.aclose())
 
 
+def stamp_agent_settings(model: Any, episodes: Any) -> None:
+    """Record the agent settings NB-Agent episodes run with on the model, so its checkpoints and
+    final dir carry them (`workbench.agent.config.stamp_model`); other episode kinds record none."""
+    agent_config = getattr(episodes, "agent_config", None)
+    if agent_config is None or not hasattr(model, "config"):
+        return
+    from workbench.agent.config import read_model_settings, stamp_model, with_model_settings
+
+    effective, _ = with_model_settings(agent_config, read_model_settings(model))  # what NBAgent will run
+    stamp_model(model, effective)
+
+
 def load_model(path: str) -> tuple[Any, Any]:
     if not path or not Path(path).is_dir():
         raise ConfigError(f"model_path {path!r} is not a local model directory; build one with "
@@ -193,6 +205,7 @@ def train(config: TrainConfig, *, tasks: Sequence[Task] | None = None, episodes:
         store = Store(config.store_path)
     owned = episodes is None  # episode runners built here are closed here (their kernel pools)
     episodes = episodes or build_episodes(config)
+    stamp_agent_settings(model, episodes)
     cbs = [MetricsCallback(config.output_dir, store=store, run_id=config.run_id), *(callbacks or [])]
     trainer = WorkbenchGRPOTrainer(model, tokenizer, tasks, episodes=episodes, config=config, reward=reward,
                                    callbacks=cbs, store=store)
@@ -222,4 +235,5 @@ def train(config: TrainConfig, *, tasks: Sequence[Task] | None = None, episodes:
             "final_dir": str(final), "run_id": config.run_id}
 
 
-__all__ = ["NBAgentEpisodes", "build_episodes", "build_simulator", "load_model", "load_tasks", "train"]
+__all__ = ["NBAgentEpisodes", "build_episodes", "build_simulator", "load_model", "load_tasks", "stamp_agent_settings",
+           "train"]

@@ -7,7 +7,8 @@ Each trajectory segment (`Trajectory.segments()`) is one training sequence: the 
 observation tokens are context (attended to, never trained on: `env_mask` 0), the model's own
 turns are the targets. No re-tokenization: the ids are the ones the trajectory recorded, so a
 scripted teacher run with the model's codec gives exactly the sequences the model will produce.
-Batches are length-bucketed to waste little on padding.
+Batches are length-bucketed to waste little on padding. With `agent_config` (the settings the
+trajectories were run with), the model records them, so every save of it carries them.
 """
 
 from __future__ import annotations
@@ -42,11 +43,17 @@ def _batches(seqs: list[tuple[list[int], list[int]]], batch_size: int, rng: rand
 
 def sft(model: Any, tokenizer: Any, trajectories: Iterable[Trajectory], *, epochs: int = 3, lr: float = 3e-3,
         batch_size: int = 8, warmup: float = 0.1, max_grad_norm: float = 1.0, seed: int = 0,
-        progress: bool = True) -> list[float]:
-    """Train `model` in place on the model tokens of `trajectories`; returns the loss per step."""
+        progress: bool = True, agent_config: Any = None) -> list[float]:
+    """Train `model` in place on the model tokens of `trajectories`; returns the loss per step.
+    `agent_config` (an `AgentConfig`): the agent settings to record on the model (see the module
+    docstring)."""
     import torch
     from tqdm.auto import tqdm
 
+    if agent_config is not None:
+        from workbench.agent.config import stamp_model
+
+        stamp_model(model, agent_config)
     seqs = sequences(trajectories)
     if not seqs:
         raise TrainingError("sft got no trajectory with model tokens; run some episodes first")
