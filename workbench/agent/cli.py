@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run NB-Agent episodes over a task file",
-                       description="Run NB-Agent episodes, one sandboxed kernel each, into RUN_DIR's store.")
+                       description="Run NB-Agent episodes, one sandboxed kernel each, into RUN_DIR's store. "
+                                   "A model dir's own agent settings (prompt, window, turns) apply unless "
+                                   "flags or --config set them.")
     p.add_argument("--tasks", required=True, help="JSONL with id, question, golden_answers (+ metadata)")
     p.add_argument("--policy", default="scripted",
                    help="scripted | scripted:NAME | transformers:PATH | openai:URL | vllm:PATH")
@@ -19,18 +22,45 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", help="agent config TOML/YAML")
     p.add_argument("--max-steps", type=int)
     p.add_argument("--temperature", type=float)
-    p.add_argument("--reward", default=None, help="reward spec preset or JSON file to score with")
+    p.add_argument("--reward", default=None,
+                   help="reward preset, component or spec file to score with; default: em when every task "
+                        "has golden_answers; 'none': no scoring")
     p.add_argument("--limit", type=int, help="only the first N tasks")
     p.add_argument("--isolation", choices=["bwrap", "none"], default="bwrap")
     p.set_defaults(func=_run)
+
+
+def agent_config_for(policy: Any, config: Any, source: str) -> Any:
+    """`config` completed with the agent settings `policy`'s model carries; prints which it took."""
+    from workbench.agent.config import describe_taken, policy_settings, with_model_settings
+
+    settings = policy_settings(policy)
+    config, taken = with_model_settings(config, settings)
+    line = describe_taken(settings, taken, source)
+    if line:
+        print(line, flush=True)
+    return config
+
+
+def pick_reward(name: str | None, tasks: list) -> tuple[Any, str]:
+    """The scorer for `run` and a line saying which: `name`, else em when every task has gold answers."""
+    from workbench.agent.resolve import resolve_reward
+
+    if name is not None and name.strip().lower() == "none":
+        return None, "reward: none (--reward none)"
+    if name:
+        return resolve_reward(name), f"reward: {name}"
+    if tasks and all(task.golden_answers for task in tasks):
+        return resolve_reward("em"), "reward: em (exact match against golden_answers; --reward NAME to change, --reward none to skip)"
+    return None, "reward: none (not every task has golden_answers; --reward NAME to score anyway)"
 
 
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from workbench.agent.config import AgentConfig
+    from workbench.agent.resolve import load_search_tool, load_tasks, resolve_policy
     from workbench.agent.runner import NBAgent
-    from workbench.agent.resolve import load_search_tool, load_tasks, resolve_policy, resolve_reward
     from workbench.store import Store
 
     overrides = {k: v for k, v in {"max_steps": args.max_steps, "temperature": args.temperature,
@@ -38,14 +68,21 @@ def _run(args: argparse.Namespace) -> int:
                  if v is not None}
     config = AgentConfig.load(args.config, **overrides) if args.config else AgentConfig.from_dict(overrides)
     tasks = load_tasks(args.tasks, limit=args.limit)
+    reward, reward_line = pick_reward(args.reward, tasks)
     registry = load_search_tool(corpus=args.corpus, index=args.index, tasks_path=args.tasks)
     policy = resolve_policy(args.policy)
+    config = agent_config_for(policy, config, args.policy)
+    print(reward_line, flush=True)
     out = Path(args.out)
     with Store(out) as store:
-        agent = NBAgent(policy, tools=registry, config=config, store=store,
-                        reward_spec=resolve_reward(args.reward), concurrency=args.concurrency)
+        agent = NBAgent(policy, tools=registry, config=config, store=store, reward_spec=reward,
+                        concurrency=args.concurrency)
         trajectories = agent.run(tasks)
     done = sum(t.termination == "submitted" for t in trajectories)
     print(f"{len(trajectories)} episodes, {done} submitted an answer; stored in {out}")
+    if reward is not None:
+        totals = [t.reward for t in trajectories if t.reward is not None]
+        mean = sum(totals) / len(totals) if totals else float("nan")
+        print(f"mean reward {mean:.3f} ({getattr(reward, 'name', 'reward')}, stored with each trajectory)")
     print(f"look at them with: workbench show {out}")
     return 0

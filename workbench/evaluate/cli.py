@@ -14,7 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                        "default: BM25 over corpus.jsonl next to the dataset")
     p.add_argument("-k", type=int, default=1, help="attempts per question (Avg@k, Pass@k)")
     p.add_argument("--temperature", type=float, help="default 0 (greedy) for k=1, 1.0 for k>1")
-    p.add_argument("--max-steps", type=int, default=8)
+    p.add_argument("--max-steps", type=int, help="turns per episode (default: the model's own setting, else 8)")
+    p.add_argument("--config", help="agent config TOML/YAML (its fields override the model's own settings)")
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--limit", type=int, help="first N questions of each dataset")
     p.add_argument("--out", help="run directory: trajectories + eval.json")
@@ -39,6 +40,7 @@ def _retriever_tools(spec: str | None, dataset: str):
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from workbench.agent.cli import agent_config_for
     from workbench.agent.config import AgentConfig
     from workbench.agent.resolve import load_tasks, resolve_policy
     from workbench.evaluate.harness import evaluate
@@ -51,7 +53,9 @@ def _run(args: argparse.Namespace) -> int:
             tasks.append(task)
     tools = _retriever_tools(args.retriever, args.dataset[0])
     policy = resolve_policy(args.policy)
-    config = AgentConfig(max_steps=args.max_steps, isolation=args.isolation)
+    flags = {"isolation": args.isolation, **({"max_steps": args.max_steps} if args.max_steps is not None else {})}
+    config = AgentConfig.load(args.config, **flags) if args.config else AgentConfig.from_dict(flags)
+    config = agent_config_for(policy, config, args.policy)
     store = Store(args.out) if args.out else None
     try:
         report = evaluate(tasks, policy, tools=tools, k=args.k, temperature=args.temperature, config=config,
@@ -61,5 +65,6 @@ def _run(args: argparse.Namespace) -> int:
             store.close()
     print(report.format())
     if args.out:
-        print(f"saved {report.save(Path(args.out) / 'eval.json')}")
+        print(f"saved {report.save(Path(args.out) / 'eval.json')}; each trajectory is stored with its metrics "
+              "as rewards (em, cover_em, f1; total = em)")
     return 0

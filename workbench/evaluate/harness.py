@@ -7,6 +7,10 @@
 Greedy by default (temperature 0, k = 1), as the seeds evaluate. k > 1 samples each question k
 times at `temperature` (1.0 unless given). `judge(question, prediction, golds) -> float` adds an
 LLM-as-judge column: pass any callable, e.g. one that asks a model through `OpenAIPolicy`.
+
+Every trajectory is stored with its metrics as rewards (`em`, `cover_em`, `f1`, `judge` when a
+judge is given; "total" = EM; spec name "eval"), so viewers and reward tuners see them. Agent
+settings the policy's model carries fill the fields `config` does not set (see `AgentConfig`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any, Sequence
 from workbench.agent.config import AgentConfig
 from workbench.agent.runner import NBAgent
 from workbench.errors import ConfigError
-from workbench.evaluate.metrics import Judge, summarize
+from workbench.evaluate.metrics import EvalRewards, Judge, answer_scores, as_rewards, summarize
 from workbench.trajectory import Task, Trajectory
 
 
@@ -64,9 +68,23 @@ def evaluate(tasks: Sequence[Task], policy: Any, *, tools: Any = None, k: int = 
     base = config or AgentConfig()
     config = base.model_copy(update={"temperature": temperature})
     attempts = [task for task in tasks for _ in range(k)]
-    agent = NBAgent(policy, tools=tools, config=config, store=store, concurrency=concurrency, role="eval")
+    scorer = EvalRewards(normalizer)
+    agent = NBAgent(policy, tools=tools, config=config, store=store, concurrency=concurrency, role="eval",
+                    reward_spec=scorer)
     trajectories = agent.run(attempts, progress=progress)
-    return EvalReport(summarize(trajectories, k=k, judge=judge, normalizer=normalizer), k, trajectories)
+    scores = None
+    if judge is not None:  # judged after the run (a judge may be a model call), then stored with the rest
+        scores = {t.id: answer_scores(t, normalizer, judge) for t in trajectories}
+        for traj in trajectories:
+            if traj.task.golden_answers:
+                _record(store, traj, as_rewards(scores[traj.id]), scorer.name)
+    return EvalReport(summarize(trajectories, k=k, normalizer=normalizer, scores=scores), k, trajectories)
+
+
+def _record(store: Any, traj: Trajectory, rewards: dict[str, float], name: str) -> None:
+    traj.rewards, traj.reward_spec = rewards, name
+    if store is not None:
+        store.record_rewards(traj.id, rewards, name, provenance={"reason": "evaluation metrics with the judge"})
 
 
 __all__ = ["EvalReport", "evaluate"]

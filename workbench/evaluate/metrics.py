@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from math import comb
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from workbench.rewards import cover_em, exact_match, token_f1
 from workbench.trajectory import Trajectory
@@ -27,6 +27,26 @@ def answer_scores(traj: Trajectory, normalizer: str = "squad", judge: Judge | No
     return scores
 
 
+class EvalRewards:
+    """The evaluation's metrics as a trajectory's rewards: `score(traj)` gives EM, cover-EM and F1
+    (+ "total" = EM), so each evaluated trajectory is stored with them (viewer, tuner, rescoring).
+    Tasks without gold answers get no rewards."""
+
+    def __init__(self, normalizer: str = "squad") -> None:
+        self.normalizer = normalizer
+        self.name = "eval" if normalizer == "squad" else f"eval.{normalizer}"
+
+    def score(self, traj: Trajectory) -> dict[str, float]:
+        if not traj.task.golden_answers:
+            return {}
+        return as_rewards(answer_scores(traj, self.normalizer))
+
+
+def as_rewards(scores: dict[str, float]) -> dict[str, float]:
+    """Metric scores as stored rewards: the metrics, and "total" = EM."""
+    return {**scores, "total": scores["em"]}
+
+
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Probability that at least one of k attempts drawn from n (c correct) is correct."""
     if n - c < k:
@@ -40,14 +60,17 @@ def dataset_of(traj: Trajectory) -> str:
 
 
 def summarize(trajectories: Iterable[Trajectory], *, k: int = 1, metric: str = "em",
-              normalizer: str = "squad", judge: Judge | None = None) -> list[dict[str, object]]:
+              normalizer: str = "squad", judge: Judge | None = None,
+              scores: Mapping[str, dict[str, float]] | None = None) -> list[dict[str, object]]:
     """One row per (dataset, hops) group plus an 'all' row per dataset: mean EM / cover-EM / F1
-    over attempts, Avg@k and Pass@k of `metric` over questions."""
+    over attempts, Avg@k and Pass@k of `metric` over questions. `scores` (trajectory id → its
+    `answer_scores`) saves computing them again (and calling the judge twice)."""
     by_question: dict[tuple[str, str], list[dict[str, float]]] = defaultdict(list)
     hops_of: dict[tuple[str, str], str] = {}
     for traj in trajectories:
         key = (dataset_of(traj), traj.task.id)
-        by_question[key].append(answer_scores(traj, normalizer, judge))
+        known = scores.get(traj.id) if scores is not None else None
+        by_question[key].append(known if known is not None else answer_scores(traj, normalizer, judge))
         hops_of[key] = str(traj.hops) if traj.hops is not None else "-"
     groups: dict[tuple[str, str], list[list[dict[str, float]]]] = defaultdict(list)
     for (dataset, qid), attempts in by_question.items():
@@ -67,4 +90,4 @@ def summarize(trajectories: Iterable[Trajectory], *, k: int = 1, metric: str = "
     return rows
 
 
-__all__ = ["Judge", "answer_scores", "dataset_of", "pass_at_k", "summarize"]
+__all__ = ["EvalRewards", "Judge", "answer_scores", "as_rewards", "dataset_of", "pass_at_k", "summarize"]
