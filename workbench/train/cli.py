@@ -66,6 +66,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.foreground:
         from workbench.train.run import train
 
+        for name, where in config.log_locations().items():
+            print(f"{name} logs: {where}")
         print(train(config))
         return 0
     from tqdm.auto import tqdm
@@ -73,6 +75,8 @@ def _run(args: argparse.Namespace) -> int:
     from workbench.train.launch import launch
 
     handle = launch(config)
+    for name, where in config.log_locations().items():
+        print(f"{name} logs: {where}")
     bar = tqdm(total=config.max_steps, desc="train", unit="step")
     try:
         for row in handle.stream():

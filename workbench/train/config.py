@@ -13,6 +13,7 @@ sampling) are read by `WorkbenchGRPOTrainer` itself.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ ESTIMATORS = ("grpo", "hrpo", "reinforce_pp", "adpo", "asearcher", "reinforce")
 EPISODE_KINDS = ("search_r1", "nbagent")
 SEGMENTS = ("all", "last")
 SEARCH_ENGINES = ("bm25", "simulated")
+IS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
 SCHEDULES = ("constant", "linear", "cosine", "constant_with_warmup", "cosine_with_min_lr")
 
 
@@ -101,9 +103,22 @@ class TrainConfig:
     logging_steps: int = _f(1, "Log metrics every N steps.")
     use_cpu: bool = _f(True, "Train on CPU (set False on a GPU machine).")
     bf16: bool = _f(False, "bf16 mixed precision (GPU).")
-    use_vllm: bool = _f(False, "Generate with vLLM (GPU only; needs the 'gpu' extra).")
-    vllm_mode: str = _f("colocate", "vLLM mode: colocate (in-process) | server.")
-    vllm_gpu_memory_utilization: float = _f(0.3, "Colocate: share of GPU memory vLLM may take.")
+    use_vllm: bool = _f(False, "Generate rollouts with vLLM (CPU build or CUDA): an in-process engine synced "
+                               "with the trained weights after every optimizer step (workbench.train.vllm_rollout).")
+    vllm_mode: str = _f("colocate", "vLLM mode: colocate (in-process; CPU or GPU) | server (`vllm serve`, NCCL "
+                                    "weight sync: CUDA only).")
+    vllm_gpu_memory_utilization: float = _f(0.3, "Colocate on GPU: share of GPU memory vLLM may take.")
+    vllm_kv_cache_gib: int = _f(1, "Colocate on vLLM's CPU build: KV cache size in GiB.")
+    vllm_importance_sampling_correction: bool = _f(False, "Correct the gap between vLLM's sampling logprobs and "
+                                                         "the trainer's (TRL's truncated/masked importance "
+                                                         "sampling). The gap is logged either way "
+                                                         "(sampling/logp_gap/mean|max).")
+    vllm_importance_sampling_mode: str = _f("sequence_mask", "IS correction: token_truncate | token_mask | "
+                                                             "sequence_truncate | sequence_mask (TRL's modes).")
+    vllm_importance_sampling_clip_max: float = _f(3.0, "IS correction: upper bound of the ratio (TRL's C_max).")
+    report_to: list = _f([], "Logging integrations passed to TRL/transformers, offline: tensorboard "
+                             "(<output_dir>/tensorboard), trackio (<output_dir>/trackio), or any other "
+                             "transformers knows (wandb, mlflow ...). metrics.jsonl is always written.")
     extra_grpo_args: dict = _f({}, "Extra keyword arguments passed to trl.GRPOConfig as is.")
 
     def __post_init__(self) -> None:
@@ -143,6 +158,15 @@ class TrainConfig:
             raise bad("gamma", "must be in (0, 1]")
         if self.max_steps < 1 or self.max_turns < 1 or self.max_completion_length < 1:
             raise bad("max_steps/max_turns/max_completion_length", "must be >= 1")
+        if self.vllm_importance_sampling_mode not in IS_MODES:
+            raise bad("vllm_importance_sampling_mode", f"{self.vllm_importance_sampling_mode!r} is not one of "
+                      f"{', '.join(IS_MODES)}")
+        if self.vllm_kv_cache_gib < 1:
+            raise bad("vllm_kv_cache_gib", "must be a whole number of GiB >= 1")
+        if isinstance(self.report_to, str):
+            self.report_to = [] if self.report_to in ("", "none") else [self.report_to]
+        if not all(isinstance(r, str) and r for r in self.report_to):
+            raise bad("report_to", "list integration names, e.g. ['tensorboard', 'trackio']")
         if self.use_vllm and self.estimator == "hrpo" and self.vllm_mode == "server":
             raise bad("vllm_mode", "hrpo groups distinct questions, which vLLM server mode de-duplicates; "
                       "use vllm_mode='colocate'")
@@ -179,6 +203,18 @@ class TrainConfig:
         """Read a TOML, YAML or JSON file; a `[train]` table is used if present."""
         return cls.from_dict(read_config_file(path, what="train config", table="train"), **overrides)
 
+    def log_locations(self) -> dict[str, str]:
+        """Where this run's logs go: metrics.jsonl always, then each `report_to` integration's directory."""
+        out = Path(self.output_dir)
+        where = {"metrics": str(out / "metrics.jsonl")}
+        if "tensorboard" in self.report_to:
+            tb = os.environ.get("TENSORBOARD_LOGGING_DIR") or str(out / "tensorboard")
+            where["tensorboard"] = f"{tb}  (tensorboard --logdir {tb})"
+        if "trackio" in self.report_to:
+            tr = os.environ.get("TRACKIO_DIR") or str(out / "trackio")
+            where["trackio"] = f"{tr}  (TRACKIO_DIR={tr} trackio show --project {self.run_id or out.name})"
+        return where
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -214,12 +250,17 @@ class TrainConfig:
             use_cpu=self.use_cpu,
             bf16=self.bf16,
             gradient_checkpointing=False,
-            report_to=[],
+            report_to=list(self.report_to) or "none",
+            project=self.run_id or Path(self.output_dir).name,  # trackio's project
+            trackio_static_space_id=False,  # trackio stays local: no Space is created at the end
             remove_unused_columns=False,
             disable_tqdm=True,
             use_vllm=self.use_vllm,
             vllm_mode=self.vllm_mode,
             vllm_gpu_memory_utilization=self.vllm_gpu_memory_utilization,
+            vllm_importance_sampling_correction=self.vllm_importance_sampling_correction,
+            vllm_importance_sampling_mode=self.vllm_importance_sampling_mode,
+            vllm_importance_sampling_clip_max=self.vllm_importance_sampling_clip_max,
             # rewards arrive already normalised by our estimators where needed; keep TRL's default
             # group scaling for grpo so its logged frac_reward_zero_std stays meaningful.
             scale_rewards="group",

@@ -196,6 +196,8 @@ def train(config: TrainConfig, *, tasks: Sequence[Task] | None = None, episodes:
     from workbench.train.trainer import WorkbenchGRPOTrainer
 
     config = config.replace(run_id=config.run_id or Path(config.output_dir).name)
+    if "trackio" in config.report_to:  # read once, when trackio is first imported
+        os.environ.setdefault("TRACKIO_DIR", str(Path(config.output_dir) / "trackio"))
     tasks = list(tasks) if tasks is not None else load_tasks(config.tasks_path)
     if model is None or tokenizer is None:
         model, tokenizer = load_model(config.model_path)

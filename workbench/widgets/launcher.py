@@ -169,7 +169,8 @@ class TrainingLauncher(w.VBox):
             last = int(metrics["step"].max()) if len(metrics) else 0
             colour = {"failed": "#cf222e", "finished": "#1a7f37", "stopped": "#9a6700"}.get(status, "")
             self.status.value = (f'<b style="color:{colour}">{status}</b> · step {last} / '
-                                 f'{self.fields["max_steps"].value} · {self.handle.output_dir}')
+                                 f'{self.fields["max_steps"].value} · {self.handle.output_dir}<br>logs: '
+                                 + " · ".join(f"{k} {_render.esc(v)}" for k, v in self.config.log_locations().items()))
             if status == "failed":
                 self.log_view.value = ("<b>log tail</b>" + _render.pre(self.handle.log_tail())
                                        + _render.esc(self.handle.error or ""))
