@@ -34,6 +34,8 @@ SHAPES = {
     "one huge indent": lambda n: "<code>" + " " * n + "x</code>",
     "indented lines": lambda n: "<code>" + "    x = 1\n" * (n // 10) + "</code>",
     "blank and code lines alternating": lambda n: "<code>" + "\t\n\t x\n" * (n // 6) + "</code>",
+    "blank lines of many widths": lambda n: "<code>" + "".join(" " * (i % 20 + 1) + "\nx\n"
+                                                          for i in range(n // 13)) + "</code>",
     "prose": lambda n: "word " * (n // 5),
 }
 TAG = re.compile("<")

@@ -84,7 +84,8 @@ def test_trims_keep_one_notepad():
 
 @settings(max_examples=300, deadline=None)
 @given(mode=st.sampled_from(["hard", "soft", "none"]),
-       turns=st.lists(st.tuples(st.integers(1, 40), st.integers(0, 30), st.integers(0, 12)), min_size=1, max_size=25))
+       turns=st.lists(st.tuples(st.integers(1, 40), st.integers(0, 30), st.integers(0, 12)),
+                      min_size=1, max_size=25))
 def test_recorded_steps_rebuild_every_context_the_model_saw(mode, turns):
     """Token bookkeeping: each training sample's prompt plus the tokens before a turn is exactly that
     turn's context, the turn's own tokens carry mask 1, and a context holds only the newest notepad."""
@@ -100,7 +101,8 @@ def test_recorded_steps_rebuild_every_context_the_model_saw(mode, turns):
         seen.append(ctx.context_ids)
         notepads = {t for t in seen[-1] if t >= 3000}
         assert len(notepads) <= 1 and notepads <= {3000 + i - 1}  # only the previous turn's notepad
-        c, o, n = [1000 + i] * min(completion, ctx.room_for_generation()), [2000 + i] * observation, [3000 + i] * notepad
+        c = [1000 + i] * min(completion, ctx.room_for_generation())
+        o, n = [2000 + i] * observation, [3000 + i] * notepad
         traj.steps.append(Step(index=i, raw="", prompt_ids=prompt, completion_ids=c, logprobs=[0.0] * len(c),
                                observation_ids=o + n))  # the step records what followed its turn
         ctx.append(c, o, n)

@@ -28,12 +28,12 @@ THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 CODE_OPEN, CODE_CLOSE = "<code>", "</code>"
 # the opening fence line: ```lang, then a newline (the closing fence is found from the end)
 _FENCE_OPEN = re.compile(r"\s*+```[\w+-]*+[ \t]*+\n")
-# for dedenting, on text wrapped in newlines: a line of spaces/tabs and the blank lines after it;
-# such a line alone; a line that starts at column 0
-_BLANK_RUN = re.compile(r"\n[ \t]++\n[ \t\n]*(?=\n)")
+# for dedenting, on text wrapped in newlines: a line of only spaces/tabs; a line at column 0
 _BLANK_LINE = re.compile(r"\n[ \t]++(?=\n)")
 _UNINDENTED_LINE = re.compile(r"\n[^ \t\n]")
-_NO_SPACE_TAB = str.maketrans("", "", " \t")
+_INDENT = re.compile(r"\n([ \t]*)[^ \t\n]")  # a non-empty line's indent
+_SHORT_MARGIN = 64
+_BLANK_KINDS = 2  # kinds of blank line emptied by plain replacement before a regex pass does the rest
 # Blocks, left to right: `<think>` up to `</think>`, the next `<code>` or the end; `<code>` up to
 # `</code>` or the end. Possessive loops over runs of non-`<` characters: no backtracking, one pass.
 _THINK_BLOCK = r"<think>[^<]*+(?:<(?!/think>|code>)[^<]*+)*+(?:</think>)?"
@@ -139,23 +139,54 @@ def _dedent_block(code: str) -> str:
 
 
 def _dedent(text: str) -> str:
-    """`textwrap.dedent`, with bulk string operations only (it compiles the margin into a regex,
-    which takes seconds for a huge indent): lines of spaces and tabs become empty, then the
-    longest run of spaces and tabs that starts every non-empty line is removed from each."""
-    text = _BLANK_RUN.sub(lambda m: m.group().translate(_NO_SPACE_TAB), "\n" + text + "\n")
-    text = _BLANK_LINE.sub("\n", text)[1:-1]
-    if _UNINDENTED_LINE.search("\n" + text):
-        return text  # some line starts at column 0: no common margin
-    lines = list(filter(None, text.split("\n")))
-    if not lines:
-        return text
-    # the common prefix of all lines is that of the least and the greatest
-    low, high = min(lines), max(lines)
-    margin = _common_prefix(low[:len(low) - len(low.lstrip(" \t"))], high[:len(high) - len(high.lstrip(" \t"))])
+    """`textwrap.dedent` with bulk string operations (it compiles the margin into a regex, which
+    takes seconds for a huge indent): lines of spaces and tabs become empty, then the longest run
+    of spaces and tabs that starts every non-empty line is removed from each."""
+    text = _empty_blank_lines("\n" + text + "\n")[1:-1]
+    margin = _margin("\n" + text)
     if not margin:
         return text
     text = text.replace("\n" + margin, "\n")
     return text[len(margin):] if text.startswith(margin) else text
+
+
+def _margin(text: str) -> str:
+    """The longest run of spaces and tabs that starts every non-empty line of `text` (which starts
+    with a newline and has no blank lines left)."""
+    if _UNINDENTED_LINE.search(text):
+        return ""  # some line starts at column 0
+    first = _INDENT.search(text)
+    if first is None:
+        return ""
+    margin, pos = first.group(1), first.start()
+    while margin and len(margin) <= _SHORT_MARGIN:  # shrink it at each line that breaks it
+        other = re.compile(rf"\n(?!{margin})[ \t]*[^ \t\n]").search(text, pos)
+        if other is None:
+            return margin
+        margin, pos = _common_prefix(margin, _INDENT.match(text, other.start()).group(1)), other.start()
+    if not margin:
+        return ""
+    # a long margin (a regex of it would compile slowly), so few lines, each longer than it: the
+    # common prefix of all lines is that of the least and the greatest
+    lines = list(filter(None, text.split("\n")))
+    low, high = min(lines), max(lines)
+    return _common_prefix(low[:len(low) - len(low.lstrip(" \t"))], high[:len(high) - len(high.lstrip(" \t"))])
+
+
+def _empty_blank_lines(text: str) -> str:
+    """Empty every line of only spaces and tabs in `text`, which starts and ends with a newline.
+
+    Degenerate code repeats one or two kinds of blank line many times: each is emptied by
+    `str.replace` (twice, as equal neighbours share a newline); a regex pass does any others.
+    """
+    pos = 0
+    for _ in range(_BLANK_KINDS):
+        blank = _BLANK_LINE.search(text, pos)
+        if blank is None:
+            return text
+        pos, line = blank.start(), blank.group() + "\n"  # no blank line before `pos` is left
+        text = text.replace(line, "\n\n").replace(line, "\n\n")
+    return _BLANK_LINE.sub("\n", text)
 
 
 def _common_prefix(a: str, b: str) -> str:
