@@ -1,140 +1,205 @@
-"""The viewer in a real JupyterLab, driven through Debian's Chromium by Playwright.
+"""The widgets in a real JupyterLab, driven through Debian's Chromium by Playwright, on a
+demo-sized run (scripted Dr. Zero iterations in real sandboxed kernels, a real store).
 
-Starts JupyterLab on loopback (free port, token, temp root, no browser), opens
-`notebooks/_browser_viewer.ipynb`, runs all cells, checks the TrajectoryViewer renders and that
-clicking "next step" changes the code shown. A screenshot lands in `test-artifacts/`.
+Checks: the list renders with the first trajectory shown, search filters it, j/k and h/l move,
+the token view shows both env-mask colours, compare marks the divergent turn, a dashboard click
+filters a viewer, no output area shows warning text, and no figure or viewer is wider than its
+cell. Screenshots land in `test-artifacts/`. The offline report is opened in Chromium too.
 Set WORKBENCH_SKIP_BROWSER=1 to skip; otherwise a missing Chromium fails with the fix.
 """
 
 from __future__ import annotations
 
 import os
-import secrets
-import shutil
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import json
-
-import httpx
 import pytest
 
+from browser_demo import build_demo_run
+from browser_lab import CHROMIUM, CHROMIUM_ARGS, REPO, lab_server, open_and_run_all
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = REPO / "test-artifacts"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-# User settings for the temp Lab: start the notebook's kernel without asking, never fetch news.
-_LAB_SETTINGS = {
-    "@jupyterlab/notebook-extension/tracker": {"autoStartDefaultKernel": True},
-    "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
-}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def lab(tmp_path: Path):
-    """A JupyterLab server on loopback serving a temp root that holds the test notebook."""
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> tuple[Path, dict]:
     if os.environ.get("WORKBENCH_SKIP_BROWSER") == "1":
         pytest.skip("WORKBENCH_SKIP_BROWSER=1")
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"Chromium not found at {CHROMIUM}: install it with `apt-get install -y chromium` "
                     "(or `make setup-browser`), or set WORKBENCH_SKIP_BROWSER=1 to skip this test")
-    root = tmp_path / "root"
-    root.mkdir()
-    shutil.copy(REPO / "notebooks" / "_browser_viewer.ipynb", root / "viewer.ipynb")
-    settings = tmp_path / "lab-settings"
-    for name, values in _LAB_SETTINGS.items():
-        path = settings / f"{name}.jupyterlab-settings"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(values))
-    port, token = _free_port(), secrets.token_hex(16)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTER_DATA_DIR": str(tmp_path / "data"),
-           "IPYTHONDIR": str(tmp_path / "ipython"), "JUPYTERLAB_SETTINGS_DIR": str(settings),
-           "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces")}
-    log = open(tmp_path / "lab.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False", "--LabApp.news_url=",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-         "--LabApp.extension_manager=readonly", "--KernelSpecManager.ensure_native_kernel=True",
-         *(["--allow-root"] if os.geteuid() == 0 else [])],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"JupyterLab exited early:\n{(tmp_path / 'lab.log').read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{base}/api/status", params={"token": token}, timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.time() > deadline:
-                pytest.fail(f"JupyterLab did not answer in 60 s:\n{(tmp_path / 'lab.log').read_text()[-3000:]}")
-            time.sleep(0.5)
-        # Start the notebook's kernel up front, so Lab attaches to it instead of asking which one.
-        httpx.post(f"{base}/api/sessions", params={"token": token}, timeout=30, json={
-            "path": "viewer.ipynb", "type": "notebook", "name": "viewer.ipynb",
-            "kernel": {"name": "python3"}}).raise_for_status()
-        yield f"{base}/lab/tree/viewer.ipynb?token={token}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+    run_dir = tmp_path_factory.mktemp("demo") / "run"
+    return run_dir, build_demo_run(run_dir)
 
 
-def test_viewer_renders_and_steps_in_jupyterlab(lab: str) -> None:
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+@pytest.fixture
+def browser():
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page.goto(lab)
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
-                                   timeout=60_000, state="attached")
-            try:  # older settings or a slow start can still bring up the kernel picker
-                page.locator(".jp-Dialog").get_by_role("button", name="Select").click(timeout=3_000)
-            except PlaywrightTimeout:
-                pass
-            page.get_by_role("menuitem", name="Run", exact=True).click()
-            page.get_by_text("Run All Cells", exact=True).click()
-
-            code = page.locator(".wb-viewer .wb-code .wb-code-src")
-            code.wait_for(timeout=90_000)
-            first = code.inner_text()
-            assert "hits_0" in first
-            assert page.locator(".wb-viewer .wb-note").count() == 1    # one fact after step 1
-            page.get_by_role("button", name="next step ▶").click()
-            page.wait_for_function(
-                "prev => document.querySelector('.wb-viewer .wb-code .wb-code-src')?.innerText !== prev",
-                arg=first, timeout=30_000)
-            assert "hits_1" in code.inner_text()
-            assert page.locator(".wb-viewer .wb-note.wb-changed").count() == 1
-            page.screenshot(path=str(ARTIFACTS / "browser_viewer.png"), full_page=True)
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "browser_viewer_failure.png"), full_page=True)
-            raise
+            yield b
         finally:
-            browser.close()
+            b.close()
+
+
+def _shot(page, name: str, locator=None) -> None:
+    """A screenshot of `locator` (scrolled into view), else of the page."""
+    if locator is not None:
+        locator.scroll_into_view_if_needed()
+        locator.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+    else:
+        page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def _selected(viewer) -> str:
+    return viewer.locator(".wb-row.wb-selected").get_attribute("data-id")
+
+
+def _wait_rendered(page, viewer_index: int, traj_id: str) -> None:
+    page.wait_for_function(
+        "([i, id]) => document.querySelectorAll('.wb-viewer')[i]?.dataset.renderedId === id",
+        arg=[viewer_index, traj_id], timeout=30_000)
+
+
+def test_widgets_in_jupyterlab(demo, browser, tmp_path) -> None:
+    run_dir, info = demo
+    with lab_server(tmp_path, REPO / "notebooks" / "_browser_viewer.ipynb",
+                    env={"WB_BROWSER_RUN": str(run_dir)}) as url:
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        try:
+            open_and_run_all(page, url)
+            viewer = page.locator(".wb-viewer").first
+            viewer.locator(".wb-row").first.wait_for(timeout=120_000)
+            page.wait_for_selector(".wb-figures .main-svg", timeout=120_000)
+            page.wait_for_function("document.querySelectorAll('.wb-figures').length >= 2", timeout=60_000)
+            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000,
+                                   state="attached")
+
+            # the list renders, the first trajectory is shown without a click
+            first = viewer.locator(".wb-row").first.get_attribute("data-id")
+            _wait_rendered(page, 0, first)
+            total = int(viewer.get_attribute("data-rows"))
+            assert total == info["total"] and _selected(viewer) == first
+            assert viewer.locator(".wb-turn.wb-current").count() == 1
+            _shot(page, "viewer_first", viewer)
+
+            # search filters the list (and the selection follows it)
+            search = viewer.locator(".wb-search")
+            search.fill("token demo")       # no row mentions it: search is over id, question, answer, policy
+            page.wait_for_function("document.querySelector('.wb-viewer').dataset.rows === '0'")
+            search.fill("tok0000")
+            page.wait_for_function("document.querySelector('.wb-viewer').dataset.rows === '2'")
+            a, b = info["token_ids"]
+            _wait_rendered(page, 0, a)
+            search.fill("")
+            page.wait_for_function(f"document.querySelector('.wb-viewer').dataset.rows === '{total}'")
+
+            # keys: j/k through trajectories, h/l through turns
+            viewer.locator(".wb-row").first.click()
+            _wait_rendered(page, 0, first)
+            page.keyboard.press("j")
+            second = viewer.locator(".wb-row").nth(1).get_attribute("data-id")
+            _wait_rendered(page, 0, second)
+            page.keyboard.press("k")
+            _wait_rendered(page, 0, first)
+            # token view: both env-mask colours
+            search.fill("tok0000")
+            _wait_rendered(page, 0, a)
+            viewer.locator(".wb-row").first.click()
+            page.keyboard.press("l")
+            page.wait_for_function("document.querySelector('.wb-viewer').dataset.step === '1'")
+            assert viewer.locator(".wb-turn.wb-current").get_attribute("data-index") == "1"
+            page.keyboard.press("h")
+            page.wait_for_function("document.querySelector('.wb-viewer').dataset.step === '0'")
+            page.keyboard.press("t")
+            viewer.locator(".wb-token-ids").wait_for()
+            trained = viewer.locator(".wb-token-ids .wb-tok-trained")
+            observed = viewer.locator(".wb-token-ids .wb-tok-obs")
+            assert trained.count() == 24 and observed.count() == 12
+            colours = page.evaluate("""() => {
+                const bg = (sel) => [...document.querySelectorAll(sel)].map(e => getComputedStyle(e).backgroundColor);
+                return {trained: bg('.wb-token-ids .wb-tok-trained'), obs: bg('.wb-token-ids .wb-tok-obs')}; }""")
+            assert set(colours["obs"]).isdisjoint(colours["trained"]) and len(set(colours["trained"])) > 3
+            _shot(page, "viewer_tokens", viewer.locator(".wb-detail"))
+            viewer.locator(".wb-tab[data-tab='turns']").click()
+
+            # compare: pin a, select b, compare: the divergent turn is marked
+            viewer.locator(".wb-pin").click()
+            page.wait_for_selector(f".wb-viewer .wb-row.wb-pinned[data-id='{a}']")
+            viewer.locator(f".wb-row[data-id='{b}']").click()
+            _wait_rendered(page, 0, b)
+            viewer.locator(".wb-compare-btn").click()
+            diverge = viewer.locator(".wb-cmp-row.wb-diverge")
+            diverge.wait_for(timeout=30_000)
+            assert diverge.get_attribute("data-index") == str(info["diverge_at"])
+            assert viewer.locator(".wb-cmp-row.wb-same").count() == info["diverge_at"]
+            _shot(page, "viewer_compare", viewer.locator(".wb-compare"))
+            viewer.locator(".wb-close-compare").click()
+            search.fill("")
+
+            # a click on a dashboard point opens a viewer filtered to the trajectories behind it
+            dash_fig = page.locator(".wb-figure[data-name='solver_pass_rate']")
+            dash_fig.scroll_into_view_if_needed()
+            point = dash_fig.locator(".scatterlayer .point").first
+            point.wait_for()
+            box = point.bounding_box()
+            page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            page.wait_for_function("document.querySelectorAll('.wb-viewer').length === 2", timeout=30_000)
+            linked = page.locator(".wb-viewer").nth(1)
+            linked.locator(".wb-link-label").wait_for()
+            n_linked = int(linked.get_attribute("data-rows"))
+            assert 0 < n_linked < total and "solver pass rate" in linked.locator(".wb-link-label").inner_text()
+            roles = {r.inner_text() for r in linked.locator(".wb-row .wb-c-role").all()}
+            assert roles == {"solver"}
+            _shot(page, "dashboard_click", page.locator(".jp-OutputArea-output").filter(has=linked))
+            _shot(page, "dashboard_plots", page.locator(".wb-figures").first)
+            _shot(page, "tuner_plots", page.locator(".wb-figures").nth(1))
+
+            # nothing red in any output area; nothing wider than its cell
+            assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+            texts = " ".join(page.locator(".jp-OutputArea-output").all_inner_texts())
+            assert "Warning" not in texts and "Traceback" not in texts and "not JSON compliant" not in texts
+            overflow = page.evaluate("""() => {
+                const bad = [];
+                for (const el of document.querySelectorAll('.wb-figure .main-svg, .wb-viewer, .wb-figures')) {
+                    const area = el.closest('.jp-OutputArea-output');
+                    if (!area) continue;
+                    const r = el.getBoundingClientRect(), a = area.getBoundingClientRect();
+                    if (r.width > 0 && r.right > a.right + 1) bad.push([el.className.baseVal ?? el.className, r.right, a.right]);
+                }
+                return bad; }""")
+            assert overflow == []
+            _shot(page, "lab_full")
+        except Exception:
+            _shot(page, "browser_failure")
+            raise
+
+
+def test_offline_report_in_chromium(demo, browser, tmp_path) -> None:
+    from workbench.widgets import write_report
+
+    run_dir, info = demo
+    path = write_report(run_dir, tmp_path / "report.html")
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_selector(".wb-viewer .wb-row")
+        page.wait_for_selector(".wb-figures .main-svg")
+        assert page.locator(".wb-viewer").get_attribute("data-rows") == str(info["total"])
+        page.locator(".wb-viewer .wb-search").fill("tok0000")
+        page.wait_for_function("document.querySelector('.wb-viewer').dataset.rows === '2'")
+        page.locator(".wb-viewer .wb-row").first.click()
+        page.keyboard.press("t")
+        assert page.locator(".wb-token-ids .wb-tok-obs").count() == 12
+        assert [u for u in requests if not u.startswith("file:") and not u.startswith("data:")] == []
+        _shot(page, "report")
+    except Exception:
+        _shot(page, "report_failure")
+        raise

@@ -43,11 +43,11 @@ function renderViewer({ model, el }) {
     const keep = document.activeElement && toolbar.contains(document.activeElement) ? document.activeElement.className : null;
     const label = model.get("link_label");
     const notice = model.get("notice");
-    toolbar.replaceChildren(
+    toolbar.replaceChildren(...[
       filterBar(state, model.get("choices") || {}, setQuery),
       h("span", { class: "wb-count" }, h("b", { text: String(state.visible.length) }), ` of ${state.rows.n} trajectories`),
       label ? h("span", { class: "wb-link-label" }, label, h("button", { class: "wb-btn", title: "show all", onclick: () => send("clear_link") }, "✕")) : null,
-      notice ? h("div", { class: "wb-notice", text: notice }) : null);
+      notice ? h("div", { class: "wb-notice", text: notice }) : null].filter(Boolean));
     if (keep) {
       const again = toolbar.getElementsByClassName(keep.split(" ")[0])[0];
       if (again) { again.focus(); if (again.setSelectionRange && again.type === "search") again.setSelectionRange(again.value.length, again.value.length); }

@@ -5,7 +5,7 @@ function header(d, act) {
   return h("div", { class: "wb-header" },
     h("div", { class: "wb-header-top" },
       badge(d.role, "role"), badge(d.termination, d.termination === "submitted" ? "ok" : "plain"),
-      d.hops !== null ? badge(`${d.hops} hops`, "hops") : null,
+      d.hops !== null ? badge(`${d.hops} hop${d.hops === 1 ? "" : "s"}`, "hops") : null,
       d.policy ? badge(String(d.policy), "plain") : null,
       h("code", { class: "wb-id", text: d.id }),
       h("span", { class: "wb-actions" },

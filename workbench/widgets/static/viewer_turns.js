@@ -55,7 +55,8 @@ function turnsView(d, step, onPick) {
       style: { background: s.index === step ? null : rewardColour(s.reward) },
       title: `turn ${s.index + 1}` + (s.reward !== null ? ` · reward ${fmt(s.reward)}` : ""),
       onclick: () => onPick(s.index), text: String(s.index + 1) })));
-  const task = h("div", { class: "wb-turn wb-task" }, h("b", { text: d.prompt ? "proposer prompt" : "task" }),
+  const task = h("details", { class: "wb-turn wb-task", open: !d.prompt },
+    h("summary", {}, h("b", { text: d.prompt ? "proposer prompt (the instructions it was given)" : "task" })),
     h("pre", { class: "wb-pre", text: d.prompt || d.question }));
   if (!d.steps.length) return h("div", {}, task, h("i", { class: "wb-muted", text: "this trajectory has no turns yet" }));
   return h("div", { class: "wb-turns" }, strip, task, d.steps.map((s) => turnCard(s, s.index === step, onPick)));
