@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "workbench.search.cli",
     "workbench.evaluate.cli",
     "workbench.train.cli",
+    "workbench.evolve.cli",
     "workbench.widgets.cli",
 ]
 

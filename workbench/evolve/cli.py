@@ -1,0 +1,68 @@
+"""`workbench evolve CONFIG`: Dr. Zero / Agent0 self-evolution from a shell (see `workbench.evolve.job`)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("evolve", help="run proposer/solver self-evolution (Dr. Zero, Agent0)",
+                              description="Run self-evolution iterations from a TOML/YAML config: top-level "
+                                          "mode, corpus, proposer, solver; an [evolve] table; an optional [train] table.")
+    p.add_argument("config", nargs="?", help="evolve config (.toml / .yaml); see --help-config")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override a field: a job field (mode, corpus, ...), train.FIELD, or an [evolve] field "
+                        "(JSON values parse: --set iterations=2)")
+    p.add_argument("--mode", choices=["drzero", "agent0"], help="with --help-config: that mode's fields")
+    p.add_argument("--resume", action="store_true", help="skip iterations whose state file exists")
+    p.add_argument("--help-config", action="store_true", help="list every config field and exit")
+    p.set_defaults(func=_run)
+
+
+def _help(mode: str) -> None:
+    from workbench.evolve.config import Agent0Config, DrZeroConfig
+    from workbench.evolve.job import EvolveJob
+
+    print("top-level fields:")
+    for name, text in EvolveJob.fields_help().items():
+        print(f"  {name:26s} {text}")
+    cls = DrZeroConfig if mode == "drzero" else Agent0Config
+    print(f"\n[evolve] fields ({cls.__name__}, mode = {mode!r}; --mode agent0|drzero shows the other):")
+    for name, text in cls.fields_help().items():
+        print(f"  {name:26s} {text}")
+    print("\n[train] fields: see `workbench train --help-config`")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from workbench.errors import ConfigError
+    from workbench.train.cli import _parse_overrides
+
+    overrides = _parse_overrides(args.overrides)
+    if args.help_config:
+        mode = args.mode
+        if mode is None and args.config:
+            from workbench.configfile import read_config_file
+
+            mode = read_config_file(args.config, what="evolve config").get("mode")
+        _help(mode or "drzero")
+        return 0
+    if not args.config:
+        raise ConfigError("workbench evolve needs a CONFIG file (see --help-config for the fields; "
+                          "examples/evolve.toml is a small one)")
+    from workbench.evolve.job import EvolveJob, run_job
+
+    if args.mode:
+        overrides["mode"] = args.mode
+    job = EvolveJob.load(args.config, **overrides)
+    config = job.evolve_config()
+    trained = "no updates" if job.train is None else "updates with [train]"
+    print(f"evolve ({job.mode}): proposer {job.proposer}, solver {job.solver}, {config.iterations} iteration(s), "
+          f"{trained}; run dir {config.run_dir}", flush=True)
+    result = run_job(job, resume=args.resume)
+    for it in result.iterations:
+        shown = ", ".join(f"{k.split('/', 1)[-1]}={v:.3f}" for k, v in sorted(it.metrics.items())
+                          if "/hop" not in k)
+        print(f"iteration {it.iteration}: {it.qa_size} questions in {it.qa_path}; {shown}")
+    print(f"look at it: workbench show {result.run_dir}   |   EvolutionDashboard({str(result.run_dir)!r})")
+    return 0

@@ -1,0 +1,133 @@
+"""An evolve job from one config file: what `workbench evolve CONFIG` runs.
+
+    # evolve.toml
+    mode = "drzero"                        # drzero | agent0
+    corpus = "runs/world/corpus.jsonl"     # the proposer's source documents; search is BM25 over them
+    proposer = "scripted:proposer"         # a policy spec (scripted:proposer: the world proposer)
+    solver = "scripted:world"              # transformers:PATH trains it when [train] is given
+
+    [evolve]                               # DrZeroConfig / Agent0Config fields
+    run_dir = "runs/evolve"
+    iterations = 1
+
+    [train]                                # optional: TrainConfig fields of each update
+    max_steps = 1
+
+    result = run_job(EvolveJob.load("evolve.toml"))
+
+A role whose policy is `transformers:PATH` is loaded once and, with a `[train]` table, trained in
+place (`trl_train_fn`); each update's weights go to `<run_dir>/iter_<i>/<role>/final`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.configfile import check_fields, read_config_file
+from workbench.errors import ConfigError
+
+MODES = ("drzero", "agent0")
+
+
+@dataclass
+class EvolveJob:
+    """What to evolve, on what; `evolve` and `train` hold the fields of those configs."""
+
+    mode: str = field(default="drzero", metadata={"help": "drzero (Dr. Zero) | agent0 (Agent0)."})
+    corpus: str = field(default="", metadata={"help": "JSONL corpus: the proposer's documents, searched with BM25."})
+    proposer: str = field(default="scripted:proposer", metadata={
+        "help": "Proposer policy spec: scripted:proposer (the world proposer), transformers:PATH, openai:URL."})
+    solver: str = field(default="scripted:world", metadata={
+        "help": "Solver policy spec: scripted:world, transformers:PATH (trained with [train]), openai:URL."})
+    evolve: dict = field(default_factory=dict, metadata={"help": "[evolve] table: DrZeroConfig / Agent0Config fields."})
+    train: dict | None = field(default=None, metadata={
+        "help": "[train] table: TrainConfig fields of each update (see `workbench train --help-config`); "
+                "without it nothing is trained."})
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ConfigError(f"evolve job: mode {self.mode!r} is not one of {', '.join(MODES)}")
+        if not self.corpus:
+            raise ConfigError("evolve job: set corpus = 'PATH/corpus.jsonl' (the proposer's documents); "
+                              "a saved world has one (workbench.worlds.make_world(...).save(dir))")
+        self.evolve_config()  # a bad [evolve] field gets its error now
+        if self.train is not None:
+            self.train_config()
+
+    def evolve_config(self) -> Any:
+        from workbench.evolve.config import Agent0Config, DrZeroConfig
+
+        return (DrZeroConfig if self.mode == "drzero" else Agent0Config).from_dict(dict(self.evolve))
+
+    def train_config(self) -> Any:
+        from workbench.train.config import TrainConfig
+
+        return TrainConfig.from_dict(dict(self.train or {}))
+
+    @classmethod
+    def fields_help(cls) -> dict[str, str]:
+        return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> "EvolveJob":
+        """Top-level fields, `[evolve]` and `[train]` tables; overrides name a job field, `train.FIELD`
+        or (anything else) an evolve field."""
+        data = {**data, "evolve": dict(data.get("evolve") or {})}
+        if data.get("train") is not None:
+            data["train"] = dict(data["train"])
+        jobs = {f.name for f in dataclasses.fields(cls)} - {"evolve", "train"}
+        for key, value in overrides.items():
+            if key in jobs:
+                data[key] = value
+            elif key.startswith("train."):
+                data["train"] = {**(data.get("train") or {}), key[len("train."):]: value}
+            else:
+                data["evolve"][key] = value
+        check_fields("evolve job", data, {f.name for f in dataclasses.fields(cls)},
+                     "top-level fields are mode, corpus, proposer, solver; others go under [evolve] or [train]")
+        return cls(**data)
+
+    @classmethod
+    def load(cls, path: str | Path, **overrides: Any) -> "EvolveJob":
+        return cls.from_dict(read_config_file(path, what="evolve config"), **overrides)
+
+
+def _policy(spec: str) -> tuple[Any, tuple[Any, Any] | None]:
+    """(policy, (model, tokenizer) when it is a local transformers model that can be trained)."""
+    from workbench.agent.resolve import resolve_policy
+    from workbench.evolve.scripted import world_proposer
+    from workbench.policies import register_scripted
+
+    register_scripted("proposer", world_proposer)
+    if spec.startswith("transformers:"):
+        from workbench.policies import TransformersPolicy
+        from workbench.train.run import load_model
+
+        model, tokenizer = load_model(spec.split(":", 1)[1])
+        return TransformersPolicy.from_model(model, tokenizer, name=Path(spec.split(":", 1)[1]).name), (model, tokenizer)
+    return resolve_policy(spec), None
+
+
+def run_job(job: EvolveJob, *, resume: bool = False) -> Any:
+    """Run the job to the end; returns the `EvolveResult`."""
+    from workbench.evolve.loop import run_agent0, run_drzero
+    from workbench.evolve.training import trl_train_fn
+
+    config = job.evolve_config()
+    proposer, p_model = _policy(job.proposer)
+    solver, s_model = (proposer, p_model) if config.shared_model else _policy(job.solver)
+    train_fn = None
+    if job.train is not None:
+        if p_model is None and s_model is None:
+            raise ConfigError("[train] is set but no role is a transformers:PATH model; nothing can be trained "
+                              "(drop [train] to evolve without updates)")
+        train_fn = trl_train_fn(job.train_config(), proposer=p_model, solver=s_model)
+    run = run_drzero if job.mode == "drzero" else run_agent0
+    return run(config, proposer_policy=proposer, solver_policy=solver, corpus=job.corpus, train_fn=train_fn,
+               resume=resume)
+
+
+__all__ = ["EvolveJob", "MODES", "run_job"]
