@@ -16,6 +16,9 @@ When the next turn would not fit, older turns are trimmed:
 - `soft`: drop the oldest turns first; the newest observation and the notepad stay; if even that does
   not fit, fall back to hard;
 - `none`: do not trim; the episode ends with `token_budget`.
+
+The window is the configured `max_context_tokens`, never more than the policy's real context size
+(`window()`), so a prompt the model cannot take is trimmed first and never sent.
 """
 
 from __future__ import annotations
@@ -24,6 +27,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 Encoder = Callable[[str], list[int]]
+
+
+def window(max_context_tokens: int, context_size: int | None) -> int:
+    """The context window an episode keeps to: the configured one, capped by the model's own."""
+    return min(max_context_tokens, context_size) if context_size else max_context_tokens
 
 
 @dataclass
@@ -104,5 +112,12 @@ class ContextWatcher:
         self.turns = []
         return not self.needs_trim(min_new_tokens)
 
+    def no_room(self, min_new_tokens: int) -> str:
+        """Why a turn cannot run even after trimming, and what to change."""
+        return (f"no room for a turn: the context (after any trim) holds {len(self)} tokens and a turn needs "
+                f"{min_new_tokens}, but the window is {self.max_context_tokens} (the configured "
+                "max_context_tokens or the model's context size, whichever is smaller); use "
+                "prompt='compact', a smaller max_new_tokens or a model with more positions")
 
-__all__ = ["ContextWatcher"]
+
+__all__ = ["ContextWatcher", "window"]

@@ -20,10 +20,10 @@ from functools import lru_cache, partial
 from typing import Any, Callable, TypeVar
 
 from workbench.agent.config import AgentConfig
-from workbench.agent.context import ContextWatcher
+from workbench.agent.context import ContextWatcher, window
 from workbench.agent.parsing import parse_turn
 from workbench.agent.prompts import render
-from workbench.policies.base import Policy, SamplingParams
+from workbench.policies.base import Policy, SamplingParams, policy_context_size
 from workbench.trajectory import Step, Task, Trajectory
 
 STOP = ["</code>"]
@@ -100,7 +100,8 @@ async def _loop(traj: Trajectory, policy: Policy, env: EpisodeEnv, config: Agent
     codec = policy.codec
     started = time.monotonic()
     messages = opening_messages(traj.task, env, config)
-    ctx = ContextWatcher(codec.chat(messages), config.max_context_tokens, config.max_new_tokens, config.trim)
+    ctx = ContextWatcher(codec.chat(messages), window(config.max_context_tokens, policy_context_size(policy)),
+                         config.max_new_tokens, config.trim)
     generated = 0
     last_output = ""
 
@@ -120,7 +121,7 @@ async def _loop(traj: Trajectory, policy: Policy, env: EpisodeEnv, config: Agent
         if ctx.needs_trim(min_new):
             opening = await _off_loop(hard_opening) if config.trim != "none" else []
             if not ctx.trim_to_fit(min_new, lambda: opening):
-                traj.termination = "token_budget"
+                traj.termination, traj.error = "token_budget", ctx.no_room(min_new)
                 return
         prompt_ids = ctx.prompt_to_record()
         max_new = ctx.room_for_generation()
