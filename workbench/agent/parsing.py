@@ -159,15 +159,15 @@ def _margin(text: str) -> str:
     if first is None:
         return ""
     margin, pos = first.group(1), first.start()
-    while margin and len(margin) <= _SHORT_MARGIN:  # shrink it at each line that breaks it
-        other = re.compile(rf"\n(?!{margin})[ \t]*[^ \t\n]").search(text, pos)
+    while margin:  # shrink it at each line that breaks (its first characters: a short regex)
+        other = re.compile(rf"\n(?!{margin[:_SHORT_MARGIN]})[ \t]*[^ \t\n]").search(text, pos)
         if other is None:
-            return margin
+            break
         margin, pos = _common_prefix(margin, _INDENT.match(text, other.start()).group(1)), other.start()
-    if not margin:
-        return ""
-    # a long margin (a regex of it would compile slowly), so few lines, each longer than it: the
-    # common prefix of all lines is that of the least and the greatest
+    if len(margin) <= _SHORT_MARGIN:
+        return margin
+    # every line starts with more than _SHORT_MARGIN blanks, so there are few: the common prefix of
+    # all lines is that of the least and the greatest
     lines = list(filter(None, text.split("\n")))
     low, high = min(lines), max(lines)
     return _common_prefix(low[:len(low) - len(low.lstrip(" \t"))], high[:len(high) - len(high.lstrip(" \t"))])
