@@ -92,3 +92,19 @@ def test_a_hard_trim_keeps_one_notepad_last(pick, world_tools):
         after = context.rsplit("</notepad>", 1)[1]
         assert after.strip() in ("", "<|assistant|>")  # nothing but the chat template after it
         assert f"- fact {k - 1}" in context.rsplit("<notepad>", 1)[1]  # and it is the newest
+
+
+def test_scripted_turns_advance_while_the_notepad_block_moves(world_tools):
+    """`from_turns` counts its turns from the prompt ids; the notepad tail moving must not reset it.
+
+    Each turn writes the notepad (so the block moves after every turn) and prints its own index:
+    turns 0, 1, 2 must each run once, then turn 3 submits."""
+    turns = [f"<think>t{k}</think>\n<code>\nnotepad.add_fact('f{k}')\nprint('turn-{k}')\n</code>" for k in range(3)]
+    turns.append("<think>done</think>\n<code>\nsubmit_final_answer('ok')\n</code>")
+    policy = ScriptedPolicy.from_turns(turns)
+    from workbench.trajectory import Task
+    agent = NBAgent(policy, tools=world_tools, config=AgentConfig(max_steps=6, max_context_tokens=16384))
+    [traj] = agent.run([Task(id="t0", question="q", golden_answers=["ok"])], progress=False)
+    printed = [re.findall(r"turn-(\d)", s.observation_text or "") for s in traj.steps]
+    assert [p[:1] for p in printed] == [["0"], ["1"], ["2"], []]
+    assert traj.final_answer == "ok" and traj.termination == "submitted", (traj.termination, traj.error)

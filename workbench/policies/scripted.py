@@ -9,7 +9,9 @@
 `fn(context_text, turn)` gets the decoded prompt and the turn number: how many of this
 policy's own completions the prompt already contains (0 for a fresh episode). The turn is
 found from the prompt ids themselves (a prompt that extends an earlier prompt + completion is
-its next turn), so one policy serves many concurrent episodes with no per-episode state.
+its next turn), so one policy serves many concurrent episodes with no per-episode state. The
+agent keeps one notepad block at the end of the context and replaces it each turn; a prompt that
+ends with one is also remembered without it, so the turn count survives the block moving.
 
 The text is tokenized with the codec (`ByteCodec` unless given), cut after the first stop
 string (finish "stop"), else at `max_new_tokens` ("length"), else ended with EOS ("eos").
@@ -43,6 +45,7 @@ class ScriptedPolicy:
     """Turns from `fn(context_text, turn) -> str`, tokenized exactly by `codec`."""
 
     context_size: int | None = None  # a script has no window
+    MOVABLE_TAIL = "<notepad>\n"  # how the agent's replaceable context tail (the notepad block) opens
 
     def __init__(self, fn: ScriptFn, *, codec: Codec | None = None, name: str = "scripted", memory: int = 65536):
         if not callable(fn):
@@ -91,9 +94,18 @@ class ScriptedPolicy:
         while len(self._seen) > self._memory:
             self._seen.popitem(last=False)
 
+    def _tail_len(self, prompt: Sequence[int], context: str) -> int:
+        """How many ids of `prompt` are a trailing notepad block (which the agent moves next turn)."""
+        i = context.rfind(self.MOVABLE_TAIL)
+        if i < 0:
+            return 0
+        ids = self.codec.encode(context[i:])
+        return len(ids) if 0 < len(ids) < len(prompt) and list(prompt[-len(ids):]) == ids else 0
+
     def complete(self, prompt: Sequence[int], params: SamplingParams) -> Completion:
         turn, h = self._scan(prompt)
-        text = self.fn(self.codec.decode(prompt), turn)
+        context = self.codec.decode(prompt)
+        text = self.fn(context, turn)
         if not isinstance(text, str):
             raise ConfigError(f"the script returned {type(text).__name__} for turn {turn}; it must return a str")
         text, stopped = truncate_at_stop(text, params.stop)
@@ -105,6 +117,10 @@ class ScriptedPolicy:
         else:
             ids, finish = ids + eos, "stop" if stopped else "eos"
         self._remember((len(prompt) + len(ids), _extend(h, ids)), turn + 1)
+        tail = self._tail_len(prompt, context)
+        if tail:  # the same turn, seen again once the agent has moved the notepad block past it
+            kept = len(prompt) - tail
+            self._remember((kept + len(ids), _extend(_extend(0, prompt[:kept]), ids)), turn + 1)
         return Completion(text=text, token_ids=ids, logprobs=[0.0] * len(ids), finish_reason=finish)
 
     def generate_sync(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
