@@ -3,7 +3,10 @@
     policy = live_policy(model, tokenizer)          # TransformersPolicy.from_model: batched, token-exact
     [out] = await policy.generate([ids], SamplingParams(max_new_tokens=32, stop=["</search>"]))
 
-On a GPU with `use_vllm=True`, `VLLMTrainerPolicy` samples through TRL's colocated vLLM engine.
+With `use_vllm=True` (colocate, one process: CPU or GPU) episodes sample through
+`ColocatedVLLMPolicy`, a `VLLMPolicy` over the trainer's in-process engine
+(`workbench.train.vllm_rollout`); with several processes or server mode, through
+`VLLMTrainerPolicy` (TRL's `vllm_generation.generate`).
 """
 
 from __future__ import annotations
@@ -14,10 +17,44 @@ from typing import Any, Sequence
 from workbench.kernel.sync import run_sync
 from workbench.policies.base import Completion, SamplingParams
 from workbench.policies.codec import TokenizerCodec
+from workbench.policies.vllm_engine import VLLMPolicy
+
+
+class ColocatedVLLMPolicy(VLLMPolicy):
+    """`VLLMPolicy` over an engine that already exists (the trainer's colocated `vllm.LLM`).
+
+    Concurrent episode turns merge into one `llm.generate` batch (the policies layer's batching);
+    token ids and the sampled tokens' logprobs are vLLM's (processed logprobs: after temperature).
+    """
+
+    def __init__(self, llm: Any, *, name: str = "vllm-colocate", batch_window_ms: float = 5.0,
+                 max_batch_size: int = 256) -> None:
+        import vllm
+        from vllm.inputs import TokensPrompt
+
+        from workbench.policies.batching import BatchingBackend
+        from workbench.train.vllm_rollout import on_cpu
+
+        BatchingBackend.__init__(self, batch_window_ms=batch_window_ms, max_batch_size=max_batch_size)
+        self._vllm, self._tokens_prompt, self.llm = vllm, TokensPrompt, llm
+        self.codec = TokenizerCodec(llm.get_tokenizer())
+        model_config = llm.llm_engine.model_config
+        self.model_path, self.name, self.on_cpu = str(model_config.model), name, on_cpu()
+        self.engine_kwargs = {"dtype": str(model_config.dtype).removeprefix("torch.")}
+        self.max_model_len = model_config.max_model_len
+        self.vocab_size = model_config.get_vocab_size()
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "vllm-colocate", "name": self.name, "model_path": self.model_path,
+                "vllm": self._vllm.__version__, "device": "cpu" if self.on_cpu else "cuda",
+                "dtype": self.engine_kwargs["dtype"], "logprobs": "processed"}
+
+    def close(self) -> None:
+        """The engine belongs to the trainer's process cache (`vllm_rollout.release_engines`)."""
 
 
 class VLLMTrainerPolicy:
-    """GPU path: sample through the trainer's colocated vLLM engine (`use_vllm=True`).
+    """Several processes or server mode: sample through TRL's `vllm_generation.generate` (GPU).
 
     TRL syncs the weights into vLLM before each rollout. Per-call settings go through TRL's
     documented `vllm_generation` object: the turn's token cap and stop strings are set for the call
@@ -74,4 +111,4 @@ def live_policy(model: Any, tokenizer: Any) -> Any:
     return TransformersPolicy.from_model(model, tokenizer, name="live")
 
 
-__all__ = ["VLLMTrainerPolicy", "live_policy", "run_sync"]
+__all__ = ["ColocatedVLLMPolicy", "VLLMTrainerPolicy", "live_policy", "run_sync"]

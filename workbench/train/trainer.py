@@ -20,6 +20,11 @@ How it plugs into TRL (see the TRL 1.16 notes in the design docs):
   (the raw reward).
 - Curricula (a simulated search engine's noise schedule) are told the optimizer step before each
   rollout: rollouts of step i (1-based, as ZeroSearch counts) use p_i.
+- `use_vllm=True`: episodes sample through vLLM (TRL's colocate path; on one process the engine is
+  shared across trainers, on vLLM's CPU build too), the weights are synced into it after every
+  optimizer step, and the behaviour-vs-trainer logprob gap over model tokens is logged each step
+  (`sampling/logp_gap/mean|max`); TRL's IS correction is `vllm_importance_sampling_correction`.
+  See `workbench.train.vllm_rollout` for which path runs where.
 - These are private TRL methods, so the TRL version is pinned and checked.
 """
 
@@ -59,6 +64,7 @@ def check_trl_version() -> None:
 check_trl_version()
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is the documented multi-turn hook
 
+from transformers import TrainerCallback  # noqa: E402
 from trl import GRPOTrainer  # noqa: E402
 
 
@@ -139,6 +145,20 @@ def _rollout_func(prompts: list, trainer: "WorkbenchGRPOTrainer") -> dict[str, l
     return trainer.rollout(prompts)
 
 
+def _single_process() -> bool:
+    return int(os.environ.get("WORLD_SIZE", "1")) == 1  # what accelerate/torchrun set for several processes
+
+
+class _SyncAfterStep(TrainerCallback):
+    """vLLM gets the new weights right after each optimizer step (TRL alone syncs before the next rollout)."""
+
+    def __init__(self, trainer: "WorkbenchGRPOTrainer") -> None:
+        self.trainer = trainer
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.trainer.sync_vllm_weights()
+
+
 class WorkbenchGRPOTrainer(GRPOTrainer):
     """GRPOTrainer whose samples are whole workbench episodes; see the module docstring."""
 
@@ -175,19 +195,84 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             HopGroupSampler([t.metadata.get("hops") for t in tasks], config.num_generations,
                             per_batch)  # raises a ConfigError naming the fix when hop groups cannot be filled
         logging.getLogger("trl.trainer.grpo_trainer").addFilter(_OwnRowsFilter())
-        super().__init__(model=model, reward_funcs=[workbench_reward], args=config.to_grpo_config(),
+        args = config.to_grpo_config()
+        shared = config.use_vllm and config.vllm_mode == "colocate" and _single_process()
+        if config.use_vllm:
+            from workbench.train.vllm_rollout import check_model, on_cpu
+
+            check_model(model.config)
+            if on_cpu():  # TRL's own colocated engine (several processes) reads its KV cache size from here
+                os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(config.vllm_kv_cache_gib))
+        if shared:
+            args.use_vllm = False  # the engine is the process's shared one, built below, not TRL's own
+        self._colocated_policy: Any = None
+        super().__init__(model=model, reward_funcs=[workbench_reward], args=args,
                          train_dataset=tasks_dataset(tasks), processing_class=tokenizer,
                          rollout_func=_rollout_func, callbacks=callbacks)
+        if shared:
+            from workbench.train.vllm_rollout import shared_generation
+
+            args.use_vllm = self.use_vllm = True
+            self.vllm_generation = shared_generation(self, args)
+            self._last_loaded_step = -1
+        if self.use_vllm:
+            self.add_callback(_SyncAfterStep(self))
+        self._place_tensorboard_logs()
+
+    def _place_tensorboard_logs(self) -> None:
+        """TensorBoard events under `<output_dir>/tensorboard` (TENSORBOARD_LOGGING_DIR still wins)."""
+        from transformers.integrations import TensorBoardCallback
+
+        for cb in self.callback_handler.callbacks:
+            if isinstance(cb, TensorBoardCallback) and cb.logging_dir is None:
+                cb.logging_dir = os.path.join(self.args.output_dir, "tensorboard")
+
+    # -- vLLM ----------------------------------------------------------------------------------
+    def sync_vllm_weights(self) -> None:
+        """Load the trained weights into vLLM (TRL's `sync_weights`); called after every optimizer step."""
+        self.vllm_generation.sync_weights()
+        self._last_loaded_step = self.state.global_step
+
+    def _log_logp_gap(self, out: dict[str, Any]) -> None:
+        """Behaviour (sampling) vs trainer logprobs over model tokens: `sampling/logp_gap/mean|max`."""
+        sampling = out.get("sampling_per_token_logps")
+        if sampling is None:
+            return
+        old = out.get("old_per_token_logps")  # present when TRL's IS correction is on
+        if old is None:
+            ids = torch.cat([out["prompt_ids"], out["completion_ids"]], dim=1)
+            attn = torch.cat([out["prompt_mask"], out["completion_mask"]], dim=1)
+            with torch.no_grad():
+                old, _, _ = self._get_per_token_logps_and_entropies(
+                    self.model, ids, attn, out["completion_ids"].size(1),
+                    batch_size=self.args.per_device_train_batch_size)
+        mask = out["completion_mask"].bool()
+        if out.get("tool_mask") is not None:
+            mask = mask & out["tool_mask"].bool()
+        delta = (old - sampling).abs()[mask]
+        delta = delta[~torch.isnan(delta)]
+        zero = torch.zeros((), device=old.device)
+        mean = delta.mean() if delta.numel() else zero
+        high = delta.max() if delta.numel() else zero
+        metrics = self._metrics["train" if self.model.training else "eval"]
+        metrics["sampling/logp_gap/mean"].append(self.accelerator.gather(mean).mean().item())
+        metrics["sampling/logp_gap/max"].append(self.accelerator.gather(high).max().item())
 
     # -- rollouts ----------------------------------------------------------------------------
     def policy(self) -> Any:
-        """The policy episodes sample from: the live weights (or vLLM colocated with them)."""
+        """The policy episodes sample from: the live weights, or vLLM synced with them."""
         if self.policy_factory is not None:
             return self.policy_factory(self)
         if self.use_vllm:
-            from workbench.train.policy import VLLMTrainerPolicy
+            if getattr(self.vllm_generation, "llm", None) is None:  # server mode
+                from workbench.train.policy import VLLMTrainerPolicy
 
-            return VLLMTrainerPolicy(self)
+                return VLLMTrainerPolicy(self)
+            if self._colocated_policy is None:
+                from workbench.train.policy import ColocatedVLLMPolicy
+
+                self._colocated_policy = ColocatedVLLMPolicy(self.vllm_generation.llm)
+            return self._colocated_policy
         return live_policy(self.accelerator.unwrap_model(self.model), self.processing_class)
 
     def run_episodes(self, tasks: list[Task]) -> list[Trajectory]:
@@ -286,6 +371,8 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             out = super()._generate_and_score_completions(rows)
         finally:
             self._pending = None
+        if self.use_vllm:
+            self._log_logp_gap(out)
         if self.model.training:
             self._set_advantages(out, trajs, row_traj, step_index)
         return out

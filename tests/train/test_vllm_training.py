@@ -1,0 +1,132 @@
+"""Training with vLLM generating the rollouts (TRL's colocate path on the installed vLLM: CPU build here).
+
+One colocated engine for the session (`vllm_rollout.colocated_llm`, shared by every trainer on the
+same model); the tests train the shared tiny model in place, in order, and load its saved weights
+back into the engine at the end.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vllm_fixtures import require_vllm, vllm_model_dir, vllm_world  # noqa: F401
+from workbench.trajectory import Task
+
+from train_helpers import KeywordRetriever
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+SEQUENCE = "Paris is the capital of France. <answer> Paris </answer>"
+
+
+def spread(traj) -> dict[str, float]:
+    """A reward with variance inside every group (share of distinct sampled ids), so weights move."""
+    ids = [i for s in traj.steps for i in s.completion_ids]
+    return {"total": len(set(ids)) / max(len(ids), 1)}
+
+
+def capital_tasks() -> list[Task]:
+    caps = [("France", "Paris"), ("Germany", "Berlin"), ("Italy", "Rome"), ("Spain", "Madrid")]
+    return [Task(id=f"c{i}", question=f"What is the capital of {c}?", golden_answers=[a], metadata={"hops": 1})
+            for i, (c, a) in enumerate(caps)]
+
+
+class Recording:
+    """An episode runner that records which policy sampled each batch."""
+
+    def __init__(self) -> None:
+        from workbench.train.episodes import SearchR1Episodes
+
+        self.inner = SearchR1Episodes(KeywordRetriever(), max_turns=2, max_turn_tokens=12, top_k=1,
+                                      max_total_tokens=64)
+        self.policies: list[dict] = []
+
+    async def __call__(self, tasks, policy):
+        self.policies.append(policy.describe())
+        return await self.inner(tasks, policy)
+
+
+def rows(out_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (out_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def model_and_engine(vllm_model_dir):  # noqa: F811
+    require_vllm()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from workbench.train.vllm_rollout import colocated_llm, load_model_weights
+
+    model = AutoModelForCausalLM.from_pretrained(vllm_model_dir)
+    tok = AutoTokenizer.from_pretrained(vllm_model_dir)
+    llm = colocated_llm(vllm_model_dir)  # the engine every trainer on this model dir shares
+    yield model, tok, llm
+    load_model_weights(llm, AutoModelForCausalLM.from_pretrained(vllm_model_dir))
+
+
+def config(tmp_path: Path, name: str, **kw):
+    from workbench.train.config import TrainConfig
+
+    return TrainConfig(output_dir=str(tmp_path / name), use_vllm=True, num_generations=2,
+                       per_device_train_batch_size=4, max_turns=2, max_turn_tokens=12, max_completion_length=64,
+                       learning_rate=1e-2, **kw)
+
+
+def test_weights_reach_vllm_after_each_step_and_the_gap_is_logged(model_and_engine, tmp_path):
+    from workbench.train.run import train
+    from workbench.train.vllm_rollout import model_sequence_logprobs, sequence_logprobs
+
+    model, tok, llm = model_and_engine
+    seq = tok.encode(SEQUENCE)
+    before = sequence_logprobs(llm, seq)
+    assert max(abs(a - b) for a, b in zip(before, model_sequence_logprobs(model, seq))) < 1e-3
+
+    runner = Recording()
+    summary = train(config(tmp_path, "run", max_steps=2), tasks=capital_tasks(), episodes=runner, model=model,
+                    tokenizer=tok, reward=spread)
+    assert summary["global_step"] == 2
+    assert runner.policies and all(p["backend"] == "vllm-colocate" for p in runner.policies)
+
+    after = sequence_logprobs(llm, seq)
+    trained = model_sequence_logprobs(model, seq)
+    assert max(abs(a - b) for a, b in zip(after, trained)) < 1e-3  # fp32 engine == trained model
+    assert max(abs(a - b) for a, b in zip(after, before)) > 1e-2  # and the step did change it
+
+    steps = [r for r in rows(tmp_path / "run") if "loss" in r]
+    assert [r["step"] for r in steps] == [1, 2]
+    for r in steps:  # behaviour-vs-trainer gap over model tokens, every step
+        assert 0.0 <= r["sampling/logp_gap/mean"] <= r["sampling/logp_gap/max"] < 1e-2
+        assert "sampling/importance_sampling_ratio/mean" not in r  # correction off by default
+
+
+def test_importance_sampling_correction_switches_on_and_shares_the_engine(model_and_engine, tmp_path):
+    from workbench.train import vllm_rollout
+    from workbench.train.run import train
+
+    model, tok, llm = model_and_engine
+    cfg = config(tmp_path, "is", max_steps=1, vllm_importance_sampling_correction=True,
+                 vllm_importance_sampling_mode="token_truncate")
+    assert cfg.to_grpo_config().vllm_importance_sampling_correction is True
+    train(cfg, tasks=capital_tasks(), episodes=Recording(), model=model, tokenizer=tok, reward=spread)
+    [row] = [r for r in rows(tmp_path / "is") if "loss" in r]
+    assert 0.9 < row["sampling/importance_sampling_ratio/mean"] < 1.1
+    # TRL's own divergence metric and the workbench's gap measure the same thing
+    assert row["sampling/sampling_logp_difference/mean"] == pytest.approx(row["sampling/logp_gap/mean"], abs=1e-6)
+    assert list(vllm_rollout._ENGINES.values()) == [llm]  # one engine for the session
+
+
+def test_cpu_attention_head_size_is_checked_with_the_fix():
+    require_vllm()
+    from transformers import Qwen2Config
+
+    from workbench.errors import ConfigError
+    from workbench.train.vllm_rollout import check_model, on_cpu
+
+    if not on_cpu():
+        pytest.skip("the head-size limit is the CPU build's")
+    with pytest.raises(ConfigError, match="n_embd=64"):
+        check_model(Qwen2Config(hidden_size=32, num_attention_heads=2))
+    check_model(Qwen2Config(hidden_size=64, num_attention_heads=2))

