@@ -78,3 +78,14 @@ def test_demo_smoke_run_every_stage_and_cache(tmp_path):
         first = next(v for k, v in result.seconds.items() if k.startswith(stage))
         second = next(v for k, v in again.seconds.items() if k.startswith(stage))
         assert second < first
+
+
+def test_short_horizon_twin_submits_in_the_context_hop_two_saw():
+    """When the notepad block moved before hop 2, hop 2's turn records its whole prompt; the twin's
+    submit turn stands in that same context, so SFT never trains it beside a stale notepad."""
+    codec = ByteCodec()
+    full = _teacher_traj(3)
+    full.steps[2].prompt_ids = [7, 8, 9]  # the context was rebuilt before hop 2
+    twin = short_horizon_twin(full, codec)
+    assert twin.steps[2].prompt_ids == [7, 8, 9]
+    assert twin.segments()[-1]["prompt_ids"] == [7, 8, 9]

@@ -17,8 +17,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--fresh", action="store_true", help="rebuild everything instead of using the cache")
     parser.add_argument("--fast", action="store_true", help="a smoke run: every stage, tiny sizes")
+    parser.add_argument("--engine", choices=("transformers", "vllm"), default="transformers",
+                        help="what generates RL rollouts and evaluations: the live model, or one in-process vLLM "
+                             "engine synced with it (vLLM's CPU build on a CPU)")
     args = parser.parse_args(argv)
-    cfg = DemoConfig(run_dir=args.run_dir, seed=args.seed, **(FAST if args.fast else {}))
+    cfg = DemoConfig(run_dir=args.run_dir, seed=args.seed, engine=args.engine, **(FAST if args.fast else {}))
     run_demo(cfg, fresh=args.fresh)
     return 0
 

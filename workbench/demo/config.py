@@ -56,6 +56,7 @@ class DemoConfig:
     concurrency: int = 16  # episodes at once: one batch for the policy, kernel start-up overlaps
     max_steps: int = 6
     torch_threads: int = 2
+    engine: str = "transformers"  # generation (RL, solver attempts, evaluation): transformers | vllm
     extra: dict = field(default_factory=dict)
 
     def key(self, *names: str) -> str:

@@ -43,7 +43,8 @@ def short_horizon_twin(traj: Trajectory, codec: Any) -> Trajectory | None:
     keep = twin.steps[:2]  # plan, then hop 1
     ids = codec.encode(SUBMIT_TURN)
     keep.append(Step(index=2, raw=SUBMIT_TURN, think="Answer now.", code="submit_final_answer(e)",
-                     completion_ids=ids, logprobs=[0.0] * len(ids), finish_reason="stop"))
+                     completion_ids=ids, logprobs=[0.0] * len(ids), finish_reason="stop",
+                     prompt_ids=traj.steps[2].prompt_ids))  # the context hop 2 saw (its notepad the newest)
     twin.steps = keep
     first_hop = (keep[1].observation or {}).get("stdout", "").split(" | todo:")[0].strip()
     twin.final_answer = first_hop or None

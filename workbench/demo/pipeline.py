@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from workbench.demo.config import DemoConfig
 from workbench.demo.data import TEACHER_ID, sft_mix, tokenizer_texts
+from workbench.demo.engine import demo_policy
 
 Printer = Callable[[str], None]
 
@@ -125,15 +126,16 @@ class Stages:
     def evaluate(self, model: Any, tok: Any, name: str, cache_key: str | None = None) -> list[dict[str, Any]]:
         """Greedy held-out accuracy; with `cache_key`, reuse the result of the same weights."""
         from workbench.evaluate import evaluate
-        from workbench.policies import TransformersPolicy
         from workbench.store import Store
 
-        cached = self.cache / f"eval-{cache_key}-{self.cfg.eval_tasks}.json" if cache_key else None
+        engine = "" if self.cfg.engine == "transformers" else f"-{self.cfg.engine}"
+        cached = self.cache / f"eval-{cache_key}-{self.cfg.eval_tasks}{engine}.json" if cache_key else None
         if cached is not None and cached.exists() and (self.run / name / "trajectories.sqlite").exists():
             return json.loads(cached.read_text())["rows"]
         tasks = self.world.tasks("test")[: self.cfg.eval_tasks]
         with Store(self.run / name) as store:
-            report = evaluate(tasks, TransformersPolicy.from_model(model, tok, name=name), tools=self.tools,
+            policy = demo_policy(model, tok, name, self.cfg.engine, self.cfg.seed)
+            report = evaluate(tasks, policy, tools=self.tools,
                               config=self.agent_config, store=store, concurrency=self.cfg.concurrency)
         report.save(self.run / name / "eval.json")
         if cached is not None:
@@ -143,7 +145,6 @@ class Stages:
     def evolve(self, model: Any, tok: Any) -> list[dict[str, Any]]:
         from workbench.demo.rl import demo_train_fn
         from workbench.evolve import DrZeroConfig, run_drzero, world_proposer
-        from workbench.policies import TransformersPolicy
 
         c = self.cfg
         for stale in ("evolve", "eval_final", "final_model"):  # RL is re-run every time: start clean
@@ -154,7 +155,7 @@ class Stages:
                               prompts_per_iteration=c.proposer_prompts, samples_per_prompt=c.proposer_samples,
                               solver_attempts=c.solver_attempts, solver_group_size=c.rl_generations,
                               concurrency=c.concurrency, seed=c.seed, solver_agent=solver_agent)
-        solver = TransformersPolicy.from_model(model, tok, name="demo-solver")
+        solver = demo_policy(model, tok, "demo-solver", c.engine, c.seed)
         train_fn = demo_train_fn(model, tok, c, on_step=self.out)
         result = run_drzero(config, proposer_policy=world_proposer(seed=c.seed), solver_policy=solver,
                             corpus=self.world.corpus(), retriever=self.retriever, train_fn=train_fn)

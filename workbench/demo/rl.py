@@ -29,7 +29,8 @@ def demo_train_fn(model: Any, tokenizer: Any, cfg: DemoConfig, *, on_step: Calla
                              max_steps=cfg.rl_steps_per_iteration, learning_rate=cfg.rl_lr,
                              temperature=cfg.rl_temperature, beta=cfg.rl_beta, max_completion_length=1024,
                              logging_steps=1,
-                             seed=cfg.seed + req.iteration, episode_kind="nbagent")
+                             seed=cfg.seed + req.iteration, episode_kind="nbagent",
+                             use_vllm=cfg.engine == "vllm")
         summary = train(config, tasks=req.tasks, episodes=req.episodes, model=model, tokenizer=tokenizer,
                         reward=resolve_reward(cfg.rl_reward), store=req.store)
         on_step(f"  iteration {req.iteration}: {summary['global_step']} GRPO steps on {len(req.tasks)} questions")
