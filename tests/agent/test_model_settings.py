@@ -54,3 +54,32 @@ def test_only_model_facing_fields_travel():
     cfg = AgentConfig(temperature=0.3, profile="networked", prompt="compact")
     assert set(cfg.model_settings()) == set(MODEL_SETTINGS)
     assert "temperature" not in cfg.model_settings() and "profile" not in cfg.model_settings()
+
+
+def test_sft_and_training_record_the_settings_on_the_model(tiny_model_dir, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from workbench.agent.config import read_model_settings
+    from workbench.train.run import NBAgentEpisodes, stamp_agent_settings
+    from workbench.train.sft import sft
+    from workbench.trajectory import Step, Task, Trajectory
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    ids = tok.encode("<code>print(1)</code>")
+    traj = Trajectory(task=Task("q", "Q?", ["A"]), steps=[Step(index=0, raw="<code>print(1)</code>", prompt_ids=ids[:2],
+                                                                       completion_ids=ids)])
+    sft(model, tok, [traj], epochs=1, progress=False, agent_config=AgentConfig(**MODEL))
+    model.save_pretrained(tmp_path / "sft")
+    assert read_model_settings(tmp_path / "sft") == AgentConfig(**MODEL).model_settings()
+
+    # GRPO with NB-Agent episodes: what the episodes run (explicit fields over the model's) is recorded
+    episodes = NBAgentEpisodes(agent_config=AgentConfig(max_steps=3, max_new_tokens=64))
+    stamp_agent_settings(model, episodes)
+    model.save_pretrained(tmp_path / "rl")
+    saved = read_model_settings(tmp_path / "rl")
+    assert saved["max_steps"] == 3 and saved["max_new_tokens"] == 64
+    assert saved["prompt"] == "compact" and saved["max_context_tokens"] == 2048  # kept from the SFT model
+    plain = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    stamp_agent_settings(plain, object())  # episodes without an agent config record nothing
+    assert read_model_settings(plain) == {}
