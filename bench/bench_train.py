@@ -8,7 +8,10 @@
    proposer rollouts per update are counted from real trainer steps; solver episodes per proposer
    rollout come from the configs (GRPO: 4 solver rollouts/question, HRPO: 5).
 
-    .venv/bin/python bench/bench_train.py [--steps 6]   (median step time, warm-up step dropped)
+3. With --vllm: a training step with rollouts from the colocated vLLM engine vs the live model
+   (`vllm_step_times`, also callable from other benches).
+
+    .venv/bin/python bench/bench_train.py [--steps 6] [--vllm]   (median step time, warm-up step dropped)
 """
 
 from __future__ import annotations
@@ -138,9 +141,46 @@ def bench_hrpo_cost(model_dir: Path, out: Path) -> None:
            target="about 1/4 (paper)", ok=cost["hrpo"] / cost["grpo"] <= 0.35)
 
 
+def vllm_step_times(model_dir: Path, out: Path, steps: int) -> dict[str, float]:
+    """Median training-step time with rollouts from the live model and from the colocated vLLM engine
+    (same model, tasks, episodes and settings; engine start-up is outside the steps). Returns
+    {"transformers_s", "vllm_s", "ratio" (transformers / vllm: > 1 means vLLM is faster), "engine_start_s"}."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from workbench.train.config import TrainConfig
+    from workbench.train.episodes import SearchR1Episodes
+    from workbench.train.trainer import WorkbenchGRPOTrainer
+
+    times: dict[str, float] = {}
+    for name, use_vllm in (("transformers_s", False), ("vllm_s", True)):
+        cfg = TrainConfig(output_dir=str(out / name), num_generations=4, per_device_train_batch_size=8,
+                          max_steps=steps, learning_rate=1e-4, max_turns=3, max_turn_tokens=32,
+                          max_completion_length=256, use_vllm=use_vllm)
+        runner = SearchR1Episodes(Retriever(), max_turns=3, max_turn_tokens=32, top_k=1, max_total_tokens=256)
+        t0 = time.perf_counter()
+        trainer = WorkbenchGRPOTrainer(AutoModelForCausalLM.from_pretrained(model_dir),
+                                       AutoTokenizer.from_pretrained(model_dir), tasks(16), episodes=runner,
+                                       config=cfg, reward=spread)
+        if use_vllm:
+            times["engine_start_s"] = time.perf_counter() - t0
+        trainer.train()
+        times[name] = statistics.median(step_times(trainer))
+    times["ratio"] = times["transformers_s"] / times["vllm_s"]
+    return times
+
+
+def bench_vllm_step(model_dir: Path, out: Path, steps: int) -> None:
+    t = vllm_step_times(model_dir, out, steps)
+    print(f"# training step, rollouts through vLLM (colocated, synced every step) vs the live model: "
+          f"{t['vllm_s']:.2f}s vs {t['transformers_s']:.2f}s; engine start {t['engine_start_s']:.0f}s")
+    figure("train step speed-up with vLLM generation (transformers time / vLLM time)", t["ratio"], "x",
+           target="> 1", ok=t["ratio"] > 1)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--vllm", action="store_true", help="also time a step with vLLM generating (needs vLLM)")
     args = ap.parse_args()
     from workbench.models.tiny import build_tiny_model
 
@@ -153,6 +193,8 @@ def main() -> None:
         print(f"# tiny Qwen2 (4 layers, 128 wide) built in {time.perf_counter() - t0:.1f}s")
         bench_step_time(model_dir, tmp, args.steps)
         bench_hrpo_cost(model_dir, tmp)
+        if args.vllm:
+            bench_vllm_step(model_dir, tmp, args.steps)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from vllm_fixtures import require_vllm, vllm_model_dir, vllm_world  # noqa: F401
+from vllm_fixtures import *  # noqa: F401,F403
+from vllm_fixtures import require_vllm
 from workbench.trajectory import Task
 
 from train_helpers import KeywordRetriever
