@@ -1,5 +1,5 @@
-"""Shared vLLM fixtures: a tiny local model on the small world's text and ONE in-process vLLM
-engine per test session (start-up takes a minute or more on a busy CPU).
+"""Shared vLLM fixtures: a tiny local model taught to run NB-Agent episodes on the small world, and
+ONE in-process vLLM engine per test session (start-up takes a minute or more on a busy CPU).
 
     from vllm_fixtures import *   # noqa: F401,F403  (tests/ is on sys.path through tests/conftest.py)
 
@@ -51,15 +51,43 @@ def vllm_tasks(vllm_world):
     return [t for t in vllm_world.tasks("test") if t.metadata["hops"] == 1][:4]
 
 
-@pytest.fixture(scope="session")
-def vllm_model_dir(vllm_world, tmp_path_factory):
-    """A randomly initialised tiny Qwen2 (float32) whose tokenizer was trained on the world's passages."""
+SEARCH_TURN = "<think>Search first.</think>\n<code>\nhits = search(task)\nprint(hits[:300])\n</code>"
+ANSWER_TURN = "<think>Answer.</think>\n<code>\nsubmit_final_answer(hits.split()[1])\n</code>"
+
+
+def build_agent_model(out_dir, world, tools, *, sft_epochs: int = 150):
+    """A tiny Qwen2 (float32) taught to run NB-Agent episodes: a random model, then a short SFT on a
+    scripted two-turn teacher (search, print; then submit a word of the hits), token-exact in the
+    model's codec. Greedy, it runs real code in the kernels and submits answers."""
+    from pathlib import Path
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from workbench.agent import AgentConfig, NBAgent
     from workbench.models.tiny import build_tiny_model, sample_texts
+    from workbench.policies import ScriptedPolicy, TokenizerCodec
+    from workbench.train.sft import sft
     from workbench.worlds import split_title
 
-    texts = [split_title(p["contents"])[1] for p in vllm_world.corpus()] + sample_texts(50)
-    return build_tiny_model(tmp_path_factory.mktemp("vllm-tiny"), texts, vocab_size=600, seed=0,
-                            max_positions=VLLM_MAX_MODEL_LEN)
+    out_dir = Path(out_dir)
+    texts = [split_title(p["contents"])[1] for p in world.corpus()] + sample_texts(50) + [SEARCH_TURN, ANSWER_TURN] * 20
+    base = build_tiny_model(out_dir / "base", texts, vocab_size=600, seed=0, max_positions=VLLM_MAX_MODEL_LEN)
+    tok = AutoTokenizer.from_pretrained(base)
+    teacher = ScriptedPolicy.from_turns([SEARCH_TURN, ANSWER_TURN], codec=TokenizerCodec(tok))
+    tasks = [t for t in world.tasks("train") if t.metadata["hops"] == 1][:8]
+    config = AgentConfig(max_steps=3, max_new_tokens=200, max_context_tokens=VLLM_MAX_MODEL_LEN, prompt="compact")
+    trajectories = NBAgent(teacher, tools=tools, config=config, concurrency=8).run(tasks, progress=False)
+    model = AutoModelForCausalLM.from_pretrained(base)
+    sft(model, tok, trajectories, epochs=sft_epochs, lr=3e-3, batch_size=8, progress=False)
+    model.save_pretrained(out_dir / "model")
+    tok.save_pretrained(out_dir / "model")
+    return out_dir / "model"
+
+
+@pytest.fixture(scope="session")
+def vllm_model_dir(vllm_world, vllm_tools, tmp_path_factory):
+    """The session's agent model (see `build_agent_model`)."""
+    return build_agent_model(tmp_path_factory.mktemp("vllm-model"), vllm_world, vllm_tools)
 
 
 @pytest.fixture(scope="session")
@@ -73,5 +101,5 @@ def vllm_policy(vllm_model_dir):
     policy.close()
 
 
-__all__ = ["VLLM_MAX_MODEL_LEN", "require_vllm", "vllm_model_dir", "vllm_policy", "vllm_tasks", "vllm_tools",
+__all__ = ["ANSWER_TURN", "SEARCH_TURN", "VLLM_MAX_MODEL_LEN", "build_agent_model", "require_vllm", "vllm_model_dir", "vllm_policy", "vllm_tasks", "vllm_tools",
            "vllm_world"]

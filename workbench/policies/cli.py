@@ -1,8 +1,11 @@
-"""`workbench serve-model PATH`: serve a local transformers model over an OpenAI-compatible API."""
+"""`workbench serve-model PATH`: serve a local transformers model over an OpenAI-compatible API
+(`--engine vllm`: vLLM's own server, `vllm serve`, with the settings VLLMPolicy uses)."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,10 +23,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-batch-size", type=int, default=32, help="most rows in one batch")
     p.add_argument("--max-body-bytes", type=int, default=16 << 20, help="larger request bodies get 413 (default 16 MiB)")
     p.add_argument("--max-choices", type=int, default=256, help="most completions (prompts x n) in one request (default 256)")
+    p.add_argument("--engine", choices=("workbench", "vllm"), default="workbench",
+                   help="workbench (default): the in-house server; vllm: run `vllm serve` (CUDA or CPU build)")
+    p.add_argument("--kv-cache-gib", type=float, default=None,
+                   help="vllm on CPU: memory reserved for the KV cache, GiB (default 1)")
+    p.add_argument("--vllm-args", default="", help="vllm: more `vllm serve` flags, one quoted string")
     p.set_defaults(func=_serve)
 
 
+def _serve_vllm(args: argparse.Namespace) -> int:
+    from workbench.policies.server import _check_host
+    from workbench.policies.vllm_engine import vllm_serve_argv
+
+    _check_host(args.host)
+    argv = vllm_serve_argv(args.path, host=args.host, port=args.port, dtype=args.dtype, max_num_seqs=args.max_batch_size,
+                           kv_cache_gib=args.kv_cache_gib, extra=shlex.split(args.vllm_args))
+    print(f"serving {args.path} with vLLM at http://{args.host}:{args.port}/v1: {shlex.join(argv[1:])}", flush=True)
+    os.execv(argv[0], argv)  # vLLM's server takes over this process (signals, exit code)
+
+
 def _serve(args: argparse.Namespace) -> int:
+    if args.engine == "vllm":
+        return _serve_vllm(args)
     from workbench.policies.server import ModelLimits, serve_model
 
     from workbench.agent.config import read_model_settings

@@ -18,6 +18,8 @@ skip_special_tokens=False)`. Concurrent `generate` calls are merged like Transfo
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,33 @@ def import_vllm():
     except Exception as exc:  # noqa: BLE001 - any import failure means the same fix
         raise PolicyError(INSTALL_HINT.format(error=f"{type(exc).__name__}: {exc}")) from exc
     return vllm
+
+
+def vllm_serve_argv(model_path: str | Path, *, host: str = "127.0.0.1", port: int = 8000, dtype: str = "auto",
+                    max_num_seqs: int | None = None, kv_cache_gib: float | None = None,
+                    extra: Sequence[str] = ()) -> list[str]:
+    """The `vllm serve` command that `workbench serve-model --engine vllm` runs: the same settings
+    as `VLLMPolicy` (processed logprobs; on the CPU build eager float32 and a fixed KV cache of
+    `kv_cache_gib`, default 1 GiB), then `extra` flags as given (they win over these)."""
+    import_vllm()
+    from vllm.platforms import current_platform
+
+    if kv_cache_gib is not None and not kv_cache_gib > 0:
+        raise ConfigError(f"kv_cache_gib must be > 0, got {kv_cache_gib!r}")
+    kwargs: dict[str, Any] = {"logprobs_mode": "processed_logprobs"}
+    if dtype != "auto":
+        kwargs["dtype"] = dtype
+    if max_num_seqs is not None:
+        kwargs["max_num_seqs"] = max_num_seqs
+    if kv_cache_gib is not None:
+        kwargs["kv_cache_memory_bytes"] = int(kv_cache_gib * (1 << 30))
+    if current_platform.is_cpu():
+        kwargs = cpu_defaults(kwargs)
+    argv = [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", str(model_path), "--host", host, "--port", str(port)]
+    for key, value in kwargs.items():
+        flag = "--" + key.replace("_", "-")
+        argv += [flag] if value is True else [flag, str(value)]
+    return argv + list(extra)
 
 
 class VLLMPolicy(BatchingBackend):
@@ -153,4 +182,4 @@ class VLLMPolicy(BatchingBackend):
         return Completion(text=self.codec.decode(shown), token_ids=ids, logprobs=logprobs, finish_reason=finish)
 
 
-__all__ = ["CPU_KV_CACHE_BYTES", "INSTALL_HINT", "VLLMPolicy", "cpu_defaults", "import_vllm"]
+__all__ = ["CPU_KV_CACHE_BYTES", "INSTALL_HINT", "VLLMPolicy", "cpu_defaults", "import_vllm", "vllm_serve_argv"]
