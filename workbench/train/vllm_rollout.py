@@ -82,9 +82,34 @@ def colocated_llm(model_path: str | Path, *, max_model_len: int | None = None, k
     for name, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1")):
         os.environ.setdefault(name, value)
     ensure_master_addr_port()
-    with _plain_cpu_linears() if on_cpu() else contextlib.nullcontext():
+    with _plain_cpu_linears() if on_cpu() else contextlib.nullcontext(), _modules_vllm_cannot_scan():
         _ENGINES[key] = llm = vllm.LLM(model=str(path), **kwargs)
     return llm
+
+
+@contextlib.contextmanager
+def _modules_vllm_cannot_scan() -> Iterator[None]:
+    """Hide, while an in-process engine starts, modules holding objects whose `vars()` is no dict.
+
+    vLLM 0.32 rebinds its kernels by scanning every module in `sys.modules` and calling
+    `vars(value).get(...)`; llvmlite's ctypes wrappers (imported with numba, e.g. by bm25s) make
+    that raise. An engine in its own process never sees them; one in the trainer's process does."""
+    import sys
+
+    def odd(value: Any) -> bool:
+        try:
+            return hasattr(value, "__dict__") and not isinstance(vars(value), dict)
+        except Exception:  # noqa: BLE001 - whatever vars() does, vLLM's scan would trip on it
+            return True
+
+    hidden = {name: mod for name, mod in list(sys.modules.items())
+              if any(odd(v) for v in list((getattr(mod, "__dict__", None) or {}).values()))}
+    for name in hidden:
+        del sys.modules[name]
+    try:
+        yield
+    finally:
+        sys.modules.update(hidden)
 
 
 def release_engines() -> None:
