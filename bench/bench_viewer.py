@@ -43,7 +43,7 @@ def show(change):
     t = store.get(change["new"])
     pane.value = f'<div data-id="{t.id}">' + _render.header_html(t) + _render.step_html(t, 0) + "</div>"
 table.observe(show, names="value")
-table.value = df.id[0]
+show({"new": table.value})
 w.VBox([table, pane])"""
 
 

@@ -156,7 +156,8 @@ def test_widgets_in_jupyterlab(demo, browser, tmp_path) -> None:
             assert 0 < n_linked < total and "solver pass rate" in linked.locator(".wb-link-label").inner_text()
             roles = {r.inner_text() for r in linked.locator(".wb-row .wb-c-role").all()}
             assert roles == {"solver"}
-            _shot(page, "dashboard_click", page.locator(".jp-OutputArea-output").filter(has=linked))
+            _shot(page, "dashboard_click", page.locator(".jp-OutputArea-output").filter(
+                has=page.locator(".wb-figures")).first)
             _shot(page, "dashboard_plots", page.locator(".wb-figures").first)
             _shot(page, "tuner_plots", page.locator(".wb-figures").nth(1))
 

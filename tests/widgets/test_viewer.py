@@ -171,3 +171,12 @@ def test_refresh_sees_a_run_that_is_still_writing(tmp_path, make_traj):
 def test_a_missing_run_directory_says_what_to_do(tmp_path):
     with pytest.raises(StoreError, match="no trajectories.sqlite"):
         TrajectoryViewer(tmp_path / "nope")
+
+
+def test_neighbours_are_sent_ahead(run):
+    run_dir, ids = run
+    viewer = TrajectoryViewer(run_dir)
+    viewer._on_message(viewer, {"action": "prefetch", "ids": ids["solver"][:2] + ["missing"]}, [])
+    sent = viewer.comm.messages[-1][1]["data"]["content"]
+    assert sent["type"] == "details" and list(sent["items"]) == ids["solver"][:2]
+    assert sent["items"][ids["solver"][0]]["steps"][0]["index"] == 0

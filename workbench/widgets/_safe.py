@@ -31,7 +31,7 @@ def finite(value: Any) -> Any:
     if isinstance(value, dict):
         return {safe_text(str(k)): finite(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
+        return _finite_list(value)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     tolist = getattr(value, "tolist", None)  # numpy scalars and arrays, pandas Series
@@ -45,6 +45,18 @@ def finite(value: Any) -> Any:
     except ImportError:  # pragma: no cover - pandas ships with workbench
         pass
     return safe_text(str(value))
+
+
+def _finite_list(values: "list[Any] | tuple[Any, ...]") -> list[Any]:
+    # Fast paths for the long flat columns widgets send (ids, rewards, token ids, logprobs).
+    kinds = {type(v) for v in values}
+    if kinds <= {int, type(None)}:
+        return list(values)
+    if kinds <= {float, int, type(None)}:
+        return [v if v is None or type(v) is int or math.isfinite(v) else None for v in values]
+    if kinds <= {str, type(None)}:
+        return [v if v is None else safe_text(v) for v in values]
+    return [finite(v) for v in values]
 
 
 def finite_figure(fig: go.Figure) -> go.Figure:

@@ -241,8 +241,20 @@ class TrajectoryViewer(anywidget.AnyWidget):
                    "compare": lambda: self.compare(target or self.pinned or None),
                    "close_compare": self.close_compare, "clear_link": self.clear_link,
                    "refresh": self.refresh}
-        if action in actions:
+        if action == "prefetch":
+            self._prefetch([str(i) for i in (content.get("ids") or [])[:4]])
+        elif action in actions:
             self._guard(actions[action])
+
+    def _prefetch(self, ids: list[str]) -> None:
+        """Send the details of the trajectories the list will show next (the neighbours of the
+        selection), so moving to one draws at once instead of waiting for a round trip."""
+        items = {}
+        for traj_id in ids:
+            if traj_id in self.store:
+                items[traj_id] = trajectory_detail(self.store.get(traj_id), self.store, self.tokenizer)
+        if items:
+            self.send({"type": "details", "items": items})
 
     def _guard(self, fn: Any) -> None:
         try:

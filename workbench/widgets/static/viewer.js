@@ -11,6 +11,22 @@ function renderViewer({ model, el }) {
   const detailBox = h("div", { class: "wb-detail" });
   const compareBox = h("div", { class: "wb-compare-box" });
   const send = (action, id) => model.send({ action, id: id || null });
+  // details of the selection's neighbours, sent ahead by Python, so j/k draw without a round trip
+  const cache = new Map();
+  model.on("msg:custom", (msg) => {
+    if (!msg || msg.type !== "details") return;
+    for (const [id, d] of Object.entries(msg.items)) cache.set(id, d);
+    while (cache.size > 64) cache.delete(cache.keys().next().value);
+  });
+  const current = () => {
+    const d = model.get("detail"), sel = model.get("selected");
+    return d && d.id === sel ? d : cache.get(sel) || d;
+  };
+  const prefetch = (pos) => {
+    const ids = [pos + 1, pos - 1, pos + 2].filter((p) => p >= 0 && p < state.visible.length)
+      .map((p) => state.rows.id[state.visible[p]]).filter((id) => !cache.has(id));
+    if (ids.length) model.send({ action: "prefetch", ids });
+  };
 
   const list = makeList((id) => { pick(id); root.focus({ preventScroll: true }); });
   root.append(toolbar, headBox, list.box, compareBox, detailBox);
@@ -65,6 +81,7 @@ function renderViewer({ model, el }) {
       model.save_changes();
     }
     drawDetail();
+    if (pos >= 0) prefetch(pos);
   }
 
   function move(delta) {
@@ -75,7 +92,7 @@ function renderViewer({ model, el }) {
   }
 
   function setStep(i) {
-    const d = model.get("detail");
+    const d = current();
     if (!d || !d.steps) return;
     const s = Math.max(0, Math.min(d.steps.length - 1, i));
     model.set("step", s);
@@ -84,8 +101,12 @@ function renderViewer({ model, el }) {
   }
 
   function drawDetail() {
-    const d = model.get("detail");
+    const d = current();
     const selected = model.get("selected");
+    const key = d && d.id === selected ? JSON.stringify(d) : null;
+    if (key && key === state.drawn && state.drawnTab === state.tab) return; // already on screen
+    state.drawn = key;
+    state.drawnTab = state.tab;
     root.dataset.loading = d && d.id === selected ? "" : "1";
     if (!d || !d.id) { detailBox.replaceChildren(h("i", { class: "wb-muted", text: "no trajectory selected" })); return; }
     const tabs = h("div", { class: "wb-tabs" }, TABS.map(([key, label]) =>
@@ -100,7 +121,7 @@ function renderViewer({ model, el }) {
   }
 
   function drawStep(scroll) {
-    const d = model.get("detail");
+    const d = current();
     const step = model.get("step");
     const body = state.body;
     if (!d || !body) return;
@@ -154,7 +175,7 @@ function renderViewer({ model, el }) {
   model.on("change:link_label", drawToolbar);
   model.on("change:notice", drawToolbar);
   model.on("change:selected", () => pick(model.get("selected")));
-  model.on("change:detail", drawDetail);
+  model.on("change:detail", () => { const d = model.get("detail"); if (d && d.id) cache.set(d.id, d); drawDetail(); });
   model.on("change:step", () => drawStep(true));
   model.on("change:compare_state", drawCompare);
   model.on("change:pinned", () => { list.pinned = model.get("pinned"); list.draw(); });
