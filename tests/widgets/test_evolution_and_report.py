@@ -108,7 +108,7 @@ def test_report_is_standalone_html(evolve_run):
     assert not re.search(r"<script[^>]*\bsrc=", text)                     # nothing to download
     data = json.loads(re.search(r'<script type="application/json" id="wb-data">(.*?)</script>', text,
                                 re.S).group(1))
-    assert data["viewer"]["table"]["n"] == 40 and len(data["details"]) == 5
+    assert data["viewer"]["table_json"]["n"] == 40 and len(data["details"]) == 5
     assert data["viewer"]["detail"]["id"] == data["viewer"]["selected"]
     names = [f["name"] for s in data["sections"] for f in s["figures"]]
     assert {"solver_pass_rate", "entropy_length", "proposer_pass_rate"} <= set(names)

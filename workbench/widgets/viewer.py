@@ -17,6 +17,7 @@ turns, / searches, t switches between turns and tokens.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from typing import TYPE_CHECKING, Any
@@ -45,7 +46,9 @@ class TrajectoryViewer(anywidget.AnyWidget):
 
     _esm = bundle("viewer")
     _css = css("viewer")
-    table = traitlets.Dict().tag(sync=True)      # compact summary columns (_table.encode_table)
+    # compact summary columns (_table.encode_table) as one JSON buffer: a binary message, which
+    # ipywidgets sends without walking 10,000-element lists
+    table_json = traitlets.Bytes(b"{}").tag(sync=True)
     choices = traitlets.Dict().tag(sync=True)    # filter name -> values present in the run
     query = traitlets.Dict().tag(sync=True)      # filters, search, ids, sort (both sides apply it)
     link_label = traitlets.Unicode("").tag(sync=True)
@@ -67,6 +70,7 @@ class TrajectoryViewer(anywidget.AnyWidget):
         self._history: list[str] = []
         self._ticker: Ticker | None = None
         self._table_key: Any = None
+        self.table: dict[str, Any] = {}  # what table_json holds, decoded
         self.observe(self._on_selected, names="selected")
         self.on_msg(self._on_message)
         self.refresh()
@@ -128,6 +132,7 @@ class TrajectoryViewer(anywidget.AnyWidget):
                 self._table_key = key
                 self.choices = finite(_table.choices(df))
                 self.table = _table.encode_table(df)
+                self.table_json = json.dumps(self.table, allow_nan=False, ensure_ascii=False).encode()
             rows = self.rows
             if self._traj is not None and self._traj.id in self.store:
                 fresh = self.store.get(self._traj.id)

@@ -3,8 +3,15 @@
 
 const TABS = [["turns", "turns"], ["tokens", "tokens"], ["rewards", "rewards"], ["links", "links"]];
 
+function readTable(v) {
+  if (!v) return {};
+  if (v instanceof DataView || ArrayBuffer.isView(v)) return JSON.parse(new TextDecoder().decode(v));
+  if (v instanceof ArrayBuffer) return JSON.parse(new TextDecoder().decode(new Uint8Array(v)));
+  return v; // the offline report embeds it as an object
+}
+
 function renderViewer({ model, el }) {
-  const state = { rows: decodeTable(model.get("table") || {}), visible: [], query: model.get("query") || {}, tab: "turns" };
+  const state = { rows: decodeTable(readTable(model.get("table_json"))), visible: [], query: model.get("query") || {}, tab: "turns" };
   const root = h("div", { class: "wb-viewer", tabindex: "0", "data-lm-suppress-shortcuts": "true" });
   const toolbar = h("div", { class: "wb-toolbar" });
   const headBox = h("div", {});
@@ -169,7 +176,7 @@ function renderViewer({ model, el }) {
     }
   });
 
-  model.on("change:table", () => { state.rows = decodeTable(model.get("table") || {}); refilter(false); });
+  model.on("change:table_json", () => { state.rows = decodeTable(readTable(model.get("table_json"))); refilter(false); });
   model.on("change:choices", drawToolbar);
   model.on("change:query", () => { state.query = model.get("query") || {}; refilter(false); });
   model.on("change:link_label", drawToolbar);
