@@ -17,13 +17,25 @@ MB = 200_000  # big enough to matter on a loop, small enough for the scripted po
 
 
 class ThreadRecordingCodec(ByteCodec):
+    """Records the thread of each observation or notepad encoding the agent does (not the policy's own)."""
+
     def __init__(self):
         self.observation_threads: set[int] = set()
+        self.in_policy = False
 
     def encode(self, text: str) -> list[int]:
-        if text.startswith(("\n<output>", "<notepad>")):
+        if text.startswith(("\n<output>", "<notepad>")) and not self.in_policy:
             self.observation_threads.add(threading.get_ident())
         return super().encode(text)
+
+
+class CodecMarkingPolicy(ScriptedPolicy):
+    def complete(self, prompt, params):
+        self.codec.in_policy = True
+        try:
+            return super().complete(prompt, params)
+        finally:
+            self.codec.in_policy = False
 
 
 def test_degenerate_turns_and_a_huge_notepad_are_handled_off_the_loop(pick, world_tools):
@@ -38,7 +50,7 @@ def test_degenerate_turns_and_a_huge_notepad_are_handled_off_the_loop(pick, worl
         loop_threads.add(threading.get_ident())
         return turns[min(context.count(" tokens left]\n"), 3)]  # one budget notice per observation
 
-    policy = ScriptedPolicy(script, codec=codec)
+    policy = CodecMarkingPolicy(script, codec=codec)
     config = AgentConfig(max_steps=6, max_context_tokens=20 * MB, max_new_tokens=2 * MB)
     [traj] = NBAgent(policy, tools=world_tools, config=config).run(pick(1, 1), progress=False)
     assert traj.termination == "submitted", (traj.termination, traj.error)
