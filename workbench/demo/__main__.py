@@ -1,4 +1,4 @@
-"""`python -m workbench.demo [--run-dir DIR] [--seed N] [--fresh] [--fast]`"""
+"""`python -m workbench.demo [--run-dir DIR] [--seed N] [--fresh] [--fast] [--proposer scripted|learned]`"""
 
 from __future__ import annotations
 
@@ -13,16 +13,33 @@ def main(argv: list[str] | None = None) -> int:
     from workbench.demo import FAST, DemoConfig, run_demo
 
     parser = argparse.ArgumentParser(prog="python -m workbench.demo", description=__doc__)
-    parser.add_argument("--run-dir", default="runs/demo")
+    parser.add_argument("--run-dir", default=None, help="default runs/demo (runs/demo_learned with --proposer learned)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--fresh", action="store_true", help="rebuild everything instead of using the cache")
     parser.add_argument("--fast", action="store_true", help="a smoke run: every stage, tiny sizes")
     parser.add_argument("--engine", choices=("transformers", "vllm"), default="transformers",
                         help="what generates RL rollouts and evaluations: the live model, or one in-process vLLM "
                              "engine synced with it (vLLM's CPU build on a CPU)")
+    parser.add_argument("--proposer", choices=("scripted", "learned"), default="scripted",
+                        help="learned: the proposer is a tiny model too (SFT on the scripted proposer, then HRPO)")
     args = parser.parse_args(argv)
-    cfg = DemoConfig(run_dir=args.run_dir, seed=args.seed, engine=args.engine, **(FAST if args.fast else {}))
+    if args.proposer == "learned":
+        return learned_main(args)
+    cfg = DemoConfig(run_dir=args.run_dir or "runs/demo", seed=args.seed, engine=args.engine,
+                     **(FAST if args.fast else {}))
     run_demo(cfg, fresh=args.fresh)
+    return 0
+
+
+def learned_main(args: argparse.Namespace) -> int:
+    """`--proposer learned`: Dr. Zero with both roles learning (`workbench.demo.learned`)."""
+    from workbench.demo import DemoConfig
+    from workbench.demo.config import FAST_LEARNED
+    from workbench.demo.learned import run_learned_demo
+
+    cfg = DemoConfig(run_dir=args.run_dir or "runs/demo_learned", seed=args.seed,
+                     **(FAST_LEARNED if args.fast else {}))
+    run_learned_demo(cfg, fresh=args.fresh)
     return 0
 
 

@@ -1,0 +1,322 @@
+"""`python -m workbench.demo --proposer learned`: Dr. Zero with both roles learning, on CPU.
+
+Stages 1–4 are the default demo's (the solver: tokenizer and tiny model, coder teacher, SFT, held-out
+accuracy). Then the proposer gets a model of its own:
+
+P1. the scripted proposer (`workbench.evolve.world_proposer`) writes questions for sampled documents
+    and hop counts (Dr. Zero's 4:3:2:1) in real kernels with real search, once byte-level for the
+    tokenizer, then token-exact in the proposer's codec;
+P2. the proposer's tokenizer is trained on the world's text plus the proposer's prompts, turns and
+    observations, and its tiny Qwen2 has the solver's architecture (a separate model: Dr. Zero's
+    roles share one model, the demo's models each fit one job and one vocabulary);
+P3. SFT on the scripted proposer's episodes (`workbench.train.sft`).
+
+Self-evolution then trains both: each iteration runs HRPO on the proposer (rollouts are proposer
+episodes sampled from its live weights, scored 0.5·format + difficulty against the current solver's
+attempts; hop groups of `proposer_hop_group` prompts), writes the QA set with the updated proposer,
+and runs GRPO on the solver. Printed and stored per iteration and hop count: the proposer's format
+score and difficulty (in its HRPO rollouts and in QA generation) and the solver's pass rate.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from workbench.demo.config import DemoConfig
+from workbench.demo.pipeline import DemoResult, Printer, Stages
+
+PROPOSER_PROMPT_SEED = "proposer-teacher"  # documents of the teacher's prompts: apart from each iteration's
+
+
+def proposer_agent(cfg: DemoConfig, **update: Any) -> dict[str, Any]:
+    """AgentConfig keywords of every proposer episode (teacher, HRPO rollouts, QA generation)."""
+    return {"max_steps": cfg.max_steps, "max_context_tokens": cfg.proposer_context_tokens,
+            "max_new_tokens": cfg.proposer_max_new_tokens, "prompt": "compact", "temperature": cfg.rl_temperature,
+            "top_p": cfg.rl_top_p, "seed": cfg.seed, **update}
+
+
+def proposer_tokenizer_texts(world: Any, trajectories: Sequence[Any]) -> list[str]:
+    """Text for the proposer's tokenizer: passages, world questions, and every proposer prompt
+    (system and task, decoded from a byte-level run), turn and observation."""
+    from workbench.policies.base import ByteCodec
+
+    texts = [p["contents"] for p in world.corpus()] + [t.question for t in world.tasks("train")]
+    for traj in trajectories:
+        prompt = traj.steps[0].prompt_ids if traj.steps else None
+        texts.append(ByteCodec().decode(prompt) if prompt else traj.task.question)
+        for step in traj.steps:
+            texts += [step.raw, step.observation_text]
+    return texts
+
+
+def hop_stats(trajs: Sequence[Any]) -> dict[str, dict[str, float]]:
+    """Per hop count (and "all"): proposals, mean format score, mean difficulty and the spread
+    (max − min) of the reward of scored proposer trajectories (`traj.rewards` from the mode's spec).
+    HRPO's advantages in a batch are all zero exactly when every hop's spread is 0."""
+    groups: dict[str, list[Any]] = defaultdict(list)
+    for t in trajs:
+        groups[str(t.hops or 1)].append(t)
+        groups["all"].append(t)
+    out = {}
+    for hop in sorted(groups, key=lambda h: (h == "all", h)):
+        ts = groups[hop]
+        out[hop] = {"proposals": float(len(ts)),
+                    "format": sum(t.rewards.get("format", 0.0) for t in ts) / len(ts),
+                    "difficulty": sum(t.rewards.get("difficulty", 0.0) for t in ts) / len(ts),
+                    "spread": max(float(t.reward or 0.0) for t in ts) - min(float(t.reward or 0.0) for t in ts)}
+    return out
+
+
+class RecordedEpisodes:
+    """An episode runner that keeps the per-hop scores of every batch it returns."""
+
+    def __init__(self, runner: Any) -> None:
+        self.runner = runner
+        self.batches: list[dict[str, dict[str, float]]] = []
+
+    async def __call__(self, tasks: list, policy: Any) -> list:
+        trajs = await self.runner(tasks, policy)
+        self.batches.append(hop_stats(trajs))
+        return trajs
+
+
+def whole_hop_groups(tasks: Sequence[Any], group: int) -> tuple[list[Any], list[int]]:
+    """The tasks whose hop count has at least `group` tasks (HRPO's hop groups), and the hop counts left out."""
+    counts = Counter(t.metadata.get("hops") for t in tasks)
+    kept = [t for t in tasks if counts[t.metadata.get("hops")] >= group]
+    return kept, sorted(h for h, n in counts.items() if n < group)
+
+
+def proposer_train_fn(model: Any, tokenizer: Any, cfg: DemoConfig, solver_fn: Callable[[Any], Any], *,
+                      on_step: Printer = print) -> Callable[[Any], Any]:
+    """`run_drzero`'s train_fn: HRPO on the proposer model, `solver_fn` (GRPO) for the solver."""
+    from workbench.train import TrainConfig
+    from workbench.train.run import train
+
+    def train_fn(req: Any) -> dict[str, Any]:
+        if req.role == "solver":
+            return solver_fn(req)
+        group = cfg.proposer_hop_group
+        tasks, left_out = whole_hop_groups(req.tasks, group)
+        batch = cfg.proposer_rl_batch
+        if len(tasks) < batch:
+            return {"skipped": f"only {len(tasks)} prompts in hop groups of {group}"}
+        runner = RecordedEpisodes(req.episodes)
+        config = TrainConfig(output_dir=str(req.output_dir), run_id=f"{req.run_id}/proposer", estimator=req.estimator,
+                             num_generations=group, per_device_train_batch_size=batch,
+                             max_steps=cfg.proposer_rl_steps, learning_rate=cfg.proposer_rl_lr,
+                             temperature=cfg.rl_temperature, beta=cfg.rl_beta,
+                             max_completion_length=cfg.proposer_context_tokens, logging_steps=1,
+                             seed=cfg.seed + req.iteration, episode_kind="nbagent")
+        summary = train(config, tasks=tasks, episodes=runner, model=model, tokenizer=tokenizer,
+                        reward=req.reward, store=req.store)
+        on_step(f"  iteration {req.iteration}: {summary['global_step']} HRPO steps on the proposer "
+                f"({len(tasks)} prompts" + (f"; hop {left_out} left out: fewer than {group} prompts" if left_out else "")
+                + ")")
+        return {**summary, "rollouts": runner.batches, "hops_left_out": left_out}
+
+    return train_fn
+
+
+class LearnedStages(Stages):
+    """The default demo's stages plus the proposer's: teacher, model, SFT, and evolution of both."""
+
+    def proposer_prompts(self) -> list:
+        from workbench.evolve.proposer import proposer_task, sample_documents, sample_hops
+
+        c = self.cfg
+        rng = random.Random(f"{PROPOSER_PROMPT_SEED}:{c.seed}")
+        docs = sample_documents(self.world.corpus(), c.proposer_teacher_tasks, rng)
+        hops = sample_hops(c.proposer_hop_weights, len(docs), rng)
+        return [proposer_task(d, h, iteration=-1, prompt_index=j) for j, (d, h) in enumerate(zip(docs, hops))]
+
+    def run_proposer(self, policy: Any, tasks: list, store_dir: Path | None, **config: Any) -> list:
+        from workbench.agent import AgentConfig, NBAgent
+        from workbench.evolve.proposer import proposer_tools
+        from workbench.store import Store
+
+        store = Store(store_dir) if store_dir is not None else None
+        try:
+            agent = NBAgent(policy, tools=proposer_tools(self.retriever), role="proposer", store=store,
+                            config=AgentConfig(**proposer_agent(self.cfg, **config)), concurrency=self.cfg.concurrency)
+            return agent.run(tasks)
+        finally:
+            if store is not None:
+                store.close()
+
+    def _proposer_key(self, *extra: str) -> str:
+        return self.cfg.key("seed", "world_size", "proposer_teacher_tasks", "proposer_hop_weights",
+                            "proposer_context_tokens", "max_steps", "proposer_vocab_size", "n_layer", "n_embd",
+                            "n_head", *extra)
+
+    def proposer_model0(self) -> Path:
+        """The proposer's tokenizer (world text + its prompts, turns, observations) and a random tiny Qwen2."""
+        from workbench.evolve import world_proposer
+        from workbench.models.tiny import build_tiny_model
+
+        c = self.cfg
+        path = self.cache / f"proposer-model0-{self._proposer_key()}"
+        if not (path / "config.json").exists():
+            sample = self.run_proposer(world_proposer(seed=c.seed), self.proposer_prompts()[:60], None,
+                                       max_new_tokens=4096, max_context_tokens=16384)
+            build_tiny_model(path, proposer_tokenizer_texts(self.world, sample), vocab_size=c.proposer_vocab_size,
+                             n_layer=c.n_layer, n_embd=c.n_embd, n_head=c.n_head, seed=c.seed)
+        return path
+
+    def proposer_teacher(self, codec: Any) -> list:
+        """The scripted proposer on the teacher prompts, token-exact in the proposer's codec."""
+        from workbench.evolve import world_proposer
+        from workbench.store import Store
+
+        store_dir = self.cache / f"proposer-teacher-{self._proposer_key()}"
+        if (store_dir / "done").exists():
+            with Store.open_readonly(store_dir) as store:
+                return list(store.iter_trajectories())
+        trajs = self.run_proposer(world_proposer(seed=self.cfg.seed, codec=codec), self.proposer_prompts(), store_dir)
+        (store_dir / "done").touch()
+        return trajs
+
+    def proposer_sft(self, model_path: Path, teacher: list) -> tuple[Path, list[float]]:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from workbench.train.sft import sft
+
+        c = self.cfg
+        path = self.cache / f"proposer-sft-{self._proposer_key('proposer_sft_epochs', 'sft_lr')}"
+        losses_file = path / "sft_losses.json"
+        if not (path / "config.json").exists():
+            model = AutoModelForCausalLM.from_pretrained(model_path)
+            tok = AutoTokenizer.from_pretrained(model_path)
+            losses = sft(model, tok, teacher, epochs=c.proposer_sft_epochs, lr=c.sft_lr, seed=c.seed)
+            model.save_pretrained(path)
+            tok.save_pretrained(path)
+            losses_file.write_text(json.dumps(losses))
+        losses = json.loads(losses_file.read_text())
+        self.out(f"  {len(teacher)} proposer episodes, {len(losses)} SFT steps, loss {losses[0]:.3f} → {losses[-1]:.4f}")
+        return path, losses
+
+    def evolve_both(self, solver: tuple[Any, Any], proposer: tuple[Any, Any]) -> list[dict[str, Any]]:
+        """Dr. Zero iterations: HRPO on the proposer, QA generation, GRPO on the solver."""
+        import shutil
+
+        from workbench.demo.rl import demo_train_fn
+        from workbench.evolve import DrZeroConfig, run_drzero
+        from workbench.policies import TransformersPolicy
+
+        c = self.cfg
+        for stale in ("evolve", "eval_final", "final_model", "final_proposer"):
+            shutil.rmtree(self.run / stale, ignore_errors=True)
+        solver_agent = {**self.agent_config.model_dump(), "temperature": c.rl_temperature, "top_p": c.rl_top_p}
+        solver_agent.pop("seed", None)
+        config = DrZeroConfig(run_dir=str(self.run / "evolve"), iterations=c.iterations,
+                              prompts_per_iteration=c.proposer_prompts, samples_per_prompt=c.proposer_samples,
+                              hop_weights=c.proposer_hop_weights, solver_attempts=c.solver_attempts,
+                              proposer_group_size=c.proposer_hop_group, solver_group_size=c.rl_generations,
+                              concurrency=c.concurrency, seed=c.seed, solver_agent=solver_agent,
+                              proposer_agent=proposer_agent(c))
+        train_fn = proposer_train_fn(*proposer, c, demo_train_fn(*solver, c, on_step=self.out), on_step=self.out)
+        result = run_drzero(config, proposer_policy=TransformersPolicy.from_model(*proposer, name="demo-proposer"),
+                            solver_policy=TransformersPolicy.from_model(*solver, name="demo-solver"),
+                            corpus=self.world.corpus(), retriever=self.retriever, train_fn=train_fn)
+        return [{"iteration": it.iteration, "qa_size": it.qa_size, **it.metrics,
+                 "proposer_update": it.training.get("proposer", {})} for it in result.iterations]
+
+
+def proposer_lines(iterations: Sequence[dict[str, Any]]) -> list[str]:
+    """Per iteration and hop: the proposer's format and difficulty in its HRPO rollouts (first step →
+    last) and in QA generation, and the solver's pass rate on the QA-generation questions."""
+    lines = []
+    for it in iterations:
+        rollouts = (it.get("proposer_update") or {}).get("rollouts") or []
+        lines.append(f"  iteration {it['iteration']}: {it['qa_size']} questions in the QA set")
+        hops = sorted({k.rsplit("hop", 1)[1] for k in it if k.startswith("evolve/format/hop")}
+                      | {h for b in rollouts for h in b if h != "all"}, key=int)
+        for h in hops:
+            line = f"    hop {h}:"
+            if rollouts:
+                first, last = rollouts[0].get(h), rollouts[-1].get(h)
+                show = lambda s, k: f"{s[k]:.2f}" if s else "  - "  # noqa: E731
+                line += (f" HRPO rollouts format {show(first, 'format')} → {show(last, 'format')}, "
+                         f"difficulty {show(first, 'difficulty')} → {show(last, 'difficulty')} |")
+            line += (f" QA generation format {it.get(f'evolve/format/hop{h}', 0.0):.2f}, "
+                     f"difficulty {it.get(f'evolve/difficulty/hop{h}', 0.0):.2f}, "
+                     f"solver pass rate {it.get(f'evolve/solver_pass_rate/hop{h}', 0.0):5.1%}")
+            lines.append(line)
+    return lines
+
+
+def proposer_summary(iterations: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The per-hop figures `proposer_lines` prints, as rows for summary.json."""
+    rows = []
+    for it in iterations:
+        rollouts = (it.get("proposer_update") or {}).get("rollouts") or []
+        hops = sorted({k.rsplit("hop", 1)[1] for k in it if k.startswith("evolve/format/hop")}, key=int)
+        rows.append({"iteration": it["iteration"], "qa_size": it["qa_size"], "hrpo_rollouts": rollouts,
+                     "per_hop": {h: {"format": it.get(f"evolve/format/hop{h}", 0.0),
+                                     "difficulty": it.get(f"evolve/difficulty/hop{h}", 0.0),
+                                     "solver_pass_rate": it.get(f"evolve/solver_pass_rate/hop{h}", 0.0),
+                                     "question_mix": it.get(f"evolve/question_mix/hop{h}", 0.0)} for h in hops},
+                     "format": it.get("evolve/format", 0.0), "difficulty": it.get("evolve/difficulty", 0.0),
+                     "valid_rate": it.get("evolve/valid_rate", 0.0)})
+    return rows
+
+
+def run_learned_demo(cfg: DemoConfig | None = None, *, fresh: bool = False, out: Printer = print) -> DemoResult:
+    """The default demo's solver stages, the proposer's teacher/model/SFT, then both roles learning."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from workbench.demo.report import hop_table
+    from workbench.policies import TokenizerCodec
+
+    cfg = cfg or DemoConfig(run_dir="runs/demo_learned")
+    st = LearnedStages(cfg, out, fresh)
+    out(f"workbench CPU demo, both roles learning: world seed {cfg.seed} ({len(st.world.corpus())} passages), "
+        f"run dir {st.run}")
+    with st.timed("1. solver: tokenizer trained on the world + a random 2-layer Qwen2"):
+        model0 = st.model0()
+        tok = AutoTokenizer.from_pretrained(model0)
+    with st.timed("2. solver teacher: the code-style scripted agent (real kernels)"):
+        teacher = st.teacher(TokenizerCodec(tok))
+        out(f"  {len(teacher)} trajectories, {sum(t.termination == 'submitted' for t in teacher)} submitted")
+    with st.timed("3. solver SFT"):
+        sft_path = st.sft(model0, teacher)
+        model = AutoModelForCausalLM.from_pretrained(sft_path)
+    with st.timed("4. held-out accuracy of the SFT solver (greedy)"):
+        before = st.evaluate(model, tok, "eval_sft", cache_key=sft_path.name)
+        out(hop_table(before))
+    with st.timed("P1-2. proposer: the scripted proposer's episodes, its own tokenizer and tiny Qwen2"):
+        p_model0 = st.proposer_model0()
+        p_tok = AutoTokenizer.from_pretrained(p_model0)
+        p_teacher = st.proposer_teacher(TokenizerCodec(p_tok))
+        out(f"  {p_model0}  vocab {len(p_tok)}; {len(p_teacher)} scripted proposer episodes, "
+            f"{sum(t.termination == 'submitted' for t in p_teacher)} submitted")
+    with st.timed("P3. proposer SFT on the scripted proposer's episodes"):
+        p_sft, p_losses = st.proposer_sft(p_model0, p_teacher)
+        p_model = AutoModelForCausalLM.from_pretrained(p_sft)
+    with st.timed("5. self-evolution, both roles learning: HRPO on the proposer, GRPO on the solver"):
+        evolution = st.evolve_both((model, tok), (p_model, p_tok))
+        for line in proposer_lines(evolution):
+            out(line)
+        for name, (m, t) in (("final_model", (model, tok)), ("final_proposer", (p_model, p_tok))):
+            m.save_pretrained(st.run / name)
+            t.save_pretrained(st.run / name)
+    with st.timed("6. held-out accuracy after RL (greedy)"):
+        after = st.evaluate(model, tok, "eval_final")
+        out(hop_table(after, before))
+    result = DemoResult(st.run, before, after, evolution, st.seconds)
+    summary = {"config": cfg.to_dict(), "proposer": "learned", "before": before, "after": after,
+               "evolution": evolution, "proposer_per_iteration": proposer_summary(evolution),
+               "proposer_sft_losses": [p_losses[0], p_losses[-1]], "seconds": st.seconds}
+    (st.run / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    gain = result.accuracy("after") - result.accuracy("before")
+    out(f"\nheld-out accuracy {result.accuracy('before'):.1%} → {result.accuracy('after'):.1%} "
+        f"({gain * 100:+.1f} points) in {sum(st.seconds.values()) / 60:.1f} min; run dir {st.run}")
+    return result
+
+
+__all__ = ["LearnedStages", "RecordedEpisodes", "hop_stats", "proposer_lines", "proposer_summary",
+           "proposer_tokenizer_texts", "proposer_train_fn", "run_learned_demo", "whole_hop_groups"]
