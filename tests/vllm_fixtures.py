@@ -77,8 +77,15 @@ def build_agent_model(out_dir, world, tools, *, sft_epochs: int = 150):
     tasks = [t for t in world.tasks("train") if t.metadata["hops"] == 1][:8]
     config = AgentConfig(max_steps=3, max_new_tokens=200, max_context_tokens=VLLM_MAX_MODEL_LEN, prompt="compact")
     trajectories = NBAgent(teacher, tools=tools, config=config, concurrency=8).run(tasks, progress=False)
+    import torch
+
     model = AutoModelForCausalLM.from_pretrained(base)
-    sft(model, tok, trajectories, epochs=sft_epochs, lr=3e-3, batch_size=8, progress=False)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a 64-wide model gains nothing from threads; on a busy box they stall
+    try:
+        sft(model, tok, trajectories, epochs=sft_epochs, lr=3e-3, batch_size=8, progress=False)
+    finally:
+        torch.set_num_threads(threads)
     model.save_pretrained(out_dir / "model")
     tok.save_pretrained(out_dir / "model")
     return out_dir / "model"
