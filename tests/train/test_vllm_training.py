@@ -1,8 +1,8 @@
 """Training with vLLM generating the rollouts (TRL's colocate path on the installed vLLM: CPU build here).
 
-One colocated engine for the session (`vllm_rollout.colocated_llm`, shared by every trainer on the
-same model); the tests train the shared tiny model in place, in order, and load its saved weights
-back into the engine at the end.
+One colocated engine for the module (`vllm_rollout.colocated_llm`, shared by every trainer on the
+same model), on a plain tiny Qwen2 built here in seconds (heads of 32: the CPU build's smallest);
+the tests train it in place, in order, and load its saved weights back into the engine at the end.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from vllm_fixtures import *  # noqa: F401,F403
 from vllm_fixtures import require_vllm
 from workbench.trajectory import Task
 
@@ -55,8 +54,14 @@ def rows(out_dir: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def model_and_engine(vllm_model_dir):  # noqa: F811
+def model_and_engine(tmp_path_factory):
     require_vllm()
+    from workbench.models.tiny import build_tiny_model
+
+    from train_helpers import TEXTS
+
+    vllm_model_dir = build_tiny_model(tmp_path_factory.mktemp("vllm-train") / "model", TEXTS * 4, vocab_size=320,
+                                      n_layer=2, n_embd=64, n_head=2, max_positions=512, seed=0)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from workbench.train.vllm_rollout import colocated_llm, load_model_weights

@@ -96,14 +96,17 @@ def _modules_vllm_cannot_scan() -> Iterator[None]:
     that raise. An engine in its own process never sees them; one in the trainer's process does."""
     import sys
 
-    def odd(value: Any) -> bool:
+    def odd(value: Any) -> bool:  # exactly what vLLM's scan does with each module attribute
         try:
-            return hasattr(value, "__dict__") and not isinstance(vars(value), dict)
-        except Exception:  # noqa: BLE001 - whatever vars() does, vLLM's scan would trip on it
+            if hasattr(value, "__dict__"):
+                vars(value).get("kernel")
+            return False
+        except Exception:  # noqa: BLE001 - whatever it raises, the scan would raise it
             return True
 
     hidden = {name: mod for name, mod in list(sys.modules.items())
-              if any(odd(v) for v in list((getattr(mod, "__dict__", None) or {}).values()))}
+              if name not in sys.builtin_module_names
+              and any(odd(v) for v in list((getattr(mod, "__dict__", None) or {}).values()))}
     for name in hidden:
         del sys.modules[name]
     try:
