@@ -20,13 +20,12 @@ how to register one.
 from __future__ import annotations
 
 import ast
-import asyncio
 import json
-import threading
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Sequence
 
+from workbench.blocking import run_blocking
 from workbench.errors import ConfigError
 from workbench.rewards.registry import RewardContext, answer_of, reward
 from workbench.trajectory import Trajectory
@@ -65,22 +64,6 @@ def parse_verdict(text: str) -> bool | None:
     return None
 
 
-def _run(coro: Any) -> Any:
-    """Run a coroutine to completion from sync code, even inside a running event loop."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = asyncio.run(coro)
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="workbench-judge")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 class LLMJudge:
@@ -101,7 +84,7 @@ class LLMJudge:
 
         ids = self.policy.codec.chat([{"role": "user", "content": judge_prompt(question, prediction, golds)}])
         params = SamplingParams(max_new_tokens=self.max_new_tokens, temperature=self.temperature)
-        [out] = _run(self.policy.generate([ids], params))
+        [out] = run_blocking(self.policy.generate([ids], params))
         self.last_text = out.text
         return float(parse_verdict(out.text) is True)
 

@@ -24,19 +24,18 @@ it was noisy, the task id, the prompt and the raw output; each hit carries `nois
 
 from __future__ import annotations
 
-import asyncio
 import random
 import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Coroutine, Sequence, TypeVar
+from typing import Sequence
 
+from workbench.blocking import run_blocking
 from workbench.errors import ConfigError, PolicyError
 from workbench.policies.base import Policy, SamplingParams
 from workbench.search.hits import Hit, RetrieverBase, check_queries, join_contents
 
-T = TypeVar("T")
 PROMPT_FILE = Path(__file__).parent / "prompts" / "zerosearch_simulate.txt"
 NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 EMPTY_TEXT = "No results found."
@@ -176,7 +175,7 @@ class SimulatedSearch(RetrieverBase):
     def retrieve(self, queries: list[str], top_k: int | None = None, *,  # type: ignore[override]
                  question: str | Sequence[str] = "", answer: str | Sequence[str] = "",
                  task_id: str = "") -> list[list[Hit]]:
-        return run_sync(self.aretrieve(queries, top_k, question=question, answer=answer, task_id=task_id))
+        return run_blocking(self.aretrieve(queries, top_k, question=question, answer=answer, task_id=task_id))
 
     def search(self, query: str, top_k: int | None = None, *,  # type: ignore[override]
                question: str = "", answer: str = "", task_id: str = "") -> list[Hit]:
@@ -214,23 +213,3 @@ def _sim_hit(call_no: int, j: int, title: str, text: str, noisy: bool, p: float)
                document={"id": hid, "contents": contents, "noisy": noisy, "p": p}, noisy=noisy)
 
 
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine from sync code, also inside Jupyter (where a loop is already running)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = asyncio.run(coro)
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-
-    t = threading.Thread(target=target)
-    t.start()
-    t.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
