@@ -63,3 +63,24 @@ def test_killed_child_reads_as_failed(tmp_path, tiny_model_dir, tasks):
     os.kill(handle.process.pid, signal.SIGKILL)
     assert handle.wait(30) == "failed"
     assert handle.returncode == -signal.SIGKILL
+
+
+def test_child_ignores_the_parents_rendezvous_variables(tmp_path, tiny_model_dir, tasks, monkeypatch):
+    """A parent that ran TRL's colocated vLLM carries RANK/WORLD_SIZE/MASTER_PORT (its port in use):
+    the spawned child trains alone instead of failing to listen on that port."""
+    import socket
+
+    from train_helpers import DOCS
+
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    for name, value in {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1",
+                        "MASTER_PORT": str(held.getsockname()[1])}.items():
+        monkeypatch.setenv(name, value)
+    write_inputs(tmp_path, tasks, DOCS)
+    handle = launch(config(tmp_path, tiny_model_dir, max_steps=1))
+    try:
+        assert handle.wait(300) == "finished", handle.log_tail()
+    finally:
+        held.close()

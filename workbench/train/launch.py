@@ -34,7 +34,14 @@ def _write_status(out: Path, status: str, **extra: Any) -> None:
     os.replace(tmp, out / "status.json")
 
 
+# torch.distributed rendezvous variables a parent may carry (TRL's colocated vLLM sets them in-process):
+# the child trains alone, and reusing the parent's MASTER_PORT would fail with EADDRINUSE.
+_RENDEZVOUS_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
 def _child_main(config: dict[str, Any]) -> None:
+    for name in _RENDEZVOUS_VARS:
+        os.environ.pop(name, None)
     out = Path(config["output_dir"])
     log = open(out / "train.log", "a", buffering=1)
     os.dup2(log.fileno(), 1)
