@@ -202,6 +202,7 @@ def _run_python(block: Block, work: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
+@pytest.mark.xdist_group("readme")  # one worker builds the demo-like run dir once and runs every block
 @pytest.mark.parametrize("block", readme_blocks(), ids=lambda b: b.id)
 def test_readme_block_runs(block, readme_dir):
     reason = _skip_reason(block)

@@ -53,6 +53,7 @@ def test_sft_sequences_train_on_model_tokens_only():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # every stage twice (the second from the cache); minutes on a busy machine
 def test_demo_smoke_run_every_stage_and_cache(tmp_path):
     from workbench.demo import FAST, DemoConfig, run_demo
 

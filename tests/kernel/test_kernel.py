@@ -222,10 +222,16 @@ def test_close_leaves_nothing(tmp_path: Path):
 
 
 def test_default_root_removed_when_last_kernel_closes():
-    from workbench.sandbox import default_root
-    with Kernel() as k:
-        assert k.rollout_dir.parent == default_root()
-    assert not default_root().exists()
+    """In a fresh process (kernels other tests keep open here would hold this process's root)."""
+    import subprocess
+    import sys
+
+    code = ("from workbench.kernel import Kernel\nfrom workbench.sandbox import default_root\n"
+            "with Kernel() as k:\n    assert k.rollout_dir.parent == default_root()\n"
+            "print(default_root().exists())\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "False"
 
 
 def test_isolation_none_warns(tmp_path: Path):
