@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from workbench.demo.config import DemoConfig
-from workbench.demo.pipeline import DemoResult, Printer, Stages
+from workbench.demo.pipeline import DemoResult, Printer, Stages, solver_stages
 
 PROPOSER_PROMPT_SEED = "proposer-teacher"  # documents of the teacher's prompts: apart from each iteration's
 
@@ -276,18 +276,7 @@ def run_learned_demo(cfg: DemoConfig | None = None, *, fresh: bool = False, out:
     st = LearnedStages(cfg, out, fresh)
     out(f"workbench CPU demo, both roles learning: world seed {cfg.seed} ({len(st.world.corpus())} passages), "
         f"run dir {st.run}")
-    with st.timed("1. solver: tokenizer trained on the world + a random 2-layer Qwen2"):
-        model0 = st.model0()
-        tok = AutoTokenizer.from_pretrained(model0)
-    with st.timed("2. solver teacher: the code-style scripted agent (real kernels)"):
-        teacher = st.teacher(TokenizerCodec(tok))
-        out(f"  {len(teacher)} trajectories, {sum(t.termination == 'submitted' for t in teacher)} submitted")
-    with st.timed("3. solver SFT"):
-        sft_path = st.sft(model0, teacher)
-        model = AutoModelForCausalLM.from_pretrained(sft_path)
-    with st.timed("4. held-out accuracy of the SFT solver (greedy)"):
-        before = st.evaluate(model, tok, "eval_sft", cache_key=sft_path.name)
-        out(hop_table(before))
+    tok, model, _, before = solver_stages(st, out)
     with st.timed("P1-2. proposer: the scripted proposer's episodes, its own tokenizer and tiny Qwen2"):
         p_model0 = st.proposer_model0()
         p_tok = AutoTokenizer.from_pretrained(p_model0)

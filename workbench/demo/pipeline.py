@@ -176,16 +176,14 @@ class _Timer:
         self.stages.out(f"   ({dt:.0f} s)")
 
 
-def run_demo(cfg: DemoConfig | None = None, *, fresh: bool = False, out: Printer = print) -> DemoResult:
-    """Run every stage; see the module docstring."""
+def solver_stages(st: Stages, out: Printer) -> tuple[Any, Any, Any, Any]:
+    """Stages 1-4, shared by every demo: the tiny model, the teacher, SFT, held-out accuracy.
+    Returns (tokenizer, SFT model, SFT model's dir, its evaluation)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from workbench.demo.report import evolution_lines, hop_table
+    from workbench.demo.report import hop_table
     from workbench.policies import TokenizerCodec
 
-    cfg = cfg or DemoConfig()
-    st = Stages(cfg, out, fresh)
-    out(f"workbench CPU demo: world seed {cfg.seed} ({len(st.world.corpus())} passages), run dir {st.run}")
     with st.timed("1. tiny model: tokenizer trained on the world + a random 2-layer Qwen2"):
         model0 = st.model0()
         tok = AutoTokenizer.from_pretrained(model0)
@@ -199,6 +197,17 @@ def run_demo(cfg: DemoConfig | None = None, *, fresh: bool = False, out: Printer
     with st.timed("4. held-out accuracy of the SFT model (greedy)"):
         before = st.evaluate(model, tok, "eval_sft", cache_key=sft_path.name)
         out(hop_table(before))
+    return tok, model, sft_path, before
+
+
+def run_demo(cfg: DemoConfig | None = None, *, fresh: bool = False, out: Printer = print) -> DemoResult:
+    """Run every stage; see the module docstring."""
+    from workbench.demo.report import evolution_lines, hop_table
+
+    cfg = cfg or DemoConfig()
+    st = Stages(cfg, out, fresh)
+    out(f"workbench CPU demo: world seed {cfg.seed} ({len(st.world.corpus())} passages), run dir {st.run}")
+    tok, model, _, before = solver_stages(st, out)
     with st.timed("5. self-evolution: scripted proposer (Dr. Zero prompts/rewards) + GRPO on the solver"):
         evolution = st.evolve(model, tok)
         for line in evolution_lines(evolution):
@@ -220,4 +229,4 @@ def run_demo(cfg: DemoConfig | None = None, *, fresh: bool = False, out: Printer
     return result
 
 
-__all__ = ["DemoResult", "run_demo"]
+__all__ = ["DemoResult", "run_demo", "solver_stages"]
