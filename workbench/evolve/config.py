@@ -9,13 +9,18 @@ Every field carries `help` metadata. Agent settings for episodes come as keyword
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from workbench.configfile import check_fields, read_config_file
 from workbench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from workbench.agent.config import AgentConfig
+    from workbench.rewards.spec import RewardSpec
 
 
 def _f(default: Any, help: str) -> Any:
@@ -25,7 +30,7 @@ def _f(default: Any, help: str) -> Any:
 
 
 @dataclass
-class EvolveConfig:
+class EvolveConfig(abc.ABC):
     """Settings shared by both modes."""
 
     run_dir: str = _f("runs/evolve", "Where iter_<i>/ folders (QA sets, checkpoints, state) are written.")
@@ -81,15 +86,15 @@ class EvolveConfig:
     def group_size(self, role: str) -> int:
         return self.proposer_group_size if role == "proposer" else self.solver_group_size
 
-    def proposer_spec(self) -> Any:
+    @abc.abstractmethod
+    def proposer_spec(self) -> RewardSpec:
         """The proposer's `RewardSpec` (a preset, adjusted by this config's fields)."""
-        raise NotImplementedError
 
-    def solver_spec(self) -> Any:
+    @abc.abstractmethod
+    def solver_spec(self) -> RewardSpec:
         """The solver's `RewardSpec`: exact match against the question's target."""
-        raise NotImplementedError
 
-    def agent_config(self, role: str) -> Any:
+    def agent_config(self, role: str) -> AgentConfig:
         from workbench.agent.config import AgentConfig
 
         values = dict(self.proposer_agent if role == "proposer" else self.solver_agent)
@@ -120,7 +125,7 @@ class EvolveConfig:
         return {**dataclasses.asdict(self), "mode": self.mode}
 
 
-def _spec(preset: str, patch: Any) -> Any:
+def _spec(preset: str, patch: Callable[[dict[str, Any]], None]) -> RewardSpec:
     """`preset`, with `patch(dict)` applied; renamed `<preset>~<hash>` when that changed it (the
     stored spec JSON still reproduces it; the bare preset name would not)."""
     import copy
@@ -151,13 +156,13 @@ class DrZeroConfig(EvolveConfig):
     format_weight: float = _f(0.5, "Weight of the format score in the proposer reward (Dr. Zero code: 0.5).")
     mode = "drzero"
 
-    def proposer_spec(self) -> Any:
+    def proposer_spec(self) -> RewardSpec:
         def patch(d: dict) -> None:
             d["components"][0]["weight"] = self.format_weight
 
         return _spec("drzero_proposer", patch)
 
-    def solver_spec(self) -> Any:
+    def solver_spec(self) -> RewardSpec:
         return _spec("drzero_solver", lambda d: None)
 
 
@@ -184,7 +189,7 @@ class Agent0Config(EvolveConfig):
     repetition_threshold: float = _f(0.5, "BLEU distance threshold of the repetition clusters.")
     mode = "agent0"
 
-    def proposer_spec(self) -> Any:
+    def proposer_spec(self) -> RewardSpec:
         preset = "agent0_paper" if self.uncertainty_form == "paper" else "agent0"
 
         def patch(d: dict) -> None:
@@ -200,7 +205,7 @@ class Agent0Config(EvolveConfig):
 
         return _spec(preset, patch)
 
-    def solver_spec(self) -> Any:
+    def solver_spec(self) -> RewardSpec:
         return _spec("agent0_executor", lambda d: None)
 
     def validate(self) -> None:
