@@ -201,23 +201,13 @@ class LearnedStages(Stages):
 
     def evolve_both(self, solver: tuple[Any, Any], proposer: tuple[Any, Any]) -> list[dict[str, Any]]:
         """Dr. Zero iterations: HRPO on the proposer, QA generation, GRPO on the solver."""
-        import shutil
-
         from workbench.demo.rl import demo_train_fn
-        from workbench.evolve import DrZeroConfig, run_drzero
+        from workbench.evolve import run_drzero
         from workbench.policies import TransformersPolicy
 
         c = self.cfg
-        for stale in ("evolve", "eval_final", "final_model", "final_proposer"):
-            shutil.rmtree(self.run / stale, ignore_errors=True)
-        solver_agent = {**self.agent_config.model_dump(), "temperature": c.rl_temperature, "top_p": c.rl_top_p}
-        solver_agent.pop("seed", None)
-        config = DrZeroConfig(run_dir=str(self.run / "evolve"), iterations=c.iterations,
-                              prompts_per_iteration=c.proposer_prompts, samples_per_prompt=c.proposer_samples,
-                              hop_weights=c.proposer_hop_weights, solver_attempts=c.solver_attempts,
-                              proposer_group_size=c.proposer_hop_group, solver_group_size=c.rl_generations,
-                              concurrency=c.concurrency, seed=c.seed, solver_agent=solver_agent,
-                              proposer_agent=proposer_agent(c))
+        config = self.drzero_config("final_proposer", hop_weights=c.proposer_hop_weights,
+                                    proposer_group_size=c.proposer_hop_group, proposer_agent=proposer_agent(c))
         train_fn = proposer_train_fn(*proposer, c, demo_train_fn(*solver, c, on_step=self.out), on_step=self.out)
         result = run_drzero(config, proposer_policy=TransformersPolicy.from_model(*proposer, name="demo-proposer"),
                             solver_policy=TransformersPolicy.from_model(*solver, name="demo-solver"),

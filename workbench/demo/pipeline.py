@@ -142,19 +142,28 @@ class Stages:
             report.save(cached)
         return report.rows
 
-    def evolve(self, model: Any, tok: Any) -> list[dict[str, Any]]:
-        from workbench.demo.rl import demo_train_fn
-        from workbench.evolve import DrZeroConfig, run_drzero, world_proposer
+    def drzero_config(self, *stale: str, **fields: Any) -> Any:
+        """The demo's `DrZeroConfig` (sampling solver, CPU-sized), after clearing what RL rewrites:
+        RL is re-run every time, so it starts clean; `stale` names more run-dir entries to clear."""
+        from workbench.evolve import DrZeroConfig
 
         c = self.cfg
-        for stale in ("evolve", "eval_final", "final_model"):  # RL is re-run every time: start clean
-            shutil.rmtree(self.run / stale, ignore_errors=True)
+        for name in ("evolve", "eval_final", "final_model", *stale):
+            shutil.rmtree(self.run / name, ignore_errors=True)
         solver_agent = {**self.agent_config.model_dump(), "temperature": c.rl_temperature, "top_p": c.rl_top_p}
         solver_agent.pop("seed", None)
-        config = DrZeroConfig(run_dir=str(self.run / "evolve"), iterations=c.iterations,
-                              prompts_per_iteration=c.proposer_prompts, samples_per_prompt=c.proposer_samples,
-                              solver_attempts=c.solver_attempts, solver_group_size=c.rl_generations,
-                              concurrency=c.concurrency, seed=c.seed, solver_agent=solver_agent)
+        return DrZeroConfig(**{**dict(run_dir=str(self.run / "evolve"), iterations=c.iterations,
+                                      prompts_per_iteration=c.proposer_prompts, samples_per_prompt=c.proposer_samples,
+                                      solver_attempts=c.solver_attempts, solver_group_size=c.rl_generations,
+                                      concurrency=c.concurrency, seed=c.seed, solver_agent=solver_agent),
+                               **fields})
+
+    def evolve(self, model: Any, tok: Any) -> list[dict[str, Any]]:
+        from workbench.demo.rl import demo_train_fn
+        from workbench.evolve import run_drzero, world_proposer
+
+        c = self.cfg
+        config = self.drzero_config()
         solver = demo_policy(model, tok, "demo-solver", c.engine, c.seed)
         train_fn = demo_train_fn(model, tok, c, on_step=self.out)
         result = run_drzero(config, proposer_policy=world_proposer(seed=c.seed), solver_policy=solver,
