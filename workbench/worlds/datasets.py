@@ -7,7 +7,7 @@
     split_title('"Paris"\\nParis is ...')               # ('Paris', 'Paris is ...')
 
 A corpus row is `{"id", "contents"}` with the title on the first line in quotes, or
-`{"id", "title", "text"}`. A missing id becomes the row number (Search-R1 looks rows up by FAISS
+`{"id", "title", "text"}`, either with an optional `url` (the page the passage comes from). A missing id becomes the row number (Search-R1 looks rows up by FAISS
 row index, so row order is the id space). A QA row needs `question` and `golden_answers`
 (a list or a string; `answers`, `answer` and Search-R1's `reward_model.ground_truth.target` are
 accepted too). A malformed line raises `ConfigError` naming the file, the line and the problem.
@@ -31,13 +31,17 @@ class Passage:
     id: str
     title: str
     text: str
+    url: str = ""
 
     @property
     def contents(self) -> str:
         return f'"{self.title}"\n{self.text}'
 
     def to_row(self) -> dict[str, str]:
-        return {"id": self.id, "contents": self.contents}
+        row = {"id": self.id, "contents": self.contents}
+        if self.url:
+            row["url"] = self.url
+        return row
 
 
 def split_title(contents: str) -> tuple[str, str]:
@@ -88,7 +92,8 @@ def iter_corpus(path: str | Path) -> Iterator[Passage]:
         else:
             raise ConfigError(f"{path}:{lineno}: corpus row has neither 'contents' nor 'text' "
                               "(strings); write {\"id\": ..., \"contents\": \"\\\"Title\\\"\\ntext\"}")
-        yield Passage(pid, title, text)
+        url = row.get("url")
+        yield Passage(pid, title, text, url if isinstance(url, str) else "")
 
 
 load_corpus = iter_corpus  # streams too; wrap in list() for a small corpus

@@ -2,7 +2,8 @@
 
     from workbench.worlds import World, make_world
     world = make_world(seed=0, size="small")          # ~300 passages, 1–4 hop questions
-    world.corpus()[0]        # {"id": "0", "contents": "\"Draven\"\nDraven is a country. ..."}
+    world.corpus()[0]        # {"id": "0", "contents": "\"Draven\"\nDraven is a country. ...",
+                             #  "url": "https://world0.wiki.test/wiki/Draven"}
     task = world.tasks("train")[0]                     # workbench.trajectory.Task
     for hop in world.chain(task.id):                   # what a scripted solver searches, in order
         print(hop.query, "->", hop.answer)             # "Vel Orun director -> Tamira Kolvesh"
@@ -18,6 +19,7 @@ import json
 import random
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from workbench.errors import ConfigError
 from workbench.trajectory import Task
@@ -115,11 +117,22 @@ class World:
 
     def passage(self, passage_id: str | int) -> dict[str, str]:
         e = self.entities[int(passage_id)]
-        return {"id": str(e.id), "contents": f'"{e.name}"\n{render_passage(e, self._names)}'}
+        return {"id": str(e.id), "contents": f'"{e.name}"\n{render_passage(e, self._names)}',
+                "url": self.page_url(e.id)}
+
+    @property
+    def site_base(self) -> str:
+        """The origin of this world's browsable site (a reserved .test name: never on the web)."""
+        return f"https://world{self.seed}.wiki.test"
+
+    def page_url(self, entity: int | str) -> str:
+        """The URL of an entity's page on the world's site (`workbench.web.world_site`)."""
+        name = self.entity(entity).name
+        return f"{self.site_base}/wiki/{quote(name.replace(' ', '_'), safe='')}"
 
     # -- views --------------------------------------------------------------------------------
     def corpus(self) -> list[dict[str, str]]:
-        """Search-R1 corpus rows `{"id", "contents"}`, row order = id."""
+        """Search-R1 corpus rows `{"id", "contents", "url"}`, row order = id."""
         return [self.passage(i) for i in range(len(self.entities))]
 
     def split(self, split: str) -> list[Question]:
