@@ -19,7 +19,7 @@ from workbench.runtime import GatewayClient
 from workbench.runtime.protocol import MAX_DEPTH, decode
 from workbench.tools import ToolGateway, ToolRegistry, tool
 from workbench.safetext import safe_text
-from workbench.tools.gateway import ConnectionBudget
+from workbench.tools.connections import ConnectionBudget
 
 
 class CustomBase(BaseException):

@@ -23,7 +23,7 @@ What the kernel may send, it may send on purpose. So:
 - open connections are file descriptors of the host process, which every rollout shares: each
   gateway holds at most its share of a process-wide `ConnectionBudget`, an idle connection is closed
   to make room for a new one, and a connection that has not sent a valid token within
-  `auth_timeout_s` is closed. A kernel can only ever exhaust its own share.
+  `auth_timeout_s` is closed (`workbench.tools.connections`). A kernel can only ever exhaust its own share.
 Sync tools run in this gateway's own thread pool; async tools run on the event loop and must
 not block it. Large request lines are parsed off the loop.
 """
@@ -36,14 +36,10 @@ import concurrent.futures
 import hmac
 import logging
 import os
-import resource
 import secrets
 import socket
 import stat
-import threading
 import time
-import weakref
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,69 +47,15 @@ from workbench.errors import ConfigError, ToolError
 from workbench.runtime.protocol import NestingError, decode, encode
 from workbench.safetext import safe_text
 from workbench.tools._invoke import Outcome, invoke_async, invoke_sync
+from workbench.tools.connections import SHARED_BUDGET, Conn, ConnectionBudget, OpenConnections
 from workbench.tools.registry import Tool, ToolRegistry
 from workbench.trajectory import ToolCall
 
 log = logging.getLogger(__name__)
 MAX_SOCKET_PATH = 107  # sun_path is 108 bytes including the NUL
 PARSE_OFF_LOOP_BYTES = 64 * 1024  # request lines above this are decoded in a worker thread
-EVICTABLE_AFTER_S = 1.0  # an authenticated connection idle this long may be closed to make room
 BACKLOG = 1024  # connections waiting to be accepted (beyond it the kernel's connect() blocks)
 NOT_A_REQUEST = "requests are JSON objects, one per line"
-
-
-class ConnectionBudget:
-    """Open gateway connections in this process, shared equally by the live gateways.
-
-    `total` defaults to a quarter of the process's open-file limit (RLIMIT_NOFILE), at least 64,
-    read when asked. Each gateway's share is `total // live gateways`, never below `min_share`.
-    """
-
-    def __init__(self, total: int | None = None, *, min_share: int = 4) -> None:
-        self._total = total
-        self.min_share = min_share
-        self._gateways: weakref.WeakSet[ToolGateway] = weakref.WeakSet()  # one never closed drops out
-        self._lock = threading.Lock()
-
-    @property
-    def total(self) -> int:
-        if self._total is not None:
-            return self._total
-        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-        return max(64, (65536 if soft == resource.RLIM_INFINITY else soft) // 4)
-
-    def share(self) -> int:
-        with self._lock:
-            live = max(1, len(self._gateways))
-        return max(self.min_share, self.total // live)
-
-    def join(self, gateway: "ToolGateway") -> None:
-        """Count `gateway` in; the others shrink to their new share (idle connections first)."""
-        with self._lock:
-            others = list(self._gateways)
-            self._gateways.add(gateway)
-        for other in others:
-            other._budget_changed()
-
-    def leave(self, gateway: "ToolGateway") -> None:
-        with self._lock:
-            self._gateways.discard(gateway)
-            others = list(self._gateways)
-        for other in others:
-            other._budget_changed()  # their share grew
-
-
-SHARED_BUDGET = ConnectionBudget()  # what every gateway in this process shares by default
-
-
-@dataclass(eq=False)
-class _Conn:
-    writer: asyncio.StreamWriter
-    opened: float  # time.monotonic()
-    last_active: float
-    authed: bool = False  # sent a request with the right token
-    busy: bool = False  # a request is being answered
-    evicted: bool = False
 
 
 class ToolGateway:
@@ -154,13 +96,12 @@ class ToolGateway:
         self.rejected: collections.deque[str] = collections.deque(maxlen=200)  # protocol errors
         self.calls_used = 0
         self._token = safe_text(self.token).encode()  # as it arrives over the wire
-        self._conns: set[_Conn] = set()
+        self._conns = OpenConnections(lambda: self.connection_limit, self._reject)
         self._handlers: set[asyncio.Task[None]] = set()
         self._closing = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listener: socket.socket | None = None
         self._acceptor: asyncio.Task[None] | None = None
-        self._changed = asyncio.Event()  # a connection closed or went idle, or the share changed
         self._slots = asyncio.Semaphore(max_concurrent_calls)
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=max_concurrent_calls, thread_name_prefix=f"wb-tools-{rollout_id or 'gw'}")
@@ -199,8 +140,7 @@ class ToolGateway:
             self._acceptor = None
             if self._listener is not None:
                 self._listener.close()
-            for conn in list(self._conns):
-                conn.writer.close()  # their handlers see EOF and return
+            self._conns.close_all()
             if self._handlers:
                 _, busy = await asyncio.wait(self._handlers, timeout=1.0)
                 for task in busy:  # stuck in a tool call: cancel
@@ -248,62 +188,19 @@ class ToolGateway:
         log.debug("gateway %s: %s", self.rollout_id, why)
         self.rejected.append(why)
 
-    def _evictable(self, now: float) -> list[_Conn]:
-        """Idle connections that may be closed to make room, never-authenticated and oldest first.
-
-        One that never authenticated is fair game at once (a connection is busy from accept when
-        its request is already waiting); an authenticated one after EVICTABLE_AFTER_S idle."""
-        idle = [c for c in self._conns
-                if not c.busy and (not c.authed or now - c.last_active >= EVICTABLE_AFTER_S)]
-        return sorted(idle, key=lambda c: (c.authed, c.last_active))
-
-    def _shed(self, keep: int | None = None) -> None:
-        """Close evictable connections until at most `keep` (default: the share) are open."""
-        keep = self.connection_limit if keep is None else keep
-        for conn in self._evictable(time.monotonic())[:max(0, len(self._conns) - keep)]:
-            conn.evicted = True
-            self._conns.discard(conn)
-            conn.writer.close()
-            self._reject(f"closed an idle connection to stay within this rollout's share of "
-                         f"{self.connection_limit} connections")
-
-    def _next_evictable_in(self) -> float | None:
-        """Seconds until an idle authenticated connection becomes evictable (None: all are busy)."""
-        idle = [c.last_active for c in self._conns if not c.busy]
-        return max(0.01, min(idle) + EVICTABLE_AFTER_S - time.monotonic()) if idle else None
-
-    def _budget_changed(self) -> None:
-        """Called from any thread when the share may have changed."""
+    def budget_changed(self) -> None:
+        """Called by the budget, from any thread, when the share may have changed."""
         loop = self._loop
         if loop is None or self._acceptor is None:
             return
-
-        def apply() -> None:
-            self._shed()
-            self._changed.set()
-
         try:
-            loop.call_soon_threadsafe(apply)
+            loop.call_soon_threadsafe(self._conns.limit_changed)
         except RuntimeError:  # that loop is closed
             pass
 
-    async def _room(self) -> None:
-        """Wait until one more connection fits in this gateway's share, or one can be closed for it.
-
-        Meanwhile new connections wait in the listen backlog (their connect() blocks), so they
-        cost the host no file descriptor."""
-        while True:
-            if len(self._conns) < self.connection_limit or self._evictable(time.monotonic()):
-                return
-            self._changed.clear()
-            try:  # until a connection closes or goes idle, the share grows, or an idle one ripens
-                await asyncio.wait_for(self._changed.wait(), self._next_evictable_in())
-            except asyncio.TimeoutError:
-                pass
-
     async def _accept_loop(self) -> None:
         while True:
-            await self._room()
+            await self._conns.room()
             try:
                 await self._accept_one()
             except OSError as exc:  # e.g. EMFILE: the host is out of fds; retry, never die
@@ -319,20 +216,20 @@ class ToolGateway:
             waiting = bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
         except OSError:
             waiting = False
-        self._shed(self.connection_limit - 1)
+        self._conns.shed(self.connection_limit - 1)
         try:
             reader, writer = await asyncio.open_unix_connection(sock=sock, limit=self.max_request_bytes)
         except BaseException:
             sock.close()
             raise
         now = time.monotonic()
-        conn = _Conn(writer, opened=now, last_active=now, busy=waiting)
+        conn = Conn(writer, opened=now, last_active=now, busy=waiting)
         self._conns.add(conn)
         task = asyncio.create_task(self._serve(reader, conn))
         self._handlers.add(task)
         task.add_done_callback(self._handlers.discard)
 
-    async def _serve(self, reader: asyncio.StreamReader, conn: _Conn) -> None:
+    async def _serve(self, reader: asyncio.StreamReader, conn: Conn) -> None:
         try:
             await self._converse(reader, conn)
         except (ConnectionError, OSError):
@@ -345,9 +242,8 @@ class ToolGateway:
         finally:
             self._conns.discard(conn)
             conn.writer.close()
-            self._changed.set()
 
-    async def _converse(self, reader: asyncio.StreamReader, conn: _Conn) -> None:
+    async def _converse(self, reader: asyncio.StreamReader, conn: Conn) -> None:
         """Read request lines and answer each with one reply, until EOF, a timeout or a protocol error."""
         while not conn.evicted:
             if conn.authed:
@@ -374,8 +270,7 @@ class ToolGateway:
                 record.error = (f"{record.error}; " if record.error else "") + f"reply not delivered: {failed}"
             if failed or not keep_open:
                 return
-            conn.busy, conn.last_active = False, time.monotonic()
-            self._changed.set()  # idle now: may be closed to make room
+            self._conns.went_idle(conn)
 
     async def _send(self, writer: asyncio.StreamWriter, reply: dict[str, Any]) -> str | None:
         """Write one reply line; returns None once it is sent, else why it was not."""
@@ -389,7 +284,7 @@ class ToolGateway:
         return None
 
     # -- requests -------------------------------------------------------------------------------
-    async def _answer(self, conn: _Conn, line: bytes) -> tuple[dict[str, Any], ToolCall | None, bool]:
+    async def _answer(self, conn: Conn, line: bytes) -> tuple[dict[str, Any], ToolCall | None, bool]:
         """The reply to one request line, the call it recorded (if any), and whether to keep reading."""
         try:
             if len(line) > PARSE_OFF_LOOP_BYTES:
