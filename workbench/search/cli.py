@@ -17,6 +17,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-query-chars", type=int, default=4096, help="a longer query gets 422 (default 4096)")
     p.add_argument("--chunk", type=int, default=32,
                    help="queries retrieved at a time; concurrent requests take turns per chunk (default 32)")
+    p.add_argument("--pages", default=None,
+                   help="pages JSONL (rows with 'url') to answer ASearcher's POST /access {\"urls\": [...]}")
     p.set_defaults(func=_serve)
 
     idx = subparsers.add_parser("index", help="build retrieval indexes")
@@ -37,8 +39,14 @@ def _serve(args: argparse.Namespace) -> int:
     limits = SearchLimits(max_body_bytes=args.max_body_bytes, max_queries=args.max_queries,
                     max_query_chars=args.max_query_chars, chunk=args.chunk)
     retriever = load_index(args.index, mmap=not args.no_mmap)
+    pages = None
+    if args.pages:
+        from workbench.web.pages import PageStore
+
+        pages = PageStore.from_jsonl(args.pages)
+        print(f"serving {len(pages)} pages on http://{args.host}:{args.port}/access", flush=True)
     print(f"serving {retriever!r} on http://{args.host}:{args.port}/retrieve", flush=True)
-    serve(retriever, host=args.host, port=args.port, topk=args.topk, limits=limits)
+    serve(retriever, host=args.host, port=args.port, topk=args.topk, limits=limits, pages=pages)
     return 0
 
 

@@ -92,9 +92,11 @@ def _settle(future: asyncio.Future, outcome: Any, ok: bool) -> None:
         future.set_result(outcome) if ok else future.set_exception(outcome)
 
 
-def create_app(retriever: Retriever, *, topk: int = 3, max_topk: int = 100, limits: SearchLimits | None = None) -> Any:
+def create_app(retriever: Retriever, *, topk: int = 3, max_topk: int = 100, limits: SearchLimits | None = None,
+               pages: Any = None) -> Any:
     """The FastAPI app serving `retriever`, with `limits` (see `SearchLimits`) on every request.
-    `app.state.worker.close()` stops its retrieval thread (`serve_in_thread` does)."""
+    `app.state.worker.close()` stops its retrieval thread (`serve_in_thread` does). With `pages`
+    (a `workbench.web.PageStore`) it also answers ASearcher's `POST /access`."""
     # (No `from __future__ import annotations` in this module: FastAPI must see the real
     # request class, which is local so that importing this module stays cheap.)
     from fastapi import FastAPI, Request
@@ -146,6 +148,11 @@ def create_app(retriever: Retriever, *, topk: int = 3, max_topk: int = 100, limi
             return {"result": [[{"document": safe_json(h.to_row()), "score": h.score} for h in hits] for hits in results]}
         return {"result": [[safe_json(h.to_row()) for h in hits] for hits in results]}
 
+    if pages is not None:
+        from workbench.web.pages import add_access_route
+
+        add_access_route(app, pages)
+
     @app.get("/health")
     def health() -> dict[str, Any]:
         return {"status": "ok", "retriever": repr(retriever)}
@@ -154,18 +161,19 @@ def create_app(retriever: Retriever, *, topk: int = 3, max_topk: int = 100, limi
 
 
 def serve(retriever: Retriever, *, host: str = "127.0.0.1", port: int = 8000, topk: int = 3,
-          limits: SearchLimits | None = None, shutdown_grace: float = 1.0) -> None:
+          limits: SearchLimits | None = None, shutdown_grace: float = 1.0, pages: Any = None) -> None:
     """Serve until interrupted (Ctrl-C or SIGTERM). Requests still running `shutdown_grace`
     seconds after the signal are cancelled, so the process exits promptly even when busy."""
     import uvicorn
 
-    uvicorn.run(create_app(retriever, topk=topk, limits=limits), host=host, port=port, log_level="warning",
+    uvicorn.run(create_app(retriever, topk=topk, limits=limits, pages=pages), host=host, port=port, log_level="warning",
                 access_log=False, timeout_graceful_shutdown=shutdown_grace)
 
 
 @contextlib.contextmanager
 def serve_in_thread(retriever: Retriever, *, host: str = "127.0.0.1", port: int = 0, topk: int = 3,
-                    limits: SearchLimits | None = None, start_timeout: float = 30.0) -> Iterator[str]:
+                    limits: SearchLimits | None = None, start_timeout: float = 30.0,
+                    pages: Any = None) -> Iterator[str]:
     """Run the server on a background thread; yields its base URL and stops it on exit."""
     import uvicorn
 
@@ -177,7 +185,7 @@ def serve_in_thread(retriever: Retriever, *, host: str = "127.0.0.1", port: int 
         sock.close()
         raise RetrievalError(f"cannot bind {host}:{port} ({exc}); pick another port or port=0 for a free one") from None
     bound_port = sock.getsockname()[1]
-    app = create_app(retriever, topk=topk, limits=limits)
+    app = create_app(retriever, topk=topk, limits=limits, pages=pages)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                             timeout_graceful_shutdown=1.0)
     server = uvicorn.Server(config)
