@@ -1,0 +1,359 @@
+"""`run_synthesis`: ASearcher's QA-synthesis loop over pages, with every edit verified.
+
+    graph = PageGraph(LocalSiteFetcher(world_site(world))); graph.crawl([site.index_url])
+    result = run_synthesis(graph, ScriptedSynthesizer(), ClosedBookPolicy(graph), store=Store("runs/s"),
+                           config=SynthesisConfig(run_dir="runs/s", seeds=16))
+    result.qa_path           # runs/s/qa.jsonl: accepted QAs, Search-R1 rows with their statements, urls,
+                             # direct accuracy, edit history and hop count in `metadata`
+
+Per seed page: a seed QA from one of its facts (must be well-formed, supported and unique; its direct
+accuracy is recorded), then up to `max_edits` turns. Each turn the synthesizer answers with an edit
+(`inject` / `fuzz`) or `exit`; the edit is verified (`Verifier`) and kept only if it passes. Once a
+kept question is answered right by no direct attempt, `exit` is allowed. A QA is accepted when it
+has `min_hops` facts or more and its direct accuracy is at most `max_direct_accuracy`.
+
+Each synthesis is stored as a trajectory (role "synthesizer"): step 0 the seed, then one step per
+turn (its raw output, the edit, the verdict); a malformed turn is a step with a format flag. Every
+direct attempt is a "direct_solver" trajectory whose lineage origin is the synthesis, so
+`store.children(synthesis_id)` lists them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
+
+from workbench.errors import ConfigError, ToolError
+from workbench.synth.edits import apply_edit, edit_options, seed_qa
+from workbench.synth.pages import PageGraph
+from workbench.synth.qa import SynthQA
+from workbench.synth.verify import DirectSolver, Verdict, Verifier
+from workbench.trajectory import Step, Task, Trajectory
+
+
+def _f(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass
+class SynthesisConfig:
+    """Settings of one synthesis run (ASearcher's defaults where it has one)."""
+
+    run_dir: str = _f("runs/synth", "Where qa.jsonl (accepted QAs) is written.")
+    run_id: str = _f("", "Run id of the stored trajectories; defaults to run_dir's name.")
+    seeds: int = _f(8, "Seed pages (one synthesis each) when no seed urls are passed.")
+    max_edits: int = _f(16, "Edit turns per synthesis (ASearcher: 16).")
+    min_hops: int = _f(2, "Supporting facts an accepted QA needs at least.")
+    direct_attempts: int = _f(8, "No-tool answers per verification (ASearcher: 8).")
+    direct_temperature: float = _f(0.6, "Sampling temperature of the no-tool answers (ASearcher: 0.6).")
+    max_direct_accuracy: float = _f(0.25, "An edit is too easy above this share of right no-tool answers.")
+    seed: int = _f(0, "Seed for picking seed pages and seed facts.")
+    iteration: int = _f(0, "Recorded on every synthesis (self-evolution iterations).")
+
+    def validate(self) -> None:
+        for name in ("seeds", "max_edits", "min_hops", "direct_attempts"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"SynthesisConfig.{name} must be >= 1")
+        if not 0.0 <= self.max_direct_accuracy <= 1.0:
+            raise ConfigError("SynthesisConfig.max_direct_accuracy must be in [0, 1]")
+
+    @property
+    def resolved_run_id(self) -> str:
+        return self.run_id or Path(self.run_dir).name
+
+
+# -- synthesizers --------------------------------------------------------------------------------
+class Synthesizer(Protocol):
+    name: str
+
+    def choose(self, qa: SynthQA, options: list[dict[str, Any]], ready: bool, rejected: list[dict[str, Any]]) -> str:
+        """The raw text of the next action: JSON of an edit, or {"action": "exit"}."""
+
+
+_ACTION = re.compile(r"<action>(.*?)</action>", re.DOTALL)
+
+
+def parse_action(text: str) -> dict[str, Any] | None:
+    """The action in a turn's text (`<action>{json}</action>` or bare JSON); None if malformed."""
+    m = _ACTION.search(text or "")
+    body = (m.group(1) if m else text or "").strip()
+    try:
+        data = json.loads(body)
+    except (json.JSONDecodeError, TypeError):
+        return None
+    if not isinstance(data, dict) or data.get("action") not in ("inject", "fuzz", "exit"):
+        return None
+    return data
+
+
+class ScriptedSynthesizer:
+    """The teacher: injects through a random linked page, fuzzes a number when it can, and exits
+    once the QA is hard and has `target_hops` facts. Skips edits that were rejected before."""
+
+    def __init__(self, *, target_hops: int = 3, fuzz_share: float = 0.5, seed: int = 0) -> None:
+        self.target_hops, self.fuzz_share, self.seed = target_hops, fuzz_share, seed
+        self.name = f"scripted-synthesizer(hops={target_hops})"
+
+    def choose(self, qa: SynthQA, options: list[dict[str, Any]], ready: bool, rejected: list[dict[str, Any]]) -> str:
+        import zlib
+
+        rng = random.Random(zlib.crc32(f"{self.seed}|{qa.question}|{len(rejected)}".encode()))
+        if ready and qa.hops >= self.target_hops:
+            return json.dumps({"action": "exit"})
+        fresh = [o for o in options if o not in rejected]
+        fuzzes = [o for o in fresh if o["action"] == "fuzz"]
+        injects = [o for o in fresh if o["action"] == "inject"]
+        if fuzzes and (not injects or rng.random() < self.fuzz_share or qa.hops >= self.target_hops):
+            return json.dumps(rng.choice(fuzzes))
+        if injects:
+            return json.dumps(rng.choice(injects))
+        return json.dumps({"action": "exit"})
+
+
+@lru_cache(maxsize=1)
+def _action_template() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+    return env.from_string((Path(__file__).parent / "prompts" / "action.j2").read_text(encoding="utf-8"))
+
+
+class PolicySynthesizer:
+    """A model chooses each edit from the options (`prompts/action.j2`), answering `<action>{json}</action>`."""
+
+    def __init__(self, policy: Any, *, max_new_tokens: int = 128, temperature: float = 0.8) -> None:
+        self.policy, self.max_new_tokens, self.temperature = policy, max_new_tokens, temperature
+        self.name = f"policy-synthesizer({getattr(policy, 'name', '?')})"
+
+    def choose(self, qa: SynthQA, options: list[dict[str, Any]], ready: bool, rejected: list[dict[str, Any]]) -> str:
+        from workbench.blocking import run_blocking
+        from workbench.policies.base import SamplingParams
+
+        prompt = _action_template().render(answer=qa.answer, question=qa.question, hops=qa.hops, ready=ready,
+                                           options=options[:40]).strip()
+        ids = self.policy.codec.chat([{"role": "user", "content": prompt}])
+        params = SamplingParams(max_new_tokens=self.max_new_tokens, temperature=self.temperature, top_p=0.95)
+        [completion] = run_blocking(self.policy.generate([list(ids)], params))
+        return completion.text
+
+
+# -- one synthesis ------------------------------------------------------------------------------
+@dataclass
+class Synthesis:
+    """What one synthesis produced; `trajectory` is what the store holds."""
+
+    trajectory: Trajectory
+    qa: SynthQA | None
+    accepted: bool
+    direct_accuracy: float | None
+    seed_direct_accuracy: float | None
+    history: list[dict[str, Any]]
+    attempts: list[Trajectory] = field(default_factory=list)
+
+    def row(self) -> dict[str, Any]:
+        """The Search-R1 QA row of an accepted synthesis."""
+        assert self.qa is not None
+        qa = self.qa
+        return {"id": f"synth-{self.trajectory.id[:12]}", "question": qa.question, "golden_answers": [qa.answer],
+                "data_source": "asearcher_synth",
+                "metadata": {"source": "synthesis", "hops": qa.hops, "statements": [s.to_dict() for s in qa.statements],
+                             "urls": qa.urls, "direct_accuracy": self.direct_accuracy,
+                             "seed_direct_accuracy": self.seed_direct_accuracy, "edit_history": self.history,
+                             "answer_url": qa.answer_url, "tree": qa.to_dict()["tree"],
+                             "origin": self.trajectory.id,
+                             "iteration": self.trajectory.metadata.get("iteration", 0)}}
+
+
+def attempt_trajectories(verdict: Verdict, qa: SynthQA, origin: str, step: int, run_id: str,
+                         policy_name: str) -> list[Trajectory]:
+    """One "direct_solver" trajectory per direct attempt of a verification, linked to `origin`."""
+    out = []
+    for j, a in enumerate(verdict.attempts):
+        task = Task(id=f"{origin[:12]}-e{step}-a{j}", question=qa.question, golden_answers=[qa.answer],
+                    metadata={"origin": origin, "edit": step, "attempt": j, "hops": qa.hops, "source": "synthesis"})
+        t = Trajectory(task=task, run_id=run_id, role="direct_solver",
+                       lineage={"origin": origin, "policy": policy_name},
+                       steps=[Step(0, a.text, format_flags=list(a.flags), completion_ids=a.completion_ids,
+                                   logprobs=a.logprobs, finish_reason="stop")],
+                       final_answer=a.answer, termination="submitted" if a.answer is not None else "error",
+                       error=None if a.answer is not None else "no <answer> tag in the output",
+                       rewards={"exact_match": float(a.correct), "total": float(a.correct)}, reward_spec="em")
+        t.ended_at = time.time()
+        out.append(t)
+    return out
+
+
+def _step(index: int, raw: str, action: dict[str, Any] | None, verdict: Verdict | None, qa: SynthQA | None,
+          flags: list[str], note: str = "") -> Step:
+    kept = bool(verdict and verdict.ok)
+    obs = note or (verdict.summary() if verdict else "")
+    return Step(index, raw, think=json.dumps(action) if action else None, format_flags=flags,
+                observation_text=obs,
+                notepad={"question": qa.question if qa else "", "hops": qa.hops if qa else 0, "kept": kept,
+                         "reason": verdict.reason if verdict else (flags[0] if flags else None),
+                         "direct_accuracy": verdict.direct_accuracy if verdict else None})
+
+
+def synthesize_one(graph: PageGraph, url: str, synthesizer: Synthesizer, verifier: Verifier,
+                   config: SynthesisConfig, *, run_id: str = "", index: int = 0) -> Synthesis:
+    """One synthesis from the page at `url` (see the module docstring). Never raises for model output."""
+    rng = random.Random(config.seed * 1_000_003 + index)
+    traj = Trajectory(task=Task(id=f"synth-{index}", question="", golden_answers=[]), run_id=run_id,
+                      role="synthesizer", lineage={"policy": synthesizer.name, "seed_url": url},
+                      metadata={"iteration": config.iteration, "seed_url": url})
+    history: list[dict[str, Any]] = []
+    attempts: list[Trajectory] = []
+    policy_name = getattr(getattr(verifier.direct, "policy", None), "name", "")
+
+    def record(verdict: Verdict | None, qa: SynthQA | None) -> None:
+        if verdict is not None and qa is not None and verdict.attempts:
+            attempts.extend(attempt_trajectories(verdict, qa, traj.id, len(traj.steps) - 1, run_id, policy_name))
+
+    try:
+        qa = seed_qa(graph, url, rng=rng)
+    except ToolError as exc:
+        traj.steps.append(_step(0, json.dumps({"action": "seed", "url": url}), None, None, None, ["seed_failed"], str(exc)))
+        return _finish(traj, None, False, None, None, history, attempts, "error", str(exc))
+    traj.task = Task(id=f"synth-{traj.id[:12]}", question=qa.question, golden_answers=[qa.answer],
+                     metadata={"hops": qa.hops, "seed_url": url, "source": "synthesis", "iteration": config.iteration})
+    verdict = verifier.check(qa, qa.statements)
+    seed_ok = verdict.ok or verdict.reason == "too_easy"
+    seed_acc = verdict.direct_accuracy
+    traj.steps.append(_step(0, json.dumps({"action": "seed", "url": url}), {"action": "seed", "url": url},
+                            verdict, qa, [], "seed " + ("kept" if seed_ok else verdict.summary())
+                            + ("" if seed_acc is None else f"; direct accuracy {seed_acc:.2f}")))
+    record(verdict, qa)
+    history.append({"action": "seed", "url": url, "question": qa.question, "kept": seed_ok,
+                    "reason": None if seed_ok else verdict.reason, "direct_accuracy": seed_acc})
+    if not seed_ok:
+        return _finish(traj, qa, False, seed_acc, seed_acc, history, attempts, "error", verdict.detail)
+    accuracy, rejected = seed_acc, []
+    for turn in range(1, config.max_edits + 1):
+        ready = accuracy is not None and accuracy == 0.0 and qa.hops >= config.min_hops
+        try:
+            options = edit_options(graph, qa)
+            raw = synthesizer.choose(qa, options, ready, rejected)
+        except Exception as exc:  # a synthesizer model that fails to answer: a failed turn
+            traj.steps.append(_step(turn, "", None, None, qa, ["synthesizer_error"], f"{type(exc).__name__}: {exc}"))
+            history.append({"action": None, "kept": False, "reason": "synthesizer_error"})
+            continue
+        action = parse_action(raw)
+        if action is None:
+            traj.steps.append(_step(turn, raw, None, None, qa, ["malformed_action"],
+                                    "no valid <action>{json}</action>: the turn is skipped"))
+            history.append({"action": None, "kept": False, "reason": "malformed"})
+            continue
+        if action["action"] == "exit":
+            traj.steps.append(_step(turn, raw, action, None, qa, [], "exit"))
+            break
+        try:
+            candidate = apply_edit(graph, qa, action)
+        except ToolError as exc:
+            traj.steps.append(_step(turn, raw, action, None, qa, ["bad_edit"], str(exc)))
+            history.append({**action, "kept": False, "reason": "malformed"})
+            rejected.append(action)
+            continue
+        verdict = verifier.check(candidate, candidate.statements[len(qa.statements):])
+        traj.steps.append(_step(turn, raw, action, verdict, candidate, []))
+        record(verdict, candidate)
+        history.append({**action, "question": candidate.question, "kept": verdict.ok, "reason": verdict.reason,
+                        "direct_accuracy": verdict.direct_accuracy})
+        if verdict.ok:
+            qa, accuracy, rejected = candidate, verdict.direct_accuracy, []
+        else:
+            rejected.append(action)
+    accepted = qa.hops >= config.min_hops and accuracy is not None and accuracy <= config.max_direct_accuracy
+    return _finish(traj, qa, accepted, accuracy, seed_acc, history, attempts, "submitted" if accepted else "max_steps")
+
+
+def _finish(traj: Trajectory, qa: SynthQA | None, accepted: bool, accuracy: float | None, seed_acc: float | None,
+            history: list[dict[str, Any]], attempts: list[Trajectory], termination: str, error: str | None = None) -> Synthesis:
+    traj.final_answer = qa.answer if qa else None
+    traj.termination, traj.error, traj.ended_at = termination, error if not accepted else None, time.time()
+    difficulty = 1.0 - accuracy if accuracy is not None else 0.0
+    traj.rewards = {"accepted": float(accepted), "difficulty": difficulty, "total": float(accepted) * difficulty}
+    traj.reward_spec = "synthesis"
+    traj.metadata["synthesis"] = {"accepted": accepted, "direct_accuracy": accuracy,
+                                  "seed_direct_accuracy": seed_acc, "edits": len(history) - 1,
+                                  "kept_edits": sum(bool(h.get("kept")) for h in history[1:]),
+                                  "hops": qa.hops if qa else 0, "qa": qa.to_dict() if qa else None,
+                                  "edit_history": history}
+    if qa is not None:
+        traj.metadata["question"] = qa.question
+        traj.task.metadata["hops"] = qa.hops
+    return Synthesis(traj, qa, accepted, accuracy, seed_acc, history, attempts)
+
+
+# -- the run ------------------------------------------------------------------------------------
+@dataclass
+class SynthesisResult:
+    qa_path: Path
+    syntheses: list[Synthesis]
+
+    @property
+    def accepted(self) -> list[Synthesis]:
+        return [s for s in self.syntheses if s.accepted]
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return [s.row() for s in self.accepted]
+
+    def stats(self) -> dict[str, float]:
+        n, acc = len(self.syntheses), self.accepted
+        edits = [h for s in self.syntheses for h in s.history[1:]]
+        return {"synthesis/count": float(n), "synthesis/acceptance_rate": len(acc) / max(n, 1),
+                "synthesis/edit_keep_rate": sum(bool(h.get("kept")) for h in edits) / max(len(edits), 1),
+                "synthesis/difficulty": sum(1 - (s.direct_accuracy or 0.0) for s in acc) / max(len(acc), 1),
+                "synthesis/hops": sum(s.qa.hops for s in acc if s.qa) / max(len(acc), 1)}
+
+
+def run_synthesis(graph: PageGraph, synthesizer: Synthesizer, direct_policy: Any, *, seeds: list[str] | None = None,
+                  config: SynthesisConfig | None = None, store: Any = None, verifier: Verifier | None = None) -> SynthesisResult:
+    """Synthesize from each seed url (default: `config.seeds` random entity pages of `graph`)."""
+    config = config or SynthesisConfig()
+    config.validate()
+    if seeds is None:
+        pages = graph.urls
+        if not pages:
+            raise ConfigError("the page graph knows no pages with facts; call graph.crawl([start_url]) first")
+        seeds = random.Random(config.seed).sample(pages, min(config.seeds, len(pages)))
+    verifier = verifier or Verifier(graph, DirectSolver(direct_policy, n=config.direct_attempts,
+                                                        temperature=config.direct_temperature, seed=config.seed),
+                                    max_direct_accuracy=config.max_direct_accuracy)
+    run_id = config.resolved_run_id
+    out: list[Synthesis] = []
+    from tqdm.auto import tqdm
+
+    for i, url in enumerate(tqdm(seeds, desc="synthesis", unit="qa", disable=len(seeds) < 4)):
+        s = synthesize_one(graph, url, synthesizer, verifier, config, run_id=run_id, index=i)
+        if store is not None:
+            store.write(s.trajectory)
+            if s.attempts:
+                store.write_many(s.attempts)
+        out.append(s)
+    run_dir = Path(config.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    result = SynthesisResult(run_dir / "qa.jsonl", out)
+    write_qa(result.qa_path, result.rows)
+    if store is not None:
+        store.log_metrics(run_id, config.iteration, result.stats())
+    return result
+
+
+def write_qa(path: Path, rows: list[dict[str, Any]]) -> Path:
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+    return Path(path)
+
+
+__all__ = ["PolicySynthesizer", "ScriptedSynthesizer", "Synthesis", "SynthesisConfig", "SynthesisResult",
+           "Synthesizer", "attempt_trajectories", "parse_action", "run_synthesis", "synthesize_one", "write_qa"]
