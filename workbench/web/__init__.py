@@ -18,7 +18,19 @@ from workbench.web.extract import extract, has_trafilatura
 from workbench.web.fetch import (CachingFetcher, Fetcher, FetchResult, HttpFetcher,
                                  LocalSiteFetcher, normalize_url)
 from workbench.web.page import Link, Page, find, windows
-from workbench.web.site import WorldSite, world_site
+from workbench.web.pages import PageStore, write_pages_jsonl
+
+_LAZY = {"WorldSite": "workbench.web.site", "world_site": "workbench.web.site",
+         "browsing_solver": "workbench.web.solver"}  # they import worlds / policies: higher layers
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'workbench.web' has no attribute {name!r}")
+
 
 __all__ = [
     "Browser",
@@ -29,8 +41,10 @@ __all__ = [
     "Link",
     "LocalSiteFetcher",
     "Page",
+    "PageStore",
     "WorldSite",
     "access",
+    "browsing_solver",
     "extract",
     "find",
     "find_in_page",
@@ -39,5 +53,6 @@ __all__ = [
     "open_page",
     "page_from_result",
     "windows",
+    "write_pages_jsonl",
     "world_site",
 ]
