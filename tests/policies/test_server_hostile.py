@@ -15,7 +15,7 @@ from workbench.errors import ConfigError, PolicyError
 from workbench.policies import ModelServer, OpenAIPolicy, SamplingParams, TransformersPolicy
 from workbench.policies.batching import DetailedCompletion
 from workbench.policies.sampling import LogitControls
-from workbench.policies.server import ModelLimits
+from workbench.policies.completions_wire import ModelLimits
 
 LIMITS = ModelLimits(max_body_bytes=256 << 10, max_choices=16)
 

@@ -25,135 +25,19 @@ invalid UTF-8 and lone surrogates in text become U+FFFD (`workbench.safetext`).
 from __future__ import annotations
 
 import contextlib
-import math
 import socket
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
 from workbench.errors import ConfigError, PolicyError, WorkbenchError
 from workbench.policies.base import SamplingParams
-from workbench.policies.sampling import MAX_TOP_LOGPROBS, LogitControls
-from workbench.webio import BadRequest, BodyLimit, parse_json, validation_message
-
-_FLOOR = -9999.0  # what a logprob of -inf is reported as (JSON has no infinities; vLLM does the same)
-
-
-@dataclass(frozen=True)
-class ModelLimits:
-    """What one request may ask for: bodies over `max_body_bytes` get 413; more than
-    `max_choices` completions (prompts × n) in one request get 400."""
-
-    max_body_bytes: int = 16 << 20
-    max_choices: int = 256
-
-    def __post_init__(self) -> None:
-        for name in ("max_body_bytes", "max_choices"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class CompletionRequest(_Strict):
-    model: str | None = None
-    prompt: str | list[int] | list[str] | list[list[int]]
-    max_tokens: int | None = 16
-    temperature: float | None = 1.0
-    top_p: float | None = 1.0
-    top_k: int | None = 0  # 0 or -1 = off
-    stop: str | list[str] | None = None
-    seed: int | None = None
-    n: int = 1
-    best_of: int | None = None
-    logprobs: int | None = None
-    logit_bias: dict[str, float] | None = None
-    presence_penalty: float | None = 0.0
-    frequency_penalty: float | None = 0.0
-    repetition_penalty: float | None = 1.0
-    return_token_ids: bool = False
-    include_stop_str_in_output: bool = False
-    skip_special_tokens: bool = False
-    spaces_between_special_tokens: bool = False
-    echo: bool = False
-    stream: bool = False
-    suffix: str | None = None
-    user: str | None = None
-
-
-class TokenizeRequest(_Strict):
-    model: str | None = None
-    prompt: str | None = None
-    messages: list[dict[str, str]] | None = None
-    add_special_tokens: bool | None = None  # default: true for a prompt, false for messages (as vLLM)
-    add_generation_prompt: bool = True
-
-
-class DetokenizeRequest(_Strict):
-    model: str | None = None
-    tokens: list[int]
-
-
-def _parse(model: type[BaseModel], raw: bytes) -> Any:
-    body = parse_json(raw)
-    if not isinstance(body, dict):
-        raise BadRequest("the body must be a JSON object")
-    try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        raise BadRequest(validation_message(exc)) from None
-
-
-def _refuse_unsupported(req: CompletionRequest) -> None:
-    refused = {
-        "stream": (req.stream, "streaming is not supported; send stream=false"),
-        "echo": (req.echo, "echo is not supported; the prompt is in prompt_token_ids (return_token_ids=true)"),
-        "suffix": (bool(req.suffix), "suffix (insertion) is not supported"),
-        "best_of": (req.best_of not in (None, req.n), "best_of other than n is not supported; sample n and rank them yourself"),
-        "spaces_between_special_tokens": (req.spaces_between_special_tokens,
-                                          "spaces_between_special_tokens=true is not supported; special tokens decode without added spaces"),
-    }
-    for name, (bad, why) in refused.items():
-        if bad:
-            raise BadRequest(f"{name}: {why}")
-
-
-def _prompts(req: CompletionRequest, codec) -> list[list[int]]:
-    p = req.prompt
-    if isinstance(p, str):
-        return [codec.encode(p)]
-    if not p:
-        raise BadRequest("prompt is empty: send text, a list of token ids, or a list of either")
-    if isinstance(p[0], int):
-        return [list(p)]
-    return [codec.encode(x) if isinstance(x, str) else list(x) for x in p]
-
-
-def _controls(req: CompletionRequest) -> LogitControls | None:
-    if req.logprobs is not None and not 0 <= req.logprobs <= MAX_TOP_LOGPROBS:
-        raise BadRequest(f"logprobs must be between 0 and {MAX_TOP_LOGPROBS}, got {req.logprobs}")
-    bias: dict[int, float] = {}
-    for key, value in (req.logit_bias or {}).items():
-        try:
-            bias[int(key)] = value
-        except ValueError:
-            raise BadRequest(f"logit_bias keys must be token ids (as strings, e.g. \"42\"), got {key!r}") from None
-    controls = LogitControls(
-        logit_bias=bias,
-        presence_penalty=0.0 if req.presence_penalty is None else req.presence_penalty,
-        frequency_penalty=0.0 if req.frequency_penalty is None else req.frequency_penalty,
-        repetition_penalty=1.0 if req.repetition_penalty is None else req.repetition_penalty,
-        top_logprobs=req.logprobs or 0,
-    )
-    return controls if controls.adjusts_logits or controls.top_logprobs else None
-
+from workbench.policies.completions_wire import (CompletionRequest, DetokenizeRequest, ModelLimits, TokenizeRequest,
+                                                 choice, encode_text, logit_controls, parse_request, prompt_ids,
+                                                 refuse_unsupported)
+from workbench.webio import BadRequest, BodyLimit
 
 def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | None = None):
     """A FastAPI app serving `policy` (a `TransformersPolicy`)."""
@@ -197,11 +81,11 @@ def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | 
 
     async def completions(request):  # POST endpoints read the raw body themselves (see webio)
         try:
-            req = _parse(CompletionRequest, await request.body())
+            req = parse_request(CompletionRequest, await request.body())
             if req.model not in (None, name):
                 return error(404, f"model {req.model!r} is not served here; this server serves {name!r}")
-            _refuse_unsupported(req)
-            prompts = _prompts(req, codec)
+            refuse_unsupported(req)
+            prompts = prompt_ids(req, codec)
             if not 1 <= req.n <= lim.max_choices or len(prompts) * req.n > lim.max_choices:
                 raise BadRequest(f"n: {len(prompts)} prompt(s) x n={req.n} completions; the limit is {lim.max_choices} "
                                  "per request (and n >= 1): split the request")
@@ -217,7 +101,7 @@ def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | 
                 seed=req.seed,
             )
             rows = [p for p in prompts for _ in range(req.n)]  # choice i * n + j samples with seed + i * n + j
-            controls = _controls(req)
+            controls = logit_controls(req)
             policy.validate(rows, params, controls)  # a bad request fails here, before joining a batch
         except (ConfigError, PolicyError) as exc:
             return error(getattr(exc, "status", 400), str(exc))
@@ -226,7 +110,7 @@ def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | 
             results = await policy.generate(rows, params, **kwargs)
         except WorkbenchError as exc:
             return error(500, f"generation failed: {exc}")
-        choices = [_choice(i, ids, c, req, stop, codec) for i, (ids, c) in enumerate(zip(rows, results))]
+        choices = [choice(i, ids, c, req, stop, codec) for i, (ids, c) in enumerate(zip(rows, results))]
         n_prompt = sum(len(p) for p in prompts)
         n_out = sum(len(c.token_ids) for c in results)
         return JSONResponse({
@@ -240,16 +124,16 @@ def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | 
 
     async def tokenize(request):
         try:
-            req = _parse(TokenizeRequest, await request.body())
+            req = parse_request(TokenizeRequest, await request.body())
             if req.messages is not None:
                 if not req.add_generation_prompt:
                     return error(400, "add_generation_prompt=false is not supported; the chat prompt always ends ready for the assistant")
                 if req.add_special_tokens and hasattr(codec, "chat_text"):
-                    tokens = _encode(codec, codec.chat_text(req.messages), True)
+                    tokens = encode_text(codec, codec.chat_text(req.messages), True)
                 else:
                     tokens = codec.chat(req.messages)
             elif req.prompt is not None:
-                tokens = _encode(codec, req.prompt, req.add_special_tokens is not False)
+                tokens = encode_text(codec, req.prompt, req.add_special_tokens is not False)
             else:
                 return error(400, "send 'prompt' (text) or 'messages' (chat)")
         except WorkbenchError as exc:
@@ -258,7 +142,7 @@ def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | 
 
     async def detokenize(request):
         try:
-            req = _parse(DetokenizeRequest, await request.body())
+            req = parse_request(DetokenizeRequest, await request.body())
         except WorkbenchError as exc:
             return error(400, str(exc))
         bad = next((t for t in req.tokens if vocab is not None and not 0 <= t < vocab), None)
@@ -270,60 +154,6 @@ def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | 
     app.add_route("/tokenize", tokenize, methods=["POST"])
     app.add_route("/detokenize", detokenize, methods=["POST"])
     return app
-
-
-def _encode(codec, text: str, special: bool) -> list[int]:
-    if special and hasattr(codec, "tokenizer"):
-        return list(codec.tokenizer.encode(text, add_special_tokens=True))
-    return codec.encode(text)
-
-
-def _logprob(x: float) -> float:
-    return x if math.isfinite(x) else _FLOOR
-
-
-def _choice(index: int, prompt_ids, c, req: CompletionRequest, stop: list[str], codec) -> dict[str, Any]:
-    text = c.text
-    if req.skip_special_tokens and hasattr(codec, "tokenizer"):
-        shown = c.token_ids[:-1] if c.finish_reason == "eos" else c.token_ids
-        text = codec.tokenizer.decode(shown, skip_special_tokens=True, clean_up_tokenization_spaces=False)
-    stop_reason: str | int | None = None
-    if c.finish_reason == "stop":
-        stop_reason = next((s for s in stop if s in text), None)
-        if stop_reason is not None and not req.include_stop_str_in_output:
-            text = text[: text.find(stop_reason)]  # OpenAI leaves the stop string out; the ids keep it
-    choice: dict[str, Any] = {
-        "index": index,
-        "text": text,
-        "logprobs": None,
-        "finish_reason": "length" if c.finish_reason == "length" else "stop",
-        "stop_reason": stop_reason,
-    }
-    if req.logprobs is not None:
-        choice["logprobs"] = _logprobs(c, codec)
-    if req.return_token_ids:
-        choice["token_ids"] = c.token_ids
-        choice["prompt_token_ids"] = prompt_ids
-    return choice
-
-
-def _logprobs(c, codec) -> dict[str, Any]:
-    """OpenAI's completions logprobs: tokens, token_logprobs, top_logprobs (one {token: logprob}
-    per position, the top alternatives and the sampled token), text_offset. As in vLLM, a
-    logprob of -inf (a token top-k / top-p ruled out) is reported as -9999.0."""
-    pieces = [codec.decode([t]) for t in c.token_ids]
-    offsets, at = [], 0
-    for piece in pieces:
-        offsets.append(at)
-        at += len(piece)
-    lps = [_logprob(x) for x in (c.logprobs or [])]
-    tops = getattr(c, "top_logprobs", None) or [{} for _ in c.token_ids]
-    top_logprobs = []
-    for tok, lp, alts in zip(c.token_ids, lps, tops):
-        entry = {codec.decode([t]): _logprob(v) for t, v in alts.items()}
-        entry[codec.decode([tok])] = lp  # tokens that decode alike share a key: the sampled one wins
-        top_logprobs.append(entry)
-    return {"tokens": pieces, "token_logprobs": lps, "top_logprobs": top_logprobs, "text_offset": offsets}
 
 
 def _check_host(host: str) -> None:
