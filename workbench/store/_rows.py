@@ -12,6 +12,7 @@ answer) cannot go into SQLite as it is: such a trajectory is stored with U+FFFD 
 from __future__ import annotations
 
 import json
+import re
 import time
 import zlib
 from typing import Any
@@ -60,6 +61,31 @@ def decode(codec: str, blob: bytes) -> dict[str, Any]:
     if codec == "json":
         return json.loads(blob)
     raise StoreError(f"unknown trajectory codec {codec!r}; upgrade workbench to read this store")
+
+
+_METADATA_KEY = '"metadata":'
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"\s*")
+
+
+def decode_metadata(codec: str, blob: bytes) -> dict[str, Any]:
+    """The trajectory's top-level `metadata` without parsing its steps. In `to_dict()` order only
+    scalar fields follow it, so it is parsed from its last key on; what follows must then close
+    exactly the top-level object, else the blob is decoded whole."""
+    if codec not in ("zlib-json", "json"):
+        return decode(codec, blob).get("metadata") or {}
+    text = (zlib.decompress(blob) if codec == "zlib-json" else bytes(blob)).decode()
+    at = text.rfind(_METADATA_KEY)
+    if at >= 0:
+        try:
+            value, end = _DECODER.raw_decode(text, _SPACE.match(text, at + len(_METADATA_KEY)).end())
+            rest = text[end:].lstrip()
+            tail = json.loads("{" + (rest[1:] if rest.startswith(",") else rest))
+            if isinstance(value, dict) and isinstance(tail, dict):
+                return value
+        except ValueError:
+            pass
+    return json.loads(text).get("metadata") or {}
 
 
 # -- row mapping ------------------------------------------------------------------------------

@@ -20,16 +20,16 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench.errors import StoreError
+from workbench.errors import ConfigError, StoreError
 from workbench.safetext import safe_json, safe_text
 from workbench.store import _schema
 from workbench.store._filters import SUMMARY_COLUMNS, SUMMARY_SELECT, where
-from workbench.store._rows import BLOB_COLUMNS, HISTORY_INSERT, UPSERT, from_row, to_row
+from workbench.store._rows import BLOB_COLUMNS, HISTORY_INSERT, UPSERT, decode_metadata, from_row, to_row
 from workbench.trajectory import Trajectory
 
 if TYPE_CHECKING:
@@ -178,6 +178,26 @@ class Store:
         df["reward"] = df["reward"].astype("float64")
         return df
 
+    def columns(self, names: Sequence[str], **filters: Any) -> dict[str, list[Any]]:
+        """Summary columns as plain lists, in `query`'s row order and with its filters: no pandas
+        and no JSON decoded (`rewards` stays JSON text), the cheap read behind a list view.
+        `names` come from `query`'s columns plus `written_at`."""
+        allowed = (*SUMMARY_COLUMNS, "written_at")
+        unknown = [n for n in names if n not in allowed]
+        if unknown or not names:
+            raise ConfigError(f"unknown summary column(s) {unknown}; choose from {list(allowed)}")
+        clause, params = where(filters)
+        select = ", ".join("rewards_json" if n == "rewards" else n for n in names)
+        rows = self._conn().execute(f"SELECT {select} FROM trajectories {clause}", params).fetchall()
+        values = list(zip(*rows)) if rows else [()] * len(names)
+        return {name: list(column) for name, column in zip(names, values)}
+
+    def metadata(self, **filters: Any) -> dict[str, dict[str, Any]]:
+        """Each matching trajectory's `metadata` dict by id, read without parsing its steps."""
+        clause, params = where(filters)
+        cursor = self._conn().execute(f"SELECT id, codec, data FROM trajectories {clause}", params)
+        return {traj_id: decode_metadata(codec, blob) for traj_id, codec, blob in cursor}
+
     # -- lineage ---------------------------------------------------------------------------
     def children(self, traj_id: str) -> list[Trajectory]:
         """Trajectories whose lineage names `traj_id` as origin or parent (e.g. a proposer's
@@ -223,16 +243,19 @@ class Store:
         """Every reward assignment of a trajectory, oldest first."""
         import pandas as pd
 
-        cols = ["trajectory_id", "spec_name", "spec_json", "rewards", "total", "created_at",
-                "author", "reason", "provenance"]
+        rows = [list(r.values()) for r in self.reward_records(traj_id)]
+        return pd.DataFrame(rows, columns=list(_HISTORY_COLUMNS))
+
+    def reward_records(self, traj_id: str) -> list[dict[str, Any]]:
+        """`reward_history` as plain dicts (no pandas)."""
         rows = self._conn().execute(
             "SELECT trajectory_id, spec_name, spec_json, rewards_json, total, created_at, author, "
             "reason, provenance_json FROM rewards_history WHERE trajectory_id = ? ORDER BY seq",
             (traj_id,)).fetchall()
-        df = pd.DataFrame(rows, columns=cols)
-        df["rewards"] = [json.loads(r) for r in df["rewards"]]
-        df["provenance"] = [json.loads(r) for r in df["provenance"]]
-        return df
+        records = [dict(zip(_HISTORY_COLUMNS, row)) for row in rows]
+        for r in records:
+            r["rewards"], r["provenance"] = json.loads(r["rewards"]), json.loads(r["provenance"])
+        return records
 
     # -- metrics and events ----------------------------------------------------------------
     def log_metrics(self, run_id: str, step: int, values: dict[str, float],
@@ -292,6 +315,10 @@ class Store:
         from workbench.store.export import to_dataset
 
         return to_dataset(self, **filters)
+
+
+_HISTORY_COLUMNS = ("trajectory_id", "spec_name", "spec_json", "rewards", "total", "created_at",
+                    "author", "reason", "provenance")
 
 
 def _safe(value: Any) -> Any:
