@@ -21,23 +21,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from _util import figure  # noqa: E402
 
+from workbench.agent.degenerate_turns import DEGENERATE_TURNS  # noqa: E402
 from workbench.agent.parsing import parse_turn  # noqa: E402
 
-SHAPES = {
-    "repeated <think>": lambda n: "<think>" * (n // 7),
-    "repeated <code>": lambda n: "<code>" * (n // 6),
-    "fence around a whitespace run": lambda n: "<code>```\n" + " " * n + "x</code>",
-    "blank lines before code": lambda n: "<code>" + "\n" * n + "x</code>",
-    "repeated <think><code>": lambda n: "<think><code>" * (n // 13),
-    "repeated </think><think>": lambda n: "</think><think>" * (n // 15),
-    "closed blocks": lambda n: "<think>a</think><code>x</code>" * (n // 30),
-    "one huge indent": lambda n: "<code>" + " " * n + "x</code>",
-    "indented lines": lambda n: "<code>" + "    x = 1\n" * (n // 10) + "</code>",
-    "blank and code lines alternating": lambda n: "<code>" + "\t\n\t x\n" * (n // 6) + "</code>",
-    "blank lines of many widths": lambda n: "<code>" + "".join(" " * (i % 20 + 1) + "\nx\n"
-                                                          for i in range(n // 13)) + "</code>",
-    "prose": lambda n: "word " * (n // 5),
-}
+SHAPES = {**DEGENERATE_TURNS, "prose": lambda n: "word " * (n // 5)}
 TAG = re.compile("<")
 
 

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from workbench.agent.degenerate_turns import DEGENERATE_TURNS
 from workbench.agent.parsing import parse_turn
 
 
@@ -187,20 +188,7 @@ def test_arbitrary_text_gives_a_consistent_result(text):
 # -- degenerate turns: linear time ----------------------------------------------------------------
 
 MB = 1_000_000
-DEGENERATE = {  # shape -> turn of about `n` characters; each one was quadratic in a regex parser
-    "repeated <think>": lambda n: "<think>" * (n // 7),
-    "repeated <code>": lambda n: "<code>" * (n // 6),
-    "fence around a whitespace run": lambda n: "<code>```\n" + " " * n + "x</code>",
-    "blank lines before code": lambda n: "<code>" + "\n" * n + "x</code>",
-    "repeated <think><code>": lambda n: "<think><code>" * (n // 13),
-    "repeated </think><think>": lambda n: "</think><think>" * (n // 15),
-    "closed blocks": lambda n: "<think>a</think><code>x</code>" * (n // 30),
-    "one huge indent": lambda n: "<code>" + " " * n + "x</code>",
-    "indented lines": lambda n: "<code>" + "    x = 1\n" * (n // 10) + "</code>",
-    "blank and code lines alternating": lambda n: "<code>" + "\t\n\t x\n" * (n // 6) + "</code>",
-    "blank lines of many widths": lambda n: "<code>" + "".join(" " * (i % 20 + 1) + "\nx\n"
-                                                          for i in range(n // 13)) + "</code>",
-}
+DEGENERATE = DEGENERATE_TURNS  # shape -> turn of about `n` characters
 
 
 @pytest.mark.parametrize("shape", DEGENERATE)

@@ -1,16 +1,6 @@
 import pytest
 
-from workbench.trajectory import Step, Task, ToolCall, Trajectory
-
-
-def make_traj(raws=(), *, golds=("Paris",), final=None, task_id="q1", role="solver", obs=None,
-              meta=None, task_meta=None, tool_calls=None, question="Where?") -> Trajectory:
-    steps = []
-    for i, raw in enumerate(raws):
-        steps.append(Step(index=i, raw=raw, observation=(obs or {}).get(i),
-                          tool_calls=list((tool_calls or {}).get(i, []))))
-    return Trajectory(task=Task(task_id, question, list(golds), dict(task_meta or {})),
-                      steps=steps, final_answer=final, role=role, metadata=dict(meta or {}))
+from reward_helpers import make_traj
 
 
 @pytest.fixture
