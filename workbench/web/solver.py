@@ -77,13 +77,15 @@ def next_turn(context: str) -> str:
         think.append(f"So the answer is {entity}.")
         lines.append(f"submit_final_answer({entity!r})")
     else:
-        url = (noted or _urls(context)).get(entity)
+        url = noted.get(entity) or _urls(context).get(entity)
         label = phrases[hop].capitalize()
         if url is None:
             think.append(f"I need the page of {entity}: I search for it.")
             lines.append(f"print(search({entity!r}, top_k=3))")
         else:
             think.append(f"I look up the {phrases[hop]} on the page of {entity}.")
+            if entity not in noted and not re.search(rf"the page of {re.escape(entity)} is ", context):
+                lines.append(f"notepad.add_fact({f'the page of {entity} is {url}'!r})")  # survives trims
             lines.append(f"print(find_in_page({url!r}, {label!r}))")
     return "<think>" + " ".join(think) + "</think>\n<code>\n" + "\n".join(lines) + "\n</code>"
 
