@@ -1,5 +1,8 @@
 """One NB-Agent episode: Think → Code → Observe in a sandboxed kernel, until an end condition.
 
+The loop talks to its sandbox only through an `Environment` (`workbench.agent.environment`): one
+`step(code, timeout)` per turn, so the kernel may be local or on another machine.
+
 `run_episode` is the whole loop on one screen. It never raises for an episode-level failure: kernel
 death, a policy error or anything unexpected ends the trajectory with a termination reason.
 
@@ -15,12 +18,12 @@ import asyncio
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any, Callable, TypeVar
 
 from workbench.agent.config import AgentConfig
 from workbench.agent.context import ContextWatcher, window
+from workbench.agent.environment import Environment, EpisodeEnv
 from workbench.agent.parsing import parse_turn
 from workbench.agent.prompts import render
 from workbench.policies.base import Policy, SamplingParams, policy_context_size
@@ -42,16 +45,6 @@ async def _off_loop(fn: Callable[..., T], *args: Any) -> T:
     return await asyncio.get_running_loop().run_in_executor(_text_worker(), partial(fn, *args))
 
 
-@dataclass
-class EpisodeEnv:
-    """What one episode runs against: a started kernel and its rollout's tool gateway."""
-
-    kernel: Any  # workbench.kernel.AsyncKernel
-    gateway: Any  # workbench.tools.ToolGateway
-    tools_text: str  # tool signatures and docs, rendered for the system prompt
-    notepad_api: str
-
-
 def render_notepad(snapshot: dict[str, Any]) -> str:
     """The notepad text the model sees, from the snapshot the kernel pushed to the gateway."""
     if not snapshot:
@@ -70,19 +63,20 @@ def _observation_parts(codec: Any, output: str, notepad: str, *, steps_left: int
     return body, codec.encode(body), block, codec.encode(block) if block else []
 
 
-def opening_messages(task: Task, env: EpisodeEnv, config: AgentConfig) -> list[dict[str, str]]:
+def opening_messages(task: Task, env: Environment, config: AgentConfig) -> list[dict[str, str]]:
     budget = config.token_budget or config.max_context_tokens
+    prompt = env.prompt
     if config.prompt == "compact":
-        names = ", ".join(f"{name}()" for name in env.gateway.registry.names)
+        names = ", ".join(f"{name}()" for name in prompt.tool_names)
         system = render("system_compact", max_steps=config.max_steps, tool_names=names)
     else:
-        system = render("system", max_steps=config.max_steps, max_tokens=budget, tools=env.tools_text,
-                        notepad_api=env.notepad_api)
+        system = render("system", max_steps=config.max_steps, max_tokens=budget, tools=prompt.tools_text,
+                        notepad_api=prompt.notepad_api)
     return [{"role": "system", "content": system},
             {"role": "user", "content": render("task", question=task.question)}]
 
 
-async def run_episode(task: Task, policy: Policy, env: EpisodeEnv, config: AgentConfig, *,
+async def run_episode(task: Task, policy: Policy, env: Environment, config: AgentConfig, *,
                       trajectory: Trajectory | None = None, seed: int | None = None) -> Trajectory:
     """Run one episode of `task` and return its trajectory (never raises for episode failures)."""
     traj = trajectory or Trajectory(task=task)
@@ -95,7 +89,7 @@ async def run_episode(task: Task, policy: Policy, env: EpisodeEnv, config: Agent
     return traj
 
 
-async def _loop(traj: Trajectory, policy: Policy, env: EpisodeEnv, config: AgentConfig,
+async def _loop(traj: Trajectory, policy: Policy, env: Environment, config: AgentConfig,
                 seed: int | None) -> None:
     codec = policy.codec
     started = time.monotonic()
@@ -145,20 +139,21 @@ async def _loop(traj: Trajectory, policy: Policy, env: EpisodeEnv, config: Agent
                     generate_s=time.monotonic() - t0, context_tokens=len(ctx))
         traj.steps.append(step)
 
-        if parsed.code is not None:
-            t1 = time.monotonic()
-            remaining = max(1.0, config.wall_clock_s - (time.monotonic() - started))
-            obs = await env.kernel.execute(parsed.code, timeout=min(config.exec_timeout_s, remaining))
+        t1 = time.monotonic()
+        remaining = max(1.0, config.wall_clock_s - (time.monotonic() - started))
+        result = await env.step(parsed.code, min(config.exec_timeout_s, remaining))
+        obs = result.observation
+        if obs is not None:
             step.execute_s = time.monotonic() - t1
             step.observation = obs.to_dict()
             output = obs.text
         else:
-            obs, output = None, NO_CODE_NOTE
-        step.tool_calls = env.gateway.take_calls()
-        step.notepad = dict(env.gateway.notepad or {})
+            output = NO_CODE_NOTE
+        step.tool_calls = list(result.tool_calls)
+        step.notepad = dict(result.notepad or {})
 
-        if env.gateway.final_answer is not None:
-            traj.final_answer = env.gateway.final_answer
+        if result.final_answer is not None:
+            traj.final_answer = result.final_answer
             step.observation_text = output
             traj.termination = "submitted"
             return

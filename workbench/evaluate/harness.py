@@ -57,8 +57,9 @@ class EvalReport:
 def evaluate(tasks: Sequence[Task], policy: Any, *, tools: Any = None, k: int = 1,
              temperature: float | None = None, config: AgentConfig | None = None, store: Any = None,
              judge: Judge | None = None, concurrency: int = 4, progress: bool = True,
-             normalizer: str = "squad") -> EvalReport:
-    """Run `k` attempts per task and summarise (see the module docstring)."""
+             normalizer: str = "squad", executor: Any = None) -> EvalReport:
+    """Run `k` attempts per task and summarise (see the module docstring). `executor`: where the
+    episodes run (it holds the tools then; default: local kernels with `tools`)."""
     if k < 1:
         raise ConfigError(f"k must be >= 1, got {k}")
     if temperature is None:
@@ -70,7 +71,7 @@ def evaluate(tasks: Sequence[Task], policy: Any, *, tools: Any = None, k: int = 
     attempts = [task for task in tasks for _ in range(k)]
     scorer = EvalRewards(normalizer)
     agent = NBAgent(policy, tools=tools, config=config, store=store, concurrency=concurrency, role="eval",
-                    reward_spec=scorer)
+                    reward_spec=scorer, executor=executor)
     trajectories = agent.run(attempts, progress=progress)
     scores = None
     if judge is not None:  # judged after the run (a judge may be a model call), then stored with the rest

@@ -111,8 +111,9 @@ def _policy(spec: str) -> tuple[Any, tuple[Any, Any] | None]:
     return resolve_policy(spec), None
 
 
-def run_job(job: EvolveJob, *, resume: bool = False) -> Any:
-    """Run the job to the end; returns the `EvolveResult`."""
+def run_job(job: EvolveJob, *, resume: bool = False, executor: Any = None) -> Any:
+    """Run the job to the end; returns the `EvolveResult`. `executor`: where the episodes run (it
+    must have the tool sets "proposer" and "solver"); default: local kernels."""
     from workbench.evolve.loop import run_agent0, run_drzero
     from workbench.evolve.training import trl_train_fn
 
@@ -127,7 +128,7 @@ def run_job(job: EvolveJob, *, resume: bool = False) -> Any:
         train_fn = trl_train_fn(job.train_config(), proposer=p_model, solver=s_model)
     run = run_drzero if job.mode == "drzero" else run_agent0
     return run(config, proposer_policy=proposer, solver_policy=solver, corpus=job.corpus, train_fn=train_fn,
-               resume=resume)
+               resume=resume, executor=executor)
 
 
 __all__ = ["EvolveJob", "MODES", "run_job"]

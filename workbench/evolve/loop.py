@@ -1,4 +1,4 @@
-"""The self-evolution loop: `run_drzero` and `run_agent0` (sync) / `arun_evolution` (async).
+"""The self-evolution loop: `run_drzero` and `run_agent0` / `run_evolution` (plain synchronous code).
 
     from workbench.evolve import DrZeroConfig, run_drzero, world_proposer
     from workbench.worlds import make_world
@@ -16,11 +16,14 @@ against the current solver); (2) sample documents and hop counts, run proposer e
 run solver attempts, score the proposer, write the QA set to `<run>/iter_<i>/qa.jsonl`, log metrics;
 (3) solver update on the QA set, if `train_fn` is given; (4) write `<run>/iter_<i>/state.json`.
 `resume=True` skips iterations whose state file exists.
+
+All episodes of a run go through one executor (`executor=`, else a `LocalExecutor` with the two
+roles' tool sets, closed at the end), each trajectory recorded once by the run's `Recorder`.
+Training hooks are called in this thread; the episode runners they get use the same executor.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import random
@@ -32,7 +35,8 @@ from typing import Any, Callable
 from workbench.errors import ConfigError
 from workbench.evolve.config import Agent0Config, DrZeroConfig, EvolveConfig
 from workbench.evolve.modes import Mode, agent0_mode, drzero_mode
-from workbench.evolve.phases import Phases, PrecomputedReward, ProposerEpisodes, SolverEpisodes, kernel_pool
+from workbench.agent.recorder import Recorder
+from workbench.evolve.phases import Phases, PrecomputedReward, ProposerEpisodes, SolverEpisodes, evolve_executor
 from workbench.evolve.proposer import proposer_task, proposer_tools, sample_documents, sample_hops, solver_tools
 from workbench.trajectory import Task
 
@@ -98,9 +102,9 @@ def _bar(total: int, enabled: bool) -> Any:
     return tqdm(total=total, desc="evolve", unit="iter", disable=not enabled)
 
 
-async def arun_evolution(config: EvolveConfig, mode: Mode, *, proposer_policy: Any, solver_policy: Any = None,
-                         corpus: Any = None, retriever: Any = None, store: Any = None,
-                         train_fn: TrainFn | None = None, resume: bool = False) -> EvolveResult:
+def run_evolution(config: EvolveConfig, mode: Mode, *, proposer_policy: Any, solver_policy: Any = None,
+                  corpus: Any = None, retriever: Any = None, store: Any = None, train_fn: TrainFn | None = None,
+                  resume: bool = False, executor: Any = None) -> EvolveResult:
     """The loop of the module docstring, for either mode."""
     from workbench.store import Store
 
@@ -117,77 +121,88 @@ async def arun_evolution(config: EvolveConfig, mode: Mode, *, proposer_policy: A
     (run_dir / "reward_specs.json").write_text(json.dumps(
         {"proposer": mode.proposer_spec.to_dict(), "solver": mode.solver_spec.to_dict()}, indent=2))
     result = EvolveResult(run_dir, run_id, store)
-    p_cfg, s_cfg = config.agent_config("proposer"), config.agent_config("solver")
-    p_tools, s_tools = proposer_tools(retriever), solver_tools(retriever)
-    phase_kw = dict(proposer_tools=p_tools, solver_tools=s_tools, proposer_config=p_cfg, solver_config=s_cfg,
-                    store=store, run_id=run_id, concurrency=config.concurrency, progress=False)
+    owned = executor is None
+    if owned:
+        executor = evolve_executor(proposer_tools(retriever), solver_tools(retriever), config.concurrency)
+    s_cfg = config.agent_config("solver")
+    phases = Phases(executor, config.agent_config("proposer"), s_cfg, Recorder(store), run_id)
     bar = _bar(config.iterations, config.progress)
     try:
         for i in range(config.iterations):
-            it_dir = run_dir / f"iter_{i}"
-            state_path = it_dir / "state.json"
+            state_path = run_dir / f"iter_{i}" / "state.json"
             if resume and state_path.is_file():
                 result.iterations.append(_load_state(state_path))
-                bar.update(1)
-                continue
-            it_dir.mkdir(parents=True, exist_ok=True)
-            t0 = time.monotonic()
-            store.log_event(run_id, "iteration_start", {"iteration": i, "mode": mode.name})
-            rng = random.Random(config.seed * 7919 + i)
-            docs = sample_documents(rows, config.prompts_per_iteration, rng, max_chars=config.max_document_chars)
-            hops = sample_hops(config.hop_weights, len(docs), rng)
-            prompts = [proposer_task(d, h, iteration=i, mode=mode.name, prompt_index=j)
-                       for j, (d, h) in enumerate(zip(docs, hops))]
-            training: dict[str, Any] = {}
-            if train_fn is not None:
-                bar.set_postfix_str("proposer update")
-                runner = ProposerEpisodes(phase_kw, solver_policy=None if config.shared_model else solver,
-                                          attempts=config.solver_attempts, mode=mode)
-                req = TrainRequest("proposer", config.proposer_estimator, prompts, runner, PrecomputedReward(),
-                                   it_dir / "proposer", i, run_id, store, config.group_size("proposer"))
-                training["proposer"] = await asyncio.to_thread(train_fn, req)
-                training["proposer_solver_episodes"] = runner.solver_episodes
-            samples = [dataclasses.replace(t, id=f"{t.id}-s{s}", metadata={**t.metadata, "sample": s})
-                       for t in prompts for s in range(config.samples_per_prompt)]
-            async with kernel_pool(s_cfg, config.concurrency) as pool:
-                phases = Phases(pool=pool, **phase_kw)
-                bar.set_postfix_str("propose")
-                items = await phases.propose(samples, proposer_policy, lineage={"iteration": i})
-                mode.gate(items)
-                mode.select(items)
-                bar.set_postfix_str("solve")
-                await phases.attempt(items, solver, config.solver_attempts, mode.solver_spec,
-                                     lineage={"iteration": i})
-            mode.score(items, batch=f"{run_id}/iter_{i}")
-            phases.record(items, mode.proposer_spec, provenance={"iteration": i})
-            qa = mode.qa_set(items)
-            qa_path = _write_jsonl(it_dir / "qa.jsonl", [dataclasses.asdict(t) for t in qa])
-            metrics = {**mode.metrics(items), "evolve/qa_size": float(len(qa)),
-                       "evolve/solver_episodes": float(sum(len(it.attempts) for it in items))}
-            if train_fn is not None:
-                bar.set_postfix_str("solver update")
-                if qa:
-                    runner_s = SolverEpisodes(s_tools, s_cfg, reward_spec=mode.solver_spec, store=store,
-                                              run_id=run_id, concurrency=config.concurrency)
-                    req = TrainRequest("solver", config.solver_estimator, qa, runner_s, mode.solver_spec,
-                                       it_dir / "solver", i, run_id, store, config.group_size("solver"))
-                    try:
-                        training["solver"] = await asyncio.to_thread(train_fn, req)
-                    finally:
-                        await asyncio.to_thread(runner_s.close)  # its kernel pool
-                else:
-                    training["solver"] = {"skipped": "empty QA set"}
-            store.log_metrics(run_id, i, metrics)
-            res = IterationResult(i, qa_path, len(qa), [it.traj.id for it in items], metrics, training,
-                                  time.monotonic() - t0)
-            _save_state(state_path, res)
-            store.log_event(run_id, "iteration_end", {"iteration": i, "qa_size": len(qa), "training": training})
-            result.iterations.append(res)
+            else:
+                result.iterations.append(_iteration(i, config, mode, phases, rows, proposer_policy, solver,
+                                                    train_fn, bar))
             bar.update(1)
-            bar.set_postfix_str(f"qa={len(qa)}")
     finally:
         bar.close()
+        if owned:
+            executor.close()
     return result
+
+
+def _iteration(i: int, config: EvolveConfig, mode: Mode, phases: Phases, rows: list[dict[str, Any]],
+               proposer_policy: Any, solver: Any, train_fn: TrainFn | None, bar: Any) -> IterationResult:
+    """One iteration: proposer update, propose, gate, attempt, score, QA set, solver update, state."""
+    store, run_id = phases.recorder.store, phases.run_id
+    it_dir = Path(config.run_dir) / f"iter_{i}"
+    it_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    store.log_event(run_id, "iteration_start", {"iteration": i, "mode": mode.name})
+    rng = random.Random(config.seed * 7919 + i)
+    docs = sample_documents(rows, config.prompts_per_iteration, rng, max_chars=config.max_document_chars)
+    hops = sample_hops(config.hop_weights, len(docs), rng)
+    prompts = [proposer_task(d, h, iteration=i, mode=mode.name, prompt_index=j)
+               for j, (d, h) in enumerate(zip(docs, hops))]
+    training: dict[str, Any] = {}
+    if train_fn is not None:
+        bar.set_postfix_str("proposer update")
+        runner = ProposerEpisodes(phases, solver_policy=None if config.shared_model else solver,
+                                  attempts=config.solver_attempts, mode=mode)
+        training["proposer"] = train_fn(TrainRequest(
+            "proposer", config.proposer_estimator, prompts, runner, PrecomputedReward(), it_dir / "proposer", i,
+            run_id, store, config.group_size("proposer")))
+        training["proposer_solver_episodes"] = runner.solver_episodes
+    samples = [dataclasses.replace(t, id=f"{t.id}-s{s}", metadata={**t.metadata, "sample": s})
+               for t in prompts for s in range(config.samples_per_prompt)]
+    bar.set_postfix_str("propose")
+    items = phases.propose_sync(samples, proposer_policy, lineage={"iteration": i})
+    mode.gate(items)
+    mode.select(items)
+    bar.set_postfix_str("solve")
+    phases.attempt_sync(items, solver, config.solver_attempts, mode.solver_spec, lineage={"iteration": i})
+    mode.score(items, batch=f"{run_id}/iter_{i}")
+    phases.record(items, mode.proposer_spec, provenance={"iteration": i})
+    qa = mode.qa_set(items)
+    qa_path = _write_jsonl(it_dir / "qa.jsonl", [dataclasses.asdict(t) for t in qa])
+    metrics = {**mode.metrics(items), "evolve/qa_size": float(len(qa)),
+               "evolve/solver_episodes": float(sum(len(it.attempts) for it in items))}
+    if train_fn is not None:
+        bar.set_postfix_str("solver update")
+        if qa:
+            runner_s = SolverEpisodes(phases.executor, phases.solver_config, run_id=run_id,
+                                      concurrency=config.concurrency)
+            training["solver"] = train_fn(TrainRequest(
+                "solver", config.solver_estimator, qa, runner_s, mode.solver_spec, it_dir / "solver", i, run_id,
+                store, config.group_size("solver")))
+        else:
+            training["solver"] = {"skipped": "empty QA set"}
+    store.log_metrics(run_id, i, metrics)
+    res = IterationResult(i, qa_path, len(qa), [it.traj.id for it in items], metrics, training,
+                          time.monotonic() - t0)
+    _save_state(it_dir / "state.json", res)
+    store.log_event(run_id, "iteration_end", {"iteration": i, "qa_size": len(qa), "training": training})
+    bar.set_postfix_str(f"qa={len(qa)}")
+    return res
+
+
+async def arun_evolution(config: EvolveConfig, mode: Mode, **kwargs: Any) -> EvolveResult:
+    """`run_evolution` from async code (in a worker thread, so this event loop stays free)."""
+    import asyncio
+
+    return await asyncio.to_thread(run_evolution, config, mode, **kwargs)
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -215,30 +230,24 @@ def load_qa(path: str | Path) -> list[Task]:
     return [Task(**json.loads(line)) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
-def _sync(coro: Any) -> Any:
-    from workbench.agent.runner import run_sync
-
-    return run_sync(coro)
-
-
 def run_drzero(config: DrZeroConfig | None = None, *, proposer_policy: Any, solver_policy: Any = None,
                corpus: Any = None, retriever: Any = None, store: Any = None, train_fn: TrainFn | None = None,
-               resume: bool = False, **overrides: Any) -> EvolveResult:
+               resume: bool = False, executor: Any = None, **overrides: Any) -> EvolveResult:
     """Dr. Zero self-evolution (see the module docstring); keyword overrides build/patch the config."""
     config = _config(DrZeroConfig, config, overrides)
-    return _sync(arun_evolution(config, drzero_mode(config), proposer_policy=proposer_policy,
-                                solver_policy=solver_policy, corpus=corpus, retriever=retriever, store=store,
-                                train_fn=train_fn, resume=resume))
+    return run_evolution(config, drzero_mode(config), proposer_policy=proposer_policy, solver_policy=solver_policy,
+                         corpus=corpus, retriever=retriever, store=store, train_fn=train_fn, resume=resume,
+                         executor=executor)
 
 
 def run_agent0(config: Agent0Config | None = None, *, proposer_policy: Any, solver_policy: Any = None,
                corpus: Any = None, retriever: Any = None, store: Any = None, train_fn: TrainFn | None = None,
-               resume: bool = False, **overrides: Any) -> EvolveResult:
+               resume: bool = False, executor: Any = None, **overrides: Any) -> EvolveResult:
     """Agent0 self-evolution: curriculum reward, majority-vote pseudo-labels, band filter, executor ADPO."""
     config = _config(Agent0Config, config, overrides)
-    return _sync(arun_evolution(config, agent0_mode(config), proposer_policy=proposer_policy,
-                                solver_policy=solver_policy, corpus=corpus, retriever=retriever, store=store,
-                                train_fn=train_fn, resume=resume))
+    return run_evolution(config, agent0_mode(config), proposer_policy=proposer_policy, solver_policy=solver_policy,
+                         corpus=corpus, retriever=retriever, store=store, train_fn=train_fn, resume=resume,
+                         executor=executor)
 
 
 def _config(cls: type, config: Any, overrides: dict[str, Any]) -> Any:
@@ -252,5 +261,5 @@ def _config(cls: type, config: Any, overrides: dict[str, Any]) -> Any:
     return cls.from_dict(data, **overrides)
 
 
-__all__ = ["EvolveResult", "IterationResult", "TrainFn", "TrainRequest", "arun_evolution", "load_qa",
+__all__ = ["EvolveResult", "IterationResult", "TrainFn", "TrainRequest", "arun_evolution", "load_qa", "run_evolution",
            "run_agent0", "run_drzero"]

@@ -1,24 +1,30 @@
 """The two phases every self-evolution iteration runs, shared by Dr. Zero and Agent0 modes.
 
 1. `propose`: proposer NB-Agent episodes (role "proposer"); each trajectory gets its `Proposal`
-   (`final_answer` = the answer, `metadata["question"]` = the question) and is re-written to the store.
-2. `attempt`: n solver episodes per question (role "solver"); each attempt's task carries
-   `metadata["origin"]` = the proposer trajectory id, so `store.children(proposer_id)` lists the
-   attempts and `store.origin(attempt_id)` finds the proposer.
+   (`final_answer` = the answer, `metadata["question"]` = the question). They are recorded once,
+   after the mode scored them (`record`), or by the trainer in a proposer update.
+2. `attempt`: n solver episodes per question (role "solver"), each recorded (scored by the mode's
+   solver spec, written) as it ends; each attempt's task carries `metadata["origin"]` = the proposer
+   trajectory id, so `store.children(proposer_id)` lists the attempts and `store.origin(attempt_id)`
+   finds the proposer.
 
-A `Batch` holds one `Proposed` per proposer episode; the mode's scorer fills in rewards.
-`ProposerEpisodes` wraps both phases plus scoring as the `async (tasks, policy) -> trajectories`
-episode runner `workbench.train` expects, so a proposer update samples fresh questions with the live
-weights and scores them with real solver attempts, as Dr. Zero does.
+Both run on one executor (`evolve_executor`: tool sets "proposer" and "solver", one warm kernel
+pool). The phases are async (the trainer's episode runners await them); `propose_sync` /
+`attempt_sync` are the loop's one-call wrappers. `ProposerEpisodes` wraps both phases plus scoring
+as the `async (tasks, policy) -> trajectories` episode runner `workbench.train` expects, so a
+proposer update samples fresh questions with the live weights and scores them with real solver
+attempts, as Dr. Zero does.
 """
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Sequence
+from typing import Any, Callable, Sequence
 
+from workbench.agent.executor import config_for, gather_jobs, make_jobs
+from workbench.agent.recorder import Recorder
 from workbench.evolve.proposer import Proposal, proposal_of
+from workbench.kernel.sync import run_sync
 from workbench.train.run import NBAgentEpisodes
 from workbench.trajectory import Task, Trajectory
 
@@ -40,43 +46,31 @@ class Proposed:
         return int(self.traj.task.metadata.get("hops", 1))
 
 
-@contextlib.asynccontextmanager
-async def kernel_pool(agent_config: Any, size: int) -> AsyncIterator[Any]:
-    """One warm pool for both roles (episodes take a fresh kernel each)."""
-    from workbench.kernel import KernelPool
+def evolve_executor(proposer_tools: Any, solver_tools: Any, concurrency: int) -> Any:
+    """A `LocalExecutor` with the two roles' tool sets (episodes take a fresh kernel each)."""
+    from workbench.agent.local import LocalExecutor
 
-    pool = KernelPool(size=size, profile=agent_config.profile, isolation=agent_config.isolation,
-                      output_cap=agent_config.output_cap, startup_code="import workbench.runtime")
-    await pool.start()
-    try:
-        yield pool
-    finally:
-        await pool.close()
+    return LocalExecutor({"proposer": proposer_tools, "solver": solver_tools}, concurrency=concurrency)
 
 
 @dataclass
 class Phases:
-    """What both phases run with: tools, agent configs, the store and the shared kernel pool."""
+    """What both phases run with: the executor (tool sets "proposer" and "solver"), the agent
+    configs, the recorder (its store) and the run id."""
 
-    proposer_tools: Any
-    solver_tools: Any
+    executor: Any
     proposer_config: Any  # AgentConfig
     solver_config: Any
-    store: Any
-    pool: Any
+    recorder: Recorder
     run_id: str
-    concurrency: int = 4
-    progress: bool = True
+    progress: bool = False
 
     async def propose(self, tasks: Sequence[Task], policy: Any, lineage: dict[str, Any] | None = None) -> list[Proposed]:
-        from workbench.agent.runner import NBAgent
-
-        agent = NBAgent(policy, tools=self.proposer_tools, config=self.proposer_config, store=self.store,
-                        pool=self.pool, run_id=self.run_id, concurrency=self.concurrency, role="proposer",
-                        lineage=lineage)
-        trajs = await agent.arun(list(tasks), progress=self.progress)
+        """Proposer episodes and their proposals (not yet recorded: `record` does, once scored)."""
+        jobs = make_jobs(tasks, config_for(policy, self.proposer_config), role="proposer", tools="proposer",
+                         run_id=self.run_id, lineage=lineage)
         out = []
-        for traj in trajs:
+        for traj in await gather_jobs(self.executor, jobs, policy, progress=self.progress):
             proposal = proposal_of(traj)
             traj.final_answer = proposal.answer if proposal else None
             if proposal:
@@ -87,10 +81,8 @@ class Phases:
     async def attempt(self, items: Sequence[Proposed], policy: Any, n: int, reward_spec: Any,
                       answer_of: Callable[[Proposed], list[str]] | None = None,
                       lineage: dict[str, Any] | None = None) -> None:
-        """Run `n` solver episodes for every valid, chosen item, scored by `reward_spec`; golden
-        answers default to the proposer's."""
-        from workbench.agent.runner import NBAgent
-
+        """Run `n` solver episodes for every valid, chosen item, each recorded with `reward_spec`;
+        golden answers default to the proposer's."""
         todo = [it for it in items if it.valid and it.chosen and it.proposal]
         tasks, owners = [], []
         for it in todo:
@@ -103,49 +95,57 @@ class Phases:
                 owners.append(it)
         if not tasks:
             return
-        agent = NBAgent(policy, tools=self.solver_tools, config=self.solver_config, store=self.store,
-                        pool=self.pool, run_id=self.run_id, concurrency=self.concurrency, role="solver",
-                        reward_spec=reward_spec, lineage=lineage)
-        for it, traj in zip(owners, await agent.arun(tasks, progress=self.progress)):
+        jobs = make_jobs(tasks, config_for(policy, self.solver_config), role="solver", tools="solver",
+                         reward_spec=reward_spec, run_id=self.run_id, lineage=lineage)
+        for it, traj in zip(owners, await gather_jobs(self.executor, jobs, policy, self.recorder,
+                                                      progress=self.progress)):
             it.attempts.append(traj)
 
-    def record(self, items: Sequence[Proposed], spec: Any, provenance: dict[str, Any] | None = None) -> None:
-        """Put each item's rewards on its trajectory and in the store (with history and the spec)."""
+    def propose_sync(self, tasks: Sequence[Task], policy: Any, lineage: dict[str, Any] | None = None) -> list[Proposed]:
+        return run_sync(self.propose(tasks, policy, lineage))
+
+    def attempt_sync(self, items: Sequence[Proposed], policy: Any, n: int, reward_spec: Any,
+                     lineage: dict[str, Any] | None = None) -> None:
+        run_sync(self.attempt(items, policy, n, reward_spec, lineage=lineage))
+
+    def scored(self, items: Sequence[Proposed], spec: Any) -> None:
+        """Put each item's rewards on its trajectory (without recording it)."""
         for it in items:
             it.traj.rewards = dict(it.rewards)
             it.traj.reward_spec = spec.name
-            if self.store is not None:
-                self.store.write(it.traj)
-                self.store.record_rewards(it.traj.id, it.rewards, spec.name, spec.to_json(), provenance=provenance)
+
+    def record(self, items: Sequence[Proposed], spec: Any, provenance: dict[str, Any] | None = None) -> None:
+        """Record each item's trajectory once, with its rewards (and, in the reward history, the spec)."""
+        for it in items:
+            it.traj = self.recorder.record(it.traj, spec, rewards=it.rewards, provenance=provenance or {})
 
 
 class ProposerEpisodes:
     """The proposer's episode runner for `workbench.train`: propose, attempt, score.
 
     The mode's `gate(items)` marks which proposals the solver attempts; `mode.score(items)` sets
-    rewards after the attempts (its proposer spec, solver attempts as context). With
-    `solver_policy=None` the solver is the live policy being trained (one model).
+    rewards after the attempts (its proposer spec, solver attempts as context). The solver attempts
+    are recorded here; the proposer trajectories are returned scored, for the trainer to record.
+    With `solver_policy=None` the solver is the live policy being trained (one model).
     """
 
-    def __init__(self, phases_kwargs: dict[str, Any], *, solver_policy: Any, attempts: int, mode: Any,
+    def __init__(self, phases: Phases, *, solver_policy: Any, attempts: int, mode: Any,
                  answer_of: Callable[[Proposed], list[str]] | None = None) -> None:
-        self.phases_kwargs = phases_kwargs
+        self.phases = phases
         self.solver_policy = solver_policy
         self.attempts = attempts
         self.mode, self.answer_of = mode, answer_of
         self.solver_episodes = 0  # solver episodes run so far (the proposer update's cost)
 
     async def __call__(self, tasks: list[Task], policy: Any) -> list[Trajectory]:
-        kw = dict(self.phases_kwargs)
-        async with kernel_pool(kw["solver_config"], kw.get("concurrency", 4)) as pool:
-            phases = Phases(pool=pool, **kw)
-            items = await phases.propose(tasks, policy, lineage={"phase": "proposer_update"})
-            self.mode.gate(items)
-            await phases.attempt(items, self.solver_policy or policy, self.attempts, self.mode.solver_spec,
-                                 self.answer_of, lineage={"phase": "proposer_update"})
-            self.solver_episodes += sum(len(it.attempts) for it in items)
-            self.mode.score(items)
-            phases.record(items, self.mode.proposer_spec)
+        phases = self.phases
+        items = await phases.propose(tasks, policy, lineage={"phase": "proposer_update"})
+        self.mode.gate(items)
+        await phases.attempt(items, self.solver_policy or policy, self.attempts, self.mode.solver_spec,
+                             self.answer_of, lineage={"phase": "proposer_update"})
+        self.solver_episodes += sum(len(it.attempts) for it in items)
+        self.mode.score(items)
+        phases.scored(items, self.mode.proposer_spec)
         return [it.traj for it in items]
 
 
@@ -161,14 +161,12 @@ class PrecomputedReward:
 
 
 class SolverEpisodes(NBAgentEpisodes):
-    """The solver's episode runner for `workbench.train`: NB-Agent episodes with the search tool,
-    scored by the mode's solver spec (EM against the QA target). Its kernel pool lives until `aclose()`."""
+    """The solver's episode runner for `workbench.train`: NB-Agent episodes with the "solver" tool
+    set of `executor`, returned unscored for the trainer to score (its reward) and record once."""
 
-    def __init__(self, tools: Any, agent_config: Any, *, reward_spec: Any, store: Any = None, run_id: str = "",
-                 concurrency: int = 4) -> None:
-        super().__init__(agent_config=agent_config, tools=tools, concurrency=concurrency, store=store,
-                         run_id=run_id or None, role="solver", reward_spec=reward_spec,
-                         lineage={"phase": "solver_update"})
+    def __init__(self, executor: Any, agent_config: Any, *, run_id: str = "", concurrency: int = 4) -> None:
+        super().__init__(agent_config=agent_config, executor=executor, toolset="solver", concurrency=concurrency,
+                         run_id=run_id or None, role="solver", lineage={"phase": "solver_update"})
 
 
-__all__ = ["Phases", "PrecomputedReward", "ProposerEpisodes", "Proposed", "SolverEpisodes", "kernel_pool"]
+__all__ = ["Phases", "PrecomputedReward", "ProposerEpisodes", "Proposed", "SolverEpisodes", "evolve_executor"]

@@ -77,20 +77,23 @@ def build_episodes(config: TrainConfig) -> Any:
 
 
 class NBAgentEpisodes:
-    """The `nbagent` kind: NB-Agent episodes in sandboxed kernels, sampled from the live policy.
+    """The `nbagent` kind: NB-Agent episodes in sandboxed kernels, sampled from the policy each call
+    is given (the trainer passes its live one).
 
-    One `NBAgent` (and its warm kernel pool) lives across training steps on workbench's background
-    event loop; each call swaps in the current policy. Tools: `search` over `corpus_path` (BM25)
-    when the config names one, plus `submit_final_answer`. `tools` may also be a function
-    `task -> ToolRegistry`, called per episode; a `simulator` (ZeroSearch's `SimulatedSearch`) gives
-    each episode a `search` bound to its task's question and gold answers, and is listed in
-    `curricula` so the trainer advances its noise schedule.
+    The episodes run on an executor (`executor=`, else a `LocalExecutor` built here on first use,
+    whose warm kernel pool lives across training steps until `aclose()`). They come back unscored
+    and unwritten: the trainer scores each with its reward and writes it once. Tools: `search` over
+    `corpus_path` (BM25) when the config names one, plus `submit_final_answer`. `tools` may also be
+    a function `task -> ToolRegistry`, called per episode; a `simulator` (ZeroSearch's
+    `SimulatedSearch`) gives each episode a `search` bound to its task's question and gold answers,
+    and is listed in `curricula` so the trainer advances its noise schedule. With `executor=`, the
+    tools are the executor's: `toolset` names which of its tool sets the episodes get.
     """
 
     def __init__(self, config: TrainConfig | None = None, *, agent_config: Any = None, tools: Any = None,
-                 concurrency: int | None = None, store: Any = None, run_id: str | None = None,
-                 role: str = "solver", reward_spec: Any = None, lineage: dict[str, Any] | None = None,
-                 simulator: Any = None) -> None:
+                 concurrency: int | None = None, run_id: str | None = None, role: str = "solver",
+                 lineage: dict[str, Any] | None = None, simulator: Any = None, executor: Any = None,
+                 toolset: str = "default") -> None:
         from workbench.agent.config import AgentConfig
 
         if agent_config is None:
@@ -99,6 +102,9 @@ class NBAgentEpisodes:
             agent_config = AgentConfig(max_steps=config.max_turns, max_new_tokens=config.max_turn_tokens,
                                        temperature=config.temperature, profile=config.agent_profile,
                                        seed=config.seed)
+        if executor is not None and (tools is not None or simulator is not None):
+            raise ConfigError("NBAgentEpisodes: with executor=, the tools are the executor's; "
+                              "build it with them instead of passing tools= or simulator= here")
         if simulator is not None and tools is None:
             from workbench.agent.resolve import search_registry
 
@@ -111,53 +117,31 @@ class NBAgentEpisodes:
         self.curricula = [simulator] if simulator is not None else []
         self.agent_config = agent_config
         self.tools = tools
+        self.toolset = toolset
         self.concurrency = concurrency or (config.concurrency if config is not None else 4)
         self.run_id = run_id or (config.run_id if config is not None else "") or None
-        self.store = store
-        self.role, self.reward_spec, self.lineage = role, reward_spec, dict(lineage or {})
-        self._agent: Any = None
-        self._pool: Any = None
+        self.role, self.lineage = role, dict(lineage or {})
+        self._owns_executor = executor is None
+        self.executor: Any = executor
+
+    def _executor(self) -> Any:
+        if self.executor is None:
+            from workbench.agent.local import LocalExecutor
+
+            self.executor = LocalExecutor({self.toolset: self.tools} if self.tools is not None else None,
+                                          concurrency=self.concurrency)
+        return self.executor
 
     async def __call__(self, tasks: list[Task], policy: Any) -> list[Any]:
-        from workbench.agent.runner import NBAgent
+        from workbench.agent.executor import config_for, gather_jobs, make_jobs
 
-        if callable(self.tools):
-            return await self._per_task(tasks, policy)
-        if self._agent is None:
-            self._agent = NBAgent(policy, tools=self.tools, config=self.agent_config, store=self.store,
-                                  concurrency=self.concurrency, run_id=self.run_id, role=self.role,
-                                  reward_spec=self.reward_spec, lineage=self.lineage)
-        self._agent.policy = policy
-        return await self._agent.arun(tasks, progress=False)
-
-    async def _per_task(self, tasks: list[Task], policy: Any) -> list[Any]:
-        """Each episode with its own tool registry, on one shared warm kernel pool."""
-        import asyncio
-
-        from workbench.agent.runner import NBAgent
-        from workbench.kernel import KernelPool
-
-        cfg = self.agent_config
-        if self._pool is None:
-            self._pool = KernelPool(size=self.concurrency, profile=cfg.profile, isolation=cfg.isolation,
-                                    output_cap=cfg.output_cap, startup_code="import workbench.runtime")
-            await self._pool.start()
-
-        async def one(i: int, task: Task) -> Any:
-            agent = NBAgent(policy, tools=self.tools(task), config=cfg, store=self.store, pool=self._pool,
-                            concurrency=self.concurrency, run_id=self.run_id, role=self.role,
-                            reward_spec=self.reward_spec, lineage=self.lineage)
-            return await agent.run_one(task, seed=None if cfg.seed is None else cfg.seed + i)
-
-        return list(await asyncio.gather(*(one(i, t) for i, t in enumerate(tasks))))
+        jobs = make_jobs(tasks, config_for(policy, self.agent_config), role=self.role, tools=self.toolset,
+                         run_id=self.run_id or "", lineage=self.lineage)
+        return await gather_jobs(self._executor(), jobs, policy)
 
     async def aclose(self) -> None:
-        if self._agent is not None:
-            await self._agent.aclose()
-            self._agent = None
-        if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
+        if self.executor is not None and self._owns_executor:
+            await self.executor.aclose()
 
     def close(self) -> None:
         """Stop the kernel pool (from sync code)."""

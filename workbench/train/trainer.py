@@ -7,11 +7,13 @@
 How it plugs into TRL (see the TRL 1.16 notes in the design docs):
 - `_generate_and_score_completions` first runs the episode runner (`async (tasks, policy) ->
   [Trajectory]`) with the live model wrapped as a policy and scores each trajectory with the reward
-  spec (per-turn rewards too, when the spec gives them). Each trajectory becomes one training row per
+  spec (per-turn rewards too, when the spec gives them), then writes it to the store once (the
+  runner returns episodes unscored and unwritten). Each trajectory becomes one training row per
   context segment (`TrainConfig.segments`); the batch is padded with fully masked filler rows to a
   size TRL can group and split. TRL's `rollout_func` then hands those rows back as `prompt_ids`,
   `completion_ids`, `logprobs`, `env_mask` plus extra fields (task id, hops, reward components, turn
   of each token). Observation tokens are attended to, never trained on (`env_mask` → `tool_mask`).
+  The rows and their advantages are built in `workbench.train.rows`.
 - Advantages are computed per trajectory over the global batch and placed on its rows: grpo (TRL's
   group normalisation), hrpo (one rollout per question, whole hop groups per batch, normalised per
   hop count), reinforce_pp (whitened discounted per-turn returns on each turn's tokens, (B, T)),
@@ -30,7 +32,6 @@ How it plugs into TRL (see the TRL 1.16 notes in the design docs):
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import math
@@ -40,13 +41,14 @@ from typing import Any, Awaitable, Callable, Sequence
 
 import torch
 
+from workbench.agent.recorder import Recorder
 from workbench.errors import ConfigError, TrainingError
 from workbench.train import advantages as A
 from workbench.train.config import TrainConfig
 from workbench.train.policy import live_policy, run_sync
 from workbench.train.rewards import resolve_reward, score_trajectory
-from workbench.train.rollout import (dynamic_sampling, pass_rate_by_hop, self_consistency, step_rewards,
-                                     task_drawer, trajectory_samples)
+from workbench.train.rollout import dynamic_sampling, pass_rate_by_hop, task_drawer
+from workbench.train.rows import TrainingRows, row_advantages, tasks_dataset, workbench_reward
 from workbench.trajectory import Task, Trajectory
 
 REQUIRED_TRL = "1.16.0"
@@ -68,77 +70,12 @@ from transformers import TrainerCallback  # noqa: E402
 from trl import GRPOTrainer  # noqa: E402
 
 
-def tasks_dataset(tasks: Sequence[Task]) -> Any:
-    """The training dataset: the question as `prompt`, the whole task as JSON."""
-    from datasets import Dataset
-
-    return Dataset.from_list([{"prompt": t.question, "task_json": json.dumps(dataclasses.asdict(t))}
-                              for t in tasks])
-
-
-def workbench_reward(prompts: list, completions: list, wb_reward: list[float | None],
-                     wb_rewards: list[dict] | None = None, log_metric: Any = None, **_: Any) -> list[float | None]:
-    """TRL reward function: the totals the reward spec already gave each trajectory in the rollout.
-
-    A trajectory's total sits on its last segment's row; earlier segments and filler rows get None,
-    so TRL's logged reward is the mean over trajectories (advantages are set by the trainer)."""
-    if log_metric is not None and wb_rewards:
-        scored = [r for r, total in zip(wb_rewards, wb_reward) if total is not None]
-        for name in sorted({k for r in scored for k in r if k != "total"}):
-            vals = [r[name] for r in scored if name in r]
-            log_metric(f"reward/{name}", sum(vals) / len(vals))
-    return [None if r is None else float(r) for r in wb_reward]
-
-
 class _OwnRowsFilter(logging.Filter):
     """Silences TRL's 'all reward functions returned None' warning for rows that are unscored on purpose."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         msg = record.getMessage()
         return not ("All reward functions returned None" in msg and "'wb_row': '" in msg)
-
-
-def row_advantages(estimator: str, config: TrainConfig, trajs: Sequence[Trajectory], offset: int,
-                   row_traj: Sequence[int], step_index: Sequence[Sequence[int]], width: int, *,
-                   group_size: int, scale_rewards: str = "group") -> tuple[torch.Tensor, torch.Tensor | None,
-                                                                          torch.Tensor | None]:
-    """Advantages of the local rows: (advantages (B,) or (B, width), ADPO eps_high (B,), ASearcher keep (B,)).
-
-    `trajs` is the global batch (every process's trajectories, in order); this process's trajectories
-    start at `offset`; `row_traj[r]` is the local trajectory of row r (-1: filler row, advantage 0);
-    `step_index[r]` the turn of each completion token of row r (-1: not a model token).
-    """
-    c = config
-    rewards = [float(t.reward or 0.0) for t in trajs]
-    rows = len(row_traj)
-    eps_high = keep = None
-    if estimator == "reinforce_pp":
-        returns = A.reinforce_pp([step_rewards(t) for t in trajs], c.gamma)
-        local = [returns[offset + i] if i >= 0 else [] for i in row_traj]
-        return A.place_on_turns(step_index, local, width), None, None
-    if estimator == "grpo":
-        if scale_rewards == "batch":
-            centred = A.grpo(rewards, group_size, scale=False)
-            per = centred / (torch.tensor(rewards).std() + A.EPS) if len(rewards) > 1 else centred
-        else:
-            per = A.grpo(rewards, group_size, scale=scale_rewards != "none")
-    elif estimator == "hrpo":
-        per = A.hrpo(rewards, [t.hops for t in trajs])
-    elif estimator == "adpo":
-        p = [self_consistency(t.task) for t in trajs]
-        per = A.grpo(rewards, group_size) * A.adpo_scale(p, c.adpo_min_scale, c.adpo_p_low, c.adpo_p_high)
-        high = A.adpo_eps_high(p, c.epsilon, c.adpo_eps_boost, c.adpo_p_low, c.adpo_p_high)
-        eps_high = torch.tensor([float(high[offset + i]) if i >= 0 else c.epsilon for i in row_traj])
-    elif estimator == "asearcher":
-        per, kept = A.asearcher(rewards, group_size, c.asearcher_reward_bias, c.asearcher_reward_scaling,
-                                c.asearcher_reward_clip)
-        keep = torch.tensor([bool(kept[offset + i]) if i >= 0 else False for i in row_traj])
-    elif estimator == "reinforce":
-        per = A.reinforce(rewards)
-    else:
-        raise ConfigError(f"unknown estimator {estimator!r}")
-    adv = torch.tensor([float(per[offset + i]) if i >= 0 else 0.0 for i in row_traj], dtype=torch.float32)
-    return adv.reshape(rows), eps_high, keep
 
 
 def _rollout_func(prompts: list, trainer: "WorkbenchGRPOTrainer") -> dict[str, list]:
@@ -183,6 +120,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         self.scorer = resolve_reward(reward if reward is not None else config.reward)
         self.tasks = tasks
         self.store = store
+        self.recorder = Recorder(store)
         self.policy_factory = policy_factory
         self.last_trajectories: list[Trajectory] = []
         self._draw = task_drawer(tasks, config.seed + 1)
@@ -313,41 +251,15 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         """Training rows (one per trained segment, then fillers) and each row's trajectory (-1 = filler)."""
         from accelerate.utils import gather_object
 
-        eos = self.processing_class.eos_token_id
-        per_traj = [trajectory_samples(t, eos, self.args.max_completion_length, self.wb_config.segments)
-                    for t in trajs]
-        samples = [s for ss in per_traj for s in ss]
-        row_traj = [i for i, ss in enumerate(per_traj) for _ in ss]
-        kind = ["segment"] * len(samples)
-        for r in range(len(samples)):
-            if r == len(samples) - 1 or row_traj[r + 1] != row_traj[r]:
-                kind[r] = "last"
         group = self.num_generations if self.model.training else self.num_generations_eval
         unit = group * self.args.steps_per_generation // math.gcd(group, self.args.steps_per_generation)
-        most = max(gather_object([len(samples)]))
-        target = -(-most // unit) * unit
-        for _ in range(target - len(samples)):  # fully masked: no loss, no reward, advantage 0
-            samples.append({"prompt_ids": [eos if eos is not None else 0], "completion_ids": [eos or 0],
-                            "env_mask": [0], "logprobs": [0.0], "step_index": [-1]})
-            row_traj.append(-1)
-            kind.append("filler")
-        self._metrics["train"]["episode/segments"].append(
-            sum(k != "filler" for k in kind) / max(len(trajs), 1))
-        pending: dict[str, list] = {k: [s[k] for s in samples]
-                                    for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "step_index")}
-        ts = [trajs[i] if i >= 0 else None for i in row_traj]
-        pending.update(
-            wb_row=kind,
-            wb_reward=[float(t.reward or 0.0) if k == "last" else None for t, k in zip(ts, kind)],
-            wb_rewards=[dict(t.rewards) if k == "last" else {} for t, k in zip(ts, kind)],
-            task_id=[t.task.id if t else "" for t in ts], hops=[t.hops if t else None for t in ts],
-            turns=[len(t.steps) if t else 0 for t in ts], termination=[t.termination if t else "" for t in ts],
-            self_consistency=[self_consistency(t.task) if t else 1.0 for t in ts],
-            step_rewards=[step_rewards(t) if t else [] for t in ts])
-        self._pending = pending
-        rows = [{"prompt": t.task.question if t else "", "task_json": json.dumps(dataclasses.asdict(t.task)) if t
-                 else "{}"} for t in ts]
-        return rows, row_traj
+        rows = TrainingRows.build(trajs, self.processing_class.eos_token_id, self.args.max_completion_length,
+                                  self.wb_config.segments)
+        most = max(gather_object([len(rows.samples)]))
+        rows.pad_to(-(-most // unit) * unit)
+        self._metrics["train"]["episode/segments"].append(rows.segments / max(len(trajs), 1))
+        self._pending = rows.pending()
+        return rows.dataset_rows(), rows.row_traj
 
     def _log_episodes(self, trajs: list[Trajectory]) -> None:
         m = self._metrics["train"]
@@ -358,9 +270,8 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             m[f"episode/end_{kind or 'unknown'}"].append(count / n)
         for name, value in pass_rate_by_hop(trajs).items():
             m[name].append(value)
-        if self.store is not None:
-            for t in trajs:
-                self.store.write(t)
+        for t in trajs:  # scored in run_episodes; written here, once
+            self.recorder.record(t)
 
     # -- advantages --------------------------------------------------------------------------
     def _generate_and_score_completions(self, inputs: list[dict]) -> dict[str, Any]:

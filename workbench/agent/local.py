@@ -1,0 +1,210 @@
+"""`LocalExecutor`: episodes in sandboxed kernels on this machine.
+
+    executor = LocalExecutor({"solver": solver_tools, "proposer": proposer_tools}, concurrency=4)
+    async for i, traj in executor.stream(jobs, policy): ...
+    await executor.aclose()
+
+The only place a kernel pool and tool gateways are built. Tool sets are named; a job picks one by
+name (`EpisodeJob.tools`). A tool set is a `ToolRegistry`, or a function `task -> ToolRegistry`
+called per episode (a search bound to the task, as ZeroSearch's simulator needs). One warm pool per
+sandbox setting (profile, isolation, output cap) is started on first use and lives until
+`aclose()`, across batches and policies (a later batch starts new ones); at most `concurrency` episodes run at once over all of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from typing import Any, AsyncIterator, Callable, Mapping, Sequence, Union
+
+from workbench.agent.config import AgentConfig
+from workbench.agent.environment import LocalEnvironment
+from workbench.agent.episode import run_episode
+from workbench.agent.executor import DEFAULT_TOOLS, EpisodeJob
+from workbench.agent.recorder import describe
+from workbench.errors import ConfigError
+from workbench.trajectory import Task, Trajectory
+
+ToolSet = Union[Any, Callable[[Task], Any]]  # a ToolRegistry, or task -> ToolRegistry
+
+
+class _Kernels:
+    """The pools, concurrency gate and lock of one event loop."""
+
+    def __init__(self, concurrency: int, given_pool: Any) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.gate = asyncio.Semaphore(concurrency)
+        self.lock = asyncio.Lock()
+        self.concurrency, self.given_pool = concurrency, given_pool
+        self.pools: dict[tuple[Any, ...], Any] = {}
+
+    async def pool_for(self, agent: AgentConfig) -> Any:
+        if self.given_pool is not None:
+            return self.given_pool
+        key = (agent.profile, agent.isolation, agent.output_cap)
+        async with self.lock:
+            if key not in self.pools:
+                from workbench.kernel import KernelPool
+
+                pool = KernelPool(size=self.concurrency, profile=agent.profile, isolation=agent.isolation,
+                                  output_cap=agent.output_cap, startup_code="import workbench.runtime")
+                await pool.start()
+                self.pools[key] = pool
+            return self.pools[key]
+
+    async def close(self) -> None:
+        pools, self.pools = list(self.pools.values()), {}
+        await asyncio.gather(*(p.close() for p in pools), return_exceptions=True)
+
+
+class LocalExecutor:
+    """An `Executor` over local kernel pools; see the module docstring. `pool`: use this started
+    pool for every episode (it is not closed here).
+
+    The pools live on the event loop that first used the executor; a batch streamed from another
+    loop (say `asyncio.run` inside a training hook) gets pools of its own, closed when it ends."""
+
+    def __init__(self, tools: ToolSet | Mapping[str, ToolSet] | None = None, *, concurrency: int = 4,
+                 pool: Any = None) -> None:
+        from workbench.tools import ToolRegistry
+
+        if concurrency < 1:
+            raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
+        if tools is None:
+            tools = ToolRegistry([])
+        self.toolsets: dict[str, ToolSet] = (dict(tools) if isinstance(tools, Mapping)
+                                             else {DEFAULT_TOOLS: tools})
+        self.concurrency = concurrency
+        self._given_pool = pool
+        self._home: _Kernels | None = None
+        self.started = self.finished = self.in_flight = self.high_water = 0
+
+    def registry_for(self, job: EpisodeJob) -> Any:
+        """The tool registry of `job`'s episode (a per-task tool set is called here)."""
+        from workbench.tools import ToolRegistry
+
+        try:
+            tools = self.toolsets[job.tools]
+        except KeyError:
+            raise ConfigError(f"no tool set {job.tools!r} in this executor (it has {sorted(self.toolsets)}); "
+                              "name one of them in EpisodeJob.tools or pass it to LocalExecutor") from None
+        return tools if isinstance(tools, ToolRegistry) else tools(job.task)
+
+    # -- episodes --------------------------------------------------------------------------
+    async def run(self, job: EpisodeJob, policy: Any, pool: Any) -> Trajectory:
+        """One episode in a fresh kernel of `pool`. Never raises for the episode's failure: a kernel
+        or gateway failure ends up in the trajectory (`termination`, `error`)."""
+        traj = job.trajectory()
+        try:
+            return await self._episode(job, policy, traj, pool)
+        except Exception as exc:  # pool or gateway failure: this episode ends, the batch goes on
+            traj.termination = traj.termination or "error"
+            traj.error = traj.error or describe(exc)
+            traj.ended_at = time.time()
+            return traj
+
+    async def _episode(self, job: EpisodeJob, policy: Any, traj: Trajectory, pool: Any) -> Trajectory:
+        from workbench.runtime import notepad_api_doc
+        from workbench.tools import ToolGateway, setup_code
+
+        config, tools = job.agent, self.registry_for(job)
+        async with pool.acquire() as kernel:
+            token = secrets.token_hex(16)
+            gateway = ToolGateway(tools, kernel.rollout_dir / "run" / "gateway.sock", rollout_id=traj.id,
+                                  token=token, call_timeout_s=config.tool_timeout_s,
+                                  call_budget=config.tool_call_budget)
+            async with gateway:
+                code = setup_code(tools, token=token)
+                if config.task_variable:
+                    code += f"{config.task_variable} = {job.task.question!r}\n"
+                setup = await kernel.execute(code, timeout=30)
+                if not setup.ok:
+                    raise RuntimeError(f"runtime setup failed in the kernel: {setup.text}")
+                env = LocalEnvironment(kernel, gateway, tools.prompt_text(), notepad_api_doc())
+                return await run_episode(job.task, policy, env, config, trajectory=traj, seed=job.seed)
+
+    async def stream(self, jobs: Sequence[EpisodeJob], policy: Any) -> AsyncIterator[tuple[int, Trajectory]]:
+        """Yield `(index, trajectory)` as episodes end, exactly one per job. The pools the jobs need
+        are started first (a sandbox that cannot start raises `PoolError` here)."""
+        jobs = list(jobs)
+        for name in {job.tools for job in jobs} - set(self.toolsets):
+            raise ConfigError(f"no tool set {name!r} in this executor (it has {sorted(self.toolsets)})")
+        loop = asyncio.get_running_loop()
+        if self._home is None or self._home.loop.is_closed():
+            self._home = _Kernels(self.concurrency, self._given_pool)
+        kernels = self._home if self._home.loop is loop else _Kernels(self.concurrency, self._given_pool)
+        try:
+            async for pair in self._stream(jobs, policy, kernels):
+                yield pair
+        finally:
+            if kernels is not self._home:
+                await kernels.close()
+
+    async def _stream(self, jobs: list[EpisodeJob], policy: Any,
+                      kernels: _Kernels) -> AsyncIterator[tuple[int, Trajectory]]:
+        pools = {}
+        for job in jobs:
+            key = (job.agent.profile, job.agent.isolation, job.agent.output_cap)
+            if key not in pools:
+                pools[key] = await kernels.pool_for(job.agent)
+        queue: asyncio.Queue[tuple[int, Trajectory]] = asyncio.Queue()
+
+        async def one(i: int, job: EpisodeJob) -> None:
+            async with kernels.gate:
+                self._begin()
+                try:
+                    pool = pools[(job.agent.profile, job.agent.isolation, job.agent.output_cap)]
+                    traj = await self.run(job, policy, pool)
+                except Exception as exc:  # run records its failures; this is the last guard
+                    traj = job.trajectory()
+                    traj.termination, traj.error, traj.ended_at = "error", describe(exc), time.time()
+                finally:
+                    self.in_flight -= 1
+                    self.finished += 1
+            await queue.put((i, traj))
+
+        workers = [asyncio.create_task(one(i, job)) for i, job in enumerate(jobs)]
+        try:
+            for _ in range(len(jobs)):
+                yield await queue.get()
+        finally:
+            for w in workers:
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+
+    def _begin(self) -> None:
+        self.started += 1
+        self.in_flight += 1
+        self.high_water = max(self.high_water, self.in_flight)
+
+    # -- lifetime --------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        pools = list(self._home.pools.values()) if self._home is not None else []
+        if self._given_pool is not None:
+            pools = [self._given_pool]
+        kernels = {name: sum(getattr(p, name, 0) for p in pools)
+                   for name in ("warm", "in_use", "started", "failed_starts")}
+        return {"started": self.started, "finished": self.finished, "in_flight": self.in_flight,
+                "high_water": self.high_water, "pools": len(pools), "kernels": kernels}
+
+    async def aclose(self) -> None:
+        """Close the pools this executor started (a pool passed in stays open). Using the executor
+        again starts new ones."""
+        if self._home is not None:
+            await self._home.close()
+
+    def close(self) -> None:
+        """`aclose()` from sync code (the pools live on workbench's background loop)."""
+        from workbench.kernel.sync import run_sync
+
+        run_sync(self.aclose())
+
+    async def __aenter__(self) -> "LocalExecutor":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+__all__ = ["LocalExecutor", "ToolSet"]
