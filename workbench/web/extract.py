@@ -4,12 +4,15 @@
     extract(html, url, extractor="fallback") # stdlib html.parser, no dependency
 
 Both keep the title, headings, paragraphs, lists, tables and links (made absolute) and drop
-navigation, headers/footers, forms, scripts and styles. Install trafilatura with the `[web]` extra.
+navigation, headers/footers, forms, scripts and styles (trafilatura also drops link lists such as
+"See also"). Where trafilatura finds no content (a bare fragment), the fallback reads the page.
+Install trafilatura with the `[web]` extra.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from html.parser import HTMLParser
 from typing import Literal
 from urllib.parse import urljoin, urlsplit
@@ -259,12 +262,26 @@ def _fallback(html: str, url: str) -> Page:
 _MD_LINK = re.compile(r"\[([^\]\n]*)\]\(([^)\s]+)\)")
 
 
+@lru_cache(maxsize=1)
+def _trafilatura_config() -> object:
+    from trafilatura.settings import use_config
+
+    config = use_config()
+    # short pages (an entity page, a stub) are content too: without these trafilatura falls back
+    # to its flat "baseline" text and loses tables and links
+    config.set("DEFAULT", "MIN_EXTRACTED_SIZE", "10")
+    config.set("DEFAULT", "MIN_OUTPUT_SIZE", "1")
+    return config
+
+
 def _trafilatura(html: str, url: str) -> Page:
     import trafilatura
 
     md = trafilatura.extract(html, url=url, output_format="markdown", include_links=True,
                              include_tables=True, include_formatting=False, with_metadata=False,
-                             favor_recall=True) or ""
+                             favor_recall=True, fast=True, config=_trafilatura_config()) or ""
+    if not md.strip():  # a fragment or a page it finds no content in: the fallback reads it all
+        return _fallback(html, url)
     head = _Converter(url)
     head.feed(html)
     head.close()
