@@ -50,9 +50,14 @@ class AgentConfig(BaseModel):
     show_notepad: bool = Field(True, description="Render the notepad into every observation.")
     task_variable: str | None = Field(
         "task", description="Notebook variable holding the task's question (None: the prompt only).")
-    prompt: Literal["full", "compact"] = Field(
-        "full", description="System prompt: full (rules, tool docs, notepad API) or compact (one line each, "
-                            "for tiny models trained from scratch).")
+    prompt: Literal["full", "compact", "asearcher"] = Field(
+        "full", description="System prompt: full (rules, tool docs, notepad API), compact (one line each, "
+                            "for tiny models trained from scratch) or asearcher (search, read pages, keep notes; "
+                            "see workbench.web.asearcher).")
+    short_text: int | None = Field(
+        None, ge=20, description="ASearcher's short_text: after the next turn, the observation of a turn that "
+                                 "called a page tool shrinks to its first N characters (None: keep it whole).")
+    page_tools: tuple[str, ...] = Field(("access",), description="Tools whose observations short_text shrinks.")
 
     @classmethod
     def load(cls, path: str | Path, **overrides: object) -> "AgentConfig":
@@ -75,7 +80,7 @@ class AgentConfig(BaseModel):
 
 
 MODEL_SETTINGS = ("prompt", "max_context_tokens", "max_new_tokens", "max_steps", "trim", "output_cap",
-                  "show_notepad", "task_variable", "search_top_k")
+                  "show_notepad", "task_variable", "search_top_k", "short_text")
 """AgentConfig fields a model learns under (prompt, window, turn length, turns, observation form)."""
 
 MODEL_KEY = AGENT_SETTINGS_KEY  # the key in a model's config.json that holds its agent settings

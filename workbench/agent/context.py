@@ -76,6 +76,15 @@ class ContextWatcher:
         self.turns.append(_Turn(list(completion_ids), list(observation_ids)))
         self.notepad_ids = list(notepad_ids)
 
+    def shrink(self, turn: _Turn, observation_ids: Sequence[int]) -> bool:
+        """Replace a kept turn's observation with a shorter one (ASearcher's short_text); False when
+        that turn was trimmed away already."""
+        if not any(t is turn for t in self.turns):
+            return False
+        turn.observation_ids = list(observation_ids)
+        self.rebuilt = True  # the context is no longer the last one plus what followed
+        return True
+
     def prompt_to_record(self) -> list[int] | None:
         """The whole context if the next turn must record it as its prompt, else None.
 

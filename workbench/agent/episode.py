@@ -63,6 +63,13 @@ def _observation_parts(codec: Any, output: str, notepad: str, *, steps_left: int
     return body, codec.encode(body), block, codec.encode(block) if block else []
 
 
+def _stub_ids(codec: Any, output: str, chars: int, *, steps_left: int, tokens_left: int) -> list[int]:
+    """A read page's observation shrunk to its first `chars` characters (ASearcher's short_text)."""
+    short = output if len(output) <= chars else (
+        output[:chars].rstrip() + " … [page shortened after you read it; what you kept is in the notepad]")
+    return codec.encode(render("observation", output=short, steps_left=steps_left, tokens_left=tokens_left))
+
+
 def opening_messages(task: Task, env: Environment, config: AgentConfig) -> list[dict[str, str]]:
     budget = config.token_budget or config.max_context_tokens
     prompt = env.prompt
@@ -70,7 +77,8 @@ def opening_messages(task: Task, env: Environment, config: AgentConfig) -> list[
         names = ", ".join(f"{name}()" for name in prompt.tool_names)
         system = render("system_compact", max_steps=config.max_steps, tool_names=names)
     else:
-        system = render("system", max_steps=config.max_steps, max_tokens=budget, tools=prompt.tools_text,
+        name = "system" if config.prompt == "full" else f"system_{config.prompt}"
+        system = render(name, max_steps=config.max_steps, max_tokens=budget, tools=prompt.tools_text,
                         notepad_api=prompt.notepad_api)
     return [{"role": "system", "content": system},
             {"role": "user", "content": render("task", question=task.question)}]
@@ -98,6 +106,7 @@ async def _loop(traj: Trajectory, policy: Policy, env: Environment, config: Agen
                          config.max_new_tokens, config.trim)
     generated = 0
     last_output = ""
+    stub: tuple[Any, list[int]] | None = None  # (turn, its short observation), applied after the next turn
 
     def hard_opening() -> list[int]:  # the notepad block stays the context's tail, after this
         trimmed = render("trimmed", question=traj.task.question, last_output=last_output)
@@ -175,6 +184,14 @@ async def _loop(traj: Trajectory, policy: Policy, env: Environment, config: Agen
         step.observation_text, step.observation_ids = body + block, body_ids + block_ids
         last_output = output
         ctx.append(step.completion_ids, body_ids, block_ids)
+        if config.short_text:  # the page was seen once in full; from the turn after next, a stub
+            if stub is not None:
+                ctx.shrink(*stub)
+            stub = None
+            if any(call.name in config.page_tools for call in step.tool_calls):
+                stub = (ctx.turns[-1], await _off_loop(partial(
+                    _stub_ids, codec, output, config.short_text, steps_left=steps_left,
+                    tokens_left=max(0, tokens_left))))
     traj.termination = "max_steps"
 
 
