@@ -1,0 +1,57 @@
+"""The Ray actor around `EnvHost`, built on first use (so this module imports without Ray).
+
+An asyncio actor: its methods run concurrently on the actor's event loop, so one actor serves all
+its kernels. `stats` runs in its own concurrency group and answers while every kernel is busy.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Mapping
+
+from workbench.cluster._ray import require_ray
+
+
+@lru_cache(maxsize=1)
+def worker_class() -> Any:
+    """The `ray.remote` class `KernelWorker(tools, kernels, name)`."""
+    ray = require_ray()
+
+    @ray.remote(concurrency_groups={"health": 1})
+    class KernelWorker:
+        def __init__(self, tools: Mapping[str, Any], kernels: int, name: str) -> None:
+            from workbench.cluster.host import EnvHost
+
+            ctx = ray.get_runtime_context()
+            identity = {"node": ctx.get_node_id(), "worker": name, "actor_id": ctx.get_actor_id()}
+            self.host = EnvHost(tools, kernels=kernels, identity=identity)
+
+        async def start(self, warm: Any = None) -> dict[str, Any]:
+            return await self.host.start(warm)
+
+        async def open(self, job: Any) -> Any:
+            return await self.host.open(job)
+
+        async def step(self, env_id: str, code: str | None, timeout: float) -> Any:
+            return await self.host.step(env_id, code, timeout)
+
+        async def close(self, env_id: str) -> None:
+            await self.host.close(env_id)
+
+        async def run(self, job: Any, policy: Any) -> dict[str, Any]:
+            return await self.host.run(job, policy)
+
+        async def ping(self) -> None:
+            return None
+
+        @ray.method(concurrency_group="health")
+        async def stats(self) -> dict[str, Any]:
+            return self.host.stats()
+
+        async def shutdown(self) -> None:
+            await self.host.shutdown()
+
+    return KernelWorker
+
+
+__all__ = ["worker_class"]
