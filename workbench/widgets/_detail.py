@@ -31,9 +31,12 @@ class Tokenizer(Protocol):
 def display_question(traj: Trajectory) -> str:
     """What a row should show as the question: a proposer's own question (its task text is the
     instructions it was given), else the task's question."""
-    if traj.role == "proposer":
-        return str(traj.metadata.get("question") or NO_QUESTION)
-    return traj.task.question
+    return proposer_question(traj.metadata) if traj.role == "proposer" else traj.task.question
+
+
+def proposer_question(metadata: dict[str, Any]) -> str:
+    """The question a proposer wrote, from its trajectory's metadata."""
+    return str(metadata.get("question") or NO_QUESTION)
 
 
 def _text(value: Any, limit: int = TEXT_LIMIT) -> dict[str, Any]:
@@ -144,9 +147,8 @@ def step_detail(traj: Trajectory, index: int, tokenizer: Tokenizer | None = None
 
 
 def _history(store: "Store", traj_id: str) -> list[dict[str, Any]]:
-    df = store.reward_history(traj_id)
-    return [{"spec": r.spec_name, "total": r.total, "rewards": r.rewards, "at": r.created_at,
-             "author": r.author, "reason": r.reason} for r in df.itertuples()]
+    return [{"spec": r["spec_name"], "total": r["total"], "rewards": r["rewards"], "at": r["created_at"],
+             "author": r["author"], "reason": r["reason"]} for r in store.reward_records(traj_id)]
 
 
 def _links(store: "Store", traj: Trajectory) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
@@ -158,9 +160,9 @@ def _links(store: "Store", traj: Trajectory) -> tuple[dict[str, Any] | None, lis
         if origin["stored"]:
             o = store.get(origin_id)
             origin.update(role=o.role, reward=o.reward, question=display_question(o))
-    kids = store.query(origin=traj.id)
-    children = [{"id": k.id, "reward": k.reward, "termination": k.termination,
-                 "answer": k.final_answer} for k in kids.itertuples()]
+    kids = store.columns(("id", "reward", "termination", "final_answer"), origin=traj.id)
+    children = [{"id": i, "reward": r, "termination": t, "answer": a}
+                for i, r, t, a in zip(kids["id"], kids["reward"], kids["termination"], kids["final_answer"])]
     return origin, children
 
 

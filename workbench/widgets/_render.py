@@ -8,6 +8,7 @@ in an `ipywidgets.HTML`, a static report and a test's string assertions.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 from typing import Any
@@ -59,14 +60,22 @@ def pre(text: str, limit: int = MAX_FIELD_CHARS) -> str:
     return f'{mark}<pre style="{_PRE}">{esc(text)}</pre>'
 
 
-def code_html(code: str) -> str:
-    """Python source, syntax-highlighted by pygments with inline styles."""
-    from pygments import highlight
+@functools.lru_cache(maxsize=1)
+def _python_highlighter() -> tuple[Any, Any]:
+    """pygments' Python lexer and inline-style HTML formatter, built once (the formatter's style
+    table costs more than highlighting a turn's code)."""
     from pygments.formatters import HtmlFormatter
     from pygments.lexers import PythonLexer
 
+    return PythonLexer(), HtmlFormatter(noclasses=True, nobackground=True)
+
+
+def code_html(code: str) -> str:
+    """Python source, syntax-highlighted by pygments with inline styles."""
+    from pygments import highlight
+
     code, cut = clip(code)
-    body = highlight(code, PythonLexer(), HtmlFormatter(noclasses=True, nobackground=True))
+    body = highlight(code, *_python_highlighter())
     return (badge("truncated", "#bc4c00") if cut else "") + f'<div class="wb-code-src">{body}</div>'
 
 

@@ -1,17 +1,21 @@
 """The viewer's trajectory list: summary rows from the store, sent to the browser compactly, and
 the one filter/search/sort rule that both the browser (viewer.js) and Python (`viewer.rows`) apply.
 
-    df = summary_frame(store)                      # one row per trajectory, proposers' own questions
-    payload = encode_table(df)                     # columns; repeated strings as codes into levels
-    rows = apply_query(df, {"role": "solver", "search": "museum", "sort": "-reward"})
+    cols = summary_columns(store)                  # one SQL query; proposers' own questions
+    table, payload = encode_table(cols)            # columns; repeated strings as codes into levels
+    rows = apply_query(frame(cols), {"role": "solver", "search": "museum", "sort": "-reward"})
+
+Opening a viewer reads only these columns (no trajectory is decoded but for the proposers'
+metadata) and builds no DataFrame; `frame` makes one when Python asks for `viewer.rows`.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
-from workbench.widgets._detail import display_question
+from workbench.widgets._detail import proposer_question
 from workbench.widgets._safe import finite
 
 if TYPE_CHECKING:
@@ -25,64 +29,84 @@ CHOICE_FILTERS = {"run": "run_id", "role": "role", "termination": "termination",
 FILTER_NAMES = (*CHOICE_FILTERS, "min_reward", "max_reward")
 QUERY_KEYS = (*FILTER_NAMES, "search", "ids", "sort")
 SORT_KEYS = ("started_at", "reward", "hops", "num_steps", "role", "termination", "question", "id")
+# the store columns the list reads (Store.columns), in `viewer.rows` order
+LIST_COLUMNS = ("id", "run_id", "role", "task_id", "question", "hops", "termination", "reward",
+                "num_steps", "num_tool_calls", "final_answer", "policy", "origin_id", "started_at")
 # columns sent as codes into a list of distinct values
 _CATEGORICAL = ("role", "run_id", "termination", "policy", "task_id", "origin_id")
 QUESTION_CHARS = 240
 ANSWER_CHARS = 80
 
 
+def summary_columns(store: "Store") -> dict[str, list[Any]]:
+    """`LIST_COLUMNS` as plain lists plus `shown_question`: a proposer's own question, else the
+    task's."""
+    cols = store.columns(LIST_COLUMNS)
+    cols["shown_question"] = shown_questions(store, cols["id"], cols["role"], cols["question"])
+    return cols
+
+
+def shown_questions(store: "Store", ids: list[str], roles: list[str], questions: list[Any]) -> list[str]:
+    """The question each row shows: the task's, or for a proposer the question it wrote (read from
+    its metadata; a proposer written since `ids` were read keeps its task's)."""
+    shown = ["" if q is None else str(q) for q in questions]
+    if "proposer" in roles:
+        own = store.metadata(role="proposer")
+        for i, (traj_id, role) in enumerate(zip(ids, roles)):
+            if role == "proposer" and traj_id in own:
+                shown[i] = proposer_question(own[traj_id])
+    return shown
+
+
 def summary_frame(store: "Store") -> "pd.DataFrame":
-    """`store.query()` plus `shown_question`: a proposer's own question, else the task's."""
+    """`store.query()` plus `shown_question` (every summary column; for the report)."""
     df = store.query()
-    df["shown_question"] = df["question"].fillna("")
-    if (df["role"] == "proposer").any():
-        own = {t.id: display_question(t) for t in store.iter_trajectories(role="proposer")}
-        mask = df["role"] == "proposer"
-        df.loc[mask, "shown_question"] = df.loc[mask, "id"].map(own).fillna(df.loc[mask, "question"])
+    df["shown_question"] = shown_questions(store, df["id"].tolist(), df["role"].tolist(),
+                                           df["question"].tolist())
+    return df
+
+
+def frame(cols: dict[str, list[Any]]) -> "pd.DataFrame":
+    """The columns as the DataFrame `viewer.rows` filters (hops as Int64, reward as float)."""
+    import pandas as pd
+
+    df = pd.DataFrame({name: cols[name] for name in (*LIST_COLUMNS, "shown_question")})
+    df["hops"] = df["hops"].astype("Int64")
+    df["reward"] = df["reward"].astype("float64")
     return df
 
 
 def _codes(values: list[Any]) -> dict[str, Any]:
-    levels: dict[Any, int] = {}
-    codes = []
-    for v in values:
-        if v is None or v != v:
-            codes.append(-1)
-            continue
-        codes.append(levels.setdefault(v, len(levels)))
-    return {"levels": list(levels), "codes": codes}
+    levels = [v for v in dict.fromkeys(values) if v is not None]
+    index: dict[Any, int] = {v: i for i, v in enumerate(levels)}
+    index[None] = -1
+    return {"levels": levels, "codes": list(map(index.__getitem__, values))}
 
 
-def _objects(column: "pd.Series") -> list[Any]:
-    # numpy's object array lists faster than iterating pandas' arrow-backed strings
-    return column.to_numpy(dtype=object, na_value=None).tolist()
-
-
-def encode_table(df: "pd.DataFrame") -> dict[str, Any]:
-    """The summary rows as compact columns (finite only): what the browser's list needs."""
-    hops = df["hops"].astype("Float64")
-    out: dict[str, Any] = {
-        "n": len(df),
-        "id": _objects(df["id"]),
-        "question": [q[:QUESTION_CHARS] for q in _objects(df["shown_question"].astype(str))],
-        "answer": [None if a is None or a != a else str(a)[:ANSWER_CHARS] for a in _objects(df["final_answer"])],
-        "reward": df["reward"].tolist(),
-        "hops": [None if h is None or h != h else int(h) for h in hops.astype(object)
-                 .where(hops.notna(), None)],
-        "num_steps": df["num_steps"].astype(int).tolist(),
-        "num_tool_calls": df["num_tool_calls"].astype(int).tolist(),
-        "started_at": df["started_at"].tolist(),
+def encode_table(cols: dict[str, list[Any]]) -> tuple[dict[str, Any], bytes]:
+    """What the browser's list needs, as compact columns, and that as strict JSON bytes (no NaN or
+    ±inf, valid UTF-8). Store columns are plain already, so the `finite` gate runs only when the
+    first encoding refuses a value."""
+    table: dict[str, Any] = {
+        "n": len(cols["id"]),
+        "id": cols["id"],
+        "question": [q[:QUESTION_CHARS] for q in cols["shown_question"]],
+        "answer": [None if a is None else str(a)[:ANSWER_CHARS] for a in cols["final_answer"]],
+        **{name: cols[name] for name in ("reward", "hops", "num_steps", "num_tool_calls", "started_at")},
+        **{name: _codes(cols[name]) for name in _CATEGORICAL},
     }
-    for column in _CATEGORICAL:
-        out[column] = _codes(_objects(df[column]))
-    return finite(out)
+    try:
+        return table, json.dumps(table, allow_nan=False, ensure_ascii=False).encode()
+    except (TypeError, ValueError):  # NaN/inf, a lone surrogate, a numpy value
+        table = finite(table)
+        return table, json.dumps(table, allow_nan=False, ensure_ascii=False).encode()
 
 
-def choices(df: "pd.DataFrame") -> dict[str, list[Any]]:
+def choices(cols: dict[str, list[Any]]) -> dict[str, list[Any]]:
     """Per choice filter, the distinct values in the run (sorted)."""
     out = {}
     for name, column in CHOICE_FILTERS.items():
-        values = {v for v in df[column].dropna().tolist() if v != ""}
+        values = set(cols[column]) - {None, ""}
         out[name] = sorted((int(v) for v in values), key=int) if name == "hops" else sorted(values, key=str)
     return out
 

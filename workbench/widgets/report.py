@@ -124,7 +124,8 @@ def report_html(source: "Store | str | os.PathLike[str]", *, title: str | None =
             index=False, float_format="{:.3f}".format, na_rep="—", classes="wb-summary"))
     ids = df["id"].tolist()[:max(0, max_trajectories)]
     details = {i: trajectory_detail(store.get(i), store) for i in ids}
-    viewer = {"table_json": _table.encode_table(df), "choices": finite(_table.choices(df)), "query": {},
+    cols = _table.summary_columns(store)
+    viewer = {"table_json": _table.encode_table(cols)[0], "choices": _table.choices(cols), "query": {},
               "link_label": "", "selected": ids[0] if ids else "", "step": 0,
               "detail": details[ids[0]] if ids else {}, "compare_state": {}, "pinned": "", "notice": ""}
     data = json.dumps(finite({"viewer": viewer, "details": details, "links": links,

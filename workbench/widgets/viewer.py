@@ -17,7 +17,6 @@ turns, / searches, t switches between turns and tokens.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from typing import TYPE_CHECKING, Any
@@ -61,26 +60,26 @@ class TrajectoryViewer(anywidget.AnyWidget):
 
     def __init__(self, source: "Store | str | os.PathLike[str]", *, tokenizer: Tokenizer | None = None,
                  **kwargs: Any) -> None:
-        super().__init__(**kwargs)
         self.store = open_store(source)
         self.tokenizer = tokenizer
         self._lock = threading.RLock()
-        self._all: pd.DataFrame | None = None
+        self._cols: dict[str, list[Any]] = {}    # _table.summary_columns, as last read
+        self._frame: pd.DataFrame | None = None  # the same as a DataFrame, built on first use
         self._traj: Trajectory | None = None
         self._history: list[str] = []
         self._ticker: Ticker | None = None
-        self._table_key: Any = None
         self.table: dict[str, Any] = {}  # what table_json holds, decoded
+        # the list and the first trajectory go out with the widget itself: one message, no updates
+        super().__init__(**self._reread(), **kwargs)
         self.observe(self._on_selected, names="selected")
         self.on_msg(self._on_message)
-        self.refresh()
 
     # -- state -----------------------------------------------------------------------------
     @property
     def rows(self) -> "pd.DataFrame":
-        """The summary rows the list shows now (after filters, search and sort)."""
-        assert self._all is not None
-        return _table.apply_query(self._all, self.query)
+        """The summary rows the list shows now (after filters, search and sort): the columns of
+        `_table.LIST_COLUMNS` plus `shown_question`."""
+        return _table.apply_query(self._all(), self.query)
 
     @property
     def trajectory(self) -> Trajectory | None:
@@ -124,23 +123,32 @@ class TrajectoryViewer(anywidget.AnyWidget):
         """Re-read the store (new trajectories, rewards, steps of a running episode). Returns the
         number of trajectories in the run."""
         with self._lock:
-            df = _table.summary_frame(self.store)
-            self._all = df
-            key = (tuple(df["id"]), tuple(df["reward"].fillna(-1e300)), tuple(df["num_steps"]),
-                   tuple(df["termination"].fillna("")))
-            if key != self._table_key:
-                self._table_key = key
-                self.choices = finite(_table.choices(df))
-                self.table = _table.encode_table(df)
-                self.table_json = json.dumps(self.table, allow_nan=False, ensure_ascii=False).encode()
-            rows = self.rows
+            changes = self._reread()
+            with self.hold_sync():
+                for name, value in changes.items():
+                    setattr(self, name, value)
+            return len(self._cols["id"])
+
+    def _reread(self) -> dict[str, Any]:
+        """Read the list again; returns the trait values that changed (the table and choices, and
+        the detail of the selection: refreshed, or the first row's when none is selected)."""
+        with self._lock:
+            cols = _table.summary_columns(self.store)
+            table, payload = _table.encode_table(cols)
+            self._cols, self._frame = cols, None
+            changes: dict[str, Any] = {}
+            if payload != self.table_json:
+                self.table = table
+                changes.update(table_json=payload, choices=finite(_table.choices(cols)))
             if self._traj is not None and self._traj.id in self.store:
                 fresh = self.store.get(self._traj.id)
                 if fresh.to_dict() != self._traj.to_dict():
-                    self._show(fresh, min(self.step, max(len(fresh.steps) - 1, 0)))
-            elif len(rows):
-                self.select(rows["id"].iloc[0])
-            return len(df)
+                    changes.update(self._detail_state(fresh, self.step))
+            else:
+                first = self._first_id()
+                if first is not None:
+                    changes.update(self._detail_state(self.store.get(first), 0))
+            return changes
 
     def auto_refresh(self, seconds: float | None = 5.0) -> Ticker | None:
         """Re-read the store every `seconds` on a background thread; 0/None stops it."""
@@ -219,17 +227,33 @@ class TrajectoryViewer(anywidget.AnyWidget):
             raise ConfigError("no trajectory selected; call viewer.select(traj_id) first")
         return self._traj
 
+    def _all(self) -> "pd.DataFrame":
+        with self._lock:
+            if self._frame is None:
+                self._frame = _table.frame(self._cols)
+            return self._frame
+
+    def _first_id(self) -> str | None:
+        """The id the list shows first (read from the columns while no filter or sort is set)."""
+        if not self.query:
+            return self._cols["id"][0] if self._cols["id"] else None
+        rows = self.rows
+        return rows["id"].iloc[0] if len(rows) else None
+
+    def _detail_state(self, traj: Trajectory, step: int) -> dict[str, Any]:
+        """Make `traj` the current one; the trait values that show it at `step`."""
+        self._traj = traj
+        return {"detail": trajectory_detail(traj, self.store, self.tokenizer), "selected": traj.id,
+                "step": max(0, min(int(step), max(len(traj.steps) - 1, 0)))}
+
     def _show(self, traj: Trajectory, step: int) -> None:
         with self.hold_sync():
-            self._traj = traj
-            self.detail = trajectory_detail(traj, self.store, self.tokenizer)
-            self.selected = traj.id
-            self.step = max(0, min(int(step), max(len(traj.steps) - 1, 0)))
+            for name, value in self._detail_state(traj, step).items():
+                setattr(self, name, value)
 
     def _set_query(self, query: dict[str, Any]) -> None:
-        assert self._all is not None
         query = {k: v for k, v in query.items() if v is not None and v != ""}
-        self.query = _table.check_query(query, _table.choices(self._all))
+        self.query = _table.check_query(query, _table.choices(self._cols))
         rows = self.rows
         if len(rows) and self.selected not in set(rows["id"]):
             self.select(rows["id"].iloc[0])
