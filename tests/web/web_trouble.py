@@ -19,6 +19,7 @@ ARTICLE = """<!DOCTYPE html><html><head><title>Plain page</title><script>var tra
 def _handler(slow_s: float, big_bytes: int):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True
 
         def _send(self, status: int, body: bytes, ctype: str = "text/html; charset=utf-8",
                   headers: dict[str, str] | None = None, length: bool = True) -> None:
