@@ -15,8 +15,7 @@ import pytest
 from workbench.agent.config import AgentConfig
 from workbench.worlds import make_world
 
-SECRET_VAR = "WORKBENCH_TEST_TOOL_KEY"
-SECRET = "sk-test-6b1f0c2e9d"  # what the workers' environment holds; never sent by the driver
+from tests.cluster.toolkit import SECRET, SECRET_VAR
 
 
 @pytest.fixture(scope="session")

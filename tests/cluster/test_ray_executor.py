@@ -60,3 +60,140 @@ def test_local_and_ray_in_both_modes_give_identical_trajectories(ray_cluster, ta
         for w in stats["workers"]:  # never more episodes in flight on a worker than it has kernels
             assert w["high_water"] <= 2 and w["driver_high_water"] <= 2, w
         assert sum(w["episodes"] for w in stats["workers"]) == len(tasks)
+
+
+def test_spread_places_workers_on_distinct_nodes_and_lineage_names_them(ray_cluster, tasks, corpus_path, agent_config):
+    executor = RayExecutor(search_spec(corpus_path), workers=2, kernels_per_worker=1, cpus_per_kernel=1.0,
+                           strategy="STRICT_SPREAD")
+    try:
+        got = run_jobs(executor, make_jobs(tasks[:4], agent_config), world_solver())
+        workers = executor.stats()["workers"]
+    finally:
+        executor.close()
+    assert len({w["node"] for w in workers}) == 2  # one per node
+    assert {t.lineage["worker"]["node"] for t in got} == {w["node"] for w in workers}
+    assert {t.lineage["worker"]["worker"] for t in got} == {"worker-0", "worker-1"}
+    assert all(t.termination == "submitted" for t in got)
+
+
+def slow_solver(seconds: float) -> ScriptedPolicy:
+    """Two turns: a sleep (so the batch is still running when a worker is killed), then submit."""
+    return ScriptedPolicy.from_turns([f"<think>wait</think>\n<code>\nimport time; time.sleep({seconds})\n</code>",
+                                      "<think>done</think>\n<code>\nsubmit_final_answer('x')\n</code>"])
+
+
+def wait_gone(pids, seconds=8.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        left = [p for p in pids if os.path.exists(f"/proc/{p}")]
+        if not left:
+            return []
+        time.sleep(0.2)
+    return left
+
+
+def test_killed_worker_mid_batch_retries_then_worker_died_and_leaves_no_kernel(ray_cluster, tasks, agent_config):
+    import asyncio
+
+    from workbench.agent.executor import gather_jobs
+    from workbench.kernel.sync import run_sync
+
+    ray, _ = ray_cluster
+    executor = RayExecutor(None, workers=2, kernels_per_worker=2, strategy=None, retries=1).start()
+
+    workers = {w.name: w for w in executor.workers.workers}
+    victims: dict[str, set[int]] = {}
+
+    def kill(name: str) -> None:
+        victims[name] = set(process_tree(workers[name].info["pid"]))  # the actor, kernels, sandboxes
+        ray.kill(workers[name].handle)
+
+    def batch_killing(name: str, after: float):
+        async def go():
+            killer = asyncio.get_running_loop().call_later(after, kill, name)
+            try:
+                return await gather_jobs(executor, make_jobs(tasks[:4], agent_config), slow_solver(3.0))
+            finally:
+                killer.cancel()
+        return run_sync(go())
+
+    try:
+        # worker-0 dies mid-batch (every episode is in its 3 s first step): its episodes start again on worker-1
+        first = batch_killing("worker-0", after=1.5)
+        assert [t.termination for t in first] == ["submitted"] * 4, [(t.termination, t.error) for t in first]
+        assert [t.lineage["worker"]["worker"] for t in first] == ["worker-1"] * 4
+        assert executor.retried == 2 and executor.worker_died == 0
+        assert len(victims["worker-0"]) > 4  # it held sandboxes when it died
+        assert wait_gone(victims["worker-0"]) == []  # none of them outlives it
+        assert not os.path.exists(f"/tmp/workbench-rollouts-{workers['worker-0'].info['pid']}")
+        # the last worker dies mid-batch: nothing is left to retry on
+        second = batch_killing("worker-1", after=1.5)
+        assert len(second) == 4 and {t.termination for t in second} == {"worker_died"}
+        assert all("worker-1" in t.error and "died" in t.error for t in second)
+        assert wait_gone(victims["worker-1"]) == []
+        rows = executor.stats()["workers"]
+        assert [w["alive"] for w in rows] == [False, False]
+    finally:
+        executor.close()
+
+
+def test_tool_secrets_come_from_the_workers_environment_and_are_never_recorded(ray_cluster, tasks, tmp_path):
+    from tests.cluster.toolkit import SECRET, SECRET_VAR
+    from workbench.agent.config import AgentConfig
+    from workbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="env="):
+        ToolsSpec("tests.cluster.toolkit:keyed_tools", api_key=SECRET)
+    spec = ToolsSpec("tests.cluster.toolkit:keyed_tools", env={"api_key": SECRET_VAR})
+    assert SECRET.encode() not in pickle.dumps(spec) and SECRET_VAR not in os.environ
+    caller = ScriptedPolicy.from_turns(["<think>look</think>\n<code>\nr = lookup('capital')\nprint(r)\n</code>",
+                                        "<think>done</think>\n<code>\nsubmit_final_answer(r)\n</code>"])
+    executor = RayExecutor(spec, workers=1, kernels_per_worker=1, strategy=None)
+    try:
+        with Store(tmp_path / "run") as store:
+            [traj] = run_jobs(executor, make_jobs(tasks[:1], AgentConfig(max_steps=3)), caller, Recorder(store))
+    finally:
+        executor.close()
+    import hashlib
+
+    digest = hashlib.sha256(SECRET.encode()).hexdigest()[:12]
+    assert traj.termination == "submitted" and traj.final_answer == f"capital: ok (key digest {digest})"
+    for path in (tmp_path / "run").rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_grpo_step_with_rollouts_through_ray(ray_cluster, corpus_path, tmp_path):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from workbench.agent.config import AgentConfig
+    from workbench.models.tiny import build_tiny_model, sample_texts
+    from workbench.train.config import TrainConfig
+    from workbench.train.run import NBAgentEpisodes
+    from workbench.train.trainer import WorkbenchGRPOTrainer
+    from workbench.trajectory import Task
+
+    model_dir = build_tiny_model(tmp_path / "tiny", sample_texts(40), vocab_size=320, n_layer=2, n_embd=32,
+                                 n_head=2, max_positions=1024, seed=0)
+    model, tok = AutoModelForCausalLM.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir)
+    tasks = [Task(id=f"t{i}", question=f"What is the capital of {c}?", golden_answers=[a], metadata={"hops": 1})
+             for i, (c, a) in enumerate([("France", "Paris"), ("Italy", "Rome")])]
+    executor = RayExecutor(search_spec(corpus_path), mode="env", workers=1, kernels_per_worker=2, strategy=None)
+    episodes = NBAgentEpisodes(agent_config=AgentConfig(max_steps=2, max_new_tokens=16, prompt="compact",
+                                                        max_context_tokens=1024, seed=0), executor=executor)
+    cfg = TrainConfig(output_dir=str(tmp_path / "out"), num_generations=2, per_device_train_batch_size=4,
+                      max_steps=1, learning_rate=1e-2, max_completion_length=64)
+    torch.manual_seed(0)
+    spread = lambda traj: {"total": len(set(traj.steps[0].completion_ids)) / 16 if traj.steps else 0.0}  # noqa: E731
+    trainer = WorkbenchGRPOTrainer(model, tok, tasks, episodes=episodes, config=cfg, reward=spread)
+    before = {k: v.detach().clone() for k, v in model.named_parameters()}
+    try:
+        trainer.train()
+    finally:
+        executor.close()
+    assert trainer.state.global_step == 1
+    assert any(not torch.equal(before[k], v) for k, v in model.named_parameters())
+    trajs = trainer.last_trajectories
+    assert len(trajs) == 4 and all(t.steps and t.lineage["worker"]["worker"] == "worker-0" for t in trajs)
+    assert all(t.lineage["policy"]["backend"] == "transformers" for t in trajs), trajs[0].lineage  # the trainer's model

@@ -6,6 +6,9 @@ import hashlib
 
 from workbench.tools import ToolRegistry
 
+SECRET_VAR = "WORKBENCH_TEST_TOOL_KEY"
+SECRET = "sk-test-6b1f0c2e9d"  # what the workers' environment holds; never sent by the driver
+
 
 def keyed_tools(api_key: str) -> ToolRegistry:
     """A `lookup` tool that needs a credential: it answers with a digest proving it holds one."""

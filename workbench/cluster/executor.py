@@ -146,7 +146,8 @@ class RayExecutor:
         while True:
             worker = await self._take(pool)
             if worker is None:
-                return self._died(job, lost, "no worker is left alive")
+                dead = ", ".join(w.name for w in pool.workers)
+                return self._died(job, lost, f"no worker is left alive; dead: {dead}")
             try:
                 if self.mode == "env":
                     return await self._env_episode(worker, wire_job, job, policy)
@@ -189,7 +190,7 @@ class RayExecutor:
         self.worker_died += 1
         traj = job.trajectory()
         traj.termination = "worker_died"
-        traj.error = f"the worker running this episode died ({why}): " + "; ".join(lost)
+        traj.error = f"the worker running this episode died ({why})" + "".join(f"; {x}" for x in lost)
         traj.ended_at = time.time()
         return traj
 

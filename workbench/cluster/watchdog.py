@@ -2,8 +2,9 @@
 
     stop = start_watchdog(root)     # in the worker: `root` holds every rollout dir it creates
 
-A small process (`python -m workbench.cluster.watchdog ROOT`) holds the read end of a pipe whose
-write end only the worker has. When the worker ends for any reason (`ray.kill`, SIGKILL, OOM, a
+A small process (`python -m workbench.cluster.watchdog ROOT`, detached: its parent is not the
+worker, so Ray's clean-up of a dead worker's children does not take it first) holds the read end
+of a pipe whose write end only the worker has. When the worker ends for any reason (`ray.kill`, SIGKILL, OOM, a
 clean exit) the pipe closes; the watchdog then kills every process whose command line names ROOT
 (each sandbox's outermost process: bwrap, or the kernel itself without isolation) with everything
 under it, and removes ROOT. Nothing polls: it blocks on one read. bwrap's `--die-with-parent` does
@@ -25,10 +26,11 @@ from workbench.kernel.procs import process_tree
 def start_watchdog(root: Path) -> int:
     """Start the watchdog for `root`; returns the pipe's write fd (close it to reap at once)."""
     read_fd, write_fd = os.pipe()  # both non-inheritable; the child gets read_fd as its stdin
-    subprocess.Popen([sys.executable, "-m", "workbench.cluster.watchdog", str(root)], stdin=read_fd,
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                     close_fds=True)
+    launcher = subprocess.Popen([sys.executable, "-m", "workbench.cluster.watchdog", str(root)], stdin=read_fd,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                                close_fds=True)
     os.close(read_fd)
+    launcher.wait()  # it forks the watchdog and exits at once
     return write_fd
 
 
@@ -63,6 +65,8 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m workbench.cluster.watchdog ROOT  (stdin: the worker's pipe)", file=sys.stderr)
         return 2
+    if os.fork() > 0:  # detach: the watchdog is re-parented, no longer the worker's child
+        os._exit(0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # only the pipe's end stops it
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     while os.read(0, 4096):
