@@ -139,3 +139,18 @@ def test_world_corpus_urls_are_site_pages(world, site):
     assert site.entity_at("not a url") is None
     assert len(site.pages) == len(world.entities) + 1
     assert "World 3 Wiki" in site.pages[site.index_url]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=80), st.text(max_size=40), st.integers(-3, 5))
+def test_browse_tools_on_any_text_answer_or_raise_a_tool_error(site, url, query, page):
+    browser = Browser(LocalSiteFetcher(site))
+    for target in (url, site.url_for(0) + url):
+        for call in (lambda: browser.access(target, page), lambda: browser.find_in_page(target, query)):
+            try:
+                out = call()
+            except ToolError as exc:
+                str(exc).encode("utf-8")
+            else:
+                assert isinstance(out, str)
+                out.encode("utf-8")

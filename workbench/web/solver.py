@@ -33,7 +33,7 @@ def _urls(context: str) -> dict[str, str]:
 
 def _row(output: str, label: str) -> tuple[str, str | None] | None:
     """(value, url) of the infobox row `| label | value |` in `output`."""
-    m = re.search(rf"^\| {re.escape(label)} \| (.+?) \|$", output, re.MULTILINE)
+    m = re.search(rf"^\| {re.escape(label)} \| (.+?) \|[ \t]*$", output, re.MULTILINE)
     if not m:
         return None
     cell = m.group(1).strip()
