@@ -9,26 +9,11 @@ from workbench.agent.recorder import Recorder
 from workbench.evolve import DrZeroConfig, evolve_executor, proposer_tools, run_drzero, solver_tools, world_proposer
 from workbench.evolve.scripted import sampling_world_solver
 from workbench.kernel.sync import run_sync
-from workbench.store import Store
 
 AGENT = {"max_steps": 6, "max_context_tokens": 16384}
 
 
-class CountingStore(Store):
-    """A real store that also counts the writes of each trajectory id."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.writes: dict[str, int] = {}
-
-    def write_many(self, trajs):
-        trajs = list(trajs)
-        for t in trajs:
-            self.writes[t.id] = self.writes.get(t.id, 0) + 1
-        return super().write_many(trajs)
-
-
-def test_every_trajectory_is_written_once_over_one_executor(tmp_path, retriever):
+def test_every_trajectory_is_written_once_over_one_executor(tmp_path, retriever, counting_store):
     caller = threading.current_thread()
     hooks: list[tuple[str, bool, int]] = []
 
@@ -46,7 +31,7 @@ def test_every_trajectory_is_written_once_over_one_executor(tmp_path, retriever)
     cfg = DrZeroConfig(run_dir=str(tmp_path / "dz"), prompts_per_iteration=3, solver_attempts=2, concurrency=4,
                        seed=1, progress=False, proposer_agent=AGENT, solver_agent=AGENT, hop_weights={1: 1.0})
     try:
-        with CountingStore(tmp_path / "dz") as store:
+        with counting_store(tmp_path / "dz") as store:
             result = run_drzero(cfg, proposer_policy=world_proposer(), solver_policy=sampling_world_solver(noise=0.2),
                                 retriever=retriever, train_fn=train_fn, store=store, executor=executor)
             assert hooks == [("proposer", True, 2), ("solver", True, 2)]

@@ -33,7 +33,7 @@ def spread_reward(traj) -> dict[str, float]:
     return {"total": sum(ids) % 97 / 97 + em, "exact_match": em}
 
 
-def test_tiny_solver_gets_one_real_grpo_step(tmp_path, retriever, tiny):
+def test_tiny_solver_gets_one_real_grpo_step(tmp_path, retriever, tiny, counting_store):
     from workbench.policies import TransformersPolicy
     from workbench.train import TrainConfig
 
@@ -46,9 +46,10 @@ def test_tiny_solver_gets_one_real_grpo_step(tmp_path, retriever, tiny):
                        proposer_agent={"max_steps": 4, "max_context_tokens": 16384})
     train_cfg = TrainConfig(max_steps=1, num_generations=2, per_device_train_batch_size=2, learning_rate=1e-3,
                             max_completion_length=64, max_turns=1, max_turn_tokens=16, concurrency=2)
+    store = counting_store(tmp_path / "dz")
     result = run_drzero(cfg, proposer_policy=world_proposer(), solver_policy=TransformersPolicy.from_model(model, tok),
-                        retriever=retriever, train_fn=trl_train_fn(train_cfg, solver=(model, tok),
-                                                     rewards={"solver": spread_reward}))
+                        retriever=retriever, store=store, train_fn=trl_train_fn(train_cfg, solver=(model, tok),
+                                                                  rewards={"solver": spread_reward}))
     [it] = result.iterations
     assert it.qa_size == 3 and len(load_qa(it.qa_path)) == 3
     summary = it.training["solver"]
@@ -59,3 +60,8 @@ def test_tiny_solver_gets_one_real_grpo_step(tmp_path, retriever, tiny):
     # the update's rollouts are solver episodes on the QA set, in the store
     solvers = result.store.query(role="solver")
     assert len(solvers) >= 3 * 2 + 2
+    # each written once: the update's episodes by the trainer, scored with its reward
+    assert set(store.writes.values()) == {1} and len(store.writes) == len(result.store.query())
+    update = [t for t in store.iter_trajectories(role="solver") if t.lineage.get("phase") == "solver_update"]
+    assert len(update) >= 2 and all(t.reward_spec == "spread_reward" for t in update)
+    store.close()
