@@ -18,8 +18,9 @@ attempts, as Dr. Zero does.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, AsyncIterator, Callable, Sequence
 
 from workbench.agent.executor import config_for, gather_jobs, make_jobs
 from workbench.agent.recorder import Recorder
@@ -161,12 +162,37 @@ class PrecomputedReward:
 
 
 class SolverEpisodes(NBAgentEpisodes):
-    """The solver's episode runner for `workbench.train`: NB-Agent episodes with the "solver" tool
-    set of `executor`, returned unscored for the trainer to score (its reward) and record once."""
+    """The solver's episode runner for `workbench.train`: NB-Agent episodes returned unscored, for the
+    trainer to score with its reward and write once. `tools_or_executor`: an executor with a
+    "solver" tool set (shared, left open), or the solver's tools (a local executor is built, closed
+    by `close()`). `reward_spec` and `store` are accepted for older callers and unused: the trainer
+    scores with the `TrainRequest`'s reward and writes to its store."""
 
-    def __init__(self, executor: Any, agent_config: Any, *, run_id: str = "", concurrency: int = 4) -> None:
-        super().__init__(agent_config=agent_config, executor=executor, toolset="solver", concurrency=concurrency,
-                         run_id=run_id or None, role="solver", lineage={"phase": "solver_update"})
+    def __init__(self, tools_or_executor: Any, agent_config: Any, *, run_id: str = "", concurrency: int = 4,
+                 reward_spec: Any = None, store: Any = None) -> None:
+        from workbench.agent.executor import Executor
+
+        shared = isinstance(tools_or_executor, Executor)
+        super().__init__(agent_config=agent_config, executor=tools_or_executor if shared else None,
+                         tools=None if shared else tools_or_executor, toolset="solver" if shared else "default",
+                         concurrency=concurrency, run_id=run_id or None, role="solver",
+                         lineage={"phase": "solver_update"})
 
 
-__all__ = ["Phases", "PrecomputedReward", "ProposerEpisodes", "Proposed", "SolverEpisodes", "evolve_executor"]
+@contextlib.asynccontextmanager
+async def kernel_pool(agent_config: Any, size: int) -> AsyncIterator[Any]:
+    """A started `KernelPool` for `agent_config`'s sandbox, for code that drives `NBAgent(pool=...)`
+    itself; episode runs go through an executor (`evolve_executor`)."""
+    from workbench.kernel import KernelPool
+
+    pool = KernelPool(size=size, profile=agent_config.profile, isolation=agent_config.isolation,
+                      output_cap=agent_config.output_cap, startup_code="import workbench.runtime")
+    await pool.start()
+    try:
+        yield pool
+    finally:
+        await pool.close()
+
+
+__all__ = ["Phases", "PrecomputedReward", "ProposerEpisodes", "Proposed", "SolverEpisodes", "evolve_executor",
+           "kernel_pool"]
