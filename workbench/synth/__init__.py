@@ -5,7 +5,7 @@ every edit, as a loop or as REPL tools an NB-Agent drives.
     from workbench.web import LocalSiteFetcher, world_site
 
     site = world_site(world)
-    graph = PageGraph(LocalSiteFetcher(site)); graph.crawl([site.index_url])
+    graph = PageGraph(LocalSiteFetcher(site)); graph.crawl(list(site.pages))
     result = run_synthesis(graph, ScriptedSynthesizer(), ClosedBookPolicy(graph), store=store)
     result.qa_path, result.stats()        # qa.jsonl (Search-R1 rows) and acceptance / difficulty
 
@@ -13,6 +13,7 @@ Pages are read only through `workbench.web.open_page`, so an `HttpFetcher` (or a
 `CachingFetcher`) runs the same synthesis on the live web.
 """
 
+import workbench.synth.reward  # noqa: F401  (registers synth.recorded)
 from workbench.synth.edits import apply_edit, blur, edit_options, fuzz, inject, seed_qa
 from workbench.synth.loop import (PolicySynthesizer, ScriptedSynthesizer, Synthesis, SynthesisConfig,
                                   SynthesisResult, parse_action, run_synthesis, synthesize_one)

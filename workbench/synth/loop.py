@@ -1,6 +1,6 @@
 """`run_synthesis`: ASearcher's QA-synthesis loop over pages, with every edit verified.
 
-    graph = PageGraph(LocalSiteFetcher(world_site(world))); graph.crawl([site.index_url])
+    graph = PageGraph(LocalSiteFetcher(world_site(world))); graph.crawl(list(site.pages))
     result = run_synthesis(graph, ScriptedSynthesizer(), ClosedBookPolicy(graph), store=Store("runs/s"),
                            config=SynthesisConfig(run_dir="runs/s", seeds=16))
     result.qa_path           # runs/s/qa.jsonl: accepted QAs, Search-R1 rows with their statements, urls,

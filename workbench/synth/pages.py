@@ -4,7 +4,7 @@ Everything is read through `workbench.web.open_page(fetcher, url)`, so the same 
 local world site, a served copy, a recorded cache or the live web.
 
     graph = PageGraph(LocalSiteFetcher(world_site(world)))
-    graph.crawl([site.index_url])          # in-links (who points at whom), titles → urls
+    graph.crawl(list(site.pages))          # in-links (who points at whom), titles → urls
     info = graph.info(url)                 # PageInfo(url, title, kind, facts, sentences)
     graph.resolve(tree)                    # every entity url / literal the description fits
 
@@ -129,7 +129,8 @@ class PageGraph:
                 self._in[f.value_url].append(f)
 
     def crawl(self, start: Iterable[str], limit: int | None = None) -> int:
-        """Breadth-first over infobox and page links from `start`; returns pages known after it."""
+        """Breadth-first over page links from `start` (e.g. every url of a site, as ASearcher's pages
+        table); returns how many pages are known after it."""
         limit = limit or self.max_pages
         queue, seen = deque(start), set()
         while queue and len(self._info) < limit:
@@ -144,7 +145,8 @@ class PageGraph:
             info = parse_page(page.url, page.title, page.markdown)
             with self._lock:
                 self._add(url, info)
-            queue.extend(link.url for link in page.links if link.url not in seen)
+            found = [link.url for link in page.links] + [m.group(2) for m in _LINK.finditer(page.markdown)]
+            queue.extend(u for u in found if u not in seen)
         return len(self._info)
 
     @property

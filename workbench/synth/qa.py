@@ -201,15 +201,16 @@ def refs(value: Value) -> list[Ref]:
     return [r for c in value.clues for r in refs(c.value)]
 
 
-def replace(value: Value, old: Value, new: Value) -> Value:
-    """The tree with the node `old` (compared by value) replaced by `new`."""
+def replace(value: Value, old: Value | Clue, new: Value | Clue) -> Value:
+    """The tree with the node or clue `old` (compared by value) replaced by `new`."""
     if value == old:
-        return new
+        return new  # type: ignore[return-value]
     if not isinstance(value, Desc):
         return value
     if value.of_key:
         return Desc(kind=value.kind, of_key=value.of_key, of_subject=replace(value.of_subject, old, new))  # type: ignore[arg-type]
-    return Desc(kind=value.kind, clues=tuple(Clue(c.key, replace(c.value, old, new)) for c in value.clues))
+    return Desc(kind=value.kind, clues=tuple(new if c == old else Clue(c.key, replace(c.value, old, new))  # type: ignore[misc]
+                                             for c in value.clues))
 
 
 @dataclass
