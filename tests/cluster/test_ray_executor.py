@@ -7,6 +7,8 @@ import pickle
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from workbench.agent.executor import make_jobs, run_jobs
 from workbench.agent.local import LocalExecutor
@@ -197,3 +199,41 @@ def test_grpo_step_with_rollouts_through_ray(ray_cluster, corpus_path, tmp_path)
     trajs = trainer.last_trajectories
     assert len(trajs) == 4 and all(t.steps and t.lineage["worker"]["worker"] == "worker-0" for t in trajs)
     assert all(t.lineage["policy"]["backend"] == "transformers" for t in trajs), trajs[0].lineage  # the trainer's model
+
+
+@pytest.fixture(scope="module")
+def env_pair(ray_cluster, tasks):
+    """One open environment on a Ray worker and one on an in-process `EnvHost`, for the same job."""
+    from workbench.agent.config import AgentConfig
+    from workbench.cluster.host import EnvHost
+    from workbench.kernel.sync import run_sync
+
+    ray, _ = ray_cluster
+    [job] = make_jobs(tasks[:1], AgentConfig(output_cap=400))
+    executor = RayExecutor(None, workers=1, kernels_per_worker=1, strategy=None).start()
+    handle = executor.workers.workers[0].handle
+    from workbench.tools import ToolRegistry
+
+    local = EnvHost({"default": ToolRegistry([])}, kernels=1)
+    ray.get(handle.open.remote(job))
+    run_sync(local.start())
+    run_sync(local.open(job))
+
+    def step(code: str):
+        remote = ray.get(handle.step.remote(job.id, code, 20.0))
+        here = run_sync(local.step(job.id, code, 20.0))
+        return remote, here
+
+    yield step
+    run_sync(local.shutdown())
+    executor.close()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=300))
+def test_any_text_crosses_the_worker_boundary_as_it_does_in_process(env_pair, text):
+    for code in (f"print({text!r})", text):  # printed text, and the text itself run as code
+        remote, here = env_pair(code)
+        where = {"duration_s": 0, "full_output_path": None}  # timing, and each side's own rollout dir
+        assert remote.observation.to_dict() | where == here.observation.to_dict() | where
+        assert (remote.tool_calls, remote.final_answer) == (here.tool_calls, here.final_answer)
