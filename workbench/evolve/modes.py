@@ -172,4 +172,41 @@ def agent0_mode(config: Agent0Config) -> Mode:
                 tool_count=config.tool_count)
 
 
-__all__ = ["Mode", "agent0_mode", "drzero_mode"]
+# -- ASearcher ----------------------------------------------------------------------------------
+def asearcher_mode(config: Any) -> Mode:
+    """Synthesized QAs (`workbench.synth`) as solver tasks: an item is valid when its synthesis was
+    accepted; its direct (no-tool) accuracy rides along as `metadata["self_consistency"]` for ADPO."""
+
+    def record(it: Proposed) -> dict[str, Any]:
+        return it.traj.metadata.get("synthesis") or {}
+
+    def gate(items: list[Proposed]) -> None:
+        for it in items:
+            it.valid = bool(record(it).get("accepted") and it.proposal)
+
+    def select(items: list[Proposed]) -> None:
+        for it in items:
+            it.chosen = True
+
+    def qa_set(items: list[Proposed]) -> list[Task]:
+        out = []
+        for it in items:
+            if it.valid:
+                r = record(it)
+                qa = r.get("qa") or {}
+                task = _qa_task(it, it.proposal.answer, config, self_consistency=r.get("direct_accuracy"),  # type: ignore[union-attr]
+                                statements=qa.get("statements", []), edit_history=r.get("edit_history", []))
+                task.metadata["hops"] = r.get("hops", it.hops)
+                out.append(task)
+        return out
+
+    def metrics(items: list[Proposed]) -> dict[str, float]:
+        valid = [it for it in items if it.valid]
+        out = {"evolve/proposals": float(len(items)), "evolve/valid_rate": len(valid) / max(len(items), 1)}
+        out.update(_by_hop(valid, "difficulty", lambda it: 1.0 - float(record(it).get("direct_accuracy") or 0.0)))
+        return out
+
+    return Mode("asearcher", config.proposer_spec(), config.solver_spec(), gate, select, qa_set, metrics)
+
+
+__all__ = ["Mode", "agent0_mode", "asearcher_mode", "drzero_mode"]
