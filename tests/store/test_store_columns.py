@@ -33,6 +33,9 @@ def test_columns_match_query_in_order_and_filters(store, make_traj):
     solvers = store.columns(["id", "reward"], role="solver", min_reward=0.3)
     assert solvers["id"] == store.query(role="solver", min_reward=0.3)["id"].tolist()
     assert store.columns(["id"], role="critic") == {"id": []}
+    assert store.columns(["id"], ids=cols["id"][4:1:-1])["id"] == cols["id"][2:5]   # in store order
+    assert store.columns(["id"], limit=2)["id"] == cols["id"][:2]
+    assert list(store.metadata(ids=[cols["id"][1]])) == [cols["id"][1]]
     with pytest.raises(ConfigError, match="unknown summary column"):
         store.columns(["id", "data"])
     with pytest.raises(ConfigError, match="unknown trajectory filter"):

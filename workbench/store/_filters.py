@@ -18,6 +18,7 @@ _FILTERS = {
     "run": ("run_id", "="), "role": ("role", "="), "termination": ("termination", "="),
     "hops": ("hops", "="), "policy": ("policy", "="), "task_id": ("task_id", "="),
     "origin": ("origin_id", "="), "min_reward": ("reward", ">="), "max_reward": ("reward", "<="),
+    "ids": ("id", "="),
 }
 FILTER_NAMES = (*_FILTERS, "limit")
 

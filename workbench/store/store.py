@@ -164,7 +164,8 @@ class Store:
               limit: int | None = None, **filters: Any) -> "pd.DataFrame":
         """Summary rows (no blobs) as a DataFrame; `rewards` is a dict column.
 
-        Extra filters: `task_id`, `origin` (trajectories whose origin is that id). Lists match any.
+        Extra filters: `task_id`, `origin` (trajectories whose origin is that id), `ids`. Lists
+        match any.
         """
         import pandas as pd
 
