@@ -7,7 +7,8 @@
 
 Proposer trajectories (role="proposer") carry `metadata["iteration"]` and rewards such as
 "difficulty" and "format"; solver trajectories name their proposer in `lineage["origin"]`, so
-a solver attempt counts toward its proposer's iteration and hop count.
+a solver attempt counts toward its proposer's iteration and hop count. A QA-synthesis run
+(role="synthesizer", `workbench.synth`) adds its acceptance rate and difficulty (`synthesis_table`).
 """
 
 from __future__ import annotations
@@ -74,6 +75,32 @@ def evolution_table(store: "Store", pass_threshold: float = _figures.PASS_THRESH
     return table[TABLE_COLUMNS].sort_values(keys).reset_index(drop=True)
 
 
+SYNTHESIS_COLUMNS = ["iteration", "hops", "syntheses", "acceptance_rate", "difficulty", "edit_keep_rate"]
+
+
+def synthesis_table(store: "Store") -> "pd.DataFrame":
+    """Per (iteration, hops of the final QA) of a QA-synthesis run (role "synthesizer"): syntheses,
+    the share accepted, mean difficulty (1 − direct accuracy) of the accepted ones, edits kept / tried."""
+    import pandas as pd
+
+    rows = []
+    for t in store.iter_trajectories(role="synthesizer"):
+        rec = t.metadata.get("synthesis") or {}
+        acc = rec.get("direct_accuracy")
+        rows.append({"iteration": int(t.metadata.get("iteration") or 0), "hops": int(rec.get("hops") or 0),
+                     "accepted": float(bool(rec.get("accepted"))),
+                     "difficulty": 1.0 - float(acc) if rec.get("accepted") and acc is not None else None,
+                     "edits": int(rec.get("edits") or 0), "kept": int(rec.get("kept_edits") or 0)})
+    if not rows:
+        return pd.DataFrame(columns=SYNTHESIS_COLUMNS)
+    df = pd.DataFrame(rows)
+    table = df.groupby(["iteration", "hops"]).agg(syntheses=("accepted", "size"), acceptance_rate=("accepted", "mean"),
+                                                  difficulty=("difficulty", "mean"), edits=("edits", "sum"),
+                                                  kept=("kept", "sum")).reset_index()
+    table["edit_keep_rate"] = table["kept"] / table["edits"].where(table["edits"] > 0)
+    return table[SYNTHESIS_COLUMNS]
+
+
 def evolution_figures(store: "Store", pass_threshold: float = _figures.PASS_THRESHOLD) -> dict[str, Any]:
     """The dashboard's plots, keyed by name (also used by `workbench report`). In the three
     per-iteration plots each point's customdata is `[iteration, hops]`."""
@@ -82,7 +109,15 @@ def evolution_figures(store: "Store", pass_threshold: float = _figures.PASS_THRE
     curves = metrics[metrics["name"].str.contains("entropy|length", case=False, regex=True)] \
         if len(metrics) else metrics
     per_iter = {"x_title": "iteration (count)"}
-    return {
+    synth = synthesis_table(store)
+    extra = {} if synth.empty else {
+        "synthesis_acceptance": _figures.lines_by_group(synth, "iteration", "acceptance_rate", "hops",
+                                                        "QA synthesis: acceptance rate per iteration",
+                                                        y_title="accepted / syntheses (0–1)", **per_iter),
+        "synthesis_difficulty": _figures.lines_by_group(synth, "iteration", "difficulty", "hops",
+                                                        "QA synthesis: difficulty of accepted QAs",
+                                                        y_title="1 − no-tool accuracy (0–1)", **per_iter)}
+    return {**extra,
         "proposer_reward": _figures.lines_by_group(table, "iteration", "proposer_reward", "hops",
                                                    "proposer reward per iteration",
                                                    y_title="mean proposer reward (spec units)", **per_iter),
