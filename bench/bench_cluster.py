@@ -1,0 +1,164 @@
+"""Ray kernel workers against the local executor, measured in one run.
+
+    .venv/bin/python bench/bench_cluster.py [--episodes 16] [--kernels 2] [--calls 200]
+
+- episodes/s of the scripted world solver: Ray (1 worker x P kernels), policy in the driver
+  (`mode="env"`) and whole episodes on the worker (`mode="episode"`), over local (P)   target >= 0.9
+- added latency per step in driver-policy mode (a remote `step("1+1")` minus the same step in
+  process), over the kernel round trip of execute("1+1")                                target <= 0.2
+- actor call p50 (an empty method), over the kernel round trip                         target <= 0.1
+- Ray's fixed costs (import, local cluster start, first worker warm, memory of Ray's processes)
+  beside one local pool warm-up (information only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _util import figure  # noqa: E402
+
+from workbench.agent.config import AgentConfig  # noqa: E402
+from workbench.agent.executor import gather_jobs, make_jobs  # noqa: E402
+from workbench.agent.local import LocalExecutor  # noqa: E402
+from workbench.agent.resolve import load_search_tool  # noqa: E402
+from workbench.kernel import KernelPool  # noqa: E402
+from workbench.kernel.procs import sandbox_rss_mb  # noqa: E402
+from workbench.kernel.sync import run_sync  # noqa: E402
+from workbench.worlds import make_world  # noqa: E402
+from workbench.worlds.solver import world_solver  # noqa: E402
+
+CONFIG = AgentConfig(max_steps=6, max_context_tokens=16384)
+
+
+def own_rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+
+
+async def pool_warm_s(kernels: int) -> float:
+    """Seconds to warm a local pool of `kernels`."""
+    t = time.perf_counter()
+    async with KernelPool(kernels, startup_code="import workbench.runtime"):
+        return time.perf_counter() - t
+
+
+def episodes_per_s(executor, jobs, policy) -> float:
+    async def go():
+        t = time.perf_counter()
+        trajs = await gather_jobs(executor, jobs, policy)
+        assert all(tr.termination == "submitted" for tr in trajs), [(tr.termination, tr.error) for tr in trajs]
+        return len(trajs) / (time.perf_counter() - t)
+    return run_sync(go())
+
+
+async def interleaved_p50(calls: int, **steps) -> dict[str, float]:
+    """p50 of each step, called in turn in the same loop (so drifting machine load hits all alike)."""
+    for step in steps.values():
+        await step()
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(calls):
+        for name, step in steps.items():
+            t = time.perf_counter()
+            await step()
+            times[name].append(time.perf_counter() - t)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+async def step_latencies(handle, job, calls: int) -> dict[str, float]:
+    """Kernel round trip in process, the same step through the worker, and an empty actor call."""
+    async with KernelPool(1, startup_code="import workbench.runtime") as pool:
+        async with pool.acquire() as kernel:
+            return await interleaved_p50(calls, kernel=lambda: kernel.execute("1+1"),
+                                         remote=lambda: handle.step.remote(job.id, "1+1", 30.0),
+                                         actor=lambda: handle.ping.remote())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--episodes", type=int, default=16)
+    ap.add_argument("--kernels", type=int, default=2)
+    ap.add_argument("--calls", type=int, default=200)
+    args = ap.parse_args()
+    P = args.kernels
+
+    world = make_world(seed=0, size="small")
+    corpus = Path(tempfile.mkdtemp(prefix="bench-cluster-")) / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(row) + "\n" for row in world.corpus()))
+    tasks = (world.tasks("test") * 4)[:args.episodes]
+    jobs = lambda: make_jobs(tasks, CONFIG)  # noqa: E731  fresh ids per run
+
+    pool_warm = run_sync(pool_warm_s(P))
+    local = LocalExecutor(load_search_tool(corpus=corpus), concurrency=P)
+    episodes_per_s(local, jobs()[:P], world_solver())  # warm the pool
+    local_eps = [episodes_per_s(local, jobs(), world_solver())]
+
+    t = time.perf_counter()
+    import ray
+
+    import_s = time.perf_counter() - t
+    from workbench.cluster import RayExecutor, ToolsSpec, connect
+
+    t = time.perf_counter()
+    connect(None, num_cpus=2)
+    init_s = time.perf_counter() - t
+    ray_rss = sandbox_rss_mb(os.getpid()) - own_rss_mb()  # Ray's daemons and idle workers: our descendants
+
+    spec = ToolsSpec("workbench.agent.resolve:load_search_tool", corpus=str(corpus))
+    figures = {}
+    for mode, policy in (("env", world_solver()), ("episode", "scripted:world")):
+        executor = RayExecutor(spec, mode=mode, workers=1, kernels_per_worker=P, strategy=None)
+        t = time.perf_counter()
+        executor.start()
+        warm_s = time.perf_counter() - t
+        episodes_per_s(executor, jobs()[:P], policy)
+        figures[mode] = episodes_per_s(executor, jobs(), policy)
+        if mode == "env":
+            handle = executor.workers.workers[0].handle
+            [job] = make_jobs(tasks[:1], CONFIG)
+            ray.get(handle.open.remote(job))
+            lat = run_sync(step_latencies(handle, job, args.calls))
+            ray.get(handle.close.remote(job.id))
+            first_warm = warm_s
+        executor.close()
+    local = LocalExecutor(load_search_tool(corpus=corpus), concurrency=P)  # again: the load may have moved
+    episodes_per_s(local, jobs()[:P], world_solver())
+    local_eps.append(episodes_per_s(local, jobs(), world_solver()))
+    local.close()
+    base = statistics.mean(local_eps)
+    rtt = lat["kernel"]
+
+    print(f"bench_cluster: {args.episodes} episodes, P={P} kernels, scripted world solver, "
+          f"ray {ray.__version__}")
+    figure("local episodes/s (P kernels; before, after)", base, "ep/s")
+    print(f"{'':<4}runs: {', '.join(f'{x:.3f}' for x in local_eps)}")
+    figure("ray env mode episodes/s (1 worker x P)", figures["env"], "ep/s", baseline=base,
+           target=">= 0.9", ok=figures["env"] / base >= 0.9)
+    figure("ray episode mode episodes/s (1 worker x P)", figures["episode"], "ep/s", baseline=base,
+           target=">= 0.9", ok=figures["episode"] / base >= 0.9)
+    figure("kernel execute('1+1') round trip p50", rtt * 1e3, "ms")
+    added = lat["remote"] - rtt
+    figure("env mode added latency per step", added * 1e3, "ms", baseline=rtt * 1e3, target="<= 0.2",
+           ok=added / rtt <= 0.2)
+    figure("actor call p50", lat["actor"] * 1e3, "ms", baseline=rtt * 1e3, target="<= 0.1",
+           ok=lat["actor"] / rtt <= 0.1)
+    print("fixed costs (information):")
+    figure("  local pool warm-up (P kernels)", pool_warm, "s")
+    figure("  import ray", import_s, "s", baseline=pool_warm)
+    figure("  local cluster start (ray.init, 2 CPUs)", init_s, "s", baseline=pool_warm)
+    figure("  first worker placed and warm (P kernels)", first_warm, "s", baseline=pool_warm)
+    figure("  memory of Ray's processes", ray_rss, "MiB")
+    ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()
