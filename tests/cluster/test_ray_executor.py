@@ -237,3 +237,21 @@ def test_any_text_crosses_the_worker_boundary_as_it_does_in_process(env_pair, te
         where = {"duration_s": 0, "full_output_path": None}  # timing, and each side's own rollout dir
         assert remote.observation.to_dict() | where == here.observation.to_dict() | where
         assert (remote.tool_calls, remote.final_answer) == (here.tool_calls, here.final_answer)
+
+
+def test_run_and_eval_commands_take_executor_ray(ray_cluster, world, tmp_path, capsys):
+    from workbench.cli import main
+
+    _, cluster = ray_cluster
+    saved = world.save(tmp_path / "world")  # tasks with their corpus beside them, found by the workers too
+    ray_flags = ["--executor", "ray", "--ray-address", cluster.address, "--concurrency", "2"]
+    assert main(["run", "--tasks", str(saved / "qa_test.jsonl"), "--policy", "scripted:world", "--limit", "2",
+                 "--max-steps", "6", "--out", str(tmp_path / "run"), *ray_flags]) == 0
+    assert main(["eval", "--dataset", str(saved / "qa_test.jsonl"), "--policy", "scripted:world", "--limit", "2",
+                 "--out", str(tmp_path / "eval"), *ray_flags, "--ray-mode", "episode"]) == 0
+    out = capsys.readouterr().out
+    assert "2 episodes, 2 submitted an answer" in out
+    for run in ("run", "eval"):
+        with Store(tmp_path / run) as store:
+            trajs = list(store.iter_trajectories())
+        assert len(trajs) == 2 and all(t.termination == "submitted" and t.lineage["worker"]["node"] for t in trajs)

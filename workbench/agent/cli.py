@@ -27,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "has golden_answers; 'none': no scoring")
     p.add_argument("--limit", type=int, help="only the first N tasks")
     p.add_argument("--isolation", choices=["bwrap", "none"], default="bwrap")
+    from workbench.cluster.select import add_executor_arguments
+
+    add_executor_arguments(p)
     p.set_defaults(func=_run)
 
 
@@ -69,15 +72,26 @@ def _run(args: argparse.Namespace) -> int:
     config = AgentConfig.load(args.config, **overrides) if args.config else AgentConfig.from_dict(overrides)
     tasks = load_tasks(args.tasks, limit=args.limit)
     reward, reward_line = pick_reward(args.reward, tasks)
-    registry = load_search_tool(corpus=args.corpus, index=args.index, tasks_path=args.tasks)
+    from workbench.cluster.select import executor_from_args, search_tools_spec
+
+    paths = {"corpus": args.corpus, "index": args.index, "tasks_path": args.tasks}
+    executor = executor_from_args(args, worker_tools=search_tools_spec(**paths), policy=args.policy)
+    registry = load_search_tool(**paths) if executor is None else None
     policy = resolve_policy(args.policy)
     config = agent_config_for(policy, config, args.policy)
     print(reward_line, flush=True)
     out = Path(args.out)
     with Store(out) as store:
-        agent = NBAgent(policy, tools=registry, config=config, store=store, reward_spec=reward,
-                        concurrency=args.concurrency)
-        trajectories = agent.run(tasks)
+        if executor is None:
+            agent = NBAgent(policy, tools=registry, config=config, store=store, reward_spec=reward,
+                            concurrency=args.concurrency)
+        else:
+            agent = NBAgent(policy, config=config, store=store, reward_spec=reward, executor=executor)
+        try:
+            trajectories = agent.run(tasks)
+        finally:
+            if executor is not None:
+                executor.close()
     done = sum(t.termination == "submitted" for t in trajectories)
     print(f"{len(trajectories)} episodes, {done} submitted an answer; stored in {out}")
     if reward is not None:

@@ -61,17 +61,21 @@ class RemoteEnvironment:
 class RayExecutor:
     """Episodes on Ray kernel workers; see the module docstring. Placement keywords go to
     `RayWorkers.start` (workers, kernels_per_worker, cpus_per_kernel, strategy, address, ...);
-    `workers=` may also be started `RayWorkers` (then `tools` must be None: they carry theirs)."""
+    `workers=` may also be started `RayWorkers` (then `tools` must be None: they carry theirs).
+    `worker_policy` (episode mode): what the workers run with, whatever policy a batch is given
+    (say `"openai:http://host:8000/v1"`, while the driver's front holds a client for the same server)."""
 
     def __init__(self, tools: Any = None, *, mode: str = "env", workers: int | RayWorkers = 1,
-                 retries: int = 1, **placement: Any) -> None:
+                 retries: int = 1, worker_policy: Any = None, **placement: Any) -> None:
         require_ray()  # without the extra: a ConfigError naming it, now rather than mid-run
         if mode not in MODES:
             raise ConfigError(f"mode must be 'env' (policy here, kernels on workers) or 'episode' "
                               f"(whole episodes on workers), got {mode!r}")
         if retries < 0:
             raise ConfigError(f"retries must be >= 0, got {retries}")
-        self.mode, self.retries = mode, retries
+        if worker_policy is not None and mode != "episode":
+            raise ConfigError("worker_policy is what workers run whole episodes with: it needs mode='episode'")
+        self.mode, self.retries, self.worker_policy = mode, retries, worker_policy
         if isinstance(workers, RayWorkers):
             if tools is not None:
                 raise ConfigError("started RayWorkers carry their own tool sets; pass tools=None")
@@ -113,7 +117,8 @@ class RayExecutor:
         if self.mode == "episode":
             from workbench.cluster.spec import policy_for_workers
 
-            remote_policy = require_ray().put(policy_for_workers(policy))
+            chosen = self.worker_policy if self.worker_policy is not None else policy
+            remote_policy = require_ray().put(policy_for_workers(chosen))
         self._room = asyncio.Condition()
         queue: asyncio.Queue[tuple[int, Trajectory]] = asyncio.Queue()
 

@@ -20,6 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, help="first N questions of each dataset")
     p.add_argument("--out", help="run directory: trajectories + eval.json")
     p.add_argument("--isolation", choices=["bwrap", "none"], default="bwrap")
+    from workbench.cluster.select import add_executor_arguments
+
+    add_executor_arguments(p)
     p.set_defaults(func=_run)
 
 
@@ -51,7 +54,17 @@ def _run(args: argparse.Namespace) -> int:
         for task in load_tasks(path, limit=args.limit):
             task.metadata.setdefault("dataset", Path(path).stem)
             tasks.append(task)
-    tools = _retriever_tools(args.retriever, args.dataset[0])
+    from workbench.cluster import ToolsSpec
+    from workbench.cluster.select import absolute, executor_from_args
+
+    retriever = args.retriever
+    if retriever and not retriever.startswith(("http://", "https://", "bm25:")):
+        retriever = absolute(retriever)
+    elif retriever and retriever.startswith("bm25:"):
+        retriever = "bm25:" + str(absolute(retriever[len("bm25:"):]))
+    executor = executor_from_args(args, policy=args.policy, worker_tools=ToolsSpec(
+        "workbench.cluster.recipes:eval_tools", retriever=retriever, dataset=absolute(args.dataset[0])))
+    tools = _retriever_tools(args.retriever, args.dataset[0]) if executor is None else None
     policy = resolve_policy(args.policy)
     flags = {"isolation": args.isolation, **({"max_steps": args.max_steps} if args.max_steps is not None else {})}
     config = AgentConfig.load(args.config, **flags) if args.config else AgentConfig.from_dict(flags)
@@ -59,10 +72,12 @@ def _run(args: argparse.Namespace) -> int:
     store = Store(args.out) if args.out else None
     try:
         report = evaluate(tasks, policy, tools=tools, k=args.k, temperature=args.temperature, config=config,
-                          store=store, concurrency=args.concurrency)
+                          store=store, concurrency=args.concurrency, executor=executor)
     finally:
         if store is not None:
             store.close()
+        if executor is not None:
+            executor.close()
     print(report.format())
     if args.out:
         print(f"saved {report.save(Path(args.out) / 'eval.json')}; each trajectory is stored with its metrics "

@@ -17,7 +17,25 @@ def register(subparsers: Any) -> None:
     p.add_argument("--mode", choices=["drzero", "agent0"], help="with --help-config: that mode's fields")
     p.add_argument("--resume", action="store_true", help="skip iterations whose state file exists")
     p.add_argument("--help-config", action="store_true", help="list every config field and exit")
+    from workbench.cluster.select import add_executor_arguments
+
+    add_executor_arguments(p)
     p.set_defaults(func=_run)
+
+
+def _executor(args: argparse.Namespace, job: Any, config: Any) -> Any:
+    """None (local kernels), or Ray workers with both roles' tool sets (BM25 over the job's corpus)."""
+    from workbench.cluster import ToolsSpec
+    from workbench.cluster.select import absolute, executor_from_args
+    from workbench.errors import ConfigError
+
+    if args.executor == "ray" and args.ray_mode != "env":
+        raise ConfigError("evolve samples its proposer and solver in this process: use --ray-mode env")
+    args.concurrency = config.concurrency
+    corpus = absolute(job.corpus)
+    return executor_from_args(args, worker_tools={
+        role: ToolsSpec("workbench.cluster.recipes:evolve_tools", role=role, corpus=corpus)
+        for role in ("proposer", "solver")})
 
 
 def _help(mode: str) -> None:
@@ -59,7 +77,12 @@ def _run(args: argparse.Namespace) -> int:
     trained = "no updates" if job.train is None else "updates with [train]"
     print(f"evolve ({job.mode}): proposer {job.proposer}, solver {job.solver}, {config.iterations} iteration(s), "
           f"{trained}; run dir {config.run_dir}", flush=True)
-    result = run_job(job, resume=args.resume)
+    executor = _executor(args, job, config)
+    try:
+        result = run_job(job, resume=args.resume, executor=executor)
+    finally:
+        if executor is not None:
+            executor.close()
     for it in result.iterations:
         shown = ", ".join(f"{k.split('/', 1)[-1]}={v:.3f}" for k, v in sorted(it.metrics.items())
                           if "/hop" not in k)

@@ -17,6 +17,9 @@ def register(subparsers: Any) -> None:
                    help="override a config field (JSON values parse: --set max_steps=3)")
     p.add_argument("--foreground", action="store_true", help="train in this process instead of a child")
     p.add_argument("--help-config", action="store_true", help="list every config field and exit")
+    p.add_argument("--executor", choices=["local", "ray"], help="nbagent episodes: local kernels, or kernel workers "
+                   "on a Ray cluster (the model stays here); sets the config's executor")
+    p.add_argument("--ray-address", help="with --executor ray: 'auto', HOST:PORT; unset starts a local cluster")
     p.set_defaults(func=_run)
 
 
@@ -62,7 +65,9 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if not args.config and not args.preset:
         raise ConfigError("workbench train needs a CONFIG file or --preset NAME (see --help-config for the fields)")
-    config = load_config(args.config, args.preset, _parse_overrides(args.overrides))
+    overrides = _parse_overrides(args.overrides)
+    overrides.update({k: v for k, v in (("executor", args.executor), ("ray_address", args.ray_address)) if v})
+    config = load_config(args.config, args.preset, overrides)
     if args.foreground:
         from workbench.train.run import train
 

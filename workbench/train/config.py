@@ -95,7 +95,12 @@ class TrainConfig:
     max_turns: int = _f(4, "Model turns per episode.")
     max_turn_tokens: int = _f(64, "New tokens per model turn.")
     agent_profile: str = _f("default", "nbagent: sandbox profile name.")
-    concurrency: int = _f(4, "Episodes run at once.")
+    concurrency: int = _f(4, "Episodes run at once (with executor='ray': kernels per worker).")
+    executor: str = _f("local", "nbagent: where episodes run: local (kernels here) | ray (kernel workers on a Ray "
+                                "cluster; the model stays in the trainer; needs pip install 'workbench[ray]').")
+    ray_address: str = _f("", "executor='ray': 'auto' (the cluster `ray start` runs here), HOST:PORT, or '' to "
+                              "start a local one.")
+    ray_workers: int = _f(1, "executor='ray': kernel workers to place.")
     # -- bookkeeping -------------------------------------------------------------------------
     seed: int = _f(0, "Random seed (sampler, sampling, init).")
     save_steps: int = _f(0, "Save a checkpoint every N steps (0 = only at the end).")
@@ -133,6 +138,11 @@ class TrainConfig:
             raise bad("estimator", f"{self.estimator!r} is not one of {', '.join(ESTIMATORS)}")
         if self.episode_kind not in EPISODE_KINDS:
             raise bad("episode_kind", f"{self.episode_kind!r} is not one of {', '.join(EPISODE_KINDS)}")
+        if self.executor not in ("local", "ray"):
+            raise bad("executor", f"{self.executor!r} is not 'local' or 'ray'")
+        if self.executor == "ray" and (self.episode_kind != "nbagent" or self.search_engine != "bm25"):
+            raise bad("executor", "'ray' runs nbagent episodes with search_engine='bm25' (the other kinds run "
+                                  "no kernels; the simulated search's curriculum lives in the trainer)")
         if self.lr_scheduler_type not in SCHEDULES:
             raise bad("lr_scheduler_type", f"{self.lr_scheduler_type!r} is not one of {', '.join(SCHEDULES)}")
         if self.vllm_mode not in ("colocate", "server"):

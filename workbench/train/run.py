@@ -73,6 +73,13 @@ def build_episodes(config: TrainConfig) -> Any:
         return SearchR1Episodes(retriever, max_turns=config.max_turns, max_turn_tokens=config.max_turn_tokens,
                                 top_k=config.top_k, temperature=config.temperature,
                                 max_total_tokens=config.max_completion_length)
+    if config.executor == "ray":
+        from workbench.cluster.select import make_executor, search_tools_spec
+
+        executor = make_executor("ray", search_tools_spec(corpus=config.corpus_path or None),
+                                 concurrency=config.concurrency, ray_address=config.ray_address or None,
+                                 workers=config.ray_workers)
+        return NBAgentEpisodes(config, executor=executor, owns_executor=True)
     return NBAgentEpisodes(config, simulator=simulator)
 
 
@@ -93,7 +100,7 @@ class NBAgentEpisodes:
     def __init__(self, config: TrainConfig | None = None, *, agent_config: Any = None, tools: Any = None,
                  concurrency: int | None = None, run_id: str | None = None, role: str = "solver",
                  lineage: dict[str, Any] | None = None, simulator: Any = None, executor: Any = None,
-                 toolset: str = "default") -> None:
+                 toolset: str = "default", owns_executor: bool = False) -> None:
         from workbench.agent.config import AgentConfig
 
         if agent_config is None:
@@ -109,7 +116,7 @@ class NBAgentEpisodes:
             from workbench.agent.resolve import search_registry
 
             tools = lambda task: search_registry(simulator, task)  # noqa: E731
-        elif tools is None and config is not None and config.corpus_path:
+        elif tools is None and executor is None and config is not None and config.corpus_path:
             from workbench.agent.resolve import load_search_tool
 
             tools = load_search_tool(corpus=config.corpus_path)
@@ -121,7 +128,7 @@ class NBAgentEpisodes:
         self.concurrency = concurrency or (config.concurrency if config is not None else 4)
         self.run_id = run_id or (config.run_id if config is not None else "") or None
         self.role, self.lineage = role, dict(lineage or {})
-        self._owns_executor = executor is None
+        self._owns_executor = executor is None or owns_executor
         self.executor: Any = executor
 
     def _executor(self) -> Any:

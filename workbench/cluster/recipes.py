@@ -1,0 +1,29 @@
+"""Tool-set factories for `ToolsSpec`s that the command line sends to Ray workers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.errors import ConfigError
+
+
+def evolve_tools(role: str, corpus: str) -> Any:
+    """Self-evolution's tool set of `role` ("proposer" or "solver"): BM25 over `corpus` (JSONL)."""
+    from workbench.evolve.proposer import proposer_tools, solver_tools
+    from workbench.search import BM25Retriever, Corpus
+
+    if role not in ("proposer", "solver"):
+        raise ConfigError(f"role must be 'proposer' or 'solver', got {role!r}")
+    retriever = BM25Retriever.build(Corpus.from_jsonl(corpus), show_progress=False)
+    return (proposer_tools if role == "proposer" else solver_tools)(retriever)
+
+
+def eval_tools(retriever: str | None, dataset: str) -> Any:
+    """`workbench eval`'s search tool: a saved index, bm25:CORPUS, a Search-R1 server, or the corpus
+    beside the dataset."""
+    from workbench.evaluate.cli import _retriever_tools
+
+    return _retriever_tools(retriever, dataset)
+
+
+__all__ = ["eval_tools", "evolve_tools"]
