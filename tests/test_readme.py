@@ -34,6 +34,7 @@ README = ROOT / "README.md"
 
 SKIP = {
     "make demo    # set-up": "builds the venv and runs the full demo / the whole test suite (this test is part of it)",
+    'connect("auto")': "joins a running Ray cluster; tests/cluster/ runs the same calls on the session's cluster",
 }
 """A block containing the key is not run; the value says why."""
 
