@@ -1,0 +1,55 @@
+"""Choosing Ray from a config or the command line builds the right executor (no cluster starts)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from workbench.cluster.select import add_executor_arguments, executor_from_args
+from workbench.errors import ConfigError
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    p.add_argument("--concurrency", type=int, default=3)
+    add_executor_arguments(p)
+    return p.parse_args(list(argv))
+
+
+def test_train_config_with_executor_ray_gives_nbagent_episodes_on_ray_workers(tmp_path, monkeypatch):
+    import ray
+
+    from workbench.cluster import RayExecutor, ToolsSpec
+    from workbench.train.config import TrainConfig
+    from workbench.train.run import NBAgentEpisodes, build_episodes
+
+    monkeypatch.chdir(tmp_path)
+    config = TrainConfig(episode_kind="nbagent", executor="ray", ray_workers=3, concurrency=2,
+                         corpus_path="corpus.jsonl")
+    episodes = build_episodes(config)
+    assert isinstance(episodes, NBAgentEpisodes) and isinstance(episodes.executor, RayExecutor)
+    assert episodes.executor._placement == {"workers": 3, "kernels_per_worker": 2, "address": None}
+    [spec] = episodes.executor._tools.values()
+    assert isinstance(spec, ToolsSpec) and spec.kwargs["corpus"] == str(tmp_path / "corpus.jsonl")
+    assert not ray.is_initialized()  # workers start with the first batch
+    with pytest.raises(ConfigError, match="bm25"):
+        TrainConfig(episode_kind="nbagent", executor="ray", search_engine="simulated")
+    with pytest.raises(ConfigError, match="'local' or 'ray'"):
+        TrainConfig(executor="dask")
+
+
+def test_cli_flags_pick_the_executor():
+    from workbench.cluster import RayExecutor
+
+    assert executor_from_args(parse(), worker_tools=None) is None
+    ex = executor_from_args(parse("--executor", "ray", "--ray-address", "auto", "--ray-workers", "2"), worker_tools=None)
+    assert isinstance(ex, RayExecutor) and ex.mode == "env"
+    assert ex._placement == {"workers": 2, "kernels_per_worker": 3, "address": "auto"}
+    ep = executor_from_args(parse("--executor", "ray", "--ray-mode", "episode"), worker_tools=None,
+                            policy="openai:http://gpu:8000/v1")
+    assert ep.mode == "episode" and ep.worker_policy == "openai:http://gpu:8000/v1"
+    with pytest.raises(ConfigError, match="--executor ray"):
+        executor_from_args(parse("--ray-address", "auto"), worker_tools=None)
+    with pytest.raises(ConfigError, match="policy"):
+        executor_from_args(parse("--executor", "ray", "--ray-mode", "episode"), worker_tools=None)
