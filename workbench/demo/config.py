@@ -45,8 +45,8 @@ class DemoConfig:
     proposer_hop_weights: dict = field(default_factory=lambda: {1: 4.0, 2: 3.0, 3: 2.0, 4: 1.0})  # Dr. Zero
     proposer_vocab_size: int = 1000
     proposer_context_tokens: int = 2048
-    proposer_max_new_tokens: int = 256
-    proposer_sft_epochs: int = 3
+    proposer_max_new_tokens: int = 512  # room for the teacher's first cell (its patterns and helpers, ~470 tokens)
+    proposer_sft_epochs: int = 5  # 155 steps: the constant first cell and the choice of an option
     proposer_rl_steps: int = 2  # HRPO steps per iteration
     proposer_rl_batch: int = 8  # proposer rollouts per HRPO step (one per prompt) ...
     proposer_hop_group: int = 2  # ... in hop groups of this many same-hop prompts
@@ -72,8 +72,9 @@ FAST = dict(teacher_tasks=60, sft_epochs=2, iterations=1, proposer_prompts=4, so
             rl_steps_per_iteration=1, rl_questions_per_step=2, rl_generations=2, eval_tasks=12, concurrency=4)
 """Settings for a smoke run (tests): every stage runs, in about a minute; no learning is expected."""
 
-FAST_LEARNED = dict(FAST, proposer_teacher_tasks=16, proposer_hop_weights={1: 1.0, 2: 1.0}, proposer_sft_epochs=1,
-                    proposer_rl_steps=1, proposer_rl_batch=2, proposer_hop_group=2)
-"""A smoke run of `--proposer learned`: 4 prompts over two hop counts always hold one hop group of 2."""
+FAST_LEARNED = dict(FAST, proposer_teacher_tasks=16, proposer_hop_weights={1: 1.0, 2: 1.0}, proposer_sft_epochs=25,
+                    proposer_rl_steps=2, proposer_rl_batch=2, proposer_hop_group=2)
+"""A short run of `--proposer learned`: 4 prompts over two hop counts always hold one hop group of 2; 75 SFT
+steps on 16 teacher episodes give a proposer whose HRPO rollouts already differ in reward."""
 
 __all__ = ["FAST", "FAST_LEARNED", "DemoConfig"]

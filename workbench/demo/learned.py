@@ -3,13 +3,16 @@
 Stages 1–4 are the default demo's (the solver: tokenizer and tiny model, coder teacher, SFT, held-out
 accuracy). Then the proposer gets a model of its own:
 
-P1. the scripted proposer (`workbench.evolve.world_proposer`) writes questions for sampled documents
-    and hop counts (Dr. Zero's 4:3:2:1) in real kernels with real search, once byte-level for the
-    tokenizer, then token-exact in the proposer's codec;
+P1. the code-style proposer teacher (`workbench.evolve.coder_proposer`) writes questions for sampled
+    documents and hop counts (Dr. Zero's 4:3:2:1) in real kernels with real search, once byte-level
+    for the tokenizer, then token-exact in the proposer's codec. Its cells name no entity: one
+    constant cell reads the document from `task` and defines `hop(relation)`, then each turn is
+    `hop('<relation>')` with the relation copied from the options the last output lists, so a tiny
+    model learns the shape exactly and its one free choice (which fact to follow) is what HRPO shapes;
 P2. the proposer's tokenizer is trained on the world's text plus the proposer's prompts, turns and
     observations, and its tiny Qwen2 has the solver's architecture (a separate model: Dr. Zero's
     roles share one model, the demo's models each fit one job and one vocabulary);
-P3. SFT on the scripted proposer's episodes (`workbench.train.sft`).
+P3. SFT on the teacher's episodes (`workbench.train.sft`).
 
 Self-evolution then trains both: each iteration runs HRPO on the proposer (rollouts are proposer
 episodes sampled from its live weights, scored 0.5·format + difficulty against the current solver's
@@ -20,6 +23,7 @@ score and difficulty (in its HRPO rollouts and in QA generation) and the solver'
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections import Counter, defaultdict
@@ -28,8 +32,11 @@ from typing import Any, Callable, Sequence
 
 from workbench.demo.config import DemoConfig
 from workbench.demo.pipeline import DemoResult, Printer, Stages, solver_stages
+from workbench.evolve.coder_proposer import HOP_TURN, PLAN_TURN, STUCK_TURN
 
 PROPOSER_PROMPT_SEED = "proposer-teacher"  # documents of the teacher's prompts: apart from each iteration's
+PROPOSER_TEACHER_ID = hashlib.sha1((PLAN_TURN + HOP_TURN + STUCK_TURN).encode()).hexdigest()[:6]
+"""Fingerprint of the proposer teacher's cells: part of every cache key built from its episodes."""
 
 
 def proposer_agent(cfg: DemoConfig, **update: Any) -> dict[str, Any]:
@@ -149,34 +156,34 @@ class LearnedStages(Stages):
                 store.close()
 
     def _proposer_key(self, *extra: str) -> str:
-        return self.cfg.key("seed", "world_size", "proposer_teacher_tasks", "proposer_hop_weights",
-                            "proposer_context_tokens", "max_steps", "proposer_vocab_size", "n_layer", "n_embd",
-                            "n_head", *extra)
+        return PROPOSER_TEACHER_ID + "-" + self.cfg.key(
+            "seed", "world_size", "proposer_teacher_tasks", "proposer_hop_weights", "proposer_context_tokens",
+            "proposer_max_new_tokens", "max_steps", "proposer_vocab_size", "n_layer", "n_embd", "n_head", *extra)
 
     def proposer_model0(self) -> Path:
         """The proposer's tokenizer (world text + its prompts, turns, observations) and a random tiny Qwen2."""
-        from workbench.evolve import world_proposer
+        from workbench.evolve.coder_proposer import coder_proposer
         from workbench.models.tiny import build_tiny_model
 
         c = self.cfg
         path = self.cache / f"proposer-model0-{self._proposer_key()}"
         if not (path / "config.json").exists():
-            sample = self.run_proposer(world_proposer(seed=c.seed), self.proposer_prompts()[:60], None,
+            sample = self.run_proposer(coder_proposer(seed=c.seed), self.proposer_prompts()[:60], None,
                                        max_new_tokens=4096, max_context_tokens=16384)
             build_tiny_model(path, proposer_tokenizer_texts(self.world, sample), vocab_size=c.proposer_vocab_size,
                              n_layer=c.n_layer, n_embd=c.n_embd, n_head=c.n_head, seed=c.seed)
         return path
 
     def proposer_teacher(self, codec: Any) -> list:
-        """The scripted proposer on the teacher prompts, token-exact in the proposer's codec."""
-        from workbench.evolve import world_proposer
+        """The code-style proposer teacher on the teacher prompts, token-exact in the proposer's codec."""
+        from workbench.evolve.coder_proposer import coder_proposer
         from workbench.store import Store
 
         store_dir = self.cache / f"proposer-teacher-{self._proposer_key()}"
         if (store_dir / "done").exists():
             with Store.open_readonly(store_dir) as store:
                 return list(store.iter_trajectories())
-        trajs = self.run_proposer(world_proposer(seed=self.cfg.seed, codec=codec), self.proposer_prompts(), store_dir)
+        trajs = self.run_proposer(coder_proposer(seed=self.cfg.seed, codec=codec), self.proposer_prompts(), store_dir)
         (store_dir / "done").touch()
         return trajs
 
@@ -267,13 +274,13 @@ def run_learned_demo(cfg: DemoConfig | None = None, *, fresh: bool = False, out:
     out(f"workbench CPU demo, both roles learning: world seed {cfg.seed} ({len(st.world.corpus())} passages), "
         f"run dir {st.run}")
     tok, model, _, before = solver_stages(st, out)
-    with st.timed("P1-2. proposer: the scripted proposer's episodes, its own tokenizer and tiny Qwen2"):
+    with st.timed("P1-2. proposer: the code-style proposer teacher's episodes, its own tokenizer and tiny Qwen2"):
         p_model0 = st.proposer_model0()
         p_tok = AutoTokenizer.from_pretrained(p_model0)
         p_teacher = st.proposer_teacher(TokenizerCodec(p_tok))
-        out(f"  {p_model0}  vocab {len(p_tok)}; {len(p_teacher)} scripted proposer episodes, "
+        out(f"  {p_model0}  vocab {len(p_tok)}; {len(p_teacher)} teacher episodes, "
             f"{sum(t.termination == 'submitted' for t in p_teacher)} submitted")
-    with st.timed("P3. proposer SFT on the scripted proposer's episodes"):
+    with st.timed("P3. proposer SFT on the teacher's episodes"):
         p_sft, p_losses = st.proposer_sft(p_model0, p_teacher)
         p_model = AutoModelForCausalLM.from_pretrained(p_sft)
     with st.timed("5. self-evolution, both roles learning: HRPO on the proposer, GRPO on the solver"):
