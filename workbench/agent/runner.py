@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import time
 import uuid
 from typing import Any, AsyncIterator, Iterable, Sequence
 
@@ -70,7 +71,12 @@ class NBAgent:
         for an episode's failure (`termination`, `error`, `metadata` say what went wrong)."""
         [job] = self.jobs([task], lineage)
         job = dataclasses.replace(job, seed=seed)
-        [traj] = await gather_jobs(self.executor, [job], self.policy, self.recorder)
+        try:
+            [traj] = await gather_jobs(self.executor, [job], self.policy, self.recorder)
+        except Exception as exc:  # no sandbox to run in (a pool that cannot start): recorded, not raised
+            traj = job.trajectory()
+            traj.termination, traj.error, traj.ended_at = "error", describe(exc), time.time()
+            traj = self.recorder.record(traj, job.reward_spec)
         return traj
 
     async def stream(self, tasks: Iterable[Task], *, progress: bool = True) -> AsyncIterator[Trajectory]:
