@@ -97,13 +97,17 @@ def make_jobs(tasks: Iterable[Task], config: AgentConfig, *, role: str = "solver
 
 async def stream_recorded(executor: Executor, jobs: Sequence[EpisodeJob], policy: Any, recorder: Any = None, *,
                           progress: bool = False) -> AsyncIterator[tuple[int, Trajectory]]:
-    """`executor.stream`, each trajectory recorded (scored with its job's spec, written) as it ends."""
+    """`executor.stream`, each trajectory made safe text and recorded (scored with its job's spec,
+    written) as it ends."""
     import contextlib
+
+    from workbench.agent.recorder import sanitized
 
     bar = _progress(len(jobs), progress)
     try:
         async with contextlib.aclosing(executor.stream(jobs, policy)) as pairs:
             async for i, traj in pairs:
+                traj = sanitized(traj)  # what every consumer (scorers, the trainer) sees
                 if recorder is not None:
                     traj = recorder.record(traj, jobs[i].reward_spec)
                 bar.update(1)

@@ -38,12 +38,7 @@ class Recorder:
         """Sanitise `traj`, score it with `reward_spec` (or take `rewards` as scored by `reward_spec`)
         and write it. With `provenance`, the rewards also go to the store's reward history with the
         spec's JSON and that provenance. Returns the trajectory as recorded."""
-        from workbench.store import safe_trajectory
-
-        try:
-            traj = safe_trajectory(traj)
-        except Exception as exc:  # a value to_dict() cannot copy: left as it is, the store says why
-            note(traj, "sanitize_error", describe(exc))
+        traj = sanitized(traj)
         if rewards is not None:
             traj.rewards = {str(k): float(v) for k, v in rewards.items()}
             traj.reward_spec = spec_name(reward_spec)
@@ -62,6 +57,17 @@ class Recorder:
                                           provenance=dict(provenance))
             except Exception as exc:  # noqa: BLE001 - the trajectory is stored; the history line is not
                 note(traj, "store_error", f"reward history: {describe(exc)}")
+        return traj
+
+
+def sanitized(traj: Trajectory) -> Trajectory:
+    """`traj` with text that is not valid Unicode replaced (`safe_trajectory`); never raises."""
+    from workbench.store import safe_trajectory
+
+    try:
+        return safe_trajectory(traj)
+    except Exception as exc:  # a value to_dict() cannot copy: left as it is, the store says why
+        note(traj, "sanitize_error", describe(exc))
         return traj
 
 
@@ -148,4 +154,4 @@ def _number(value: Any) -> float:
         return time.time()
 
 
-__all__ = ["Recorder", "describe", "note", "score", "spec_name", "store_trajectory"]
+__all__ = ["Recorder", "describe", "note", "sanitized", "score", "spec_name", "store_trajectory"]
