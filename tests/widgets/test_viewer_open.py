@@ -17,20 +17,21 @@ from hypothesis import strategies as st
 import workbench.store.store as store_module
 from workbench.safetext import safe_text
 from workbench.store import Store
+import workbench.widgets.viewer as viewer_module
 from workbench.widgets import TrajectoryViewer, _table
 from workbench.widgets._detail import NO_QUESTION
 
-from conftest import DummyComm
 
 
 @pytest.fixture
-def opened(monkeypatch) -> list[dict]:
+def opened(dummy_comm, monkeypatch) -> list[dict]:
     """The keyword arguments of every comm a widget opens (its first message)."""
     calls: list[dict] = []
+    recording = comm.create_comm
 
     def create_comm(**kwargs):
         calls.append(kwargs)
-        return DummyComm()
+        return recording(**kwargs)
 
     monkeypatch.setattr(comm, "create_comm", create_comm)
     return calls
@@ -60,6 +61,25 @@ def test_the_widget_opens_with_its_list_and_first_trajectory_in_one_message(run,
     table = json.loads(bytes(opened[-1]["buffers"][opened[-1]["data"]["buffer_paths"].index(["table_json"])]))
     assert table == viewer.table and table["n"] == 11 and table["id"][0] == first
     assert states(viewer) == []                                # no follow-up updates
+
+
+def test_a_big_run_opens_with_its_first_page_and_reads_the_rest_when_asked(run, opened, monkeypatch, decodes):
+    run_dir, ids = run
+    monkeypatch.setattr(viewer_module, "FIRST_PAGE", 4)
+    viewer = TrajectoryViewer(run_dir)
+    sent = opened[-1]
+    page = json.loads(bytes(sent["buffers"][sent["data"]["buffer_paths"].index(["table_json"])]))
+    assert (page["n"], page["total"], page["partial"]) == (4, 11, True)
+    assert sent["data"]["state"]["selected"] == page["id"][0] == sent["data"]["state"]["detail"]["id"]
+    assert decodes[0] <= 2 and tables_sent(viewer) == 0
+    viewer._on_message(viewer, {"action": "table"}, [])         # what the drawn page asks for
+    assert tables_sent(viewer) == 1 and viewer.table["n"] == 11 and not viewer.table["partial"]
+    assert viewer.table["id"][:4] == page["id"] and viewer.selected == page["id"][0]
+    viewer._on_message(viewer, {"action": "table"}, [])         # a second view asks again: nothing new
+    assert tables_sent(viewer) == 1
+    proposers = TrajectoryViewer(run_dir)                       # Python asking reads the rest too
+    proposers.set_filters(role="proposer")
+    assert set(proposers.rows.id) == set(ids["proposer"]) and proposers.choices["hops"] == [1, 2, 3]
 
 
 def test_the_list_decodes_no_trajectory_but_the_one_shown(tmp_path, make_traj, decodes):
@@ -147,3 +167,17 @@ def test_any_text_and_rewards_reach_the_page_as_strict_json(make_traj, rows):
             assert table["reward"][i] == (reward if ok else None)
         assert viewer.detail["id"] == table["id"][0]
         viewer.store.close()
+
+
+def test_proposers_on_the_first_page_show_their_own_question(tmp_path, make_traj, opened, monkeypatch):
+    monkeypatch.setattr(viewer_module, "FIRST_PAGE", 2)
+    with Store(tmp_path) as store:
+        for i in range(4):
+            t = make_traj(i, role="proposer" if i % 2 == 0 else "solver")
+            t.metadata = {"question": f"Own question {i}?"} if i % 2 == 0 else {}
+            store.write(t)
+    viewer = TrajectoryViewer(tmp_path)
+    sent = opened[-1]
+    page = json.loads(bytes(sent["buffers"][sent["data"]["buffer_paths"].index(["table_json"])]))
+    assert page["question"] == ["Own question 0?", "Who founded the city that hosts museum #1?"]
+    assert viewer.table["question"][2] == "Own question 2?"

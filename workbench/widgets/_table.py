@@ -38,20 +38,24 @@ QUESTION_CHARS = 240
 ANSWER_CHARS = 80
 
 
-def summary_columns(store: "Store") -> dict[str, list[Any]]:
-    """`LIST_COLUMNS` as plain lists plus `shown_question`: a proposer's own question, else the
-    task's."""
-    cols = store.columns(LIST_COLUMNS)
-    cols["shown_question"] = shown_questions(store, cols["id"], cols["role"], cols["question"])
+def summary_columns(store: "Store", limit: int | None = None) -> dict[str, list[Any]]:
+    """`LIST_COLUMNS` as plain lists (the first `limit` rows, or all) plus `shown_question`: a
+    proposer's own question, else the task's."""
+    cols = store.columns(LIST_COLUMNS, limit=limit)
+    cols["shown_question"] = shown_questions(store, cols["id"], cols["role"], cols["question"],
+                                             page=limit is not None)
     return cols
 
 
-def shown_questions(store: "Store", ids: list[str], roles: list[str], questions: list[Any]) -> list[str]:
+def shown_questions(store: "Store", ids: list[str], roles: list[str], questions: list[Any],
+                    page: bool = False) -> list[str]:
     """The question each row shows: the task's, or for a proposer the question it wrote (read from
-    its metadata; a proposer written since `ids` were read keeps its task's)."""
+    its metadata, only these rows' when they are a `page`; a proposer written since `ids` were
+    read keeps its task's)."""
     shown = ["" if q is None else str(q) for q in questions]
     if "proposer" in roles:
-        own = store.metadata(role="proposer")
+        mine = [i for i, role in zip(ids, roles) if role == "proposer"]
+        own = store.metadata(ids=mine) if page else store.metadata(role="proposer")
         for i, (traj_id, role) in enumerate(zip(ids, roles)):
             if role == "proposer" and traj_id in own:
                 shown[i] = proposer_question(own[traj_id])
@@ -83,12 +87,13 @@ def _codes(values: list[Any]) -> dict[str, Any]:
     return {"levels": levels, "codes": list(map(index.__getitem__, values))}
 
 
-def encode_table(cols: dict[str, list[Any]]) -> tuple[dict[str, Any], bytes]:
+def encode_table(cols: dict[str, list[Any]], total: int | None = None) -> tuple[dict[str, Any], bytes]:
     """What the browser's list needs, as compact columns, and that as strict JSON bytes (no NaN or
     ±inf, valid UTF-8). Store columns are plain already, so the `finite` gate runs only when the
-    first encoding refuses a value."""
+    first encoding refuses a value. `total`: the run's size when `cols` are its first page."""
+    n = len(cols["id"])
     table: dict[str, Any] = {
-        "n": len(cols["id"]),
+        "n": n, "total": n if total is None else max(n, total), "partial": total is not None and total > n,
         "id": cols["id"],
         "question": [q[:QUESTION_CHARS] for q in cols["shown_question"]],
         "answer": [None if a is None else str(a)[:ANSWER_CHARS] for a in cols["final_answer"]],

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from workbench.store import Store
 
 FILTER_NAMES = _table.FILTER_NAMES
+FIRST_PAGE = 500  # rows that go out with the widget; a bigger run's rest follows once it is drawn
 
 
 class TrajectoryViewer(anywidget.AnyWidget):
@@ -68,9 +69,10 @@ class TrajectoryViewer(anywidget.AnyWidget):
         self._traj: Trajectory | None = None
         self._history: list[str] = []
         self._ticker: Ticker | None = None
-        self.table: dict[str, Any] = {}  # what table_json holds, decoded
-        # the list and the first trajectory go out with the widget itself: one message, no updates
-        super().__init__(**self._reread(), **kwargs)
+        self._table: dict[str, Any] = {}  # what table_json holds, decoded
+        self._partial = False             # _cols and _table hold only the first page
+        # the list (or its first page) and the first trajectory go out with the widget itself
+        super().__init__(**self._open_state(), **kwargs)
         self.observe(self._on_selected, names="selected")
         self.on_msg(self._on_message)
 
@@ -79,7 +81,14 @@ class TrajectoryViewer(anywidget.AnyWidget):
     def rows(self) -> "pd.DataFrame":
         """The summary rows the list shows now (after filters, search and sort): the columns of
         `_table.LIST_COLUMNS` plus `shown_question`."""
+        self._complete()
         return _table.apply_query(self._all(), self.query)
+
+    @property
+    def table(self) -> dict[str, Any]:
+        """The list's columns as the browser gets them (`_table.encode_table`)."""
+        self._complete()
+        return self._table
 
     @property
     def trajectory(self) -> Trajectory | None:
@@ -135,10 +144,10 @@ class TrajectoryViewer(anywidget.AnyWidget):
         with self._lock:
             cols = _table.summary_columns(self.store)
             table, payload = _table.encode_table(cols)
-            self._cols, self._frame = cols, None
+            self._cols, self._frame, self._partial = cols, None, False
             changes: dict[str, Any] = {}
             if payload != self.table_json:
-                self.table = table
+                self._table = table
                 changes.update(table_json=payload, choices=finite(_table.choices(cols)))
             if self._traj is not None and self._traj.id in self.store:
                 fresh = self.store.get(self._traj.id)
@@ -149,6 +158,25 @@ class TrajectoryViewer(anywidget.AnyWidget):
                 if first is not None:
                     changes.update(self._detail_state(self.store.get(first), 0))
             return changes
+
+    def _open_state(self) -> dict[str, Any]:
+        """The traits the widget opens with: a run of up to FIRST_PAGE rows whole, a bigger one's
+        first page (the front end asks for the rest once it has drawn it, see `_complete`)."""
+        total = len(self.store)
+        if total <= FIRST_PAGE:
+            return self._reread()
+        cols = _table.summary_columns(self.store, limit=FIRST_PAGE)
+        if not cols["id"]:
+            return self._reread()
+        self._table, payload = _table.encode_table(cols, total=total)
+        self._cols, self._partial = cols, True
+        return {"table_json": payload, "choices": finite(_table.choices(cols)),
+                **self._detail_state(self.store.get(cols["id"][0]), 0)}
+
+    def _complete(self) -> None:
+        """Read the whole list if only its first page is here yet."""
+        if self._partial:
+            self.refresh()
 
     def auto_refresh(self, seconds: float | None = 5.0) -> Ticker | None:
         """Re-read the store every `seconds` on a background thread; 0/None stops it."""
@@ -252,6 +280,7 @@ class TrajectoryViewer(anywidget.AnyWidget):
                 setattr(self, name, value)
 
     def _set_query(self, query: dict[str, Any]) -> None:
+        self._complete()
         query = {k: v for k, v in query.items() if v is not None and v != ""}
         self.query = _table.check_query(query, _table.choices(self._cols))
         rows = self.rows
@@ -269,7 +298,7 @@ class TrajectoryViewer(anywidget.AnyWidget):
                    "child": lambda: self.goto_child(target), "unpin": lambda: setattr(self, "pinned", ""),
                    "compare": lambda: self.compare(target or self.pinned or None),
                    "close_compare": self.close_compare, "clear_link": self.clear_link,
-                   "refresh": self.refresh}
+                   "refresh": self.refresh, "table": self._complete}
         if action == "prefetch":
             self._prefetch([str(i) for i in (content.get("ids") or [])[:4]])
         elif action in actions:

@@ -54,6 +54,7 @@ function renderViewer({ model, el }) {
     list.visible = state.visible;
     list.selected = model.get("selected");
     root.dataset.rows = String(state.visible.length);
+    root.dataset.partial = state.rows.partial ? "1" : "";
     headBox.replaceChildren(listHeader(state, (sort) => setQuery({ sort })));
     drawToolbar();
     list.draw();
@@ -68,7 +69,8 @@ function renderViewer({ model, el }) {
     const notice = model.get("notice");
     toolbar.replaceChildren(...[
       filterBar(state, model.get("choices") || {}, setQuery),
-      h("span", { class: "wb-count" }, h("b", { text: String(state.visible.length) }), ` of ${state.rows.n} trajectories`),
+      h("span", { class: "wb-count" }, h("b", { text: String(state.visible.length) }), ` of ${state.rows.total} trajectories`,
+        state.rows.partial ? h("span", { class: "wb-muted", text: " (reading the rest…)" }) : null),
       label ? h("span", { class: "wb-link-label" }, label, h("button", { class: "wb-btn", title: "show all", onclick: () => send("clear_link") }, "✕")) : null,
       notice ? h("div", { class: "wb-notice", text: notice }) : null].filter(Boolean));
     if (keep) {
@@ -190,6 +192,8 @@ function renderViewer({ model, el }) {
   refilter(false);
   drawDetail();
   drawCompare();
+  // a big run opens with its first page; the rest is read once this one is drawn
+  if (state.rows.partial) send("table");
   requestAnimationFrame(() => { list.draw(); const pos = state.visible.findIndex((i) => state.rows.id[i] === model.get("selected")); if (pos >= 0) list.scrollTo(pos); });
   return () => {};
 }

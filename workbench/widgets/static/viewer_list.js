@@ -11,7 +11,7 @@ function decodeTable(t) {
   };
   const n = t.n || 0;
   const rows = {
-    n, id: t.id || [], question: t.question || [], answer: t.answer || [], reward: t.reward || [],
+    n, total: t.total ?? n, partial: !!t.partial, id: t.id || [], question: t.question || [], answer: t.answer || [], reward: t.reward || [],
     hops: t.hops || [], num_steps: t.num_steps || [], num_tool_calls: t.num_tool_calls || [],
     started_at: t.started_at || [],
   };
