@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from pathlib import Path
 
 import pytest
+
+ROOT = str(Path(__file__).resolve().parents[2])
+if ROOT not in sys.path:  # `tests.cluster.toolkit` is imported by name here and on the workers (cwd: the repo)
+    sys.path.insert(0, ROOT)
 
 from workbench.agent.config import AgentConfig
 from workbench.worlds import make_world

@@ -27,6 +27,10 @@ def search_spec(corpus_path) -> ToolsSpec:
     return ToolsSpec("workbench.agent.resolve:load_search_tool", corpus=str(corpus_path))
 
 
+def workers_spec(workers):
+    return workers.tools["keyed"]
+
+
 def essence(traj):
     """What must not depend on where an episode ran."""
     return {"task": traj.task.id, "termination": traj.termination, "answer": traj.final_answer,
@@ -34,8 +38,22 @@ def essence(traj):
                        s.notepad) for s in traj.steps]}
 
 
-def test_local_and_ray_in_both_modes_give_identical_trajectories(ray_cluster, tasks, corpus_path,
-                                                                 agent_config, tmp_path):
+@pytest.fixture(scope="module")
+def workers(ray_cluster, corpus_path):
+    """Two kernel workers spread over the two nodes (one each), shared by the tests that do not kill
+    them; each has two kernels at 0.25 CPU, so half of each node stays free for other executors."""
+    from tests.cluster.toolkit import SECRET_VAR
+    from workbench.cluster import RayWorkers
+
+    tools = {"default": search_spec(corpus_path),
+             "keyed": ToolsSpec("tests.cluster.toolkit:keyed_tools", env={"api_key": SECRET_VAR})}
+    started = RayWorkers.start(tools, workers=2, kernels_per_worker=2, cpus_per_kernel=0.25,
+                               strategy="STRICT_SPREAD")
+    yield started
+    started.shutdown()
+
+
+def test_local_and_ray_in_both_modes_give_identical_trajectories(workers, tasks, corpus_path, agent_config, tmp_path):
     jobs = make_jobs(tasks, agent_config)
     local = LocalExecutor(load_search_tool(corpus=corpus_path), concurrency=2)
     try:
@@ -44,38 +62,25 @@ def test_local_and_ray_in_both_modes_give_identical_trajectories(ray_cluster, ta
         local.close()
     assert all(t.termination == "submitted" for t in expected), [(t.termination, t.error) for t in expected]
 
+    episodes = 0
     for mode, policy in (("env", world_solver()), ("episode", "scripted:world")):
-        executor = RayExecutor(search_spec(corpus_path), mode=mode, workers=2, kernels_per_worker=2,
-                               strategy=None)
-        try:
-            with Store(tmp_path / mode) as store:
-                got = run_jobs(executor, make_jobs(tasks, agent_config), policy, Recorder(store))
-                stored = {t.id: t for t in store.iter_trajectories()}
-            stats = executor.stats()
-        finally:
-            executor.close()
+        executor = RayExecutor(None, mode=mode, workers=workers)
+        with Store(tmp_path / mode) as store:
+            got = run_jobs(executor, make_jobs(tasks, agent_config), policy, Recorder(store))
+            stored = {t.id: t for t in store.iter_trajectories()}
+        stats = executor.stats()
         assert [essence(t) for t in got] == [essence(t) for t in expected], mode
         assert set(stored) == {t.id for t in got}  # written once each, by the driver
-        nodes = {t.lineage["worker"]["node"] for t in got}
-        assert nodes <= {w["node"] for w in stats["workers"]} and all(t.lineage["worker"]["worker"] for t in got)
         assert stats["finished"] == len(tasks) and stats["worker_died"] == 0
         for w in stats["workers"]:  # never more episodes in flight on a worker than it has kernels
             assert w["high_water"] <= 2 and w["driver_high_water"] <= 2, w
-        assert sum(w["episodes"] for w in stats["workers"]) == len(tasks)
-
-
-def test_spread_places_workers_on_distinct_nodes_and_lineage_names_them(ray_cluster, tasks, corpus_path, agent_config):
-    executor = RayExecutor(search_spec(corpus_path), workers=2, kernels_per_worker=1, cpus_per_kernel=1.0,
-                           strategy="STRICT_SPREAD")
-    try:
-        got = run_jobs(executor, make_jobs(tasks[:4], agent_config), world_solver())
-        workers = executor.stats()["workers"]
-    finally:
-        executor.close()
-    assert len({w["node"] for w in workers}) == 2  # one per node
-    assert {t.lineage["worker"]["node"] for t in got} == {w["node"] for w in workers}
-    assert {t.lineage["worker"]["worker"] for t in got} == {"worker-0", "worker-1"}
-    assert all(t.termination == "submitted" for t in got)
+        episodes += len(tasks)
+        assert sum(w["episodes"] for w in stats["workers"]) == episodes
+        # spread placement: one worker per node, and each trajectory names the node and worker that ran it
+        nodes = {w["worker"]: w["node"] for w in stats["workers"]}
+        assert len(set(nodes.values())) == 2
+        assert {t.lineage["worker"]["worker"] for t in got} == {"worker-0", "worker-1"}
+        assert all(t.lineage["worker"]["node"] == nodes[t.lineage["worker"]["worker"]] for t in got)
 
 
 def slow_solver(seconds: float) -> ScriptedPolicy:
@@ -101,7 +106,7 @@ def test_killed_worker_mid_batch_retries_then_worker_died_and_leaves_no_kernel(r
     from workbench.kernel.sync import run_sync
 
     ray, _ = ray_cluster
-    executor = RayExecutor(None, workers=2, kernels_per_worker=2, strategy=None, retries=1).start()
+    executor = RayExecutor(None, workers=2, kernels_per_worker=2, cpus_per_kernel=0, strategy=None, retries=1).start()
 
     workers = {w.name: w for w in executor.workers.workers}
     victims: dict[str, set[int]] = {}
@@ -139,7 +144,7 @@ def test_killed_worker_mid_batch_retries_then_worker_died_and_leaves_no_kernel(r
         executor.close()
 
 
-def test_tool_secrets_come_from_the_workers_environment_and_are_never_recorded(ray_cluster, tasks, tmp_path):
+def test_tool_secrets_come_from_the_workers_environment_and_are_never_recorded(workers, tasks, tmp_path):
     from tests.cluster.toolkit import SECRET, SECRET_VAR
     from workbench.agent.config import AgentConfig
     from workbench.errors import ConfigError
@@ -150,12 +155,11 @@ def test_tool_secrets_come_from_the_workers_environment_and_are_never_recorded(r
     assert SECRET.encode() not in pickle.dumps(spec) and SECRET_VAR not in os.environ
     caller = ScriptedPolicy.from_turns(["<think>look</think>\n<code>\nr = lookup('capital')\nprint(r)\n</code>",
                                         "<think>done</think>\n<code>\nsubmit_final_answer(r)\n</code>"])
-    executor = RayExecutor(spec, workers=1, kernels_per_worker=1, strategy=None)
-    try:
-        with Store(tmp_path / "run") as store:
-            [traj] = run_jobs(executor, make_jobs(tasks[:1], AgentConfig(max_steps=3)), caller, Recorder(store))
-    finally:
-        executor.close()
+    assert spec == workers_spec(workers)  # what the shared workers were built with
+    executor = RayExecutor(None, workers=workers)
+    with Store(tmp_path / "run") as store:
+        [traj] = run_jobs(executor, make_jobs(tasks[:1], AgentConfig(max_steps=3), tools="keyed"), caller,
+                          Recorder(store))
     import hashlib
 
     digest = hashlib.sha256(SECRET.encode()).hexdigest()[:12]
@@ -165,7 +169,7 @@ def test_tool_secrets_come_from_the_workers_environment_and_are_never_recorded(r
             assert SECRET.encode() not in path.read_bytes(), path
 
 
-def test_grpo_step_with_rollouts_through_ray(ray_cluster, corpus_path, tmp_path):
+def test_grpo_step_with_rollouts_through_ray(workers, tmp_path):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -181,7 +185,7 @@ def test_grpo_step_with_rollouts_through_ray(ray_cluster, corpus_path, tmp_path)
     model, tok = AutoModelForCausalLM.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir)
     tasks = [Task(id=f"t{i}", question=f"What is the capital of {c}?", golden_answers=[a], metadata={"hops": 1})
              for i, (c, a) in enumerate([("France", "Paris"), ("Italy", "Rome")])]
-    executor = RayExecutor(search_spec(corpus_path), mode="env", workers=1, kernels_per_worker=2, strategy=None)
+    executor = RayExecutor(None, mode="env", workers=workers)
     episodes = NBAgentEpisodes(agent_config=AgentConfig(max_steps=2, max_new_tokens=16, prompt="compact",
                                                         max_context_tokens=1024, seed=0), executor=executor)
     cfg = TrainConfig(output_dir=str(tmp_path / "out"), num_generations=2, per_device_train_batch_size=4,
@@ -190,19 +194,16 @@ def test_grpo_step_with_rollouts_through_ray(ray_cluster, corpus_path, tmp_path)
     spread = lambda traj: {"total": len(set(traj.steps[0].completion_ids)) / 16 if traj.steps else 0.0}  # noqa: E731
     trainer = WorkbenchGRPOTrainer(model, tok, tasks, episodes=episodes, config=cfg, reward=spread)
     before = {k: v.detach().clone() for k, v in model.named_parameters()}
-    try:
-        trainer.train()
-    finally:
-        executor.close()
+    trainer.train()
     assert trainer.state.global_step == 1
     assert any(not torch.equal(before[k], v) for k, v in model.named_parameters())
     trajs = trainer.last_trajectories
-    assert len(trajs) == 4 and all(t.steps and t.lineage["worker"]["worker"] == "worker-0" for t in trajs)
+    assert len(trajs) == 4 and all(t.steps and t.lineage["worker"]["worker"] in ("worker-0", "worker-1") for t in trajs)
     assert all(t.lineage["policy"]["backend"] == "transformers" for t in trajs), trajs[0].lineage  # the trainer's model
 
 
 @pytest.fixture(scope="module")
-def env_pair(ray_cluster, tasks):
+def env_pair(ray_cluster, workers, tasks):
     """One open environment on a Ray worker and one on an in-process `EnvHost`, for the same job."""
     from workbench.agent.config import AgentConfig
     from workbench.cluster.host import EnvHost
@@ -210,8 +211,7 @@ def env_pair(ray_cluster, tasks):
 
     ray, _ = ray_cluster
     [job] = make_jobs(tasks[:1], AgentConfig(output_cap=400))
-    executor = RayExecutor(None, workers=1, kernels_per_worker=1, strategy=None).start()
-    handle = executor.workers.workers[0].handle
+    handle = workers.workers[0].handle
     from workbench.tools import ToolRegistry
 
     local = EnvHost({"default": ToolRegistry([])}, kernels=1)
@@ -225,8 +225,8 @@ def env_pair(ray_cluster, tasks):
         return remote, here
 
     yield step
+    ray.get(handle.close.remote(job.id))
     run_sync(local.shutdown())
-    executor.close()
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -244,7 +244,7 @@ def test_run_and_eval_commands_take_executor_ray(ray_cluster, world, tmp_path, c
 
     _, cluster = ray_cluster
     saved = world.save(tmp_path / "world")  # tasks with their corpus beside them, found by the workers too
-    ray_flags = ["--executor", "ray", "--ray-address", cluster.address, "--concurrency", "2"]
+    ray_flags = ["--executor", "ray", "--ray-address", cluster.address, "--concurrency", "1"]
     assert main(["run", "--tasks", str(saved / "qa_test.jsonl"), "--policy", "scripted:world", "--limit", "2",
                  "--max-steps", "6", "--out", str(tmp_path / "run"), *ray_flags]) == 0
     assert main(["eval", "--dataset", str(saved / "qa_test.jsonl"), "--policy", "scripted:world", "--limit", "2",

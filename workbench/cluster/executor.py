@@ -80,7 +80,7 @@ class RayExecutor:
             if tools is not None:
                 raise ConfigError("started RayWorkers carry their own tool sets; pass tools=None")
             self._workers, self._owns = workers, False
-            self.toolsets: tuple[str, ...] = ()
+            self.toolsets: tuple[str, ...] = tuple(workers.tools)
         else:
             from workbench.tools import ToolRegistry
 

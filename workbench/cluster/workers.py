@@ -59,8 +59,10 @@ class Worker:
 class RayWorkers:
     """Started kernel-worker actors; see the module docstring."""
 
-    def __init__(self, workers: list[Worker], kernels_per_worker: int, placement_group: Any = None) -> None:
+    def __init__(self, workers: list[Worker], kernels_per_worker: int, placement_group: Any = None,
+                 tools: Mapping[str, Any] | None = None) -> None:
         self.workers = workers
+        self.tools = dict(tools or {})  # the tool sets' specs, as sent
         self.kernels_per_worker = kernels_per_worker
         self.placement_group = placement_group
 
@@ -102,7 +104,7 @@ class RayWorkers:
         except TypeError as exc:  # a tool set that cannot be pickled
             raise ConfigError(f"the tool sets cannot be sent to the workers ({exc}); describe each with "
                               "ToolsSpec('module:function', ...) so every worker builds its own") from None
-        pool = cls([Worker(h, i) for i, h in enumerate(handles)], kernels_per_worker, group)
+        pool = cls([Worker(h, i) for i, h in enumerate(handles)], kernels_per_worker, group, tools)
         try:
             infos = ray.get([h.start.remote(warm) for h in handles], timeout=timeout)
         except Exception as exc:
