@@ -185,8 +185,8 @@ class RayExecutor:
             if env.lost is None:
                 try:
                     await worker.handle.close.remote(job.id)
-                except actor_died_errors() as exc:
-                    env.lost = exc
+                except actor_died_errors():
+                    worker.alive = False  # gone after the episode ended: the trajectory is whole
         if env.lost is not None:
             raise WorkerLost(describe(env.lost))
         return traj
