@@ -45,9 +45,12 @@ def test_load_rebuilds_encoder_from_meta(dense, tmp_path):
 def test_e5_prefixes(encoder):
     e5 = copy.copy(encoder)  # same model, prefixes on (as Encoder(path, e5=True) would be)
     e5.e5 = True
-    got = e5.encode_queries(["who built it"])
-    want = encoder.model.encode(["query: who built it"], normalize_embeddings=True)
+    got = e5.encode_passages(["who built it"])
+    want = encoder.model.encode(["passage: who built it"], normalize_embeddings=True)
     assert np.allclose(got, want, atol=1e-5)
+    q = e5.encode_queries(["who built it"])  # int8 by default: close to the prefixed query, not the bare one
+    prefixed, bare = (encoder.model.encode([t], normalize_embeddings=True) for t in ("query: who built it", "who built it"))
+    assert float(q @ prefixed.T) > 0.97 and float(q @ prefixed.T) > float(q @ bare.T)
     assert not encoder.e5
     from workbench.search.encoder import is_e5
 

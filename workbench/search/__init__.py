@@ -5,12 +5,15 @@ server and client, and ZeroSearch-style simulated search.
     corpus = Corpus.from_jsonl("corpus.jsonl")          # Search-R1 rows: {"id", "contents"}
     dense = DenseRetriever.build(corpus)                # offline MiniLM + exact IndexFlatIP
     print(format_hits(dense.search("who founded Varnholt")))
+    build_dense("wiki.jsonl", "runs/wiki")              # streamed, sharded, resumable; index type by size
+    dense = DenseRetriever.load("runs/wiki")            # memory-mapped
 
 Every retriever answers `retrieve(queries, top_k) -> list[list[Hit]]` and `search(query, top_k)`.
-Heavy libraries (faiss, torch, bm25s, fastapi) load on first use, so this import is cheap.
+Heavy libraries (faiss, torch, onnxruntime, bm25s, fastapi) load on first use, so this import is cheap.
 """
 
 from workbench.search.bm25 import BM25Retriever
+from workbench.search.build import BuildConfig, build_dense
 from workbench.search.corpus import Corpus
 from workbench.search.dense import DenseRetriever
 from workbench.search.encoder import Encoder
@@ -23,6 +26,7 @@ from workbench.search.simulated import SimulatedCall, SimulatedSearch, noise_pro
 
 __all__ = [
     "BM25Retriever",
+    "BuildConfig",
     "Corpus",
     "DenseRetriever",
     "Encoder",
@@ -32,6 +36,7 @@ __all__ = [
     "Retriever",
     "SimulatedCall",
     "SimulatedSearch",
+    "build_dense",
     "build_index",
     "create_app",
     "format_hits",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,8 +28,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--corpus", required=True, help="JSONL corpus file")
     b.add_argument("--out", required=True, help="output directory")
     b.add_argument("--kind", choices=["dense", "bm25"], default="dense")
-    b.add_argument("--encoder", default=None, help="local encoder directory (default: packaged MiniLM)")
-    b.add_argument("--index-type", default="flat", help="dense only: flat | ivf | hnsw | a faiss factory string")
+    b.add_argument("--index-type", dest="index", default="auto",
+                   help="dense only: auto (by size) | flat | hnsw-sq | hnsw | ivfpq | ivf | a faiss factory string")
+    from workbench.search.build import BuildConfig
+
+    for f in fields(BuildConfig):
+        if f.name in ("index", "show_progress"):
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        if f.type in ("bool", bool):
+            b.add_argument(flag, action="store_true", help=f"dense only: {f.metadata['help']}")
+        else:
+            kind = int if f.type in ("int", "int | None") else str
+            b.add_argument(flag, type=kind, default=f.default, help=f"dense only: {f.metadata['help']}")
     b.set_defaults(func=_build)
 
 
@@ -51,9 +63,15 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from workbench.search.index import build_index
+    if args.kind == "bm25":
+        from workbench.search.index import build_index
 
-    kwargs = {"encoder": args.encoder, "index": args.index_type} if args.kind == "dense" else {}
-    r = build_index(args.corpus, args.out, kind=args.kind, **kwargs)
-    print(f"built {r!r} in {args.out}")
+        r = build_index(args.corpus, args.out, kind="bm25")
+        print(f"built {r!r} in {args.out}")
+        return 0
+    from workbench.search.build import BuildConfig, build_dense
+
+    cfg = BuildConfig(**{f.name: getattr(args, f.name) for f in fields(BuildConfig) if hasattr(args, f.name)})
+    build_dense(args.corpus, args.out, cfg)
+    print(f"built a dense index in {args.out} (serve it with `workbench serve-search --index {args.out}`)")
     return 0

@@ -36,6 +36,29 @@ def normalise_row(row: Any, where: str) -> dict[str, Any]:
     return out
 
 
+def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Stream the normalised rows of a JSONL corpus (blank lines skipped; ids default to the row
+    index). A malformed line raises `ConfigError` naming its line number."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"corpus file {path} does not exist; pass a JSONL file with one passage per line")
+    n = 0
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"{where}: not valid JSON ({exc.msg}); each line must be one JSON "
+                                  f"object like {{\"id\": \"0\", \"contents\": \"\\\"Title\\\"\\ntext\"}}") from None
+            r = normalise_row(row, where)
+            r["id"] = str(r.get("id", n))
+            n += 1
+            yield r
+
+
 class Corpus:
     """An in-memory list of normalised rows; ids default to the row index."""
 
@@ -54,25 +77,9 @@ class Corpus:
 
     @classmethod
     def from_jsonl(cls, path: str | Path) -> Corpus:
-        """Stream a JSONL file. A malformed line raises `ConfigError` naming its line number."""
+        """Read a JSONL file. A malformed line raises `ConfigError` naming its line number."""
         path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"corpus file {path} does not exist; pass a JSONL file with one passage per line")
-        rows = []
-        with path.open(encoding="utf-8") as f:
-            for lineno, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                where = f"{path}:{lineno}"
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ConfigError(f"{where}: not valid JSON ({exc.msg}); each line must be one JSON "
-                                      f"object like {{\"id\": \"0\", \"contents\": \"\\\"Title\\\"\\ntext\"}}") from None
-                r = normalise_row(row, where)
-                r["id"] = str(r.get("id", len(rows)))
-                rows.append(r)
-        return cls(rows, path=path)
+        return cls(list(iter_jsonl(path)), path=path)
 
     def to_jsonl(self, path: str | Path) -> Path:
         path = Path(path)

@@ -209,15 +209,17 @@ class DenseRetriever(RetrieverBase):
 
     @classmethod
     def load(cls, directory: str | Path, *, mmap: bool = True, encoder: Encoder | str | Path | None = None,
-             gpu: bool | None = None, threads: int | None = None, nprobe: int = 16) -> DenseRetriever:
-        """Open a saved index. `mmap=True` maps the vectors from disk instead of reading them in."""
+             gpu: bool | None = None, threads: int | None = None, nprobe: int | None = None,
+             ef_search: int | None = None) -> DenseRetriever:
+        """Open a saved index. `mmap=True` maps the vectors from disk instead of reading them in.
+        `nprobe` / `ef_search` default to the values the index was built (and its recall measured) with."""
         import faiss
 
         d = Path(directory)
         meta = read_meta(d, "dense")
         flags = (faiss.IO_FLAG_MMAP | getattr(faiss, "IO_FLAG_MMAP_IFC", 0)) if mmap else 0
         index = faiss.read_index(str(d / "index.faiss"), flags)
-        tune_index(index, nprobe=nprobe)
+        tune_index(index, nprobe=nprobe or meta.get("nprobe", 16), ef_search=ef_search or meta.get("ef_search", 64))
         corpus = Corpus.from_jsonl(d / meta["corpus"])
         if isinstance(encoder, Encoder):
             enc: Encoder | None = encoder

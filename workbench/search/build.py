@@ -1,0 +1,331 @@
+"""Dense indexes of corpora too large for memory: streamed, sharded, resumable, multi-process.
+
+    build_dense("wiki.jsonl", "runs/wiki-idx")                # index type chosen by size
+    build_dense("wiki.jsonl", "runs/wiki-idx", index="ivfpq", workers=8)
+
+The JSONL corpus is read as a stream, `shard_size` passages at a time; each shard is encoded (CPU:
+`workers` processes on one thread each; with a GPU: batched in this process) and written to
+`out/shards/NNNNNN.npy` as soon as it finishes. A build that is killed resumes where it stopped:
+finished shards are kept, and the rest are encoded again from the stream. Then the index is
+trained on a seeded sample of the vectors, filled shard by shard, and written to `out/index.faiss`
+beside `meta.json`, a copy of the corpus and `recall.json`: recall@k of the index against exact
+search on the same queries (a seeded sample of stored vectors; each query's own row excluded).
+
+Index types (`index=`): `flat` (exact), `hnsw-sq` (HNSW32 over 8-bit scalar codes), `hnsw`
+(HNSW32 over floats), `ivfpq` (IVF + product quantisation, `d/4` bytes a vector), `ivf` (IVF-Flat)
+or any `faiss.index_factory` string; `auto` picks by size (see `auto_index`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from workbench.errors import ConfigError, RetrievalError
+from workbench.search.corpus import iter_jsonl
+from workbench.search.dense import FORMAT_VERSION, factory_string, tune_index
+from workbench.search.encoder import Encoder, available_cpus
+
+FLAT_MAX = 200_000  # auto: exact search up to here (~0.3 GB at 384-d, one query ~10 ms on a core)
+HNSW_MAX = 2_000_000  # auto: HNSW over 8-bit codes up to here, IVF-PQ above
+
+
+@dataclass
+class BuildConfig:
+    """How `build_dense` encodes and indexes a corpus (the CLI's flags map one to one)."""
+
+    index: str = field(default="auto", metadata={"help": "auto | flat | hnsw-sq | hnsw | ivfpq | ivf | factory string"})
+    encoder: str | None = field(default=None, metadata={"help": "local encoder dir (default: packaged MiniLM)"})
+    shard_size: int = field(default=20_000, metadata={"help": "passages per shard file (the unit of resume)"})
+    workers: int | None = field(default=None, metadata={"help": "encoding processes on CPU (default: CPUs)"})
+    device: str = field(default="auto", metadata={"help": "cpu | cuda | auto (cuda when torch sees a GPU)"})
+    batch_size: int = field(default=64, metadata={"help": "passages per encoder call"})
+    train_size: int = field(default=100_000, metadata={"help": "vectors sampled to train IVF / PQ / SQ"})
+    recall_queries: int = field(default=200, metadata={"help": "queries for recall@k vs exact"})
+    recall_k: int = field(default=10, metadata={"help": "k of the stored recall@k"})
+    nprobe: int = field(default=32, metadata={"help": "IVF lists probed per query"})
+    ef_search: int = field(default=128, metadata={"help": "HNSW candidate list size per query"})
+    seed: int = field(default=0, metadata={"help": "seed of the training and recall samples"})
+    fresh: bool = field(default=False, metadata={"help": "drop finished shards and start over"})
+    show_progress: bool = field(default=True, metadata={"help": "tqdm bars with rate and ETA"})
+
+    def check(self) -> None:
+        for name in ("shard_size", "batch_size", "train_size", "recall_queries", "recall_k", "nprobe", "ef_search"):
+            if int(getattr(self, name)) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.workers is not None and self.workers < 1:
+            raise ConfigError(f"workers must be >= 1, got {self.workers}")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ConfigError(f"device must be auto, cpu or cuda, got {self.device!r}")
+
+
+def auto_index(n: int, d: int) -> str:
+    """The default index type for `n` vectors of dimension `d` (flat, then hnsw-sq, then ivfpq)."""
+    if n <= FLAT_MAX:
+        return "flat"
+    if n <= HNSW_MAX:
+        return "hnsw-sq"
+    return "ivfpq"
+
+
+def index_factory(kind: str, n: int, d: int) -> str:
+    """A `faiss.index_factory` string for an index type name and corpus size."""
+    if kind == "auto":
+        kind = auto_index(n, d)
+    if kind == "hnsw-sq":
+        return "HNSW32,SQ8"
+    if kind == "ivfpq":
+        nlist = max(1, min(1 << round(math.log2(max(1.0, 4 * math.sqrt(n)))), n // 39))
+        m = next(m for m in (d // 4, d // 8, d // 16, d) if m >= 1 and d % m == 0)
+        nbits = max(1, min(8, int(math.log2(max(2, n // 39)))))  # 8 bits needs ~10k training vectors
+        return f"IVF{nlist},PQ{m}x{nbits}"
+    return factory_string(kind, n)
+
+
+# ---- shards ---------------------------------------------------------------------------------
+
+
+def count_rows(path: Path) -> int:
+    """Non-blank lines of a JSONL file (for the progress bar's total), read in 16 MiB blocks."""
+    n = 0
+    with path.open("rb") as f:
+        for line in f:
+            n += bool(line.strip())
+    return n
+
+
+def shard_batches(path: Path, shard_size: int) -> Iterator[list[str]]:
+    batch: list[str] = []
+    for row in iter_jsonl(path):
+        batch.append(row["contents"])
+        if len(batch) == shard_size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def shard_path(shards: Path, i: int) -> Path:
+    return shards / f"{i:06d}.npy"
+
+
+def save_atomic(path: Path, vectors: np.ndarray) -> None:
+    tmp = path.with_suffix(".tmp.npy")
+    np.save(tmp, vectors)
+    os.replace(tmp, path)
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_init(encoder: str | None, batch_size: int) -> None:
+    _WORKER["enc"] = Encoder(encoder, batch_size=batch_size, threads=1)
+
+
+def _worker_encode(i: int, texts: list[str], out: str) -> tuple[int, int]:
+    save_atomic(Path(out), _WORKER["enc"].encode_passages(texts))
+    return i, len(texts)
+
+
+def encode_shards(corpus: Path, shards: Path, cfg: BuildConfig, enc: Encoder) -> int:
+    """Encode every missing shard of `corpus` into `shards/`; returns the number of rows."""
+    from tqdm.auto import tqdm
+
+    total = count_rows(corpus)
+    if total == 0:
+        raise ConfigError(f"{corpus} holds no passages; nothing to index")
+    n_shards = math.ceil(total / cfg.shard_size)
+    done = {i for i in range(n_shards) if shard_path(shards, i).is_file()}
+    done_rows = sum(min(cfg.shard_size, total - i * cfg.shard_size) for i in done)
+    bar = tqdm(total=total, initial=done_rows, unit="passage", unit_scale=True, desc="encoding passages",
+               disable=not cfg.show_progress, smoothing=0.1)
+    if done:
+        bar.write(f"resuming: {len(done)} of {n_shards} shards already encoded")
+    workers = 1 if enc.device != "cpu" else (cfg.workers or available_cpus())
+    pool = None
+    if workers > 1 and len(done) < n_shards - 1:
+        pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=_worker_init,
+                                   initargs=(cfg.encoder, cfg.batch_size))
+    pending: list[Future] = []
+    try:
+        for i, texts in enumerate(shard_batches(corpus, cfg.shard_size)):
+            if i in done:
+                continue
+            out = shard_path(shards, i)
+            if pool is None:
+                save_atomic(out, enc.encode_passages(texts))
+                bar.update(len(texts))
+                continue
+            pending.append(pool.submit(_worker_encode, i, texts, str(out)))
+            while len(pending) >= 2 * workers:  # bounded: at most 2 shards of text per worker in memory
+                bar.update(pending.pop(0).result()[1])
+        for fut in pending:
+            bar.update(fut.result()[1])
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+        bar.close()
+    return total
+
+
+class ShardVectors:
+    """The encoded shards as one read-only (memory-mapped) row space."""
+
+    def __init__(self, shards: Path, n_shards: int):
+        self.parts = [np.load(shard_path(shards, i), mmap_mode="r") for i in range(n_shards)]
+        self.starts = np.cumsum([0] + [len(p) for p in self.parts])
+        self.n = int(self.starts[-1])
+        self.d = int(self.parts[0].shape[1])
+
+    def rows(self, ids: np.ndarray) -> np.ndarray:
+        """The vectors at sorted global row ids."""
+        where = np.searchsorted(self.starts, ids, side="right") - 1
+        return np.stack([self.parts[s][i - self.starts[s]] for s, i in zip(where, ids)]).astype(np.float32)
+
+
+# ---- index ----------------------------------------------------------------------------------
+
+
+def fill_index(vecs: ShardVectors, spec: str, cfg: BuildConfig) -> Any:
+    """Train `spec` on a seeded sample of the vectors, then add them shard by shard."""
+    import faiss
+
+    try:
+        index = faiss.index_factory(vecs.d, spec, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as exc:
+        raise ConfigError(f"bad index type {spec!r}: use auto, flat, hnsw-sq, hnsw, ivfpq, ivf or a "
+                          f"faiss.index_factory string ({exc})") from None
+    if not index.is_trained:
+        rng = np.random.default_rng(cfg.seed)
+        sample = np.sort(rng.choice(vecs.n, min(vecs.n, cfg.train_size), replace=False))
+        t = time.perf_counter()
+        index.train(vecs.rows(sample))
+        if cfg.show_progress:
+            print(f"trained {spec} on {len(sample):,} vectors in {time.perf_counter() - t:.1f} s", flush=True)
+    from tqdm.auto import tqdm
+
+    for part in tqdm(vecs.parts, desc="adding to index", unit="shard", disable=not cfg.show_progress):
+        index.add(np.ascontiguousarray(part, dtype=np.float32))
+    tune_index(index, nprobe=cfg.nprobe, ef_search=cfg.ef_search)
+    return index
+
+
+def exact_top(vecs: ShardVectors, queries: np.ndarray, k: int) -> np.ndarray:
+    """Exact inner-product top-k row ids over all shards (streamed, shard by shard)."""
+    best_s = np.full((len(queries), 0), -np.inf, np.float32)
+    best_i = np.zeros((len(queries), 0), np.int64)
+    for start, part in zip(vecs.starts, vecs.parts):
+        s = queries @ np.asarray(part, dtype=np.float32).T
+        s = np.concatenate([best_s, s], 1)
+        i = np.concatenate([best_i, np.broadcast_to(np.arange(len(part)) + start, (len(queries), len(part)))], 1)
+        keep = np.argpartition(-s, min(k, s.shape[1] - 1), 1)[:, :k]
+        best_s, best_i = np.take_along_axis(s, keep, 1), np.take_along_axis(i, keep, 1)
+    return best_i
+
+
+def measure_recall(index: Any, vecs: ShardVectors, cfg: BuildConfig, spec: str) -> dict[str, Any]:
+    """Recall@k of `index` against exact search, on stored vectors as queries (self excluded)."""
+    k = min(cfg.recall_k, vecs.n - 1)
+    if k < 1:
+        return {"k": cfg.recall_k, "recall": 1.0, "queries": 0, "index": spec, "note": "one vector"}
+    rng = np.random.default_rng(cfg.seed + 1)
+    qids = np.sort(rng.choice(vecs.n, min(vecs.n, cfg.recall_queries), replace=False))
+    q = vecs.rows(qids)
+    exact = exact_top(vecs, q, k + 1)
+
+    def recall() -> float:
+        _, approx = index.search(q, k + 1)
+        hits = [len(set(a[a != s][:k]) & set(e[e != s][:k])) / k for a, e, s in zip(approx, exact, qids)]
+        return float(np.mean(hits))
+
+    out: dict[str, Any] = {"k": k, "queries": len(qids), "index": spec, "recall": recall(),
+                           "queries_from": "stored vectors, each query's own row excluded"}
+    import faiss
+
+    for name, values in (("nprobe", (8, 16, 32, 64, 128)), ("efSearch", (32, 64, 128, 256))):
+        try:
+            sweep = {}
+            for v in values:
+                faiss.ParameterSpace().set_index_parameter(index, name, v)
+                sweep[str(v)] = round(recall(), 4)
+            out[f"recall_by_{name}"] = sweep
+            out[name] = cfg.nprobe if name == "nprobe" else cfg.ef_search
+            faiss.ParameterSpace().set_index_parameter(index, name, out[name])
+        except RuntimeError:
+            continue
+    return out
+
+
+# ---- the whole build ------------------------------------------------------------------------
+
+
+def build_dense(corpus: str | Path, out: str | Path, config: BuildConfig | None = None, **kwargs: Any) -> Path:
+    """Encode `corpus` (JSONL) in resumable shards and write a dense index to `out`."""
+    import faiss
+
+    cfg = config or BuildConfig(**kwargs)
+    if config is not None and kwargs:
+        cfg = BuildConfig(**(asdict(config) | kwargs))
+    cfg.check()
+    corpus, out = Path(corpus), Path(out)
+    if not corpus.is_file():
+        raise ConfigError(f"corpus file {corpus} does not exist; pass a JSONL file with one passage per line")
+    device = cfg.device
+    if device == "auto":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    enc = Encoder(cfg.encoder, device=device, batch_size=cfg.batch_size if device == "cpu" else 512)
+    shards = out / "shards"
+    manifest = {"corpus": str(corpus.resolve()), "corpus_bytes": corpus.stat().st_size,
+                "shard_size": cfg.shard_size, **enc.describe()}
+    manifest.pop("query_backend", None)
+    if cfg.fresh and shards.exists():
+        shutil.rmtree(shards)
+    shards.mkdir(parents=True, exist_ok=True)
+    mpath = shards / "manifest.json"
+    if mpath.is_file():
+        old = json.loads(mpath.read_text())
+        if old != manifest:
+            diff = sorted(k for k in manifest if old.get(k) != manifest[k])
+            raise RetrievalError(f"{shards} holds shards of another build (differs in {', '.join(diff)}); "
+                                 "pass the same settings to resume, or fresh=True (--fresh) to start over")
+    else:
+        mpath.write_text(json.dumps(manifest, indent=2))
+    t0 = time.perf_counter()
+    total = encode_shards(corpus, shards, cfg, enc)
+    encode_s = time.perf_counter() - t0
+    vecs = ShardVectors(shards, math.ceil(total / cfg.shard_size))
+    if vecs.n != total:
+        raise RetrievalError(f"{shards} holds {vecs.n} vectors for {total} passages; rebuild with --fresh")
+    spec = index_factory(cfg.index, vecs.n, vecs.d)
+    t1 = time.perf_counter()
+    index = fill_index(vecs, spec, cfg)
+    index_s = time.perf_counter() - t1
+    rec = ({"k": cfg.recall_k, "recall": 1.0, "index": spec, "note": "exact search"} if spec == "Flat"
+           else measure_recall(index, vecs, cfg, spec))
+    rec |= {"passages": vecs.n, "encode_seconds": round(encode_s, 1), "index_seconds": round(index_s, 1)}
+    tmp = out / "index.faiss.tmp"
+    faiss.write_index(index, str(tmp))
+    os.replace(tmp, out / "index.faiss")
+    if corpus.resolve() != (out / "corpus.jsonl").resolve():
+        shutil.copyfile(corpus, out / "corpus.jsonl")
+    (out / "recall.json").write_text(json.dumps(rec, indent=2))
+    meta = {"kind": "dense", "format_version": FORMAT_VERSION, "index": spec, "count": vecs.n,
+            "corpus": "corpus.jsonl", "nprobe": cfg.nprobe, "ef_search": cfg.ef_search, **enc.describe()}
+    (out / "meta.json").write_text(json.dumps(meta, indent=2))
+    if cfg.show_progress:
+        print(f"index {spec}: {vecs.n:,} passages, recall@{rec['k']} vs exact {rec['recall']:.3f} "
+              f"({rec.get('note') or str(rec['queries']) + ' queries'}); encode {encode_s:.0f} s "
+              f"({vecs.n / max(encode_s, 1e-9):,.0f} passages/s), index {index_s:.0f} s", flush=True)
+    return out
