@@ -53,3 +53,29 @@ def test_cli_flags_pick_the_executor():
         executor_from_args(parse("--ray-address", "auto"), worker_tools=None)
     with pytest.raises(ConfigError, match="policy"):
         executor_from_args(parse("--executor", "ray", "--ray-mode", "episode"), worker_tools=None)
+
+
+def test_evolve_and_eval_recipes_build_what_the_workers_need(tmp_path):
+
+    from workbench.cluster import RayExecutor
+    from workbench.cluster.recipes import eval_tools, evolve_tools
+    from workbench.evolve.cli import _executor
+    from workbench.worlds import make_world
+
+    world = make_world(seed=0, size="small").save(tmp_path / "world")
+    corpus = world / "corpus.jsonl"
+    assert set(evolve_tools("solver", str(corpus)).names) >= {"search", "submit_final_answer"}
+    assert "search" in evolve_tools("proposer", str(corpus)).names
+    with pytest.raises(ConfigError, match="proposer"):
+        evolve_tools("critic", str(corpus))
+    assert "search" in eval_tools(None, str(world / "qa_test.jsonl")).names  # the corpus beside the dataset
+
+    Job = type("Job", (), {"corpus": str(corpus)})  # what _executor reads of an EvolveJob and its config
+    Config = type("Config", (), {"concurrency": 2})
+
+    args = parse("--executor", "ray", "--ray-address", "auto")
+    ex = _executor(args, Job(), Config())
+    assert isinstance(ex, RayExecutor) and ex.toolsets == ("proposer", "solver")
+    assert ex._tools["solver"].kwargs == {"role": "solver", "corpus": str(corpus)}
+    with pytest.raises(ConfigError, match="--ray-mode env"):
+        _executor(parse("--executor", "ray", "--ray-mode", "episode"), Job(), Config())
