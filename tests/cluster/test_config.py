@@ -17,6 +17,7 @@ def parse(*argv: str) -> argparse.Namespace:
     return p.parse_args(list(argv))
 
 
+@pytest.mark.slow
 def test_train_config_with_executor_ray_gives_nbagent_episodes_on_ray_workers(tmp_path, monkeypatch):
     import ray
 
@@ -55,6 +56,7 @@ def test_cli_flags_pick_the_executor():
         executor_from_args(parse("--executor", "ray", "--ray-mode", "episode"), worker_tools=None)
 
 
+@pytest.mark.slow
 def test_evolve_and_eval_recipes_build_what_the_workers_need(tmp_path):
 
     from workbench.cluster import RayExecutor

@@ -255,3 +255,25 @@ def test_run_and_eval_commands_take_executor_ray(ray_cluster, world, tmp_path, c
         with Store(tmp_path / run) as store:
             trajs = list(store.iter_trajectories())
         assert len(trajs) == 2 and all(t.termination == "submitted" and t.lineage["worker"]["node"] for t in trajs)
+
+
+def test_two_batches_at_once_share_the_workers_within_their_kernels(workers, tasks):
+    import asyncio
+
+    from workbench.agent.config import AgentConfig
+    from workbench.agent.executor import gather_jobs
+    from workbench.kernel.sync import run_sync
+
+    quick = ScriptedPolicy.from_turns(["<think>go</think>\n<code>\nsubmit_final_answer(task[:8])\n</code>"])
+    executor = RayExecutor(None, workers=workers)
+    before = {w.name: w.high_water for w in workers.workers}
+
+    async def both():
+        jobs = lambda: make_jobs((tasks * 2)[:5], AgentConfig(max_steps=2))  # noqa: E731
+        return await asyncio.gather(gather_jobs(executor, jobs(), quick), gather_jobs(executor, jobs(), quick))
+
+    first, second = run_sync(both())
+    assert [t.termination for t in first + second] == ["submitted"] * 10
+    assert all(w.high_water <= 2 and w.in_flight == 0 for w in workers.workers), before
+    stats = executor.stats()  # both batches together kept all four kernels busy, never more
+    assert stats["high_water"] == 4 and stats["started"] == stats["finished"] == 10

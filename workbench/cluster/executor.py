@@ -89,7 +89,7 @@ class RayExecutor:
             self.toolsets = tuple(self._tools)
             self._workers, self._owns = None, True
             self._placement = {"workers": workers, **placement}
-        self._room: asyncio.Condition | None = None
+        self._rooms: dict[asyncio.AbstractEventLoop, asyncio.Condition] = {}  # one per loop streaming
         self.started = self.finished = self.in_flight = self.high_water = 0
         self.retried = self.worker_died = 0
 
@@ -119,20 +119,16 @@ class RayExecutor:
 
             chosen = self.worker_policy if self.worker_policy is not None else policy
             remote_policy = require_ray().put(policy_for_workers(chosen))
-        self._room = asyncio.Condition()
         queue: asyncio.Queue[tuple[int, Trajectory]] = asyncio.Queue()
 
         async def one(i: int, job: EpisodeJob) -> None:
             self.started += 1
-            self.in_flight += 1
-            self.high_water = max(self.high_water, self.in_flight)
             try:
                 traj = await self._with_retries(pool, job, policy, remote_policy)
             except Exception as exc:  # the last guard: one trajectory per job, always
                 traj = job.trajectory()
                 traj.termination, traj.error, traj.ended_at = "error", describe(exc), time.time()
             finally:
-                self.in_flight -= 1
                 self.finished += 1
             await queue.put((i, traj))
 
@@ -199,11 +195,17 @@ class RayExecutor:
         traj.ended_at = time.time()
         return traj
 
+    def _room(self) -> asyncio.Condition:
+        loop = asyncio.get_running_loop()
+        for old in [lp for lp in self._rooms if lp.is_closed()]:
+            del self._rooms[old]
+        return self._rooms.setdefault(loop, asyncio.Condition())
+
     async def _take(self, pool: RayWorkers) -> Worker | None:
         """The alive worker with the fewest episodes in flight and a free kernel (waits for one);
         None when no worker is alive."""
-        assert self._room is not None
-        async with self._room:
+        room = self._room()
+        async with room:
             while True:
                 alive = pool.alive
                 if not alive:
@@ -213,18 +215,25 @@ class RayExecutor:
                     worker = min(free, key=lambda w: (w.in_flight, w.index))
                     worker.in_flight += 1
                     worker.high_water = max(worker.high_water, worker.in_flight)
+                    self.in_flight += 1
+                    self.high_water = max(self.high_water, self.in_flight)
                     return worker
-                await self._room.wait()
+                try:  # woken when a kernel frees here; re-checked each second for one freed by another loop
+                    await asyncio.wait_for(room.wait(), 1.0)
+                except TimeoutError:
+                    pass
 
     async def _give(self, worker: Worker) -> None:
-        assert self._room is not None
-        async with self._room:
+        room = self._room()
+        async with room:
             worker.in_flight -= 1
-            self._room.notify_all()
+            self.in_flight -= 1
+            room.notify_all()
 
     # -- lifetime ------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
-        """Episode counts, retries, `worker_died`, and `workers`: each worker's own figures."""
+        """Episodes started and finished, in flight on a worker now and at most (`high_water`, never
+        above the workers' kernels), retries, `worker_died`, and `workers`: each worker's own figures."""
         counts = {"started": self.started, "finished": self.finished, "in_flight": self.in_flight,
                   "high_water": self.high_water, "retried": self.retried, "worker_died": self.worker_died}
         return {**counts, "workers": self._workers.stats() if self._workers is not None else []}
