@@ -1,14 +1,32 @@
-"""Suite-wide: every test marked `vllm` runs in the xdist group "vllm" (with `--dist loadgroup`
-they share one worker, so the session's one vLLM engine starts once). This file also puts
-tests/ on sys.path, so any test can `from vllm_fixtures import *`."""
+"""Suite-wide: every test marked `vllm` runs in the xdist group "vllm", and xdist groups hold under
+pytest 9 (with `--dist loadgroup` a group's tests share one worker, so the session's one vLLM
+engine starts once). pytest puts tests/ on sys.path for this file, so any test can
+`from vllm_fixtures import *`."""
 
 from __future__ import annotations
 
 import pytest
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("vllm") and not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group("vllm"))
+    if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
+        for item in items:
+            _join_xdist_group(item)
+
+
+def _join_xdist_group(item: pytest.Item) -> None:
+    """Suffix the node id with `@group`, which is how xdist's scheduler sees a group. xdist 3.8 writes
+    the suffixed id to `item._nodeid`, which pytest 9 no longer reads (the id lives in `item._id`),
+    so without this every group's tests spread over the workers like ungrouped ones."""
+    names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                    for m in item.iter_markers("xdist_group")})
+    suffix = "@" + "_".join(names)
+    if not names or item.nodeid.endswith(suffix):
+        return
+    from _pytest.nodeid import NodeId
+
+    item._id = NodeId.parse(item.nodeid + suffix)
