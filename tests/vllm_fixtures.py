@@ -1,16 +1,19 @@
 """Shared vLLM fixtures: a tiny local model taught to run NB-Agent episodes on the small world, and
-ONE in-process vLLM engine per test session (start-up takes a minute or more on a busy CPU).
-
-    from vllm_fixtures import *   # noqa: F401,F403  (tests/ is on sys.path through tests/conftest.py)
+ONE in-process vLLM engine on it per test session (start-up takes a minute or more on a busy CPU).
 
     @pytest.mark.vllm
-    def test_something(vllm_policy, vllm_model_dir): ...
+    def test_something(vllm_policy, vllm_engine, vllm_model_dir): ...
 
-Every test marked `vllm` joins the xdist group "vllm" (tests/conftest.py), and `make test` runs
-with `--dist loadgroup`, so all of them land on one worker and the engine starts once. Without
-an importable vLLM the fixtures skip with the reason. A test that changes the engine's weights
-must load the model dir's weights back before it ends: other tests compare the engine with
-the model on disk.
+tests/conftest.py imports these fixtures, so every test module sees the same session instances
+(importing them into a test module would give that module its own copies: a second model and
+engine). The engine is the one a trainer on `vllm_model_dir` shares
+(`workbench.train.vllm_rollout.colocated_llm`, in the test process, with the colocate patches),
+so inference tests (through `vllm_policy`) and training tests (through a trainer on the model
+dir) use one engine. Every test marked `vllm` joins the xdist group "vllm" (tests/conftest.py),
+and `make test` runs with `--dist loadgroup`, so all of them land on one worker and the engine
+starts once. Without an importable vLLM the fixtures skip with the reason. A test that changes
+the engine's weights must load the model dir's weights back before it ends: other tests compare
+the engine with the model on disk.
 """
 
 from __future__ import annotations
@@ -98,15 +101,38 @@ def vllm_model_dir(vllm_world, vllm_tools, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def vllm_policy(vllm_model_dir):
-    """The session's one `VLLMPolicy` (its engine: `.llm`), with the CPU defaults on a CPU build."""
+def vllm_engine(vllm_model_dir):
+    """The session's one vLLM engine: the in-process `vllm.LLM` that every trainer on
+    `vllm_model_dir` shares (`colocated_llm`), with the CPU defaults on a CPU build."""
     require_vllm()
-    from workbench.policies import VLLMPolicy
+    import os
 
-    policy = VLLMPolicy(vllm_model_dir, batch_window_ms=20, max_model_len=VLLM_MAX_MODEL_LEN, seed=0)
-    yield policy
-    policy.close()
+    from workbench.train.vllm_rollout import colocated_llm, release_engines
+
+    _ENV_BEFORE_ENGINE.update(os.environ)
+    yield colocated_llm(vllm_model_dir)
+    release_engines()
 
 
-__all__ = ["ANSWER_TURN", "SEARCH_TURN", "VLLM_MAX_MODEL_LEN", "build_agent_model", "require_vllm", "vllm_model_dir", "vllm_policy", "vllm_tasks", "vllm_tools",
-           "vllm_world"]
+_ENV_BEFORE_ENGINE: dict[str, str] = {}
+
+
+def env_without_engine() -> dict[str, str]:
+    """This process's environment as it was before the in-process engine started (which sets
+    vLLM's and torch.distributed's single-process variables), for a subprocess that starts its own vLLM."""
+    import os
+
+    return dict(_ENV_BEFORE_ENGINE or os.environ)
+
+
+@pytest.fixture(scope="session")
+def vllm_policy(vllm_engine):
+    """A `VLLMPolicy` over the session's engine (`ColocatedVLLMPolicy`: the class episodes sample
+    through when a trainer or the demo generates with vLLM; `.llm` is `vllm_engine`)."""
+    from workbench.train.policy import ColocatedVLLMPolicy
+
+    return ColocatedVLLMPolicy(vllm_engine, name="vllm:model", batch_window_ms=20)
+
+
+__all__ = ["ANSWER_TURN", "SEARCH_TURN", "VLLM_MAX_MODEL_LEN", "build_agent_model", "env_without_engine", "require_vllm",
+           "vllm_engine", "vllm_model_dir", "vllm_policy", "vllm_tasks", "vllm_tools", "vllm_world"]

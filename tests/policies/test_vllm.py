@@ -1,9 +1,10 @@
-"""vLLM inference paths on a tiny local model: the in-process `VLLMPolicy`, vLLM's own OpenAI
-server (`workbench serve-model --engine vllm`, a real `vllm serve` on loopback) through
+"""vLLM inference paths on a tiny local model: a `VLLMPolicy` over the in-process engine, vLLM's
+own OpenAI server (`workbench serve-model --engine vllm`, a real `vllm serve` on loopback) through
 `OpenAIPolicy`, and greedy agreement of both with `TransformersPolicy`.
 
-One engine per session (`vllm_policy`, tests/vllm_fixtures.py) plus one server process; every
-test here is marked `vllm` and runs on one xdist worker. Logprob tolerance: 1e-4 absolute
+One engine per session (`vllm_engine`, tests/vllm_fixtures.py: the one trainers on the model dir
+share, so tests/train/test_vllm_training.py reuses it) plus one server process; every test here
+is marked `vllm` and runs on one xdist worker. Logprob tolerance: 1e-4 absolute
 (fp32 on both sides; measured differences are about 1e-6).
 """
 
@@ -20,8 +21,7 @@ import time
 import httpx
 import pytest
 
-from vllm_fixtures import *  # noqa: F401,F403
-from vllm_fixtures import require_vllm
+from vllm_fixtures import env_without_engine, require_vllm
 
 from workbench.agent import AgentConfig, NBAgent
 from workbench.policies import SamplingParams
@@ -58,8 +58,9 @@ def vllm_server(vllm_model_dir, tmp_path_factory):
     log = tmp_path_factory.mktemp("vllm-serve") / "serve.log"
     cmd = [sys.executable, "-m", "workbench.cli", "serve-model", str(vllm_model_dir), "--engine", "vllm",
            "--port", str(port), "--kv-cache-gib", "0.5", "--vllm-args", "--seed 0"]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    with open(log, "wb") as out:  # as from a shell: without the in-process engine's settings
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                env=env_without_engine())
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 900
     try:
@@ -122,7 +123,7 @@ def _recomputed_logprobs(model, prompt, completion, temperature):
 
 
 def test_vllm_policy_runs_sandboxed_episodes_token_exact(vllm_policy, vllm_tools, vllm_tasks):
-    assert vllm_policy.describe()["backend"] == "vllm"
+    assert vllm_policy.describe()["backend"] == "vllm-colocate"
     trajectories = _episodes(vllm_policy, vllm_tools, vllm_tasks, SAMPLED)
     _assert_token_exact(vllm_policy.codec, trajectories)
     assert _ran_code(trajectories) > 0, "the model's code never reached a kernel"

@@ -1,8 +1,9 @@
 """Training with vLLM generating the rollouts (TRL's colocate path on the installed vLLM: CPU build here).
 
-One colocated engine for the module (`vllm_rollout.colocated_llm`, shared by every trainer on the
-same model), on a plain tiny Qwen2 built here in seconds (heads of 32: the CPU build's smallest);
-the tests train it in place, in order, and load its saved weights back into the engine at the end.
+The session's one engine (`vllm_engine`, tests/vllm_fixtures.py) is the colocated engine
+(`vllm_rollout.colocated_llm`) every trainer on the session's tiny Qwen2 (`vllm_model_dir`, heads of
+32: the CPU build's smallest) shares, so the trainers here find it instead of starting their own;
+the tests train the model in place, in order, and load its saved weights back into the engine at the end.
 """
 
 from __future__ import annotations
@@ -54,23 +55,15 @@ def rows(out_dir: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def model_and_engine(tmp_path_factory):
-    require_vllm()
-    from workbench.models.tiny import build_tiny_model
-
-    from train_helpers import TEXTS
-
-    vllm_model_dir = build_tiny_model(tmp_path_factory.mktemp("vllm-train") / "model", TEXTS * 4, vocab_size=320,
-                                      n_layer=2, n_embd=64, n_head=2, max_positions=512, seed=0)
+def model_and_engine(vllm_model_dir, vllm_engine):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from workbench.train.vllm_rollout import colocated_llm, load_model_weights
+    from workbench.train.vllm_rollout import load_model_weights
 
     model = AutoModelForCausalLM.from_pretrained(vllm_model_dir)
     tok = AutoTokenizer.from_pretrained(vllm_model_dir)
-    llm = colocated_llm(vllm_model_dir)  # the engine every trainer on this model dir shares
-    yield model, tok, llm
-    load_model_weights(llm, AutoModelForCausalLM.from_pretrained(vllm_model_dir))
+    yield model, tok, vllm_engine
+    load_model_weights(vllm_engine, AutoModelForCausalLM.from_pretrained(vllm_model_dir))
 
 
 def config(tmp_path: Path, name: str, **kw):
