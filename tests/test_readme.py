@@ -116,12 +116,10 @@ def test_block_extraction():
 
 # -- running the blocks ---------------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def readme_dir(tmp_path_factory):
-    """A working directory as after `make demo` (smoke sizes) with the example configs."""
-    from workbench.demo import FAST, DemoConfig, run_demo
-
-    work = tmp_path_factory.mktemp("readme")
-    run_demo(DemoConfig(run_dir=str(work / "runs" / "demo"), **FAST), out=lambda line: None)
+def readme_dir(fast_demo):
+    """A working directory as after `make demo` (smoke sizes, the session's `fast_demo`) with the
+    example configs."""
+    work = fast_demo.run_dir.parent.parent
     (work / "examples").symlink_to(ROOT / "examples")
     return work
 
@@ -203,7 +201,7 @@ def _run_python(block: Block, work: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-@pytest.mark.xdist_group("readme")  # one worker builds the demo-like run dir once and runs every block
+@pytest.mark.xdist_group("readme")  # one worker runs the smoke demo once (`fast_demo`) and every block
 @pytest.mark.parametrize("block", readme_blocks(), ids=lambda b: b.id)
 def test_readme_block_runs(block, readme_dir):
     reason = _skip_reason(block)

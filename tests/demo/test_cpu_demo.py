@@ -54,27 +54,30 @@ def test_sft_sequences_train_on_model_tokens_only():
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # every stage twice (the second from the cache); minutes on a busy machine
-def test_demo_smoke_run_every_stage_and_cache(tmp_path):
+@pytest.mark.xdist_group("readme")  # the first run is the session's smoke demo, shared with the README test
+def test_demo_smoke_run_every_stage_and_cache(fast_demo, tmp_path):
+    import shutil
+
     from workbench.demo import FAST, DemoConfig, run_demo
 
-    lines: list[str] = []
-    cfg = DemoConfig(run_dir=str(tmp_path / "demo"), **FAST)
-    result = run_demo(cfg, out=lines.append)
-    summary = json.loads((tmp_path / "demo" / "summary.json").read_text())
+    run, result, lines = fast_demo.run_dir, fast_demo.result, list(fast_demo.lines)
+    summary = json.loads((run / "summary.json").read_text())
     assert {r["hops"] for r in summary["before"]} >= {"all"} and summary["evolution"]
     for store in ("eval_sft", "eval_final", "evolve"):
-        assert (tmp_path / "demo" / store / "trajectories.sqlite").exists()
+        assert (run / store / "trajectories.sqlite").exists()
     assert any("held-out accuracy" in line for line in lines)
-    assert (tmp_path / "demo" / "final_model" / "config.json").exists()
+    assert (run / "final_model" / "config.json").exists()
     # the tokenizer learned the teacher's code: a hop cell is a few words' worth of tokens, not bytes
     from transformers import AutoTokenizer
 
     from workbench.worlds.coder import HOP_TURN
 
-    tok = AutoTokenizer.from_pretrained(tmp_path / "demo" / "final_model")
+    tok = AutoTokenizer.from_pretrained(run / "final_model")
     assert len(tok(HOP_TURN)["input_ids"]) < len(HOP_TURN) / 3
-    # a second run reuses the model, the teacher trajectories and the SFT weights
-    again = run_demo(cfg, out=lines.append)
+    # a second run reuses the model, the teacher trajectories and the SFT weights (in a copy of the
+    # run dir: the shared one stays as the first run left it)
+    shutil.copytree(run, tmp_path / "demo")
+    again = run_demo(DemoConfig(run_dir=str(tmp_path / "demo"), **FAST), out=lines.append)
     for stage in ("1.", "2.", "3."):
         first = next(v for k, v in result.seconds.items() if k.startswith(stage))
         second = next(v for k, v in again.seconds.items() if k.startswith(stage))
