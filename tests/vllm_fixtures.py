@@ -134,5 +134,5 @@ def vllm_policy(vllm_engine):
     return ColocatedVLLMPolicy(vllm_engine, name="vllm:model", batch_window_ms=20)
 
 
-__all__ = ["ANSWER_TURN", "SEARCH_TURN", "VLLM_MAX_MODEL_LEN", "build_agent_model", "env_without_engine", "require_vllm",
-           "vllm_engine", "vllm_model_dir", "vllm_policy", "vllm_tasks", "vllm_tools", "vllm_world"]
+__all__ = ["ANSWER_TURN", "SEARCH_TURN", "VLLM_MAX_MODEL_LEN", "build_agent_model", "env_without_engine",
+           "require_vllm", "vllm_engine", "vllm_model_dir", "vllm_policy", "vllm_tasks", "vllm_tools", "vllm_world"]
