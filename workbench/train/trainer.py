@@ -41,7 +41,6 @@ from typing import Any, Awaitable, Callable, Sequence
 
 import torch
 
-from workbench.agent.recorder import Recorder
 from workbench.errors import ConfigError, TrainingError
 from workbench.train import advantages as A
 from workbench.train.config import TrainConfig
@@ -119,6 +118,8 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         self.episodes = episodes
         self.scorer = resolve_reward(reward if reward is not None else config.reward)
         self.tasks = tasks
+        from workbench.agent.recorder import Recorder
+
         self.store = store
         self.recorder = Recorder(store)
         self.policy_factory = policy_factory
