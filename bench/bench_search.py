@@ -225,7 +225,8 @@ def bench_million(encoder: Encoder, args: argparse.Namespace) -> None:
         index = faiss.index_factory(d, spec, faiss.METRIC_INNER_PRODUCT)
         t = time.perf_counter()
         if not index.is_trained:
-            index.train(x[np.sort(rng.choice(n, min(n, 100_000), replace=False))])
+            nlist = getattr(faiss.try_extract_index_ivf(index), "nlist", 0)  # as build_dense samples
+            index.train(x[np.sort(rng.choice(n, min(n, max(100_000, 39 * nlist)), replace=False))])
         for s in range(0, n, 100_000):
             index.add(x[s:s + 100_000])
         build = time.perf_counter() - t

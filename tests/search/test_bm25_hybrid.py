@@ -46,3 +46,16 @@ def test_hybrid_config_errors(bm25):
         HybridRetriever([bm25], mode="max")
     with pytest.raises(ConfigError, match="weights"):
         HybridRetriever([bm25], weights=[1, 2])
+
+
+def test_bm25_numba_backend_gives_the_same_scores(bm25, world):
+    fast = BM25Retriever(bm25.corpus, bm25.model, backend="numba")
+    assert bm25.backend == "numpy" and fast.backend == "numba"  # auto: numpy below 20k passages
+    qs = [q["question"] for q in world[1][:40]] + ["qwzxv plorbnik"]
+    for a, b in zip(bm25.retrieve(qs, 5), fast.retrieve(qs, 5)):
+        assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-5)
+        top = a[0].score
+        if top > 0 and (len(a) < 2 or a[1].score < top):
+            assert a[0].id == b[0].id  # equal scores may come back in another order
+    with pytest.raises(ConfigError, match="numba"):
+        BM25Retriever(bm25.corpus, bm25.model, backend="lucene")

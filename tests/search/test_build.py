@@ -59,7 +59,7 @@ def test_build_prints_progress_and_recall_and_serves(uninterrupted, world, encod
     assert np.allclose(r.cpu_index.reconstruct_n(0, N_PASSAGES), want, atol=1e-5)
     q = world[1][0]["question"]
     with serve_in_thread(r, topk=3) as url:
-        got = httpx.post(url + "/retrieve", json={"queries": [q], "topk": 3}).json()["result"][0]
+        got = httpx.post(url + "/retrieve", json={"queries": [q], "topk": 3, "return_scores": True}).json()["result"][0]
     assert [e["document"]["id"] for e in got] == [h.id for h in r.search(q, 3)]
 
 
@@ -79,7 +79,7 @@ def test_killed_build_resumes_to_the_same_index(small_corpus, uninterrupted, tmp
     res = subprocess.run(cli("--corpus", small_corpus, "--out", out, "--shard-size", SHARD, "--workers", 2),
                          capture_output=True, text=True, timeout=1200)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert f"resuming: {len(kept)} of {N_PASSAGES // SHARD} shards already encoded" in res.stderr
+    assert f"resuming: {len(kept)} of {N_PASSAGES // SHARD} shards already encoded" in res.stdout + res.stderr
     full = uninterrupted[0]
     for name in sorted(p.name for p in (full / "shards").glob("0*.npy")):
         assert np.array_equal(np.load(out / "shards" / name), np.load(full / "shards" / name)), name
@@ -143,7 +143,8 @@ def test_size_aware_default():
     assert auto_index(10_000, 384) == "flat"
     assert auto_index(1_000_000, 384) == "hnsw-sq"
     assert auto_index(21_000_000, 768) == "ivfpq"
-    assert index_factory("auto", 21_000_000, 768) == "IVF16384,PQ192x8"
+    assert index_factory("auto", 21_000_000, 768) == "IVF8192,PQ256x8np"  # 264 of 3072 bytes a vector
+    assert index_factory("ivfpq", 1_000_000, 384) == "IVF2048,PQ128x8np"
     assert index_factory("hnsw-sq", 5, 8) == "HNSW32,SQ8"
 
 

@@ -12,7 +12,7 @@ beside `meta.json`, a copy of the corpus and `recall.json`: recall@k of the inde
 search on the same queries (a seeded sample of stored vectors; each query's own row excluded).
 
 Index types (`index=`): `flat` (exact), `hnsw-sq` (HNSW32 over 8-bit scalar codes), `hnsw`
-(HNSW32 over floats), `ivfpq` (IVF + product quantisation, `d/4` bytes a vector), `ivf` (IVF-Flat)
+(HNSW32 over floats), `ivfpq` (IVF + product quantisation in at most 1/8 of the flat index's memory), `ivf` (IVF-Flat)
 or any `faiss.index_factory` string; `auto` picks by size (see `auto_index`).
 """
 
@@ -85,10 +85,11 @@ def index_factory(kind: str, n: int, d: int) -> str:
     if kind == "hnsw-sq":
         return "HNSW32,SQ8"
     if kind == "ivfpq":
-        nlist = max(1, min(1 << round(math.log2(max(1.0, 4 * math.sqrt(n)))), n // 39))
-        m = next(m for m in (d // 4, d // 8, d // 16, d) if m >= 1 and d % m == 0)
+        nlist = max(1, min(1 << round(math.log2(max(1.0, 2 * math.sqrt(n)))), n // 39))
+        # The most PQ bytes a vector that keep codes + 8-byte ids within 1/8 of the flat index (4d bytes).
+        m = max([m for m in range(1, d + 1) if d % m == 0 and m <= d // 2 - 8] or [1])
         nbits = max(1, min(8, int(math.log2(max(2, n // 39)))))  # 8 bits needs ~10k training vectors
-        return f"IVF{nlist},PQ{m}x{nbits}"
+        return f"IVF{nlist},PQ{m}x{nbits}np"  # np: no polysemous training (minutes, unused by search)
     return factory_string(kind, n)
 
 
@@ -96,7 +97,7 @@ def index_factory(kind: str, n: int, d: int) -> str:
 
 
 def count_rows(path: Path) -> int:
-    """Non-blank lines of a JSONL file (for the progress bar's total), read in 16 MiB blocks."""
+    """Non-blank lines of a JSONL file (the progress bar's total), counted without parsing JSON."""
     n = 0
     with path.open("rb") as f:
         for line in f:
@@ -207,7 +208,9 @@ def fill_index(vecs: ShardVectors, spec: str, cfg: BuildConfig) -> Any:
                           f"faiss.index_factory string ({exc})") from None
     if not index.is_trained:
         rng = np.random.default_rng(cfg.seed)
-        sample = np.sort(rng.choice(vecs.n, min(vecs.n, cfg.train_size), replace=False))
+        nlist = getattr(faiss.try_extract_index_ivf(index), "nlist", 0)
+        want = max(cfg.train_size, 39 * nlist)  # faiss's k-means asks for 39 points a list
+        sample = np.sort(rng.choice(vecs.n, min(vecs.n, want), replace=False))
         t = time.perf_counter()
         index.train(vecs.rows(sample))
         if cfg.show_progress:

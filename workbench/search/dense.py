@@ -217,8 +217,7 @@ class DenseRetriever(RetrieverBase):
 
         d = Path(directory)
         meta = read_meta(d, "dense")
-        flags = (faiss.IO_FLAG_MMAP | getattr(faiss, "IO_FLAG_MMAP_IFC", 0)) if mmap else 0
-        index = faiss.read_index(str(d / "index.faiss"), flags)
+        index = read_index(d / "index.faiss", mmap)
         tune_index(index, nprobe=nprobe or meta.get("nprobe", 16), ef_search=ef_search or meta.get("ef_search", 64))
         corpus = Corpus.from_jsonl(d / meta["corpus"])
         if isinstance(encoder, Encoder):
@@ -234,6 +233,19 @@ class DenseRetriever(RetrieverBase):
 
     def __repr__(self) -> str:
         return f"DenseRetriever({len(self.corpus)} passages, index={self.spec!r}, encoder={self.encoder!r})"
+
+
+def read_index(path: Path, mmap: bool) -> Any:
+    """Read a faiss index, memory-mapped when asked: flat codes (IO_FLAG_MMAP_IFC) and inverted
+    lists (IO_FLAG_MMAP); faiss 1.15 refuses both flags together on IVF indexes."""
+    import faiss
+
+    if not mmap:
+        return faiss.read_index(str(path))
+    try:
+        return faiss.read_index(str(path), faiss.IO_FLAG_MMAP | getattr(faiss, "IO_FLAG_MMAP_IFC", 0))
+    except RuntimeError:
+        return faiss.read_index(str(path), faiss.IO_FLAG_MMAP)
 
 
 def read_meta(d: Path, kind: str | None = None) -> dict[str, Any]:

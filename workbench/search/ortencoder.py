@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,8 @@ def export(model_path: Path, out: Path) -> Path:
         dummy = tuple(torch.ones(2, 8, dtype=torch.long) if n != "token_type_ids" else torch.zeros(2, 8, dtype=torch.long)
                       for n in names)
         axes = {n: {0: "batch", 1: "seq"} for n in names} | {"embedding": {0: "batch"}}
-        with torch.no_grad():
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer notes
             torch.onnx.export(Pooled().eval(), dummy, str(tmp / "model.onnx"), input_names=names,
                               output_names=["embedding"], dynamic_axes=axes, opset_version=17, dynamo=False)
         quantize_dynamic(str(tmp / "model.onnx"), str(tmp / "model-int8.onnx"), weight_type=QuantType.QInt8,
