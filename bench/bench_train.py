@@ -9,7 +9,8 @@
    rollout come from the configs (GRPO: 4 solver rollouts/question, HRPO: 5).
 
 3. With --vllm: a training step with rollouts from the colocated vLLM engine vs the live model
-   (`vllm_step_times`, also callable from other benches).
+   (`vllm_step_times`, also callable from other benches), and beside it the engine's start-up where
+   it happens (the trainer's constructor plus the first step's lazy warm-up) against the live model's.
 
     .venv/bin/python bench/bench_train.py [--steps 6] [--vllm]   (median step time, warm-up step dropped)
 """
@@ -143,8 +144,13 @@ def bench_hrpo_cost(model_dir: Path, out: Path) -> None:
 
 def vllm_step_times(model_dir: Path, out: Path, steps: int) -> dict[str, float]:
     """Median training-step time with rollouts from the live model and from the colocated vLLM engine
-    (same model, tasks, episodes and settings; engine start-up is outside the steps). Returns
-    {"transformers_s", "vllm_s", "ratio" (transformers / vllm: > 1 means vLLM is faster), "engine_start_s"}."""
+    (same model, tasks, episodes and settings), and what each costs before its steps run at that pace.
+
+    The engine starts partly in the trainer's constructor (`vllm.LLM`) and partly in the first step
+    (its first weight sync and first generate warm up lazily), so a side's start-up is its
+    construction time plus its first step's excess over the median step. Returns {"transformers_s",
+    "vllm_s", "ratio" (transformers / vllm: > 1 means vLLM is faster), "transformers_start_s",
+    "vllm_start_s", "vllm_construct_s", "engine_start_s" (vllm_start_s - transformers_start_s)}."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from workbench.train.config import TrainConfig
@@ -152,29 +158,44 @@ def vllm_step_times(model_dir: Path, out: Path, steps: int) -> dict[str, float]:
     from workbench.train.trainer import WorkbenchGRPOTrainer
 
     times: dict[str, float] = {}
-    for name, use_vllm in (("transformers_s", False), ("vllm_s", True)):
-        cfg = TrainConfig(output_dir=str(out / name), num_generations=4, per_device_train_batch_size=8,
-                          max_steps=steps, learning_rate=1e-4, max_turns=3, max_turn_tokens=32,
+    # an unmeasured one-step run first: the process's first trainer pays one-off costs (imports, thread
+    # pools) that belong to neither side
+    for side, use_vllm, n in (("warm-up", False, 1), ("transformers", False, steps), ("vllm", True, steps)):
+        cfg = TrainConfig(output_dir=str(out / side), num_generations=4, per_device_train_batch_size=8,
+                          max_steps=n, learning_rate=1e-4, max_turns=3, max_turn_tokens=32,
                           max_completion_length=256, use_vllm=use_vllm)
         runner = SearchR1Episodes(Retriever(), max_turns=3, max_turn_tokens=32, top_k=1, max_total_tokens=256)
+        model, tok = AutoModelForCausalLM.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir)
         t0 = time.perf_counter()
-        trainer = WorkbenchGRPOTrainer(AutoModelForCausalLM.from_pretrained(model_dir),
-                                       AutoTokenizer.from_pretrained(model_dir), tasks(16), episodes=runner,
-                                       config=cfg, reward=spread)
-        if use_vllm:
-            times["engine_start_s"] = time.perf_counter() - t0
+        trainer = WorkbenchGRPOTrainer(model, tok, tasks(16), episodes=runner, config=cfg, reward=spread)
+        construct = time.perf_counter() - t0
         trainer.train()
-        times[name] = statistics.median(step_times(trainer))
+        if side == "warm-up":
+            continue
+        every = [r["step_time"] for r in trainer.state.log_history if "step_time" in r]
+        times[f"{side}_s"] = statistics.median(every[1:] or every)  # warm-up step dropped
+        times[f"{side}_start_s"] = construct + max(every[0] - times[f"{side}_s"], 0.0)
+        if use_vllm:
+            times["vllm_construct_s"] = construct
     times["ratio"] = times["transformers_s"] / times["vllm_s"]
+    times["engine_start_s"] = times["vllm_start_s"] - times["transformers_start_s"]
     return times
 
 
 def bench_vllm_step(model_dir: Path, out: Path, steps: int) -> None:
     t = vllm_step_times(model_dir, out, steps)
     print(f"# training step, rollouts through vLLM (colocated, synced every step) vs the live model: "
-          f"{t['vllm_s']:.2f}s vs {t['transformers_s']:.2f}s; engine start {t['engine_start_s']:.0f}s")
+          f"{t['vllm_s']:.2f}s vs {t['transformers_s']:.2f}s; start-up (construction + first step's excess over "
+          f"the median): vLLM {t['vllm_start_s']:.1f}s (constructor {t['vllm_construct_s']:.1f}s), transformers "
+          f"{t['transformers_start_s']:.1f}s")
     figure("train step speed-up with vLLM generation (transformers time / vLLM time)", t["ratio"], "x",
            target="> 1", ok=t["ratio"] > 1)
+    saved, extra = t["transformers_s"] - t["vllm_s"], t["engine_start_s"]
+    paid_back = ("" if extra <= 0 else f"; paid back after {extra / saved:.0f} steps" if saved > 0
+                 else "; never paid back")
+    figure("vLLM engine start-up (vs the live model's)", t["vllm_start_s"], "s", baseline=t["transformers_start_s"])
+    print(f"# the engine costs {t['engine_start_s']:.1f}s more to start than the live model{paid_back} "
+          f"({saved:+.2f}s per step)")
 
 
 def main() -> None:
