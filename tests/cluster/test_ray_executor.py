@@ -277,3 +277,22 @@ def test_two_batches_at_once_share_the_workers_within_their_kernels(workers, tas
     assert all(w.high_water <= 2 and w.in_flight == 0 for w in workers.workers), before
     stats = executor.stats()  # both batches together kept all four kernels busy, never more
     assert stats["high_water"] == 4 and stats["started"] == stats["finished"] == 10
+
+
+def test_workers_and_their_kernels_run_at_default_niceness(workers, tasks, agent_config):
+    """Ray starts workers at niceness 15; as root the actor takes back 0, and so do its kernels."""
+    import ray
+
+    if os.geteuid() != 0:
+        pytest.skip("lowering niceness needs root or CAP_SYS_NICE")
+    worker = workers.workers[0]
+    assert ray.get(worker.handle.stats.remote())["nice"] == 0
+    [job] = make_jobs(tasks[:1], agent_config)
+    ray.get(worker.handle.open.remote(job))
+    try:
+        times = ray.get(worker.handle.kernel_round_trip.remote(job.id, "import os; os.getpriority(os.PRIO_PROCESS, 0)", 3))
+        assert len(times) == 3 and all(0 < t < 30 for t in times)
+        obs = ray.get(worker.handle.step.remote(job.id, "import os; os.getpriority(os.PRIO_PROCESS, 0)", 30.0)).observation
+        assert obs.ok and obs.text.strip().endswith("0"), obs.text
+    finally:
+        ray.get(worker.handle.close.remote(job.id))

@@ -2,14 +2,33 @@
 
 An asyncio actor: its methods run concurrently on the actor's event loop, so one actor serves all
 its kernels. `stats` runs in its own concurrency group and answers while every kernel is busy.
+
+Ray starts workers at niceness 15 (`worker_niceness`), and the kernels a worker starts inherit it;
+the actor takes back the default niceness for all its threads where the OS lets it (root or
+CAP_SYS_NICE), so its kernels and replies compete for CPU as a local executor's do. Elsewhere
+it stays as Ray set it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 from functools import lru_cache
 from typing import Any, Mapping
 
 from workbench.cluster._ray import require_ray
+
+
+def default_niceness() -> None:
+    """Niceness 0 for every thread of this process (Linux keeps it per thread, and a thread or
+    child inherits its creator's), where the OS lets us lower it; else nothing changes."""
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        tids = [0]
+    for tid in tids:
+        with contextlib.suppress(OSError):  # lowering niceness needs privilege; a thread may be gone
+            os.setpriority(os.PRIO_PROCESS, tid, 0)
 
 
 @lru_cache(maxsize=1)
@@ -22,6 +41,7 @@ def worker_class() -> Any:
         def __init__(self, tools: Mapping[str, Any], kernels: int, name: str) -> None:
             from workbench.cluster.host import EnvHost
 
+            default_niceness()
             ctx = ray.get_runtime_context()
             identity = {"node": ctx.get_node_id(), "worker": name, "actor_id": ctx.get_actor_id()}
             self.host = EnvHost(tools, kernels=kernels, identity=identity)
@@ -40,6 +60,9 @@ def worker_class() -> Any:
 
         async def run(self, job: Any, policy: Any) -> dict[str, Any]:
             return await self.host.run(job, policy)
+
+        async def kernel_round_trip(self, env_id: str, code: str, calls: int) -> list[float]:
+            return await self.host.kernel_round_trip(env_id, code, calls)
 
         async def ping(self) -> None:
             return None

@@ -145,6 +145,18 @@ class EnvHost:
         self.steps += 1
         return await self._envs[env_id][0].step(code, timeout)
 
+    async def kernel_round_trip(self, env_id: str, code: str, calls: int) -> list[float]:
+        """Seconds of each of `calls` executions of `code` in the environment's kernel, timed here
+        (the baseline a remote step is measured against, in the process that drives the kernel)."""
+        if env_id not in self._envs:
+            raise ConfigError(f"no open environment {env_id} on this worker (closed, or opened elsewhere)")
+        kernel, times = self._envs[env_id][0].kernel, []
+        for _ in range(calls):
+            t = time.perf_counter()
+            await kernel.execute(code, timeout=30)
+            times.append(time.perf_counter() - t)
+        return times
+
     async def close(self, env_id: str) -> None:
         """Discard the environment's kernel and gateway (unknown ids are ignored)."""
         entry = self._envs.pop(env_id, None)
@@ -182,7 +194,8 @@ class EnvHost:
         return {**self.identity, "alive": True, "kernels": self.kernels,
                 "warm": sum(p.warm for p in pools), "in_use": self.in_use, "high_water": self.high_water,
                 "started": sum(p.started for p in pools), "failed": sum(p.failed_starts for p in pools),
-                "episodes": self.episodes, "steps": self.steps, "at": time.time()}
+                "episodes": self.episodes, "steps": self.steps, "nice": os.getpriority(os.PRIO_PROCESS, 0),
+                "at": time.time()}
 
 
 __all__ = ["EnvHost", "build_toolsets"]
