@@ -30,7 +30,7 @@ def test_search_r1_request_with_and_without_scores(server, bm25):
         assert set(got[0]["document"]) >= {"id", "contents"}
     bare = httpx.post(server + "/retrieve", json={"queries": qs[:1], "return_scores": False}).json()["result"]
     assert len(bare[0]) == 3  # server default topk
-    assert bare[0][0] == {"id": local[0][0].id, "contents": local[0][0].contents}
+    assert bare[0][0] == local[0][0].to_row()  # the whole corpus row (world rows also carry a url)
 
 
 def test_remote_retriever_matches_local(server, bm25):
