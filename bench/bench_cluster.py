@@ -158,6 +158,8 @@ def main() -> None:
            ok=added / rtt <= 0.2)
     figure("actor call p50", lat["actor"] * 1e3, "ms", baseline=rtt * 1e3, target="<= 0.1",
            ok=lat["actor"] / rtt <= 0.1)
+    figure("  (information) remote step over a step in the driver", lat["remote"] * 1e3, "ms",
+           baseline=lat["kernel"] * 1e3)
     print("fixed costs (information):")
     figure("  local pool warm-up (P kernels)", pool_warm, "s")
     figure("  import ray", import_s, "s", baseline=pool_warm)
