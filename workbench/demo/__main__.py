@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="what generates RL rollouts and evaluations: the live model, or one in-process vLLM "
                              "engine synced with it (vLLM's CPU build on a CPU)")
     parser.add_argument("--proposer", choices=("scripted", "learned"), default="scripted",
-                        help="learned: the proposer is a tiny model too (SFT on the scripted proposer, then HRPO)")
+                        help="learned: the proposer is a tiny model too (SFT on a code-style proposer teacher, then HRPO)")
     args = parser.parse_args(argv)
     if args.proposer == "learned":
         return learned_main(args)

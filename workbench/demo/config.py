@@ -72,9 +72,8 @@ FAST = dict(teacher_tasks=60, sft_epochs=2, iterations=1, proposer_prompts=4, so
             rl_steps_per_iteration=1, rl_questions_per_step=2, rl_generations=2, eval_tasks=12, concurrency=4)
 """Settings for a smoke run (tests): every stage runs, in about a minute; no learning is expected."""
 
-FAST_LEARNED = dict(FAST, proposer_teacher_tasks=16, proposer_hop_weights={1: 1.0, 2: 1.0}, proposer_sft_epochs=25,
-                    proposer_rl_steps=2, proposer_rl_batch=2, proposer_hop_group=2)
-"""A short run of `--proposer learned`: 4 prompts over two hop counts always hold one hop group of 2; 75 SFT
-steps on 16 teacher episodes give a proposer whose HRPO rollouts already differ in reward."""
+FAST_LEARNED = dict(FAST, proposer_teacher_tasks=16, proposer_hop_weights={1: 1.0, 2: 1.0}, proposer_sft_epochs=1,
+                    proposer_rl_steps=1, proposer_rl_batch=2, proposer_hop_group=2)
+"""A smoke run of `--proposer learned`: 4 prompts over two hop counts always hold one hop group of 2."""
 
 __all__ = ["FAST", "FAST_LEARNED", "DemoConfig"]
