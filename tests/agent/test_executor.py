@@ -161,7 +161,7 @@ def test_nbagent_runs_on_a_given_executor_and_leaves_it_open(world_tools, pick, 
             assert all(t.rewards["total"] == 1.0 for t in trajs)
             assert store.writes == {t.id: 1 for t in trajs}  # each written once
             assert all(len(store.reward_history(t.id)) == 1 for t in trajs)
-        assert executor.stats()["kernels"]["warm"] >= 1  # not closed by the agent
+        assert executor.stats()["pools"] >= 1  # not closed by the agent
     finally:
         executor.close()
     with pytest.raises(ConfigError, match="executor"):

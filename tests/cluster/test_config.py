@@ -19,8 +19,6 @@ def parse(*argv: str) -> argparse.Namespace:
 
 @pytest.mark.slow
 def test_train_config_with_executor_ray_gives_nbagent_episodes_on_ray_workers(tmp_path, monkeypatch):
-    import ray
-
     from workbench.cluster import RayExecutor, ToolsSpec
     from workbench.train.config import TrainConfig
     from workbench.train.run import NBAgentEpisodes, build_episodes
@@ -33,7 +31,7 @@ def test_train_config_with_executor_ray_gives_nbagent_episodes_on_ray_workers(tm
     assert episodes.executor._placement == {"workers": 3, "kernels_per_worker": 2, "address": None}
     [spec] = episodes.executor._tools.values()
     assert isinstance(spec, ToolsSpec) and spec.kwargs["corpus"] == str(tmp_path / "corpus.jsonl")
-    assert not ray.is_initialized()  # workers start with the first batch
+    assert episodes.executor._workers is None  # workers start with the first batch
     with pytest.raises(ConfigError, match="bm25"):
         TrainConfig(episode_kind="nbagent", executor="ray", search_engine="simulated")
     with pytest.raises(ConfigError, match="'local' or 'ray'"):
