@@ -18,7 +18,6 @@ from workbench.errors import ConfigError, StoreError
 from workbench.kernel.sync import run_sync
 from workbench.policies import ScriptedPolicy
 from workbench.rewards import resolve_reward
-from workbench.store import Store
 from workbench.trajectory import Task, Trajectory
 from workbench.worlds.solver import world_solver
 
@@ -26,18 +25,6 @@ CONFIG = AgentConfig(max_steps=6, max_context_tokens=16384, seed=0)
 SUBMIT = "<think>done</think>\n<code>\nsubmit_final_answer('ok')\n</code>"
 
 
-class CountingStore(Store):
-    """A real store that also counts the writes of each trajectory id."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.writes: dict[str, int] = {}
-
-    def write_many(self, trajs):
-        trajs = list(trajs)
-        for t in trajs:
-            self.writes[t.id] = self.writes.get(t.id, 0) + 1
-        return super().write_many(trajs)
 
 
 class PickledEnvironment:
@@ -151,10 +138,10 @@ def test_named_tool_sets_route_each_job(world_tools, pick):
         executor.close()
 
 
-def test_nbagent_runs_on_a_given_executor_and_leaves_it_open(world_tools, pick, tmp_path):
+def test_nbagent_runs_on_a_given_executor_and_leaves_it_open(world_tools, pick, tmp_path, counting_store):
     executor = LocalExecutor(world_tools, concurrency=2)
     try:
-        with CountingStore(tmp_path / "s") as store:
+        with counting_store(tmp_path / "s") as store:
             agent = NBAgent(world_solver(), executor=executor, config=CONFIG, store=store,
                             reward_spec=resolve_reward("em"))
             trajs = agent.run(pick(1, 2), progress=False)
@@ -186,7 +173,7 @@ def test_an_executor_used_from_another_event_loop_gets_pools_of_its_own(world_to
         executor.close()
 
 
-def test_recorder_scores_writes_once_and_keeps_failures_on_the_trajectory(tmp_path):
+def test_recorder_scores_writes_once_and_keeps_failures_on_the_trajectory(tmp_path, counting_store):
     class Broken:
         name = "broken"
 
@@ -194,7 +181,7 @@ def test_recorder_scores_writes_once_and_keeps_failures_on_the_trajectory(tmp_pa
             raise ValueError("reward bug")
 
     task = Task(id="t", question="q", golden_answers=["a"])
-    with CountingStore(tmp_path / "s") as store:
+    with counting_store(tmp_path / "s") as store:
         recorder = Recorder(store)
         good = recorder.record(Trajectory(task=task, final_answer="a"), resolve_reward("em"))
         assert good.rewards["total"] == 1.0 and store.get(good.id).rewards["total"] == 1.0
@@ -211,8 +198,8 @@ def test_recorder_scores_writes_once_and_keeps_failures_on_the_trajectory(tmp_pa
 
 @settings(max_examples=40, deadline=None)
 @given(answer=st.text(), question=st.text())
-def test_recorder_stores_any_text_once(tmp_path_factory, answer, question):
-    with CountingStore(tmp_path_factory.mktemp("rec")) as store:
+def test_recorder_stores_any_text_once(tmp_path_factory, counting_store, answer, question):
+    with counting_store(tmp_path_factory.mktemp("rec")) as store:
         traj = Recorder(store).record(Trajectory(task=Task(id="t", question=question, golden_answers=["x"]),
                                                  final_answer=answer), resolve_reward("em"))
         assert store.writes == {traj.id: 1}

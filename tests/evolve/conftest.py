@@ -19,20 +19,3 @@ def retriever(world):
     return BM25Retriever.build(Corpus.from_rows(world.corpus()), show_progress=False)
 
 
-@pytest.fixture(scope="session")
-def counting_store():
-    """A real `Store` class that also counts the writes of each trajectory id (`.writes`)."""
-    from workbench.store import Store
-
-    class CountingStore(Store):
-        def __init__(self, *args, **kwargs) -> None:
-            super().__init__(*args, **kwargs)
-            self.writes: dict[str, int] = {}
-
-        def write_many(self, trajs):
-            trajs = list(trajs)
-            for t in trajs:
-                self.writes[t.id] = self.writes.get(t.id, 0) + 1
-            return super().write_many(trajs)
-
-    return CountingStore

@@ -14,9 +14,10 @@ sandbox setting (profile, isolation, output cap) is started on first use and liv
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import time
-from typing import Any, AsyncIterator, Callable, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence, Union
 
 from workbench.agent.config import AgentConfig
 from workbench.agent.environment import LocalEnvironment
@@ -25,6 +26,9 @@ from workbench.agent.executor import DEFAULT_TOOLS, EpisodeJob
 from workbench.agent.recorder import describe
 from workbench.errors import ConfigError
 from workbench.trajectory import Task, Trajectory
+
+if TYPE_CHECKING:
+    from workbench.tools import ToolRegistry
 
 ToolSet = Union[Any, Callable[[Task], Any]]  # a ToolRegistry, or task -> ToolRegistry
 
@@ -56,6 +60,28 @@ class _Kernels:
     async def close(self) -> None:
         pools, self.pools = list(self.pools.values()), {}
         await asyncio.gather(*(p.close() for p in pools), return_exceptions=True)
+
+
+async def open_environment(stack: contextlib.AsyncExitStack, pool: Any, tools: ToolRegistry, job: EpisodeJob,
+                           rollout_id: str) -> LocalEnvironment:
+    """A kernel from `pool` with this rollout's gateway started and the setup cell run (tools, notepad,
+    the task variable); both close with `stack`. Used here and by remote kernel workers."""
+    from workbench.runtime import notepad_api_doc
+    from workbench.tools import ToolGateway, setup_code
+
+    config = job.agent
+    kernel = await stack.enter_async_context(pool.acquire())
+    token = secrets.token_hex(16)
+    gateway = ToolGateway(tools, kernel.rollout_dir / "run" / "gateway.sock", rollout_id=rollout_id,
+                          token=token, call_timeout_s=config.tool_timeout_s, call_budget=config.tool_call_budget)
+    await stack.enter_async_context(gateway)
+    code = setup_code(tools, token=token)
+    if config.task_variable:
+        code += f"{config.task_variable} = {job.task.question!r}\n"
+    setup = await kernel.execute(code, timeout=30)
+    if not setup.ok:
+        raise RuntimeError(f"runtime setup failed in the kernel: {setup.text}")
+    return LocalEnvironment(kernel, gateway, tools.prompt_text(), notepad_api_doc())
 
 
 class LocalExecutor:
@@ -105,24 +131,9 @@ class LocalExecutor:
             return traj
 
     async def _episode(self, job: EpisodeJob, policy: Any, traj: Trajectory, pool: Any) -> Trajectory:
-        from workbench.runtime import notepad_api_doc
-        from workbench.tools import ToolGateway, setup_code
-
-        config, tools = job.agent, self.registry_for(job)
-        async with pool.acquire() as kernel:
-            token = secrets.token_hex(16)
-            gateway = ToolGateway(tools, kernel.rollout_dir / "run" / "gateway.sock", rollout_id=traj.id,
-                                  token=token, call_timeout_s=config.tool_timeout_s,
-                                  call_budget=config.tool_call_budget)
-            async with gateway:
-                code = setup_code(tools, token=token)
-                if config.task_variable:
-                    code += f"{config.task_variable} = {job.task.question!r}\n"
-                setup = await kernel.execute(code, timeout=30)
-                if not setup.ok:
-                    raise RuntimeError(f"runtime setup failed in the kernel: {setup.text}")
-                env = LocalEnvironment(kernel, gateway, tools.prompt_text(), notepad_api_doc())
-                return await run_episode(job.task, policy, env, config, trajectory=traj, seed=job.seed)
+        async with contextlib.AsyncExitStack() as stack:
+            env = await open_environment(stack, pool, self.registry_for(job), job, traj.id)
+            return await run_episode(job.task, policy, env, job.agent, trajectory=traj, seed=job.seed)
 
     async def stream(self, jobs: Sequence[EpisodeJob], policy: Any) -> AsyncIterator[tuple[int, Trajectory]]:
         """Yield `(index, trajectory)` as episodes end, exactly one per job. The pools the jobs need

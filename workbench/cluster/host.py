@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import secrets
 import socket
 import time
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any, Mapping
 from workbench.agent.config import AgentConfig
 from workbench.agent.environment import LocalEnvironment, StepResult, ToolPrompt
 from workbench.agent.executor import EpisodeJob
+from workbench.agent.local import open_environment
 from workbench.errors import ConfigError
 from workbench.trajectory import Trajectory
 
@@ -111,31 +111,16 @@ class EnvHost:
 
     async def open(self, job: EpisodeJob) -> ToolPrompt:
         """A fresh kernel and gateway for `job` (the environment is named by `job.id`)."""
-        from workbench.runtime import notepad_api_doc
-        from workbench.tools import ToolGateway, setup_code
-
         if job.id in self._envs:
             raise ConfigError(f"an environment for job {job.id} is already open on this worker")
         stack = contextlib.AsyncExitStack()
         try:
             await stack.enter_async_context(self._slot())
-            config, tools = job.agent, self._local.registry_for(job)
-            kernel = await stack.enter_async_context((await self._pool_for(config)).acquire())
-            token = secrets.token_hex(16)
-            gateway = ToolGateway(tools, kernel.rollout_dir / "run" / "gateway.sock", rollout_id=job.id,
-                                  token=token, call_timeout_s=config.tool_timeout_s,
-                                  call_budget=config.tool_call_budget)
-            await stack.enter_async_context(gateway)
-            code = setup_code(tools, token=token)
-            if config.task_variable:
-                code += f"{config.task_variable} = {job.task.question!r}\n"
-            setup = await kernel.execute(code, timeout=30)
-            if not setup.ok:
-                raise RuntimeError(f"runtime setup failed in the kernel: {setup.text}")
+            pool = await self._pool_for(job.agent)
+            env = await open_environment(stack, pool, self._local.registry_for(job), job, job.id)
         except BaseException:
             await stack.aclose()
             raise
-        env = LocalEnvironment(kernel, gateway, tools.prompt_text(), notepad_api_doc())
         self._envs[job.id] = (env, stack)
         return env.prompt
 
