@@ -54,7 +54,8 @@ def test_gradient_reaches_a_turn_before_the_trim(tmp_path, tiny, tasks, segments
             out.retain_grad()
             seen.append({"h": out, "inputs": inputs})
 
-        handle = m.model.norm.register_forward_hook(keep)
+        inner = getattr(m, "module", m)  # DDP-wrapped when torch.distributed is up in this process (vLLM)
+        handle = inner.model.norm.register_forward_hook(keep)
         try:
             return base(m, inputs)
         finally:
