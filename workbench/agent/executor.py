@@ -31,10 +31,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 from workbench.agent.config import AgentConfig, policy_settings, with_model_settings
 from workbench.trajectory import Task, Trajectory
+
+if TYPE_CHECKING:
+    from workbench.agent.recorder import Recorder
+    from workbench.policies.base import Policy
 
 DEFAULT_TOOLS = "default"
 
@@ -68,7 +72,7 @@ class EpisodeJob:
 class Executor(Protocol):
     """Runs episode jobs with a policy; see the module docstring."""
 
-    def stream(self, jobs: Sequence[EpisodeJob], policy: Any) -> AsyncIterator[tuple[int, Trajectory]]:
+    def stream(self, jobs: Sequence[EpisodeJob], policy: Policy) -> AsyncIterator[tuple[int, Trajectory]]:
         """Yield `(index into jobs, trajectory)` as each episode ends; exactly one per job."""
         ...
 
@@ -95,7 +99,7 @@ def make_jobs(tasks: Iterable[Task], config: AgentConfig, *, role: str = "solver
             for i, task in enumerate(tasks)]
 
 
-async def stream_recorded(executor: Executor, jobs: Sequence[EpisodeJob], policy: Any, recorder: Any = None, *,
+async def stream_recorded(executor: Executor, jobs: Sequence[EpisodeJob], policy: Policy, recorder: Recorder | None = None, *,
                           progress: bool = False) -> AsyncIterator[tuple[int, Trajectory]]:
     """`executor.stream`, each trajectory made safe text and recorded (scored with its job's spec,
     written) as it ends."""
@@ -117,7 +121,7 @@ async def stream_recorded(executor: Executor, jobs: Sequence[EpisodeJob], policy
         bar.close()
 
 
-async def gather_jobs(executor: Executor, jobs: Sequence[EpisodeJob], policy: Any, recorder: Any = None, *,
+async def gather_jobs(executor: Executor, jobs: Sequence[EpisodeJob], policy: Policy, recorder: Recorder | None = None, *,
                       progress: bool = False) -> list[Trajectory]:
     """Every job's trajectory, in the order of `jobs`, each recorded as it ended."""
     done: list[Trajectory | None] = [None] * len(jobs)
@@ -130,7 +134,7 @@ async def gather_jobs(executor: Executor, jobs: Sequence[EpisodeJob], policy: An
     return done  # type: ignore[return-value]
 
 
-def run_jobs(executor: Executor, jobs: Sequence[EpisodeJob], policy: Any, recorder: Any = None, *,
+def run_jobs(executor: Executor, jobs: Sequence[EpisodeJob], policy: Policy, recorder: Recorder | None = None, *,
              progress: bool = False) -> list[Trajectory]:
     """Sync `gather_jobs` (on workbench's background event loop, so it also works inside Jupyter)."""
     from workbench.kernel.sync import run_sync

@@ -28,6 +28,7 @@ from workbench.errors import ConfigError
 from workbench.trajectory import Task, Trajectory
 
 if TYPE_CHECKING:
+    from workbench.policies.base import Policy
     from workbench.tools import ToolRegistry
 
 ToolSet = Union[Any, Callable[[Task], Any]]  # a ToolRegistry, or task -> ToolRegistry
@@ -106,7 +107,7 @@ class LocalExecutor:
         self._home: _Kernels | None = None
         self.started = self.finished = self.in_flight = self.high_water = 0
 
-    def registry_for(self, job: EpisodeJob) -> Any:
+    def registry_for(self, job: EpisodeJob) -> ToolRegistry:
         """The tool registry of `job`'s episode (a per-task tool set is called here)."""
         from workbench.tools import ToolRegistry
 
@@ -118,7 +119,7 @@ class LocalExecutor:
         return tools if isinstance(tools, ToolRegistry) else tools(job.task)
 
     # -- episodes --------------------------------------------------------------------------
-    async def run(self, job: EpisodeJob, policy: Any, pool: Any) -> Trajectory:
+    async def run(self, job: EpisodeJob, policy: Policy, pool: Any) -> Trajectory:
         """One episode in a fresh kernel of `pool`. Never raises for the episode's failure: a kernel
         or gateway failure ends up in the trajectory (`termination`, `error`)."""
         traj = job.trajectory()
@@ -130,12 +131,12 @@ class LocalExecutor:
             traj.ended_at = time.time()
             return traj
 
-    async def _episode(self, job: EpisodeJob, policy: Any, traj: Trajectory, pool: Any) -> Trajectory:
+    async def _episode(self, job: EpisodeJob, policy: Policy, traj: Trajectory, pool: Any) -> Trajectory:
         async with contextlib.AsyncExitStack() as stack:
             env = await open_environment(stack, pool, self.registry_for(job), job, traj.id)
             return await run_episode(job.task, policy, env, job.agent, trajectory=traj, seed=job.seed)
 
-    async def stream(self, jobs: Sequence[EpisodeJob], policy: Any) -> AsyncIterator[tuple[int, Trajectory]]:
+    async def stream(self, jobs: Sequence[EpisodeJob], policy: Policy) -> AsyncIterator[tuple[int, Trajectory]]:
         """Yield `(index, trajectory)` as episodes end, exactly one per job. The pools the jobs need
         are started first (a sandbox that cannot start raises `PoolError` here)."""
         jobs = list(jobs)
@@ -152,7 +153,7 @@ class LocalExecutor:
             if kernels is not self._home:
                 await kernels.close()
 
-    async def _stream(self, jobs: list[EpisodeJob], policy: Any,
+    async def _stream(self, jobs: list[EpisodeJob], policy: Policy,
                       kernels: _Kernels) -> AsyncIterator[tuple[int, Trajectory]]:
         pools = {}
         for job in jobs:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from typing import Any, AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping, Sequence
 
 from workbench.agent.environment import StepResult, ToolPrompt
 from workbench.agent.executor import DEFAULT_TOOLS, EpisodeJob
@@ -31,6 +31,9 @@ from workbench.cluster._ray import actor_died_errors, require_ray
 from workbench.cluster.workers import RayWorkers, Worker
 from workbench.errors import ConfigError
 from workbench.trajectory import Trajectory
+
+if TYPE_CHECKING:
+    from workbench.policies.base import Policy
 
 MODES = ("env", "episode")
 
@@ -107,7 +110,7 @@ class RayExecutor:
         return self
 
     # -- episodes ------------------------------------------------------------------------------
-    async def stream(self, jobs: Sequence[EpisodeJob], policy: Any) -> AsyncIterator[tuple[int, Trajectory]]:
+    async def stream(self, jobs: Sequence[EpisodeJob], policy: Policy) -> AsyncIterator[tuple[int, Trajectory]]:
         """Yield `(index, trajectory)` as episodes end, exactly one per job."""
         jobs = list(jobs)
         for name in {job.tools for job in jobs} - set(self.toolsets) if self.toolsets else ():
@@ -141,7 +144,7 @@ class RayExecutor:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _with_retries(self, pool: RayWorkers, job: EpisodeJob, policy: Any, remote_policy: Any) -> Trajectory:
+    async def _with_retries(self, pool: RayWorkers, job: EpisodeJob, policy: Policy, remote_policy: Any) -> Trajectory:
         lost: list[str] = []
         wire_job = dataclasses.replace(job, reward_spec=None)  # scoring is the driver's
         while True:
@@ -168,7 +171,7 @@ class RayExecutor:
             finally:
                 await self._give(worker)
 
-    async def _env_episode(self, worker: Worker, wire_job: EpisodeJob, job: EpisodeJob, policy: Any) -> Trajectory:
+    async def _env_episode(self, worker: Worker, wire_job: EpisodeJob, job: EpisodeJob, policy: Policy) -> Trajectory:
         from workbench.agent.episode import run_episode
 
         prompt = await worker.handle.open.remote(wire_job)
