@@ -29,9 +29,11 @@ executor's capacity in flight, release everything in `aclose()`, and report coun
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 from workbench.agent.config import AgentConfig, policy_settings, with_model_settings
 from workbench.trajectory import Task, Trajectory
@@ -97,6 +99,32 @@ def make_jobs(tasks: Iterable[Task], config: AgentConfig, *, role: str = "solver
     return [EpisodeJob(task=task, agent=config, role=role, tools=tools, reward_spec=reward_spec,
                        seed=None if base is None else base + i, run_id=run_id, lineage=dict(lineage or {}))
             for i, task in enumerate(tasks)]
+
+
+async def stream_as_done(jobs: Sequence[EpisodeJob], run: Callable[[EpisodeJob], Awaitable[Trajectory]]
+                         ) -> AsyncIterator[tuple[int, Trajectory]]:
+    """Start `run(job)` for every job; yield `(index, trajectory)` as each ends, exactly one per job
+    (an exception becomes an error trajectory). Leaving the loop early cancels the rest."""
+    from workbench.agent.recorder import describe
+
+    queue: asyncio.Queue[tuple[int, Trajectory]] = asyncio.Queue()
+
+    async def one(i: int, job: EpisodeJob) -> None:
+        try:
+            traj = await run(job)
+        except Exception as exc:  # the last guard: one trajectory per job, always
+            traj = job.trajectory()
+            traj.termination, traj.error, traj.ended_at = "error", describe(exc), time.time()
+        await queue.put((i, traj))
+
+    tasks = [asyncio.create_task(one(i, job)) for i, job in enumerate(jobs)]
+    try:
+        for _ in range(len(jobs)):
+            yield await queue.get()
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def stream_recorded(executor: Executor, jobs: Sequence[EpisodeJob], policy: Policy, recorder: Recorder | None = None, *,

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequenc
 from workbench.agent.config import AgentConfig
 from workbench.agent.environment import LocalEnvironment
 from workbench.agent.episode import run_episode
-from workbench.agent.executor import DEFAULT_TOOLS, EpisodeJob
+from workbench.agent.executor import DEFAULT_TOOLS, EpisodeJob, stream_as_done
 from workbench.agent.recorder import describe
 from workbench.errors import ConfigError
 from workbench.trajectory import Task, Trajectory
@@ -160,30 +160,19 @@ class LocalExecutor:
             key = (job.agent.profile, job.agent.isolation, job.agent.output_cap)
             if key not in pools:
                 pools[key] = await kernels.pool_for(job.agent)
-        queue: asyncio.Queue[tuple[int, Trajectory]] = asyncio.Queue()
 
-        async def one(i: int, job: EpisodeJob) -> None:
+        async def run(job: EpisodeJob) -> Trajectory:
             async with kernels.gate:
                 self._begin()
                 try:
                     pool = pools[(job.agent.profile, job.agent.isolation, job.agent.output_cap)]
-                    traj = await self.run(job, policy, pool)
-                except Exception as exc:  # run records its failures; this is the last guard
-                    traj = job.trajectory()
-                    traj.termination, traj.error, traj.ended_at = "error", describe(exc), time.time()
+                    return await self.run(job, policy, pool)
                 finally:
                     self.in_flight -= 1
                     self.finished += 1
-            await queue.put((i, traj))
 
-        workers = [asyncio.create_task(one(i, job)) for i, job in enumerate(jobs)]
-        try:
-            for _ in range(len(jobs)):
-                yield await queue.get()
-        finally:
-            for w in workers:
-                w.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+        async for done in stream_as_done(jobs, run):
+            yield done
 
     def _begin(self) -> None:
         self.started += 1

@@ -25,7 +25,7 @@ import time
 from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping, Sequence
 
 from workbench.agent.environment import StepResult, ToolPrompt
-from workbench.agent.executor import DEFAULT_TOOLS, EpisodeJob
+from workbench.agent.executor import DEFAULT_TOOLS, EpisodeJob, stream_as_done
 from workbench.agent.recorder import describe
 from workbench.cluster._ray import actor_died_errors, require_ray
 from workbench.cluster.workers import RayWorkers, Worker
@@ -122,27 +122,15 @@ class RayExecutor:
 
             chosen = self.worker_policy if self.worker_policy is not None else policy
             remote_policy = require_ray().put(policy_for_workers(chosen))
-        queue: asyncio.Queue[tuple[int, Trajectory]] = asyncio.Queue()
-
-        async def one(i: int, job: EpisodeJob) -> None:
+        async def run(job: EpisodeJob) -> Trajectory:
             self.started += 1
             try:
-                traj = await self._with_retries(pool, job, policy, remote_policy)
-            except Exception as exc:  # the last guard: one trajectory per job, always
-                traj = job.trajectory()
-                traj.termination, traj.error, traj.ended_at = "error", describe(exc), time.time()
+                return await self._with_retries(pool, job, policy, remote_policy)
             finally:
                 self.finished += 1
-            await queue.put((i, traj))
 
-        tasks = [asyncio.create_task(one(i, job)) for i, job in enumerate(jobs)]
-        try:
-            for _ in range(len(jobs)):
-                yield await queue.get()
-        finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        async for done in stream_as_done(jobs, run):
+            yield done
 
     async def _with_retries(self, pool: RayWorkers, job: EpisodeJob, policy: Policy, remote_policy: Any) -> Trajectory:
         lost: list[str] = []
