@@ -91,12 +91,15 @@ class BM25Retriever(RetrieverBase):
 
     @classmethod
     def load(cls, directory: str | Path, *, mmap: bool = True, backend: str = "auto") -> BM25Retriever:
+        """Open a saved index. `mmap=True` maps the index and reads corpus rows on demand
+        (`Corpus.open`); `mmap=False` reads both into memory."""
         import bm25s
 
         d = Path(directory)
         meta = read_meta(d, "bm25")
         model = bm25s.BM25.load(str(d / "bm25"), mmap=mmap, show_progress=False)
-        return cls(Corpus.from_jsonl(d / meta["corpus"]), model, stopwords=meta.get("stopwords", "en"), backend=backend)
+        corpus = Corpus.open(d / meta["corpus"]) if mmap else Corpus.from_jsonl(d / meta["corpus"])
+        return cls(corpus, model, stopwords=meta.get("stopwords", "en"), backend=backend)
 
     def __repr__(self) -> str:
         return f"BM25Retriever({len(self.corpus)} passages)"

@@ -35,7 +35,9 @@ def build_index(corpus: str | Path | Corpus, out: str | Path, *, kind: str = "de
 
 
 def load_index(directory: str | Path, *, mmap: bool = True, **kwargs: Any) -> RetrieverBase:
-    """Open whatever `build_index` saved in `directory`."""
+    """Open whatever `build_index` saved in `directory`. With `mmap=True` the index is mapped from
+    disk and corpus rows are read on demand (`Corpus.open`), so a Wikipedia-sized index loads in
+    little memory; `mmap=False` reads both in."""
     kind = read_meta(Path(directory)).get("kind")
     if kind == "dense":
         return DenseRetriever.load(directory, mmap=mmap, **kwargs)
