@@ -3,6 +3,7 @@ server and client, and ZeroSearch-style simulated search.
 
     from workbench.search import Corpus, DenseRetriever, format_hits
     corpus = Corpus.from_jsonl("corpus.jsonl")          # Search-R1 rows: {"id", "contents"}
+    corpus = Corpus.open("wiki.jsonl")                  # the same rows, read on demand (row-offset file)
     dense = DenseRetriever.build(corpus)                # offline MiniLM + exact IndexFlatIP
     print(format_hits(dense.search("who founded Varnholt")))
     build_dense("wiki.jsonl", "runs/wiki")              # streamed, sharded, resumable; index type by size
