@@ -17,10 +17,13 @@ the kernel may be local (`LocalEnvironment`) or on another machine behind the sa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from workbench.kernel.observation import Observation
 from workbench.trajectory import ToolCall
+
+if TYPE_CHECKING:
+    from workbench.tools import ToolGateway
 
 
 @dataclass(frozen=True)
@@ -59,12 +62,21 @@ class Environment(Protocol):
         ...
 
 
+@runtime_checkable
+class CodeKernel(Protocol):
+    """What a `LocalEnvironment` needs of its kernel (`workbench.kernel.AsyncKernel` is one)."""
+
+    async def execute(self, code: str, timeout: float | None = None) -> Observation:
+        """Run `code`; its failure (an exception, a timeout, a dead kernel) is in the `Observation`."""
+        ...
+
+
 class LocalEnvironment:
     """An `Environment` over a started kernel in this process and its rollout's `ToolGateway`."""
 
-    def __init__(self, kernel: Any, gateway: Any, tools_text: str, notepad_api: str) -> None:
-        self.kernel = kernel  # workbench.kernel.AsyncKernel
-        self.gateway = gateway  # workbench.tools.ToolGateway
+    def __init__(self, kernel: CodeKernel, gateway: ToolGateway, tools_text: str, notepad_api: str) -> None:
+        self.kernel = kernel
+        self.gateway = gateway
         self.tools_text = tools_text
         self.notepad_api = notepad_api
 
@@ -80,4 +92,4 @@ class LocalEnvironment:
 
 EpisodeEnv = LocalEnvironment  # the earlier name, kept for scripts that build one by hand
 
-__all__ = ["Environment", "EpisodeEnv", "LocalEnvironment", "StepResult", "ToolPrompt"]
+__all__ = ["CodeKernel", "Environment", "EpisodeEnv", "LocalEnvironment", "StepResult", "ToolPrompt"]

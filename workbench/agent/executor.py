@@ -33,9 +33,11 @@ import asyncio
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import (TYPE_CHECKING, Any, AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Protocol,
+                    Sequence, runtime_checkable)
 
 from workbench.agent.config import AgentConfig, policy_settings, with_model_settings
+from workbench.agent.recorder import Scorer
 from workbench.trajectory import Task, Trajectory
 
 if TYPE_CHECKING:
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from workbench.policies.base import Policy
 
 DEFAULT_TOOLS = "default"
+TrajectoryStream = AsyncGenerator[tuple[int, Trajectory], None]  # (job index, trajectory) as each ends
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ class EpisodeJob:
     agent: AgentConfig
     role: str = "solver"
     tools: str = DEFAULT_TOOLS  # which of the executor's tool sets the episode gets
-    reward_spec: Any = None  # what the driver's Recorder scores the trajectory with (None: unscored)
+    reward_spec: Scorer | None = None  # what the driver's Recorder scores the trajectory with (None: unscored)
     seed: int | None = None  # sampling seed of the episode (turn i samples with seed * 1009 + i)
     run_id: str = ""
     parent: str | None = None  # the trajectory this one continues, if any (lineage["parent"])
@@ -74,8 +77,9 @@ class EpisodeJob:
 class Executor(Protocol):
     """Runs episode jobs with a policy; see the module docstring."""
 
-    def stream(self, jobs: Sequence[EpisodeJob], policy: Policy) -> AsyncIterator[tuple[int, Trajectory]]:
-        """Yield `(index into jobs, trajectory)` as each episode ends; exactly one per job."""
+    def stream(self, jobs: Sequence[EpisodeJob], policy: Policy) -> TrajectoryStream:
+        """Yield `(index into jobs, trajectory)` as each episode ends; exactly one per job. An async
+        generator: a consumer that stops early closes it (`aclose()`), which ends the rest."""
         ...
 
     async def aclose(self) -> None:
@@ -87,13 +91,14 @@ class Executor(Protocol):
         ...
 
 
-def config_for(policy: Any, config: AgentConfig | None) -> AgentConfig:
+def config_for(policy: Policy, config: AgentConfig | None) -> AgentConfig:
     """`config` completed with the agent settings the policy's model carries (explicit fields win)."""
     return with_model_settings(config, policy_settings(policy))[0]
 
 
 def make_jobs(tasks: Iterable[Task], config: AgentConfig, *, role: str = "solver", tools: str = DEFAULT_TOOLS,
-              reward_spec: Any = None, run_id: str = "", lineage: Mapping[str, Any] | None = None) -> list[EpisodeJob]:
+              reward_spec: Scorer | None = None, run_id: str = "",
+              lineage: Mapping[str, Any] | None = None) -> list[EpisodeJob]:
     """One job per task; episode i samples with seed `config.seed + i` (unseeded without one)."""
     base = config.seed
     return [EpisodeJob(task=task, agent=config, role=role, tools=tools, reward_spec=reward_spec,
@@ -102,7 +107,7 @@ def make_jobs(tasks: Iterable[Task], config: AgentConfig, *, role: str = "solver
 
 
 async def stream_as_done(jobs: Sequence[EpisodeJob], run: Callable[[EpisodeJob], Awaitable[Trajectory]]
-                         ) -> AsyncIterator[tuple[int, Trajectory]]:
+                         ) -> TrajectoryStream:
     """Start `run(job)` for every job; yield `(index, trajectory)` as each ends, exactly one per job
     (an exception becomes an error trajectory). Leaving the loop early cancels the rest."""
     from workbench.agent.recorder import describe
@@ -128,7 +133,7 @@ async def stream_as_done(jobs: Sequence[EpisodeJob], run: Callable[[EpisodeJob],
 
 
 async def stream_recorded(executor: Executor, jobs: Sequence[EpisodeJob], policy: Policy, recorder: Recorder | None = None, *,
-                          progress: bool = False) -> AsyncIterator[tuple[int, Trajectory]]:
+                          progress: bool = False) -> TrajectoryStream:
     """`executor.stream`, each trajectory made safe text and recorded (scored with its job's spec,
     written) as it ends."""
     import contextlib
@@ -176,5 +181,5 @@ def _progress(total: int, enabled: bool) -> Any:
     return tqdm(total=total, desc="episodes", unit="ep", disable=not enabled, leave=False)
 
 
-__all__ = ["DEFAULT_TOOLS", "EpisodeJob", "Executor", "config_for", "gather_jobs", "make_jobs", "run_jobs",
-           "stream_recorded"]
+__all__ = ["DEFAULT_TOOLS", "EpisodeJob", "Executor", "TrajectoryStream", "config_for", "gather_jobs", "make_jobs",
+           "run_jobs", "stream_recorded"]

@@ -17,37 +17,43 @@ import asyncio
 import contextlib
 import secrets
 import time
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 from workbench.agent.config import AgentConfig
 from workbench.agent.environment import LocalEnvironment
 from workbench.agent.episode import run_episode
-from workbench.agent.executor import DEFAULT_TOOLS, EpisodeJob, stream_as_done
+from workbench.agent.executor import DEFAULT_TOOLS, EpisodeJob, TrajectoryStream, stream_as_done
 from workbench.agent.recorder import describe
 from workbench.errors import ConfigError
 from workbench.trajectory import Task, Trajectory
 
 if TYPE_CHECKING:
+    from workbench.kernel import KernelPool
     from workbench.policies.base import Policy
     from workbench.tools import ToolRegistry
 
-ToolSet = Union[Any, Callable[[Task], Any]]  # a ToolRegistry, or task -> ToolRegistry
+ToolSet = Union["ToolRegistry", Callable[[Task], "ToolRegistry"]]  # a registry, or task -> registry
+PoolKey = tuple[str, str, int]  # the sandbox setting a pool serves: profile, isolation, output cap
+
+
+def pool_key(agent: AgentConfig) -> PoolKey:
+    return (agent.profile, agent.isolation, agent.output_cap)
 
 
 class _Kernels:
     """The pools, concurrency gate and lock of one event loop."""
 
-    def __init__(self, concurrency: int, given_pool: Any) -> None:
+    def __init__(self, concurrency: int, given_pool: KernelPool | None) -> None:
         self.loop = asyncio.get_running_loop()
         self.gate = asyncio.Semaphore(concurrency)
         self.lock = asyncio.Lock()
         self.concurrency, self.given_pool = concurrency, given_pool
-        self.pools: dict[tuple[Any, ...], Any] = {}
+        self.pools: dict[PoolKey, KernelPool] = {}
 
-    async def pool_for(self, agent: AgentConfig) -> Any:
+    async def pool_for(self, agent: AgentConfig) -> KernelPool:
         if self.given_pool is not None:
             return self.given_pool
-        key = (agent.profile, agent.isolation, agent.output_cap)
+        key = pool_key(agent)
         async with self.lock:
             if key not in self.pools:
                 from workbench.kernel import KernelPool
@@ -63,7 +69,7 @@ class _Kernels:
         await asyncio.gather(*(p.close() for p in pools), return_exceptions=True)
 
 
-async def open_environment(stack: contextlib.AsyncExitStack, pool: Any, tools: ToolRegistry, job: EpisodeJob,
+async def open_environment(stack: contextlib.AsyncExitStack, pool: KernelPool, tools: ToolRegistry, job: EpisodeJob,
                            rollout_id: str) -> LocalEnvironment:
     """A kernel from `pool` with this rollout's gateway started and the setup cell run (tools, notepad,
     the task variable); both close with `stack`. Used here and by remote kernel workers."""
@@ -93,7 +99,7 @@ class LocalExecutor:
     loop (say `asyncio.run` inside a training hook) gets pools of its own, closed when it ends."""
 
     def __init__(self, tools: ToolSet | Mapping[str, ToolSet] | None = None, *, concurrency: int = 4,
-                 pool: Any = None) -> None:
+                 pool: KernelPool | None = None) -> None:
         from workbench.tools import ToolRegistry
 
         if concurrency < 1:
@@ -119,7 +125,7 @@ class LocalExecutor:
         return tools if isinstance(tools, ToolRegistry) else tools(job.task)
 
     # -- episodes --------------------------------------------------------------------------
-    async def run(self, job: EpisodeJob, policy: Policy, pool: Any) -> Trajectory:
+    async def run(self, job: EpisodeJob, policy: Policy, pool: KernelPool) -> Trajectory:
         """One episode in a fresh kernel of `pool`. Never raises for the episode's failure: a kernel
         or gateway failure ends up in the trajectory (`termination`, `error`)."""
         traj = job.trajectory()
@@ -131,12 +137,12 @@ class LocalExecutor:
             traj.ended_at = time.time()
             return traj
 
-    async def _episode(self, job: EpisodeJob, policy: Policy, traj: Trajectory, pool: Any) -> Trajectory:
+    async def _episode(self, job: EpisodeJob, policy: Policy, traj: Trajectory, pool: KernelPool) -> Trajectory:
         async with contextlib.AsyncExitStack() as stack:
             env = await open_environment(stack, pool, self.registry_for(job), job, traj.id)
             return await run_episode(job.task, policy, env, job.agent, trajectory=traj, seed=job.seed)
 
-    async def stream(self, jobs: Sequence[EpisodeJob], policy: Policy) -> AsyncIterator[tuple[int, Trajectory]]:
+    async def stream(self, jobs: Sequence[EpisodeJob], policy: Policy) -> TrajectoryStream:
         """Yield `(index, trajectory)` as episodes end, exactly one per job. The pools the jobs need
         are started first (a sandbox that cannot start raises `PoolError` here)."""
         jobs = list(jobs)
@@ -154,10 +160,10 @@ class LocalExecutor:
                 await kernels.close()
 
     async def _stream(self, jobs: list[EpisodeJob], policy: Policy,
-                      kernels: _Kernels) -> AsyncIterator[tuple[int, Trajectory]]:
-        pools = {}
+                      kernels: _Kernels) -> TrajectoryStream:
+        pools: dict[PoolKey, KernelPool] = {}
         for job in jobs:
-            key = (job.agent.profile, job.agent.isolation, job.agent.output_cap)
+            key = pool_key(job.agent)
             if key not in pools:
                 pools[key] = await kernels.pool_for(job.agent)
 
@@ -165,8 +171,7 @@ class LocalExecutor:
             async with kernels.gate:
                 self._begin()
                 try:
-                    pool = pools[(job.agent.profile, job.agent.isolation, job.agent.output_cap)]
-                    return await self.run(job, policy, pool)
+                    return await self.run(job, policy, pools[pool_key(job.agent)])
                 finally:
                     self.in_flight -= 1
                     self.finished += 1
@@ -208,4 +213,4 @@ class LocalExecutor:
         await self.aclose()
 
 
-__all__ = ["LocalExecutor", "ToolSet"]
+__all__ = ["LocalExecutor", "PoolKey", "ToolSet", "open_environment", "pool_key"]

@@ -9,6 +9,9 @@ the trainer, self-evolution, the demo) hands each one to a `Recorder` exactly on
 raises for one episode's trouble: a reward bug or a store failure is recorded on the trajectory
 (`metadata["reward_error"]`, `["store_error"]`) and the batch goes on. Writing the same trajectory
 id twice through one recorder is a bug and raises `StoreError`.
+
+The store is any `TrajectoryStore` (`write` and `record_rewards`; `workbench.store.Store` is one),
+a reward spec any `Scorer` (`score(traj)`; `RewardSpec` and `resolve_reward(...)`'s results are).
 """
 
 from __future__ import annotations
@@ -17,24 +20,53 @@ import json
 import logging
 import time
 import uuid
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol, runtime_checkable
 
-from workbench.errors import StoreError
+from workbench.errors import ConfigError, StoreError
 from workbench.safetext import safe_text
 from workbench.trajectory import Task, Trajectory
 
 log = logging.getLogger(__name__)
 
 
+@runtime_checkable
+class Scorer(Protocol):
+    """A reward spec: rewards of one trajectory (`"total"` is the scalar). A `name` attribute,
+    when present, is what the trajectory records as its `reward_spec`; `to_json()`, when present,
+    goes to the store's reward history."""
+
+    def score(self, traj: Trajectory) -> dict[str, float]: ...
+
+
+@runtime_checkable
+class TrajectoryStore(Protocol):
+    """Where a `Recorder` writes: `workbench.store.Store`, or any class with these two methods."""
+
+    def write(self, traj: Trajectory) -> None:
+        """Store `traj` durably (replacing one with the same id); raise when it cannot."""
+        ...
+
+    def record_rewards(self, traj_id: str, rewards: dict[str, float], spec_name: str,
+                       spec_json: str | dict[str, Any] | None = None,
+                       provenance: dict[str, Any] | None = None) -> None:
+        """Make `rewards` the stored trajectory's current rewards and keep them in its history."""
+        ...
+
+
 class Recorder:
     """Scores and writes trajectories to `store` (None: scores only), each id once."""
 
-    def __init__(self, store: Any = None) -> None:
+    def __init__(self, store: TrajectoryStore | None = None) -> None:
+        if store is not None and not isinstance(store, TrajectoryStore):
+            raise ConfigError(f"Recorder: {type(store).__name__} is not a trajectory store; pass a "
+                              "workbench.store.Store (or an object with write(traj) and "
+                              "record_rewards(traj_id, rewards, spec_name, spec_json, provenance=...)), "
+                              "or None to score only")
         self.store = store
         self.written: set[str] = set()
 
-    def record(self, traj: Trajectory, reward_spec: Any = None, *, rewards: Mapping[str, float] | None = None,
-               provenance: Mapping[str, Any] | None = None) -> Trajectory:
+    def record(self, traj: Trajectory, reward_spec: Scorer | None = None, *,
+               rewards: Mapping[str, float] | None = None, provenance: Mapping[str, Any] | None = None) -> Trajectory:
         """Sanitise `traj`, score it with `reward_spec` (or take `rewards` as scored by `reward_spec`)
         and write it. With `provenance`, the rewards also go to the store's reward history with the
         spec's JSON and that provenance. Returns the trajectory as recorded."""
@@ -51,7 +83,8 @@ class Recorder:
                              "(rescore a stored one with store.record_rewards)")
         self.written.add(traj.id)
         if store_trajectory(self.store, traj) and provenance is not None and traj.rewards:
-            spec_json = reward_spec.to_json() if hasattr(reward_spec, "to_json") else None
+            to_json = getattr(reward_spec, "to_json", None)
+            spec_json = to_json() if callable(to_json) else None
             try:
                 self.store.record_rewards(traj.id, traj.rewards, traj.reward_spec or "", spec_json,
                                           provenance=dict(provenance))
@@ -71,7 +104,7 @@ def sanitized(traj: Trajectory) -> Trajectory:
         return traj
 
 
-def score(traj: Trajectory, reward_spec: Any) -> None:
+def score(traj: Trajectory, reward_spec: Scorer) -> None:
     """`traj.rewards` from `reward_spec.score(traj)`; a failure is noted, never raised."""
     try:
         traj.rewards = reward_spec.score(traj)
@@ -80,7 +113,7 @@ def score(traj: Trajectory, reward_spec: Any) -> None:
         note(traj, "reward_error", describe(exc))
 
 
-def spec_name(reward_spec: Any) -> str | None:
+def spec_name(reward_spec: Scorer | None) -> str | None:
     return None if reward_spec is None else str(getattr(reward_spec, "name", type(reward_spec).__name__))
 
 
@@ -99,7 +132,7 @@ def note(traj: Trajectory, key: str, value: Any) -> None:
     traj.metadata[key] = value
 
 
-def store_trajectory(store: Any, traj: Trajectory) -> bool:
+def store_trajectory(store: TrajectoryStore, traj: Trajectory) -> bool:
     """Write `traj`; never raises. True when it was stored as it is.
 
     When the write fails, the episode is recorded as an error with the reason (in `traj`), and
@@ -154,4 +187,5 @@ def _number(value: Any) -> float:
         return time.time()
 
 
-__all__ = ["Recorder", "describe", "note", "sanitized", "score", "spec_name", "store_trajectory"]
+__all__ = ["Recorder", "Scorer", "TrajectoryStore", "describe", "note", "sanitized", "score", "spec_name",
+           "store_trajectory"]

@@ -14,9 +14,15 @@ from __future__ import annotations
 import contextlib
 import os
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from workbench.cluster._ray import require_ray
+
+if TYPE_CHECKING:
+    from workbench.agent.config import AgentConfig
+    from workbench.agent.environment import StepResult, ToolPrompt
+    from workbench.agent.executor import EpisodeJob
+    from workbench.cluster.spec import WorkerPolicy, WorkerTools
 
 
 def default_niceness() -> None:
@@ -33,12 +39,12 @@ def default_niceness() -> None:
 
 @lru_cache(maxsize=1)
 def worker_class() -> Any:
-    """The `ray.remote` class `KernelWorker(tools, kernels, name)`."""
+    """The `ray.remote` class `KernelWorker(tools, kernels, name)` (made by Ray at run time: `Any`)."""
     ray = require_ray()
 
     @ray.remote(concurrency_groups={"health": 1})
     class KernelWorker:
-        def __init__(self, tools: Mapping[str, Any], kernels: int, name: str) -> None:
+        def __init__(self, tools: Mapping[str, WorkerTools], kernels: int, name: str) -> None:
             from workbench.cluster.host import EnvHost
 
             default_niceness()
@@ -46,19 +52,19 @@ def worker_class() -> Any:
             identity = {"node": ctx.get_node_id(), "worker": name, "actor_id": ctx.get_actor_id()}
             self.host = EnvHost(tools, kernels=kernels, identity=identity)
 
-        async def start(self, warm: Any = None) -> dict[str, Any]:
+        async def start(self, warm: AgentConfig | None = None) -> dict[str, Any]:
             return await self.host.start(warm)
 
-        async def open(self, job: Any) -> Any:
+        async def open(self, job: EpisodeJob) -> ToolPrompt:
             return await self.host.open(job)
 
-        async def step(self, env_id: str, code: str | None, timeout: float) -> Any:
+        async def step(self, env_id: str, code: str | None, timeout: float) -> StepResult:
             return await self.host.step(env_id, code, timeout)
 
         async def close(self, env_id: str) -> None:
             await self.host.close(env_id)
 
-        async def run(self, job: Any, policy: Any) -> dict[str, Any]:
+        async def run(self, job: EpisodeJob, policy: WorkerPolicy) -> dict[str, Any]:
             return await self.host.run(job, policy)
 
         async def kernel_round_trip(self, env_id: str, code: str, calls: int) -> list[float]:

@@ -22,10 +22,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from workbench.agent.environment import StepResult, ToolPrompt
-from workbench.agent.executor import DEFAULT_TOOLS, EpisodeJob, stream_as_done
+from workbench.agent.executor import DEFAULT_TOOLS, EpisodeJob, TrajectoryStream, stream_as_done
 from workbench.agent.recorder import describe
 from workbench.cluster._ray import actor_died_errors, require_ray
 from workbench.cluster.workers import RayWorkers, Worker
@@ -33,6 +33,9 @@ from workbench.errors import ConfigError
 from workbench.trajectory import Trajectory
 
 if TYPE_CHECKING:
+    from ray import ObjectRef
+
+    from workbench.cluster.spec import WorkerPolicy, WorkerTools
     from workbench.policies.base import Policy
 
 MODES = ("env", "episode")
@@ -68,8 +71,9 @@ class RayExecutor:
     `worker_policy` (episode mode): what the workers run with, whatever policy a batch is given
     (say `"openai:http://host:8000/v1"`, while the driver's front holds a client for the same server)."""
 
-    def __init__(self, tools: Any = None, *, mode: str = "env", workers: int | RayWorkers = 1,
-                 retries: int = 1, worker_policy: Any = None, **placement: Any) -> None:
+    def __init__(self, tools: WorkerTools | Mapping[str, WorkerTools] | None = None, *, mode: str = "env",
+                 workers: int | RayWorkers = 1, retries: int = 1, worker_policy: WorkerPolicy | str | None = None,
+                 **placement: Any) -> None:
         require_ray()  # without the extra: a ConfigError naming it, now rather than mid-run
         if mode not in MODES:
             raise ConfigError(f"mode must be 'env' (policy here, kernels on workers) or 'episode' "
@@ -79,6 +83,8 @@ class RayExecutor:
         if worker_policy is not None and mode != "episode":
             raise ConfigError("worker_policy is what workers run whole episodes with: it needs mode='episode'")
         self.mode, self.retries, self.worker_policy = mode, retries, worker_policy
+        self._workers: RayWorkers | None
+        self._tools: dict[str, WorkerTools] = {}
         if isinstance(workers, RayWorkers):
             if tools is not None:
                 raise ConfigError("started RayWorkers carry their own tool sets; pass tools=None")
@@ -110,13 +116,13 @@ class RayExecutor:
         return self
 
     # -- episodes ------------------------------------------------------------------------------
-    async def stream(self, jobs: Sequence[EpisodeJob], policy: Policy) -> AsyncIterator[tuple[int, Trajectory]]:
+    async def stream(self, jobs: Sequence[EpisodeJob], policy: Policy) -> TrajectoryStream:
         """Yield `(index, trajectory)` as episodes end, exactly one per job."""
         jobs = list(jobs)
         for name in {job.tools for job in jobs} - set(self.toolsets) if self.toolsets else ():
             raise ConfigError(f"no tool set {name!r} in this executor (it has {sorted(self.toolsets)})")
         pool = self.workers if self._workers is not None else await asyncio.to_thread(lambda: self.workers)
-        remote_policy = None
+        remote_policy: ObjectRef | None = None
         if self.mode == "episode":
             from workbench.cluster.spec import policy_for_workers
 
@@ -132,9 +138,11 @@ class RayExecutor:
         async for done in stream_as_done(jobs, run):
             yield done
 
-    async def _with_retries(self, pool: RayWorkers, job: EpisodeJob, policy: Policy, remote_policy: Any) -> Trajectory:
+    async def _with_retries(self, pool: RayWorkers, job: EpisodeJob, policy: Policy,
+                            remote_policy: ObjectRef | None) -> Trajectory:
         lost: list[str] = []
         wire_job = dataclasses.replace(job, reward_spec=None)  # scoring is the driver's
+        worker_gone: tuple[type[BaseException], ...] = (WorkerLost, *actor_died_errors())
         while True:
             worker = await self._take(pool)
             if worker is None:
@@ -145,7 +153,7 @@ class RayExecutor:
                     return await self._env_episode(worker, wire_job, job, policy)
                 row = await worker.handle.run.remote(wire_job, remote_policy)
                 return Trajectory.from_dict(row)
-            except (WorkerLost, *actor_died_errors()) as exc:
+            except worker_gone as exc:
                 worker.alive = False
                 lost.append(f"{worker.name} on node {str(worker.info.get('node', '?'))[:12]}: {describe(exc)}")
                 if len(lost) > self.retries:

@@ -22,27 +22,30 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping
 
 from workbench.agent.config import AgentConfig
 from workbench.agent.environment import LocalEnvironment, StepResult, ToolPrompt
 from workbench.agent.executor import EpisodeJob
-from workbench.agent.local import open_environment
+from workbench.agent.local import PoolKey, ToolSet, open_environment, pool_key
+from workbench.cluster.spec import PolicySpec, ToolsSpec, WorkerPolicy, WorkerTools
 from workbench.errors import ConfigError
 from workbench.trajectory import Trajectory
 
+if TYPE_CHECKING:
+    from workbench.kernel import KernelPool
+    from workbench.policies.base import Policy
 
-def build_toolsets(tools: Mapping[str, Any]) -> dict[str, Any]:
+
+def build_toolsets(tools: Mapping[str, WorkerTools]) -> dict[str, ToolSet]:
     """Tool sets as this worker uses them: each `ToolsSpec` built here, others as they came."""
-    from workbench.cluster.spec import ToolsSpec
-
     return {name: spec.build() if isinstance(spec, ToolsSpec) else spec for name, spec in tools.items()}
 
 
 class EnvHost:
     """A worker's kernels, gateways and episodes; see the module docstring."""
 
-    def __init__(self, tools: Mapping[str, Any], *, kernels: int, identity: Mapping[str, Any] | None = None,
+    def __init__(self, tools: Mapping[str, WorkerTools], *, kernels: int, identity: Mapping[str, Any] | None = None,
                  root: Path | None = None, watchdog: bool = True) -> None:
         from workbench.agent.local import LocalExecutor
         from workbench.sandbox import default_root
@@ -55,11 +58,11 @@ class EnvHost:
         self._local = LocalExecutor(build_toolsets(tools), concurrency=kernels)
         self._watchdog = watchdog
         self._watch_fd = -1
-        self._pools: dict[tuple[Any, ...], Any] = {}
+        self._pools: dict[PoolKey, KernelPool] = {}
         self._lock: asyncio.Lock | None = None
         self._gate: asyncio.Semaphore | None = None
         self._envs: dict[str, tuple[LocalEnvironment, contextlib.AsyncExitStack]] = {}
-        self._policies: dict[str, Any] = {}
+        self._policies: dict[str, Policy] = {}
         self.in_use = self.high_water = self.episodes = self.steps = 0
 
     # -- lifetime ------------------------------------------------------------------------------
@@ -73,9 +76,9 @@ class EnvHost:
         await self._pool_for(warm or AgentConfig())
         return dict(self.identity)
 
-    async def _pool_for(self, agent: AgentConfig) -> Any:
+    async def _pool_for(self, agent: AgentConfig) -> KernelPool:
         assert self._lock is not None, "EnvHost.start() first"
-        key = (agent.profile, agent.isolation, agent.output_cap)
+        key = pool_key(agent)
         async with self._lock:
             if key not in self._pools:
                 from workbench.kernel import KernelPool
@@ -99,7 +102,7 @@ class EnvHost:
 
     # -- episodes ------------------------------------------------------------------------------
     @contextlib.asynccontextmanager
-    async def _slot(self) -> Any:
+    async def _slot(self) -> AsyncIterator[None]:
         assert self._gate is not None, "EnvHost.start() first"
         async with self._gate:
             self.in_use += 1
@@ -149,19 +152,17 @@ class EnvHost:
             self.episodes += 1
             await entry[1].aclose()
 
-    async def run(self, job: EpisodeJob, policy: Any) -> dict[str, Any]:
+    async def run(self, job: EpisodeJob, policy: WorkerPolicy) -> dict[str, Any]:
         """A whole episode here with `policy` (a `PolicySpec` is built once per worker); returns
         the trajectory's `to_dict()`."""
-        policy = self._policy(policy)
+        built = self._policy(policy)
         async with self._slot():
-            traj = await self._local.run(job, policy, await self._pool_for(job.agent))
+            traj = await self._local.run(job, built, await self._pool_for(job.agent))
         self.episodes += 1
         self.stamp(traj)
         return traj.to_dict()
 
-    def _policy(self, policy: Any) -> Any:
-        from workbench.cluster.spec import PolicySpec
-
+    def _policy(self, policy: WorkerPolicy) -> Policy:
         if not isinstance(policy, PolicySpec):
             return policy
         key = repr(policy)  # names env vars, never their values

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from workbench.errors import ConfigError
 
+if TYPE_CHECKING:
+    from workbench.tools import ToolRegistry
 
-def evolve_tools(role: str, corpus: str) -> Any:
+
+def evolve_tools(role: str, corpus: str) -> ToolRegistry:
     """Self-evolution's tool set of `role` ("proposer" or "solver"): BM25 over `corpus` (JSONL)."""
     from workbench.evolve.proposer import proposer_tools, solver_tools
     from workbench.search import BM25Retriever, Corpus
@@ -18,7 +21,7 @@ def evolve_tools(role: str, corpus: str) -> Any:
     return (proposer_tools if role == "proposer" else solver_tools)(retriever)
 
 
-def eval_tools(retriever: str | None, dataset: str) -> Any:
+def eval_tools(retriever: str | None, dataset: str) -> ToolRegistry:
     """`workbench eval`'s search tool: a saved index, bm25:CORPUS, a Search-R1 server, or the corpus
     beside the dataset."""
     from workbench.evaluate.cli import _retriever_tools

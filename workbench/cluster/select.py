@@ -10,24 +10,34 @@ exist on every node, so they are made absolute here).
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from workbench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from workbench.agent.local import LocalExecutor
+    from workbench.cluster.executor import RayExecutor
+    from workbench.cluster.spec import ToolsSpec, WorkerTools
 
 EXECUTORS = ("local", "ray")
 
 
-def make_executor(kind: str = "local", tools: Any = None, *, concurrency: int = 4, ray_address: str | None = None,
-                  **ray_options: Any) -> Any:
-    """`LocalExecutor(tools, concurrency)`, or a `RayExecutor` joining `ray_address` ("auto": the
-    cluster `ray start` runs here; None: start a local one) with `concurrency` kernels per worker.
-    `ray_options` (mode, workers, cpus_per_kernel, strategy, retries, worker_policy) go to `RayExecutor`."""
+def make_executor(kind: str = "local", tools: WorkerTools | Mapping[str, WorkerTools] | None = None, *,
+                  concurrency: int = 4, ray_address: str | None = None,
+                  **ray_options: Any) -> LocalExecutor | RayExecutor:
+    """`LocalExecutor(tools, concurrency)` (a `ToolsSpec` built here), or a `RayExecutor` joining
+    `ray_address` ("auto": the cluster `ray start` runs here; None: start a local one) with
+    `concurrency` kernels per worker. `ray_options` (mode, workers, cpus_per_kernel, strategy,
+    retries, worker_policy) go to `RayExecutor`."""
     if kind == "local":
         if ray_address is not None or ray_options:
             raise ConfigError("--ray-address and Ray options need --executor ray")
+        from workbench.agent.executor import DEFAULT_TOOLS
         from workbench.agent.local import LocalExecutor
+        from workbench.cluster.host import build_toolsets
 
-        return LocalExecutor(tools, concurrency=concurrency)
+        named = None if tools is None else tools if isinstance(tools, Mapping) else {DEFAULT_TOOLS: tools}
+        return LocalExecutor(None if named is None else build_toolsets(named), concurrency=concurrency)
     if kind == "ray":
         from workbench.cluster.executor import RayExecutor
 
@@ -52,7 +62,8 @@ def add_executor_arguments(p: argparse.ArgumentParser) -> None:
                         "server they can reach)")
 
 
-def executor_from_args(args: argparse.Namespace, *, worker_tools: Any, policy: str | None = None) -> Any:
+def executor_from_args(args: argparse.Namespace, *, worker_tools: WorkerTools | Mapping[str, WorkerTools] | None,
+                       policy: str | None = None) -> LocalExecutor | RayExecutor | None:
     """The executor the flags ask for, or None for local (the caller's default path)."""
     if getattr(args, "executor", "local") == "local":
         if args.ray_address is not None:
@@ -73,7 +84,8 @@ def absolute(path: str | None) -> str | None:
     return str(Path(path).resolve()) if path else None
 
 
-def search_tools_spec(*, corpus: str | None = None, index: str | None = None, tasks_path: str | None = None) -> Any:
+def search_tools_spec(*, corpus: str | None = None, index: str | None = None,
+                      tasks_path: str | None = None) -> ToolsSpec:
     """The `ToolsSpec` of `load_search_tool` with these paths, for the workers."""
     from workbench.cluster.spec import ToolsSpec
 

@@ -17,9 +17,13 @@ import importlib
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Union
 
 from workbench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from workbench.agent.local import ToolSet
+    from workbench.policies.base import Policy
 
 _SECRET = re.compile(r"(key|token|secret|password|passwd|credential|auth)", re.IGNORECASE)
 
@@ -82,7 +86,7 @@ class ToolsSpec:
     def label(self) -> str:
         return self.factory if isinstance(self.factory, str) else getattr(self.factory, "__qualname__", "?")
 
-    def build(self) -> Any:
+    def build(self) -> ToolSet:
         """Run on the worker: the tool set."""
         fn = import_object(self.factory) if isinstance(self.factory, str) else self.factory
         return fn(**self.kwargs, **_from_env(f"ToolsSpec({self.label})", self.env))
@@ -105,7 +109,7 @@ class PolicySpec:
         object.__setattr__(self, "env", dict(env or {}))
         _check(f"PolicySpec({spec})", self.kwargs, self.env)
 
-    def build(self) -> Any:
+    def build(self) -> Policy:
         """Run on the worker: the policy (scripted solvers registered, as the CLI does)."""
         from workbench.agent.resolve import resolve_policy
 
@@ -118,7 +122,11 @@ class PolicySpec:
         return load_policy(self.spec, **kwargs)
 
 
-def policy_for_workers(policy: Any) -> Any:
+WorkerTools = Union["ToolSet", ToolsSpec]  # a tool set as sent to workers: built here, or a recipe built there
+WorkerPolicy = Union["Policy", PolicySpec]  # a policy as sent to workers: pickled, or a recipe built there
+
+
+def policy_for_workers(policy: WorkerPolicy | str) -> WorkerPolicy:
     """What a whole-episode worker gets for `policy`: a spec string becomes a `PolicySpec`; a policy
     object travels as it is (pickled), unless it carries a credential."""
     if isinstance(policy, str):
@@ -132,4 +140,4 @@ def policy_for_workers(policy: Any) -> Any:
     return policy
 
 
-__all__ = ["PolicySpec", "ToolsSpec", "import_object", "policy_for_workers"]
+__all__ = ["PolicySpec", "ToolsSpec", "WorkerPolicy", "WorkerTools", "import_object", "policy_for_workers"]

@@ -16,10 +16,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from workbench.cluster._ray import actor_died_errors, require_ray, startup_share
 from workbench.errors import ConfigError, PoolError
+
+if TYPE_CHECKING:
+    from ray.util.placement_group import PlacementGroup
+
+    from workbench.agent.config import AgentConfig
+    from workbench.cluster.spec import WorkerTools
 
 STRATEGIES = ("SPREAD", "STRICT_SPREAD", "PACK", "STRICT_PACK")
 
@@ -40,7 +46,7 @@ def connect(address: str | None = None, **init_options: Any) -> Any:
 class Worker:
     """The driver's view of one actor."""
 
-    handle: Any
+    handle: Any  # the actor handle of `worker_class()`, a class Ray makes at run time
     index: int
     info: dict[str, Any] = field(default_factory=dict)  # node, worker, actor_id, host, pid
     alive: bool = True
@@ -59,17 +65,18 @@ class Worker:
 class RayWorkers:
     """Started kernel-worker actors; see the module docstring."""
 
-    def __init__(self, workers: list[Worker], kernels_per_worker: int, placement_group: Any = None,
-                 tools: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, workers: list[Worker], kernels_per_worker: int, placement_group: PlacementGroup | None = None,
+                 tools: Mapping[str, WorkerTools] | None = None) -> None:
         self.workers = workers
         self.tools = dict(tools or {})  # the tool sets' specs, as sent
         self.kernels_per_worker = kernels_per_worker
         self.placement_group = placement_group
 
     @classmethod
-    def start(cls, tools: Mapping[str, Any], *, workers: int = 1, kernels_per_worker: int = 2,
+    def start(cls, tools: Mapping[str, WorkerTools], *, workers: int = 1, kernels_per_worker: int = 2,
               cpus_per_kernel: float = 0.5, strategy: str | None = "SPREAD", address: str | None = None,
-              warm: Any = None, timeout: float = 300.0, init_options: Mapping[str, Any] | None = None) -> "RayWorkers":
+              warm: AgentConfig | None = None, timeout: float = 300.0,
+              init_options: Mapping[str, Any] | None = None) -> "RayWorkers":
         """Place and start `workers` actors, each warming `kernels_per_worker` kernels."""
         if workers < 1 or kernels_per_worker < 1:
             raise ConfigError(f"workers and kernels_per_worker must be >= 1, got {workers} and {kernels_per_worker}")
@@ -81,7 +88,8 @@ class RayWorkers:
         from workbench.cluster.actor import worker_class
 
         cpus = kernels_per_worker * cpus_per_kernel
-        group, options = None, [{"num_cpus": cpus} for _ in range(workers)]
+        group: PlacementGroup | None = None
+        options: list[dict[str, Any]] = [{"num_cpus": cpus} for _ in range(workers)]
         if strategy is not None:
             from ray.util.placement_group import placement_group
             from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
