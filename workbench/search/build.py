@@ -35,6 +35,7 @@ from workbench.errors import ConfigError, RetrievalError
 from workbench.search.corpus import iter_jsonl
 from workbench.search.dense import FORMAT_VERSION, factory_string, tune_index
 from workbench.search.encoder import Encoder, available_cpus
+from workbench.search.vectors import Rerank, ShardVectors, exact_top, save_atomic, shard_path
 
 FLAT_MAX = 200_000  # auto: exact search up to here (~0.3 GB at 384-d, one query ~10 ms on a core)
 HNSW_MAX = 2_000_000  # auto: HNSW over 8-bit codes up to here, IVF-PQ above
@@ -55,6 +56,8 @@ class BuildConfig:
     recall_k: int = field(default=10, metadata={"help": "k of the stored recall@k"})
     nprobe: int = field(default=32, metadata={"help": "IVF lists probed per query"})
     ef_search: int = field(default=128, metadata={"help": "HNSW candidate list size per query"})
+    rerank: int = field(default=100, metadata={"help": "compressed types: candidates re-ranked exactly against "
+                                                       "the stored vectors, memory-mapped (0: off)"})
     seed: int = field(default=0, metadata={"help": "seed of the training and recall samples"})
     fresh: bool = field(default=False, metadata={"help": "drop finished shards and start over"})
     show_progress: bool = field(default=True, metadata={"help": "tqdm bars with rate and ETA"})
@@ -63,6 +66,8 @@ class BuildConfig:
         for name in ("shard_size", "batch_size", "train_size", "recall_queries", "recall_k", "nprobe", "ef_search"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.rerank < 0:
+            raise ConfigError(f"rerank must be >= 0 (0: off), got {self.rerank}")
         if self.workers is not None and self.workers < 1:
             raise ConfigError(f"workers must be >= 1, got {self.workers}")
         if self.device not in ("auto", "cpu", "cuda"):
@@ -114,16 +119,6 @@ def shard_batches(path: Path, shard_size: int) -> Iterator[list[str]]:
             batch = []
     if batch:
         yield batch
-
-
-def shard_path(shards: Path, i: int) -> Path:
-    return shards / f"{i:06d}.npy"
-
-
-def save_atomic(path: Path, vectors: np.ndarray) -> None:
-    tmp = path.with_suffix(".tmp.npy")
-    np.save(tmp, vectors)
-    os.replace(tmp, path)
 
 
 _WORKER: dict[str, Any] = {}
@@ -179,21 +174,6 @@ def encode_shards(corpus: Path, shards: Path, cfg: BuildConfig, enc: Encoder) ->
     return total
 
 
-class ShardVectors:
-    """The encoded shards as one read-only (memory-mapped) row space."""
-
-    def __init__(self, shards: Path, n_shards: int):
-        self.parts = [np.load(shard_path(shards, i), mmap_mode="r") for i in range(n_shards)]
-        self.starts = np.cumsum([0] + [len(p) for p in self.parts])
-        self.n = int(self.starts[-1])
-        self.d = int(self.parts[0].shape[1])
-
-    def rows(self, ids: np.ndarray) -> np.ndarray:
-        """The vectors at sorted global row ids."""
-        where = np.searchsorted(self.starts, ids, side="right") - 1
-        return np.stack([self.parts[s][i - self.starts[s]] for s, i in zip(where, ids)]).astype(np.float32)
-
-
 # ---- index ----------------------------------------------------------------------------------
 
 
@@ -223,21 +203,19 @@ def fill_index(vecs: ShardVectors, spec: str, cfg: BuildConfig) -> Any:
     return index
 
 
-def exact_top(vecs: ShardVectors, queries: np.ndarray, k: int) -> np.ndarray:
-    """Exact inner-product top-k row ids over all shards (streamed, shard by shard)."""
-    best_s = np.full((len(queries), 0), -np.inf, np.float32)
-    best_i = np.zeros((len(queries), 0), np.int64)
-    for start, part in zip(vecs.starts, vecs.parts):
-        s = queries @ np.asarray(part, dtype=np.float32).T
-        s = np.concatenate([best_s, s], 1)
-        i = np.concatenate([best_i, np.broadcast_to(np.arange(len(part)) + start, (len(queries), len(part)))], 1)
-        keep = np.argpartition(-s, min(k, s.shape[1] - 1), 1)[:, :k]
-        best_s, best_i = np.take_along_axis(s, keep, 1), np.take_along_axis(i, keep, 1)
-    return best_i
+def lossy(index: Any) -> bool:
+    """Whether `index` ranks by codes smaller than half-precision vectors (then re-ranking pays)."""
+    import faiss
+
+    inner = faiss.downcast_index(index.storage) if hasattr(index, "storage") else index
+    ivf = faiss.try_extract_index_ivf(inner)
+    return (ivf.code_size if ivf is not None else inner.sa_code_size()) < 2 * inner.d
 
 
-def measure_recall(index: Any, vecs: ShardVectors, cfg: BuildConfig, spec: str) -> dict[str, Any]:
-    """Recall@k of `index` against exact search, on stored vectors as queries (self excluded)."""
+def measure_recall(index: Any, vecs: ShardVectors, cfg: BuildConfig, spec: str,
+                   rerank: Rerank | None = None) -> dict[str, Any]:
+    """Recall@k of `index` (re-ranked by `rerank` if given) against exact search, on stored vectors
+    as queries (self excluded), with a sweep over the index's search-time parameter."""
     k = min(cfg.recall_k, vecs.n - 1)
     if k < 1:
         return {"k": cfg.recall_k, "recall": 1.0, "queries": 0, "index": spec, "note": "one vector"}
@@ -246,16 +224,20 @@ def measure_recall(index: Any, vecs: ShardVectors, cfg: BuildConfig, spec: str) 
     q = vecs.rows(qids)
     exact = exact_top(vecs, q, k + 1)
 
-    def recall() -> float:
-        _, approx = index.search(q, k + 1)
+    def recall(rr: Rerank | None = rerank) -> float:
+        _, approx = index.search(q, min(vecs.n, rr.fetch(k + 1)) if rr else k + 1)
+        if rr is not None:
+            _, approx = rr(q, approx, k + 1)
         hits = [len(set(a[a != s][:k]) & set(e[e != s][:k])) / k for a, e, s in zip(approx, exact, qids)]
         return float(np.mean(hits))
 
     out: dict[str, Any] = {"k": k, "queries": len(qids), "index": spec, "recall": recall(),
                            "queries_from": "stored vectors, each query's own row excluded"}
+    if rerank is not None:
+        out |= {"rerank": rerank.candidates, "recall_without_rerank": recall(None)}
     import faiss
 
-    for name, values in (("nprobe", (8, 16, 32, 64, 128)), ("efSearch", (32, 64, 128, 256))):
+    for name, values in (("nprobe", (8, 16, 32, 64, 128, 256)), ("efSearch", (32, 64, 128, 256))):
         try:
             sweep = {}
             for v in values:
@@ -315,8 +297,9 @@ def build_dense(corpus: str | Path, out: str | Path, config: BuildConfig | None 
     t1 = time.perf_counter()
     index = fill_index(vecs, spec, cfg)
     index_s = time.perf_counter() - t1
+    rerank = Rerank(vecs, cfg.rerank) if cfg.rerank and lossy(index) else None
     rec = ({"k": cfg.recall_k, "recall": 1.0, "index": spec, "note": "exact search"} if spec == "Flat"
-           else measure_recall(index, vecs, cfg, spec))
+           else measure_recall(index, vecs, cfg, spec, rerank))
     rec |= {"passages": vecs.n, "encode_seconds": round(encode_s, 1), "index_seconds": round(index_s, 1)}
     tmp = out / "index.faiss.tmp"
     faiss.write_index(index, str(tmp))
@@ -325,10 +308,12 @@ def build_dense(corpus: str | Path, out: str | Path, config: BuildConfig | None 
         shutil.copyfile(corpus, out / "corpus.jsonl")
     (out / "recall.json").write_text(json.dumps(rec, indent=2))
     meta = {"kind": "dense", "format_version": FORMAT_VERSION, "index": spec, "count": vecs.n,
-            "corpus": "corpus.jsonl", "nprobe": cfg.nprobe, "ef_search": cfg.ef_search, **enc.describe()}
+            "corpus": "corpus.jsonl", "nprobe": cfg.nprobe, "ef_search": cfg.ef_search,
+            "rerank": rerank.candidates if rerank else 0, **enc.describe()}
     (out / "meta.json").write_text(json.dumps(meta, indent=2))
     if cfg.show_progress:
-        print(f"index {spec}: {vecs.n:,} passages, recall@{rec['k']} vs exact {rec['recall']:.3f} "
+        how = f", top {rerank.candidates} re-ranked exactly; {rec['recall_without_rerank']:.3f} without" if rerank else ""
+        print(f"index {spec}: {vecs.n:,} passages, recall@{rec['k']} vs exact {rec['recall']:.3f}{how} "
               f"({rec.get('note') or str(rec['queries']) + ' queries'}); encode {encode_s:.0f} s "
               f"({vecs.n / max(encode_s, 1e-9):,.0f} passages/s), index {index_s:.0f} s", flush=True)
     return out

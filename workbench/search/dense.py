@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import shutil
 from pathlib import Path
 from typing import Any, Iterator
@@ -31,6 +32,7 @@ from workbench.errors import ConfigError, RetrievalError
 from workbench.search.corpus import Corpus
 from workbench.search.encoder import Encoder, available_cpus
 from workbench.search.hits import Hit, RetrieverBase, check_queries
+from workbench.search.vectors import Rerank, ShardVectors, shard_path
 
 FORMAT_VERSION = 1
 
@@ -72,6 +74,8 @@ def factory_string(kind: str, n: int) -> str:
     """Map a short index name to a `faiss.index_factory` description."""
     if kind == "flat":
         return "Flat"
+    if kind == "flat16":  # exhaustive scan of half-precision vectors: half the bytes read per query
+        return "SQfp16"
     if kind == "ivf":  # ~4·sqrt(n) lists, but at least 39 training points per list
         return f"IVF{max(1, min(int(4 * math.sqrt(n)), n // 39))},Flat"
     if kind == "hnsw":
@@ -127,7 +131,8 @@ class DenseRetriever(RetrieverBase):
     """Encoder + FAISS index + corpus. Index row i is corpus row i."""
 
     def __init__(self, corpus: Corpus, encoder: Encoder | None, index: Any, *, spec: str = "flat",
-                 gpu: bool | None = None, threads: int | None = None, search_threads: int | None = 1):
+                 gpu: bool | None = None, threads: int | None = None, search_threads: int | None = 1,
+                 rerank: Rerank | None = None):
         if index.ntotal != len(corpus):
             raise RetrievalError(f"index has {index.ntotal} vectors but the corpus has {len(corpus)} rows; "
                                  "rebuild the index from this corpus")
@@ -136,6 +141,10 @@ class DenseRetriever(RetrieverBase):
         self.encoder = encoder
         self.spec = spec
         self.search_threads = search_threads
+        if rerank is not None and rerank.vectors.n != index.ntotal:
+            raise RetrievalError(f"the re-ranking vectors hold {rerank.vectors.n} rows but the index has "
+                                 f"{index.ntotal}; rebuild the index")
+        self.rerank = rerank
         self.cpu_index = index
         self.index = index if gpu is False else to_gpu(index, required=bool(gpu))
 
@@ -172,8 +181,12 @@ class DenseRetriever(RetrieverBase):
     def search_vectors(self, vectors: np.ndarray, top_k: int = 3) -> list[list[Hit]]:
         """Top-k for already-encoded query vectors (rows of `vectors`)."""
         k = min(int(top_k), len(self.corpus))
+        q = np.ascontiguousarray(vectors, dtype=np.float32)
+        fetch = min(self.rerank.fetch(k), len(self.corpus)) if self.rerank else k
         with faiss_threads(self.search_threads if len(vectors) < 20 else None):
-            scores, ids = self.index.search(np.ascontiguousarray(vectors, dtype=np.float32), k)
+            scores, ids = self.index.search(q, fetch)
+        if self.rerank is not None:
+            scores, ids = self.rerank(q, ids, k)
         return [[self.corpus.hit(int(i), float(s)) for s, i in zip(srow, irow) if i >= 0]
                 for srow, irow in zip(scores, ids)]
 
@@ -204,15 +217,19 @@ class DenseRetriever(RetrieverBase):
                 "count": len(self.corpus), "corpus": corpus_ref,
                 **(self.encoder.describe() if self.encoder else {"encoder": None, "e5": False,
                                                                  "dim": int(self.cpu_index.d)})}
+        if self.rerank is not None:
+            copy_shards(self.rerank.vectors, d / "shards")
+            meta["rerank"] = self.rerank.candidates
         (d / "meta.json").write_text(json.dumps(meta, indent=2))
         return d
 
     @classmethod
     def load(cls, directory: str | Path, *, mmap: bool = True, encoder: Encoder | str | Path | None = None,
              gpu: bool | None = None, threads: int | None = None, nprobe: int | None = None,
-             ef_search: int | None = None) -> DenseRetriever:
+             ef_search: int | None = None, rerank: int | None = None) -> DenseRetriever:
         """Open a saved index. `mmap=True` maps the vectors from disk instead of reading them in.
-        `nprobe` / `ef_search` default to the values the index was built (and its recall measured) with."""
+        `nprobe` / `ef_search` / `rerank` (candidates re-ranked exactly against the encoded shards kept
+        beside the index; 0: off) default to what the index was built (and its recall measured) with."""
         import faiss
 
         d = Path(directory)
@@ -229,10 +246,27 @@ class DenseRetriever(RetrieverBase):
         if enc is not None and enc.dim != index.d:
             raise RetrievalError(f"encoder {enc.name!r} gives {enc.dim}-d vectors but the index holds "
                                  f"{index.d}-d ones; load with the encoder the index was built with")
-        return cls(corpus, enc, index, spec=meta.get("index", "flat"), gpu=gpu, threads=threads)
+        candidates = meta.get("rerank", 0) if rerank is None else rerank
+        reranker = (Rerank(ShardVectors.open(d / "shards", count=index.ntotal), candidates)
+                    if candidates else None)
+        return cls(corpus, enc, index, spec=meta.get("index", "flat"), gpu=gpu, threads=threads, rerank=reranker)
 
     def __repr__(self) -> str:
         return f"DenseRetriever({len(self.corpus)} passages, index={self.spec!r}, encoder={self.encoder!r})"
+
+
+def copy_shards(vectors: ShardVectors, dest: Path) -> None:
+    """Put the re-ranking shards in `dest` (hard links where the file system allows, else copies)."""
+    if dest.exists() and dest.resolve() == vectors.dir.resolve():
+        return
+    dest.mkdir(parents=True, exist_ok=True)
+    for i in range(len(vectors.parts)):
+        src, dst = shard_path(vectors.dir, i), shard_path(dest, i)
+        dst.unlink(missing_ok=True)
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copyfile(src, dst)
 
 
 def read_index(path: Path, mmap: bool) -> Any:
