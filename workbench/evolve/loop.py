@@ -35,7 +35,6 @@ from typing import Any, Callable
 from workbench.errors import ConfigError
 from workbench.evolve.config import Agent0Config, DrZeroConfig, EvolveConfig
 from workbench.evolve.modes import Mode, agent0_mode, drzero_mode
-from workbench.agent.recorder import Recorder
 from workbench.evolve.phases import Phases, PrecomputedReward, ProposerEpisodes, SolverEpisodes, evolve_executor
 from workbench.evolve.proposer import proposer_task, proposer_tools, sample_documents, sample_hops, solver_tools
 from workbench.trajectory import Task
@@ -125,7 +124,7 @@ def run_evolution(config: EvolveConfig, mode: Mode, *, proposer_policy: Any, sol
     if owned:
         executor = evolve_executor(proposer_tools(retriever), solver_tools(retriever), config.concurrency)
     s_cfg = config.agent_config("solver")
-    phases = Phases(executor, config.agent_config("proposer"), s_cfg, Recorder(store), run_id)
+    phases = Phases(executor, config.agent_config("proposer"), s_cfg, store, run_id)
     bar = _bar(config.iterations, config.progress)
     try:
         for i in range(config.iterations):
@@ -146,7 +145,7 @@ def run_evolution(config: EvolveConfig, mode: Mode, *, proposer_policy: Any, sol
 def _iteration(i: int, config: EvolveConfig, mode: Mode, phases: Phases, rows: list[dict[str, Any]],
                proposer_policy: Any, solver: Any, train_fn: TrainFn | None, bar: Any) -> IterationResult:
     """One iteration: proposer update, propose, gate, attempt, score, QA set, solver update, state."""
-    store, run_id = phases.recorder.store, phases.run_id
+    store, run_id = phases.store, phases.run_id
     it_dir = Path(config.run_dir) / f"iter_{i}"
     it_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()

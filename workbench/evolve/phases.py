@@ -22,10 +22,12 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Sequence
 
-from workbench.agent.executor import config_for, gather_jobs, make_jobs
+from workbench.agent.config import AgentConfig
+from workbench.agent.executor import Executor, config_for, gather_jobs, make_jobs
 from workbench.agent.recorder import Recorder
 from workbench.evolve.proposer import Proposal, proposal_of
 from workbench.kernel.sync import run_sync
+from workbench.store import Store
 from workbench.train.run import NBAgentEpisodes
 from workbench.trajectory import Task, Trajectory
 
@@ -57,14 +59,18 @@ def evolve_executor(proposer_tools: Any, solver_tools: Any, concurrency: int) ->
 @dataclass
 class Phases:
     """What both phases run with: the executor (tool sets "proposer" and "solver"), the agent
-    configs, the recorder (its store) and the run id."""
+    configs, the store (with a recorder writing to it) and the run id."""
 
-    executor: Any
-    proposer_config: Any  # AgentConfig
-    solver_config: Any
-    recorder: Recorder
+    executor: Executor
+    proposer_config: AgentConfig
+    solver_config: AgentConfig
+    store: Store
     run_id: str
     progress: bool = False
+    recorder: Recorder = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.recorder = Recorder(self.store)
 
     async def propose(self, tasks: Sequence[Task], policy: Any, lineage: dict[str, Any] | None = None) -> list[Proposed]:
         """Proposer episodes and their proposals (not yet recorded: `record` does, once scored)."""
