@@ -95,3 +95,14 @@ def test_any_text_encodes_to_a_unit_vector_like_torch(encoder, text):
     assert q.shape == p.shape == (1, 384) and np.isfinite(q).all() and np.isfinite(p).all()
     assert abs(np.linalg.norm(q) - 1) < 1e-4
     assert np.allclose(p, torch_vectors(encoder, [text]), atol=5e-5)
+
+
+@pytest.mark.parametrize("backend", ["onnx", "torch"])
+def test_progress_callback_counts_every_passage_and_changes_nothing(world, backend):
+    enc = Encoder(backend=backend, batch_size=8)
+    texts = world[0].contents()[:30]
+    seen = []
+    got = enc.encode_passages(texts, on_batch=seen.append)
+    assert sum(seen) == 30 and np.array_equal(got, enc.encode_passages(texts))
+    if backend == "onnx":  # one call a batch of 8: 8 + 8 + 8 + 6
+        assert sorted(seen) == [6, 8, 8, 8]

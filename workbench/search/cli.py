@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--out", required=True, help="output directory")
     b.add_argument("--kind", choices=["dense", "bm25"], default="dense")
     b.add_argument("--index-type", dest="index", default="auto",
-                   help="dense only: auto (by size) | flat | hnsw-sq | hnsw | ivfpq | ivf | a faiss factory string")
+                   help="dense only: auto (by size) | flat | flat16 | hnsw-sq | hnsw | ivfpq | ivf | a faiss factory string")
     from workbench.search.build import BuildConfig
 
     for f in fields(BuildConfig):

@@ -6,7 +6,8 @@
     dense.save("runs/index")                              # index.faiss + meta.json + corpus.jsonl
     dense = DenseRetriever.load("runs/index")             # memory-mapped, read-only
 
-`index=` takes `"flat"` (exact cosine, Search-R1's `Flat`), `"ivf"` (IVF-Flat, `nprobe` lists
+`index=` takes `"flat"` (exact cosine, Search-R1's `Flat`), `"flat16"` (the same scan over
+half-precision vectors: half the memory, ~1.6x faster a query), `"ivf"` (IVF-Flat, `nprobe` lists
 probed), `"hnsw"` (HNSW32) or any `faiss.index_factory` string. With faiss-gpu installed the index
 is sharded over all GPUs (`faiss.index_cpu_to_all_gpus`, fp16), as Search-R1's `--faiss_gpu`.
 

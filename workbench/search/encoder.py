@@ -23,7 +23,7 @@ import contextlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -141,22 +141,27 @@ class Encoder:
                 self._torch.max_seq_length = self.max_length
         return self._torch
 
-    def _encode(self, texts: list[str], role: str, show_progress: bool = False) -> np.ndarray:
+    def _encode(self, texts: list[str], role: str, show_progress: bool = False,
+                on_batch: Callable[[int], None] | None = None) -> np.ndarray:
         if self.e5:
             texts = [f"{role}: {t}" for t in texts]
         if (self.query_backend if role == "query" else self.backend) != "torch":
-            return self._ort_model(role).encode(texts, self.batch_size)
+            return self._ort_model(role).encode(texts, self.batch_size, on_batch)
         texts = [safe_text(t) for t in texts]
         vecs = self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
                                  convert_to_numpy=True, show_progress_bar=show_progress)
+        if on_batch is not None:
+            on_batch(len(texts))
         return np.ascontiguousarray(vecs, dtype=np.float32).reshape(len(texts), -1)
 
     def encode_queries(self, queries: list[str]) -> np.ndarray:
         with torch_threads(self.query_threads if self.query_backend == "torch" else None):
             return self._encode(queries, "query")
 
-    def encode_passages(self, passages: list[str], show_progress: bool = False) -> np.ndarray:
-        return self._encode(passages, "passage", show_progress)
+    def encode_passages(self, passages: list[str], show_progress: bool = False,
+                        on_batch: Callable[[int], None] | None = None) -> np.ndarray:
+        """Unit vectors for `passages`; `on_batch(n)` after each encoded batch of `n` (progress)."""
+        return self._encode(passages, "passage", show_progress, on_batch)
 
     def describe(self) -> dict[str, Any]:
         return {"encoder": self.name, "e5": self.e5, "dim": self.dim, "backend": self.backend,

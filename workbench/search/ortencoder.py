@@ -22,7 +22,7 @@ import shutil
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -143,8 +143,10 @@ class OrtModel:
             raise ConfigError(f"ONNX variant must be 'onnx' or 'onnx-int8', got {variant!r}")
         return cls(exported(model_path), variant, threads)
 
-    def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
-        """Unit vectors for `texts`; batches group texts of similar length (less padding)."""
+    def encode(self, texts: list[str], batch_size: int = 64,
+               on_batch: Callable[[int], None] | None = None) -> np.ndarray:
+        """Unit vectors for `texts`; batches group texts of similar length (less padding).
+        `on_batch(n)` is called after each batch of `n` texts (progress)."""
         out = np.zeros((len(texts), self.dim), np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(texts), batch_size):
@@ -154,4 +156,6 @@ class OrtModel:
             feeds = {"input_ids": ids, "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
                      "token_type_ids": np.zeros_like(ids)}
             out[rows] = self.session.run(None, {k: feeds[k] for k in self.inputs})[0]
+            if on_batch is not None:
+                on_batch(len(rows))
         return out
