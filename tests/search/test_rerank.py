@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from workbench.errors import RetrievalError
 from workbench.search import BuildConfig, Corpus, DenseRetriever
+from workbench.search.corpus import JsonlRows
 from workbench.search.build import fill_index, index_factory, lossy, measure_recall
 from workbench.search.vectors import Rerank, ShardVectors, save_atomic
 
@@ -113,6 +114,8 @@ def test_a_reranking_retriever_scores_exactly_and_survives_save_and_load(ivfpq, 
     assert json.loads((tmp_path / "copy" / "meta.json").read_text())["rerank"] == 50
     again = DenseRetriever.load(tmp_path / "copy")
     assert again.rerank is not None and again.rerank.candidates == 50
+    assert isinstance(again.corpus.rows, JsonlRows)  # memory-mapped load: rows read on demand
+    assert isinstance(DenseRetriever.load(tmp_path / "copy", mmap=False).corpus.rows, list)
     assert [[h.id for h in hs] for hs in again.search_vectors(q, 5)] == [[h.id for h in hs] for hs in hits]
     assert DenseRetriever.load(tmp_path / "copy", rerank=0).rerank is None
     (tmp_path / "copy" / "shards" / "000002.npy").unlink()

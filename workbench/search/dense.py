@@ -228,7 +228,8 @@ class DenseRetriever(RetrieverBase):
     def load(cls, directory: str | Path, *, mmap: bool = True, encoder: Encoder | str | Path | None = None,
              gpu: bool | None = None, threads: int | None = None, nprobe: int | None = None,
              ef_search: int | None = None, rerank: int | None = None) -> DenseRetriever:
-        """Open a saved index. `mmap=True` maps the vectors from disk instead of reading them in.
+        """Open a saved index. `mmap=True` maps the vectors from disk instead of reading them in and
+        reads corpus rows on demand (`Corpus.open`: a row-offset file, 8 bytes a passage).
         `nprobe` / `ef_search` / `rerank` (candidates re-ranked exactly against the encoded shards kept
         beside the index; 0: off) default to what the index was built (and its recall measured) with."""
         import faiss
@@ -237,7 +238,7 @@ class DenseRetriever(RetrieverBase):
         meta = read_meta(d, "dense")
         index = read_index(d / "index.faiss", mmap)
         tune_index(index, nprobe=nprobe or meta.get("nprobe", 16), ef_search=ef_search or meta.get("ef_search", 64))
-        corpus = Corpus.from_jsonl(d / meta["corpus"])
+        corpus = Corpus.open(d / meta["corpus"]) if mmap else Corpus.from_jsonl(d / meta["corpus"])
         if isinstance(encoder, Encoder):
             enc: Encoder | None = encoder
         elif encoder is not None or meta.get("encoder"):
