@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from workbench.search import BM25Retriever, Corpus, DenseRetriever, Encoder
@@ -79,3 +80,18 @@ def _recall_at(retriever, questions, k: int = 3) -> float:
 @pytest.fixture(scope="session")
 def recall_at():
     return _recall_at
+
+
+def _clustered(n: int, d: int = 64, seed: int = 0) -> np.ndarray:
+    """Unit vectors shaped like sentence embeddings: 40 topics, spread within an 8-d subspace."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((40, d))
+    basis = rng.standard_normal((8, d))
+    x = (centres[rng.integers(0, 40, n)] + 0.3 * rng.standard_normal((n, 8)) @ basis
+         + 0.02 * rng.standard_normal((n, d)))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture(scope="session")
+def clustered():
+    return _clustered

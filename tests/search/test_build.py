@@ -112,20 +112,13 @@ def test_resume_with_other_settings_is_refused(uninterrupted, small_corpus, tmp_
         build_dense(small_corpus, out, shard_size=SHARD + 1, show_progress=False)
 
 
-def clustered(n, d=32, seed=0):
-    rng = np.random.default_rng(seed)
-    centres = rng.standard_normal((40, d))
-    x = centres[rng.integers(0, 40, n)] + 0.3 * rng.standard_normal((n, d))
-    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
-
-
 @pytest.mark.parametrize("kind", ["ivfpq", "hnsw-sq", "hnsw", "ivf", "flat", "flat16"])
-def test_compressed_types_report_recall_against_exact(tmp_path, kind):
+def test_compressed_types_report_recall_against_exact(tmp_path, kind, clustered):
     x = clustered(6000)
     for i in range(3):
         save_atomic(tmp_path / f"{i:06d}.npy", x[i * 2000:(i + 1) * 2000])
     vecs = ShardVectors(tmp_path, 3)
-    cfg = BuildConfig(train_size=4000, show_progress=False, nprobe=16)
+    cfg = BuildConfig(train_size=4000, show_progress=False, nprobe=16, ef_search=64)
     spec = index_factory(kind, vecs.n, vecs.d)
     index = fill_index(vecs, spec, cfg)
     assert index.ntotal == 6000
@@ -137,7 +130,7 @@ def test_compressed_types_report_recall_against_exact(tmp_path, kind):
     want = np.mean([len(set(a[a != s][:10]) & set(e[e != s][:10])) / 10 for a, e, s in zip(approx, exact, qids)])
     assert rec["recall"] == pytest.approx(want)
     assert rec["recall"] >= {"flat": 0.99, "flat16": 0.99, "hnsw": 0.95, "ivf": 0.95, "hnsw-sq": 0.9}.get(kind, 0.3)
-    if "IVF" in spec:
+    if kind == "ivf":  # exact scores over a superset of candidates: recall never falls as nprobe grows
         assert list(rec["recall_by_nprobe"].values()) == sorted(rec["recall_by_nprobe"].values())
 
 
@@ -146,8 +139,8 @@ def test_size_aware_default():
     assert index_factory("auto", 200_000, 384) == "SQfp16" and index_factory("flat", 5, 8) == "Flat"
     assert auto_index(1_000_000, 384) == "hnsw-sq"
     assert auto_index(21_000_000, 768) == "ivfpq"
-    assert index_factory("auto", 21_000_000, 768) == "IVF8192,PQ256x8np"  # 264 of 3072 bytes a vector
-    assert index_factory("ivfpq", 1_000_000, 384) == "IVF2048,PQ128x8np"
+    assert index_factory("auto", 21_000_000, 768) == "IVF8192,PQ384x4fs"  # 192 + 8 of 3072 bytes a vector
+    assert index_factory("ivfpq", 1_000_000, 384) == "IVF2048,PQ192x4fs"  # 96 + 8 of 1536
     assert index_factory("hnsw-sq", 5, 8) == "HNSW32,SQ8"
 
 

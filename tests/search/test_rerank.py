@@ -76,18 +76,11 @@ def test_lossy_tells_which_index_types_rank_by_short_codes():
         assert lossy(index) is want, spec
 
 
-def clustered(n, d=32, seed=0):
-    rng = np.random.default_rng(seed)
-    centres = rng.standard_normal((40, d))
-    x = centres[rng.integers(0, 40, n)] + 0.3 * rng.standard_normal((n, d))
-    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
-
-
 @pytest.fixture(scope="module")
-def ivfpq(tmp_path_factory):
+def ivfpq(tmp_path_factory, clustered):
     x = clustered(6000)
     vecs = write_shards(tmp_path_factory.mktemp("idx") / "shards", x, [2000] * 3)
-    cfg = BuildConfig(train_size=4000, show_progress=False, nprobe=16, rerank=50)
+    cfg = BuildConfig(train_size=4000, show_progress=False, nprobe=4, rerank=50)
     spec = index_factory("ivfpq", vecs.n, vecs.d)
     return x, vecs, cfg, spec, fill_index(vecs, spec, cfg)
 
@@ -97,8 +90,7 @@ def test_reranked_recall_is_reported_beside_the_plain_one(ivfpq):
     rec = measure_recall(index, vecs, cfg, spec, Rerank(vecs, cfg.rerank))
     plain = measure_recall(index, vecs, cfg, spec)
     assert rec["rerank"] == 50 and rec["recall_without_rerank"] == pytest.approx(plain["recall"])
-    assert rec["recall"] >= plain["recall"] + 0.3  # measured: 0.86 vs 0.36 (PQ8 codes of 32-d vectors)
-    assert list(rec["recall_by_nprobe"].values()) == sorted(rec["recall_by_nprobe"].values())
+    assert rec["recall"] >= 0.95 and rec["recall"] >= plain["recall"] + 0.2  # measured: 0.996 vs 0.71
 
 
 def test_a_reranking_retriever_scores_exactly_and_survives_save_and_load(ivfpq, tmp_path):
@@ -121,3 +113,19 @@ def test_a_reranking_retriever_scores_exactly_and_survives_save_and_load(ivfpq, 
     (tmp_path / "copy" / "shards" / "000002.npy").unlink()
     with pytest.raises(RetrievalError, match="rebuild"):
         DenseRetriever.load(tmp_path / "copy")
+
+
+def test_the_search_knob_is_tuned_to_the_target_recall(ivfpq):
+    import faiss
+
+    x, vecs, cfg, spec, index = ivfpq
+    auto = BuildConfig(train_size=4000, show_progress=False, rerank=50, target_recall=0.95)
+    rec = measure_recall(index, vecs, auto, spec, Rerank(vecs, 50))
+    sweep = {int(v): r for v, r in rec["recall_by_nprobe"].items()}
+    assert rec["nprobe"] == min(v for v, r in sweep.items() if r >= 0.95) == max(sweep)  # the sweep stops there
+    assert faiss.extract_index_ivf(index).nprobe == rec["nprobe"] and rec["recall"] >= 0.95
+    fixed = measure_recall(index, vecs, BuildConfig(show_progress=False, nprobe=2), spec, Rerank(vecs, 50))
+    assert fixed["nprobe"] == 2 == faiss.extract_index_ivf(index).nprobe
+    assert fixed["recall"] == fixed["recall_by_nprobe"]["2"] < rec["recall"]
+    never = measure_recall(index, vecs, BuildConfig(show_progress=False, target_recall=1.0), spec)
+    assert never["nprobe"] == faiss.extract_index_ivf(index).nlist and "not reached" in never["note"]

@@ -54,8 +54,12 @@ class BuildConfig:
     train_size: int = field(default=100_000, metadata={"help": "vectors sampled to train IVF / PQ / SQ"})
     recall_queries: int = field(default=200, metadata={"help": "queries for recall@k vs exact"})
     recall_k: int = field(default=10, metadata={"help": "k of the stored recall@k"})
-    nprobe: int = field(default=32, metadata={"help": "IVF lists probed per query"})
-    ef_search: int = field(default=128, metadata={"help": "HNSW candidate list size per query"})
+    nprobe: int | None = field(default=None, metadata={"help": "IVF lists probed per query (default: the "
+                                                                   "fewest that reach --target-recall)"})
+    ef_search: int | None = field(default=None, metadata={"help": "HNSW candidates per query (default: the "
+                                                                      "fewest that reach --target-recall)"})
+    target_recall: float = field(default=0.95, metadata={"help": "recall@k vs exact the search-time "
+                                                                 "parameter is tuned to reach"})
     rerank: int = field(default=100, metadata={"help": "compressed types: candidates re-ranked exactly against "
                                                        "the stored vectors, memory-mapped (0: off)"})
     seed: int = field(default=0, metadata={"help": "seed of the training and recall samples"})
@@ -64,8 +68,10 @@ class BuildConfig:
 
     def check(self) -> None:
         for name in ("shard_size", "batch_size", "train_size", "recall_queries", "recall_k", "nprobe", "ef_search"):
-            if int(getattr(self, name)) < 1:
+            if getattr(self, name) is not None and int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0 < self.target_recall <= 1:
+            raise ConfigError(f"target_recall must be in (0, 1], got {self.target_recall}")
         if self.rerank < 0:
             raise ConfigError(f"rerank must be >= 0 (0: off), got {self.rerank}")
         if self.workers is not None and self.workers < 1:
@@ -95,10 +101,11 @@ def index_factory(kind: str, n: int, d: int) -> str:
         return "HNSW32,SQ8"
     if kind == "ivfpq":
         nlist = max(1, min(1 << round(math.log2(max(1.0, 2 * math.sqrt(n)))), n // 39))
-        # The most PQ bytes a vector that keep codes + 8-byte ids within 1/8 of the flat index (4d bytes).
-        m = max([m for m in range(1, d + 1) if d % m == 0 and m <= d // 2 - 8] or [1])
-        nbits = max(1, min(8, int(math.log2(max(2, n // 39)))))  # 8 bits needs ~10k training vectors
-        return f"IVF{nlist},PQ{m}x{nbits}np"  # np: no polysemous training (minutes, unused by search)
+        # 4-bit PQ codes scanned with SIMD ("fast scan"), two dimensions a sub-quantiser: d/4 bytes a
+        # vector + 8 for its id, within 1/8 of the flat index (4d bytes) from d = 32 on. Scanning is
+        # cheap enough to probe many lists; the top candidates are then re-ranked exactly.
+        m = d // 2 if d % 2 == 0 else d
+        return f"IVF{nlist},PQ{m}x4fs"
     return factory_string(kind, n)
 
 
@@ -219,7 +226,7 @@ def fill_index(vecs: ShardVectors, spec: str, cfg: BuildConfig) -> Any:
 
     for part in tqdm(vecs.parts, desc="adding to index", unit="shard", disable=not cfg.show_progress):
         index.add(np.ascontiguousarray(part, dtype=np.float32))
-    tune_index(index, nprobe=cfg.nprobe, ef_search=cfg.ef_search)
+    tune_index(index, nprobe=cfg.nprobe or 32, ef_search=cfg.ef_search or 128)  # until measure_recall tunes
     return index
 
 
@@ -232,10 +239,25 @@ def lossy(index: Any) -> bool:
     return (ivf.code_size if ivf is not None else inner.sa_code_size()) < 2 * inner.d
 
 
+def search_knob(index: Any) -> tuple[str, list[int]] | None:
+    """The search-time parameter of `index` and the values a tuning sweep tries (None: no knob)."""
+    import faiss
+
+    ivf = faiss.try_extract_index_ivf(index)
+    if ivf is not None:
+        return "nprobe", sorted({min(2 ** i, ivf.nlist) for i in range(int(math.log2(ivf.nlist)) + 2)})
+    if hasattr(index, "hnsw"):
+        return "efSearch", [16, 32, 64, 128, 256, 512, 1024]
+    return None
+
+
 def measure_recall(index: Any, vecs: ShardVectors, cfg: BuildConfig, spec: str,
                    rerank: Rerank | None = None) -> dict[str, Any]:
     """Recall@k of `index` (re-ranked by `rerank` if given) against exact search, on stored vectors
-    as queries (self excluded), with a sweep over the index's search-time parameter."""
+    as queries (self excluded). The index's search-time knob (nprobe / efSearch) is swept upwards and
+    left at the configured value, or else at the smallest one reaching `cfg.target_recall`."""
+    import faiss
+
     k = min(cfg.recall_k, vecs.n - 1)
     if k < 1:
         return {"k": cfg.recall_k, "recall": 1.0, "queries": 0, "index": spec, "note": "one vector"}
@@ -251,23 +273,28 @@ def measure_recall(index: Any, vecs: ShardVectors, cfg: BuildConfig, spec: str,
         hits = [len(set(a[a != s][:k]) & set(e[e != s][:k])) / k for a, e, s in zip(approx, exact, qids)]
         return float(np.mean(hits))
 
-    out: dict[str, Any] = {"k": k, "queries": len(qids), "index": spec, "recall": recall(),
+    out: dict[str, Any] = {"k": k, "queries": len(qids), "index": spec,
                            "queries_from": "stored vectors, each query's own row excluded"}
+    knob = search_knob(index)
+    if knob is not None:
+        name, values = knob
+        fixed = cfg.nprobe if name == "nprobe" else cfg.ef_search
+        sweep: dict[int, float] = {}
+        for v in values:
+            faiss.ParameterSpace().set_index_parameter(index, name, v)
+            sweep[v] = round(recall(), 4)
+            if sweep[v] >= cfg.target_recall and (fixed is None or v >= fixed):
+                break
+        reached = [v for v, r in sweep.items() if r >= cfg.target_recall]
+        chosen = fixed or (reached[0] if reached else max(sweep))
+        faiss.ParameterSpace().set_index_parameter(index, name, chosen)
+        out |= {name: chosen, f"recall_by_{name}": {str(v): r for v, r in sweep.items()},
+                "target_recall": cfg.target_recall}
+        if fixed is None and not reached:
+            out["note"] = f"target recall {cfg.target_recall} not reached at any {name}; the largest is kept"
+    out["recall"] = recall()
     if rerank is not None:
         out |= {"rerank": rerank.candidates, "recall_without_rerank": recall(None)}
-    import faiss
-
-    for name, values in (("nprobe", (8, 16, 32, 64, 128, 256)), ("efSearch", (32, 64, 128, 256))):
-        try:
-            sweep = {}
-            for v in values:
-                faiss.ParameterSpace().set_index_parameter(index, name, v)
-                sweep[str(v)] = round(recall(), 4)
-            out[f"recall_by_{name}"] = sweep
-            out[name] = cfg.nprobe if name == "nprobe" else cfg.ef_search
-            faiss.ParameterSpace().set_index_parameter(index, name, out[name])
-        except RuntimeError:
-            continue
     return out
 
 
@@ -328,7 +355,7 @@ def build_dense(corpus: str | Path, out: str | Path, config: BuildConfig | None 
         shutil.copyfile(corpus, out / "corpus.jsonl")
     (out / "recall.json").write_text(json.dumps(rec, indent=2))
     meta = {"kind": "dense", "format_version": FORMAT_VERSION, "index": spec, "count": vecs.n,
-            "corpus": "corpus.jsonl", "nprobe": cfg.nprobe, "ef_search": cfg.ef_search,
+            "corpus": "corpus.jsonl", "nprobe": rec.get("nprobe", cfg.nprobe), "ef_search": rec.get("efSearch", cfg.ef_search),
             "rerank": rerank.candidates if rerank else 0, **enc.describe()}
     (out / "meta.json").write_text(json.dumps(meta, indent=2))
     if cfg.show_progress:

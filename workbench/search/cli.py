@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         if f.type in ("bool", bool):
             b.add_argument(flag, action="store_true", help=f"dense only: {f.metadata['help']}")
         else:
-            kind = int if f.type in ("int", "int | None") else str
+            kind = {"int": int, "int | None": int, "float": float}.get(str(f.type), str)
             b.add_argument(flag, type=kind, default=f.default, help=f"dense only: {f.metadata['help']}")
     b.set_defaults(func=_build)
 

@@ -237,7 +237,7 @@ class DenseRetriever(RetrieverBase):
         d = Path(directory)
         meta = read_meta(d, "dense")
         index = read_index(d / "index.faiss", mmap)
-        tune_index(index, nprobe=nprobe or meta.get("nprobe", 16), ef_search=ef_search or meta.get("ef_search", 64))
+        tune_index(index, nprobe=nprobe or meta.get("nprobe") or 16, ef_search=ef_search or meta.get("ef_search") or 64)
         corpus = Corpus.open(d / meta["corpus"]) if mmap else Corpus.from_jsonl(d / meta["corpus"])
         if isinstance(encoder, Encoder):
             enc: Encoder | None = encoder
