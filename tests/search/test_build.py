@@ -18,6 +18,7 @@ from workbench.errors import ConfigError, RetrievalError
 from workbench.search import BuildConfig, Corpus, DenseRetriever, build_dense, load_index, serve_in_thread
 from workbench.search.build import (ShardVectors, auto_index, count_rows, fill_index, index_factory,
                                     measure_recall, save_atomic, shard_batches)
+from workbench.kernel.procs import process_tree
 from workbench.search.corpus import iter_jsonl
 
 N_PASSAGES, SHARD = 120, 10
@@ -102,6 +103,25 @@ def test_other_index_types_from_finished_shards_load_memory_mapped(uninterrupted
     qs = [q["question"] for q in world[1][:20]]
     mapped, loaded = load_index(out, mmap=True), load_index(out, mmap=False)
     assert [[h.id for h in r] for r in mapped.retrieve(qs)] == [[h.id for h in r] for r in loaded.retrieve(qs)]
+
+
+@pytest.mark.slow
+def test_killing_the_build_alone_stops_its_encoding_workers(small_corpus, tmp_path):
+    """A worker left running by a killed build would go on writing shards into a later build's directory."""
+    out = tmp_path / "idx"
+    proc = subprocess.Popen(cli("--corpus", small_corpus, "--out", out, "--shard-size", SHARD, "--workers", 2),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 900
+    while not (out / "shards" / "000000.npy").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    workers = [p for p in process_tree(proc.pid) if p != proc.pid]
+    assert workers, "the build should be encoding in worker processes"
+    proc.kill()  # the build only, not its process group
+    proc.wait()
+    deadline = time.monotonic() + 30
+    while any(os.path.exists(f"/proc/{p}") for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [p for p in workers if os.path.exists(f"/proc/{p}")]
 
 
 @pytest.mark.slow

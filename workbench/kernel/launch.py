@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import json
 import os
 import secrets
@@ -29,12 +28,12 @@ from typing import Any
 
 import zmq
 
+from workbench.children import die_with_parent
 from workbench.kernel._process import CHANNELS, kernel_argv
 from workbench.kernel.procs import process_tree
 from workbench.sandbox import RolloutDir, UidLease, check_sandbox, default_root, load_profile
 from workbench.sandbox.cgroups import Cgroup
 
-_PR_SET_PDEATHSIG = 1
 _PAIRS = {"shell": (zmq.ROUTER, zmq.DEALER), "control": (zmq.ROUTER, zmq.DEALER),
           "stdin": (zmq.ROUTER, zmq.DEALER), "hb": (zmq.ROUTER, zmq.DEALER),
           "iopub": (zmq.XPUB, zmq.XSUB)}
@@ -42,13 +41,6 @@ _HANDOVER = ("shell", "control", "stdin")  # as ipykernel: a client reconnecting
 #                                            session id takes its identity over from the old socket
 _LINGER_MS = 1000  # ipykernel's: what the kernel said last still reaches the clients
 _DRAIN_S = 0.05  # after the kernel exits: its last messages still pass the relay
-
-
-def _die_with_parent() -> None:
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 def _address(info: dict[str, Any], channel: str) -> str:
@@ -140,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default="default", help="sandbox profile name or .toml path")
     ap.add_argument("--root", type=Path, default=None, help="where rollout dirs go")
     args = ap.parse_args(argv)
-    _die_with_parent()
+    die_with_parent()
     info = json.loads(Path(args.connection_file).read_text())
     profile = load_profile(args.profile)
     check_sandbox()

@@ -31,6 +31,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from workbench.children import die_with_parent
 from workbench.errors import ConfigError, RetrievalError
 from workbench.search.corpus import iter_jsonl
 from workbench.search.dense import FORMAT_VERSION, factory_string, tune_index
@@ -136,6 +137,7 @@ _WORKER: dict[str, Any] = {}
 
 
 def _worker_init(encoder: str | None, batch_size: int, encoded: Any) -> None:
+    die_with_parent()  # a killed build leaves no worker encoding (and writing shards) on its own
     _WORKER["enc"] = Encoder(encoder, batch_size=batch_size, threads=1)
     _WORKER["encoded"] = encoded
 
