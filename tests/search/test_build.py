@@ -157,7 +157,7 @@ def test_compressed_types_report_recall_against_exact(tmp_path, kind, clustered)
 def test_size_aware_default():
     assert auto_index(10_000, 384) == "flat16"
     assert index_factory("auto", 200_000, 384) == "SQfp16" and index_factory("flat", 5, 8) == "Flat"
-    assert auto_index(1_000_000, 384) == "hnsw-sq"
+    assert auto_index(200_001, 384) == auto_index(1_000_000, 384) == "ivfpq"
     assert auto_index(21_000_000, 768) == "ivfpq"
     assert index_factory("auto", 21_000_000, 768) == "IVF8192,PQ384x4fs"  # 192 + 8 of 3072 bytes a vector
     assert index_factory("ivfpq", 1_000_000, 384) == "IVF2048,PQ192x4fs"  # 96 + 8 of 1536

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 
@@ -72,17 +73,23 @@ class ShardVectors:
         return out
 
 
-def exact_top(vecs: ShardVectors, queries: np.ndarray, k: int) -> np.ndarray:
-    """Exact inner-product top-k row ids over all shards (streamed, shard by shard)."""
+def top_k_blocks(blocks: Iterable[tuple[int, np.ndarray]], queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact inner-product top-k (scores and row ids, best first) over `(first row id, vectors)`
+    blocks of any float dtype, one block in float32 at a time (BLAS matrix products)."""
     best_s = np.full((len(queries), 0), -np.inf, np.float32)
     best_i = np.zeros((len(queries), 0), np.int64)
-    for start, part in zip(vecs.starts, vecs.parts):
-        s = queries @ np.asarray(part, dtype=np.float32).T
-        s = np.concatenate([best_s, s], 1)
-        i = np.concatenate([best_i, np.broadcast_to(np.arange(len(part)) + start, (len(queries), len(part)))], 1)
+    for start, block in blocks:
+        s = np.concatenate([best_s, queries @ np.asarray(block, dtype=np.float32).T], 1)
+        i = np.concatenate([best_i, np.broadcast_to(np.arange(len(block)) + start, (len(queries), len(block)))], 1)
         keep = np.argpartition(-s, min(k, s.shape[1] - 1), 1)[:, :k]
         best_s, best_i = np.take_along_axis(s, keep, 1), np.take_along_axis(i, keep, 1)
-    return best_i
+    order = np.argsort(-best_s, 1, kind="stable")
+    return np.take_along_axis(best_s, order, 1), np.take_along_axis(best_i, order, 1)
+
+
+def exact_top(vecs: ShardVectors, queries: np.ndarray, k: int) -> np.ndarray:
+    """Exact inner-product top-k row ids over all shards (streamed, shard by shard)."""
+    return top_k_blocks(zip(vecs.starts, vecs.parts), queries, k)[1]
 
 
 class Rerank:
