@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from workbench.errors import ConfigError, RetrievalError
-from workbench.search import Corpus, DenseRetriever, Encoder, load_index
+from workbench.search import DenseRetriever, Encoder, load_index
 from workbench.search.dense import build_faiss_index
 
 
@@ -92,21 +92,3 @@ def test_index_corpus_mismatch_is_reported(world):
     with pytest.raises(RetrievalError, match="rebuild"):
         DenseRetriever(Corpus.from_rows([{"contents": "x"}]), None, r.cpu_index)
 
-
-def test_half_precision_batches_go_through_blas_and_rank_as_the_faiss_scan(tmp_path, clustered):
-    from workbench.search.dense import HALF_BATCH_MIN
-
-    x = clustered(3000)
-    corpus = Corpus.from_rows([{"id": str(i), "contents": f'"t{i}"\npassage {i}'} for i in range(len(x))])
-    r = DenseRetriever.from_vectors(corpus, x, index="flat16")
-    assert r._half is not None and r._half.shape == (3000, 64)
-    q = x[:3 * HALF_BATCH_MIN] + 0.05
-    batched = r.search_vectors(q, 5)  # a batch: float32 blocks through BLAS
-    single = [r.search_vectors(q[i:i + 1], 5)[0] for i in range(len(q))]  # one query: faiss's fp16 scan
-    assert [[h.id for h in hs] for hs in batched] == [[h.id for h in hs] for hs in single]
-    assert np.allclose([[h.score for h in hs] for hs in batched], [[h.score for h in hs] for hs in single], atol=1e-5)
-    r.save(tmp_path / "idx")
-    mapped = DenseRetriever.load(tmp_path / "idx", mmap=True)
-    assert mapped._half is not None
-    assert [[h.id for h in hs] for hs in mapped.search_vectors(q, 5)] == [[h.id for h in hs] for hs in batched]
-    assert DenseRetriever.from_vectors(corpus, x, index="flat")._half is None

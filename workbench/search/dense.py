@@ -33,7 +33,7 @@ from workbench.errors import ConfigError, RetrievalError
 from workbench.search.corpus import Corpus
 from workbench.search.encoder import Encoder, available_cpus
 from workbench.search.hits import Hit, RetrieverBase, check_queries
-from workbench.search.vectors import Rerank, ShardVectors, shard_path, top_k_blocks
+from workbench.search.vectors import Rerank, ShardVectors, shard_path
 
 FORMAT_VERSION = 1
 
@@ -147,7 +147,6 @@ class DenseRetriever(RetrieverBase):
                                  f"{index.ntotal}; rebuild the index")
         self.rerank = rerank
         self.cpu_index = index
-        self._half = half_vectors(index) if gpu is not True else None
         self.index = index if gpu is False else to_gpu(index, required=bool(gpu))
 
     @classmethod
@@ -185,12 +184,8 @@ class DenseRetriever(RetrieverBase):
         k = min(int(top_k), len(self.corpus))
         q = np.ascontiguousarray(vectors, dtype=np.float32)
         fetch = min(self.rerank.fetch(k), len(self.corpus)) if self.rerank else k
-        if self._half is not None and len(q) >= HALF_BATCH_MIN:
-            n, block = len(self._half), 16384
-            scores, ids = top_k_blocks(((s, self._half[s:s + block]) for s in range(0, n, block)), q, fetch)
-        else:
-            with faiss_threads(self.search_threads if len(vectors) < 20 else None):
-                scores, ids = self.index.search(q, fetch)
+        with faiss_threads(self.search_threads if len(vectors) < 20 else None):
+            scores, ids = self.index.search(q, fetch)
         if self.rerank is not None:
             scores, ids = self.rerank(q, ids, k)
         return [[self.corpus.hit(int(i), float(s)) for s, i in zip(srow, irow) if i >= 0]
@@ -260,23 +255,6 @@ class DenseRetriever(RetrieverBase):
 
     def __repr__(self) -> str:
         return f"DenseRetriever({len(self.corpus)} passages, index={self.spec!r}, encoder={self.encoder!r})"
-
-
-HALF_BATCH_MIN = 8  # from here a half-precision flat index is searched by BLAS over float32 blocks
-
-
-def half_vectors(index: Any) -> np.ndarray | None:
-    """The (n, d) float16 vectors inside a half-precision flat index (`SQfp16`), as a numpy view
-    without a copy (memory-mapped if the index is); None for other index types. faiss scans them
-    fast one query at a time but has no matrix-product path for them, so batches go through BLAS
-    here: measured at 100k x 384, batch 64, ~5x faster than faiss's scan."""
-    import faiss
-
-    if not isinstance(index, faiss.IndexScalarQuantizer) or index.sq.qtype != faiss.ScalarQuantizer.QT_fp16:
-        return None
-    n, d = index.ntotal, index.d
-    raw = faiss.rev_swig_ptr(index.codes.data(), n * d * 2)
-    return np.frombuffer(raw, dtype=np.float16).reshape(n, d)
 
 
 def copy_shards(vectors: ShardVectors, dest: Path) -> None:
