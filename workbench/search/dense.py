@@ -272,14 +272,19 @@ def copy_shards(vectors: ShardVectors, dest: Path) -> None:
 
 
 def read_index(path: Path, mmap: bool) -> Any:
-    """Read a faiss index, memory-mapped when asked: flat codes (IO_FLAG_MMAP_IFC) and inverted
-    lists (IO_FLAG_MMAP); faiss 1.15 refuses both flags together on IVF indexes."""
+    """Read a faiss index, memory-mapped when asked: flat codes (IO_FLAG_MMAP_IFC; flat, flat16,
+    HNSW storage) or inverted lists (IO_FLAG_MMAP). IVF files (fourcc "Iw..") get IO_FLAG_MMAP alone:
+    with IO_FLAG_MMAP_IFC as well, faiss 1.15 maps a fast-scan file and still copies its lists (twice
+    the memory, measured); fast-scan lists are read in either way."""
     import faiss
 
     if not mmap:
         return faiss.read_index(str(path))
+    with open(path, "rb") as f:
+        ivf = f.read(2) == b"Iw"
+    flags = faiss.IO_FLAG_MMAP | (0 if ivf else getattr(faiss, "IO_FLAG_MMAP_IFC", 0))
     try:
-        return faiss.read_index(str(path), faiss.IO_FLAG_MMAP | getattr(faiss, "IO_FLAG_MMAP_IFC", 0))
+        return faiss.read_index(str(path), flags)
     except RuntimeError:
         return faiss.read_index(str(path), faiss.IO_FLAG_MMAP)
 
