@@ -11,9 +11,12 @@ trained on a seeded sample of the vectors, filled shard by shard, and written to
 beside `meta.json`, a copy of the corpus and `recall.json`: recall@k of the index against exact
 search on the same queries (a seeded sample of stored vectors; each query's own row excluded).
 
-Index types (`index=`): `flat` (exact), `flat16` (exhaustive over half-precision vectors), `hnsw-sq` (HNSW32 over 8-bit scalar codes), `hnsw`
-(HNSW32 over floats), `ivfpq` (IVF + product quantisation in at most 1/8 of the flat index's memory), `ivf` (IVF-Flat)
-or any `faiss.index_factory` string; `auto` picks by size (see `auto_index`).
+Index types (`index=`): `flat` (exact), `flat16` (exhaustive over half-precision vectors), `ivfpq`
+(IVF + 4-bit fast-scan product quantisation, within 1/8 of the flat index's memory), `hnsw-sq` (HNSW32
+over 8-bit codes), `hnsw` (HNSW32 over floats), `ivf` (IVF-Flat) or any `faiss.index_factory` string;
+`auto` picks by size (see `auto_index`). Types that rank by short codes re-rank their top `rerank`
+candidates exactly against the shards (memory-mapped), and the search-time knob (nprobe / efSearch)
+is tuned to the fewest that reach `target_recall` unless given.
 """
 
 from __future__ import annotations
@@ -86,9 +89,11 @@ def auto_index(n: int, d: int) -> str:
     Up to FLAT_MAX an exhaustive scan; over half-precision vectors because one query reads every
     vector and the scan is memory-bound: at 100k x 384 on one core 6.7 ms vs 11.4 ms for float32,
     recall@10 vs exact 1.000. Batches are the other way round (64 queries: 220 ms vs 43 ms for
-    float32 through BLAS), so a server answering large batches is better off with "flat". Above, IVF-PQ with re-ranking: at 1M x 384 (bench_search.py) it beat
-    HNSW-SQ on every count: recall@10 0.966 vs 0.905, 1.3 vs 4.9 ms a query, 7% vs 43% of the flat
-    index's memory, 25 s vs 205 s to build."""
+    float32 through BLAS), so a server answering large batches is better off with "flat".
+
+    Above, IVF-PQ with re-ranking: at 1M x 384 (bench_search.py) it beat HNSW-SQ on every count:
+    recall@10 0.966 vs 0.905, 1.3 vs 4.9 ms a query, 7% vs 43% of the flat index's memory, 25 s vs
+    205 s to build."""
     return "flat16" if n <= FLAT_MAX else "ivfpq"
 
 
@@ -355,11 +360,14 @@ def build_dense(corpus: str | Path, out: str | Path, config: BuildConfig | None 
         shutil.copyfile(corpus, out / "corpus.jsonl")
     (out / "recall.json").write_text(json.dumps(rec, indent=2))
     meta = {"kind": "dense", "format_version": FORMAT_VERSION, "index": spec, "count": vecs.n,
-            "corpus": "corpus.jsonl", "nprobe": rec.get("nprobe", cfg.nprobe), "ef_search": rec.get("efSearch", cfg.ef_search),
-            "rerank": rerank.candidates if rerank else 0, **enc.describe()}
+            "corpus": "corpus.jsonl", "nprobe": rec.get("nprobe", cfg.nprobe),
+            "ef_search": rec.get("efSearch", cfg.ef_search), "rerank": rerank.candidates if rerank else 0,
+            **enc.describe()}
     (out / "meta.json").write_text(json.dumps(meta, indent=2))
     if cfg.show_progress:
-        how = f", top {rerank.candidates} re-ranked exactly; {rec['recall_without_rerank']:.3f} without" if rerank else ""
+        how = "".join(f" at {k} {rec[k]}" for k in ("nprobe", "efSearch") if k in rec)
+        if rerank:
+            how += f", top {rerank.candidates} re-ranked exactly ({rec['recall_without_rerank']:.3f} without)"
         print(f"index {spec}: {vecs.n:,} passages, recall@{rec['k']} vs exact {rec['recall']:.3f}{how} "
               f"({rec.get('note') or str(rec['queries']) + ' queries'}); encode {encode_s:.0f} s "
               f"({vecs.n / max(encode_s, 1e-9):,.0f} passages/s), index {index_s:.0f} s", flush=True)
