@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from workbench.errors import ConfigError
@@ -112,6 +112,7 @@ LINE = st.one_of(ROW.map(lambda r: json.dumps(r).encode()), st.binary(max_size=2
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.one_of(LINE, BLANK), max_size=8).map(b"\n".join))
+@example(b'"\n{"id": "", "contents": ""}')  # the line's newline once reached json.loads in one reader only
 def test_any_bytes_give_the_same_rows_or_the_same_error(data):
     """Arbitrary lines (bad JSON, raw invalid UTF-8, non-objects, a BOM): the first bad row read
     lazily raises exactly the error `from_jsonl` raises at load."""

@@ -91,8 +91,8 @@ def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
     n = 0
     with path.open("rb") as f:
         for lineno, line in enumerate(f, start=1):
-            if line.strip():
-                yield parse_line(line, n, lambda: f"{path}:{lineno}")
+            if line.strip():  # parsed without its newline, as a lazily read row is
+                yield parse_line(line.removesuffix(b"\n"), n, lambda: f"{path}:{lineno}")
                 n += 1
 
 
