@@ -327,8 +327,7 @@ def bench_million(encoder: Encoder, args: argparse.Namespace, dataset: str, kind
             size = faiss.serialize_index(index).nbytes
 
             def search(v: np.ndarray, rr: Rerank | None = rerank) -> np.ndarray:
-                _, ids = index.search(v, rr.fetch(10) if rr else 10)
-                return rr(v, ids, 10)[1] if rr else ids
+                return (rr.search(index, v, 10) if rr else index.search(v, 10))[1]
 
             recall = {name: np.mean([len(set(a) & set(b)) / 10 for a, b in zip(search(q, rr), truth)])
                       for name, rr in (("reranked", rerank), ("plain", None))}

@@ -272,9 +272,7 @@ def measure_recall(index: Any, vecs: ShardVectors, cfg: BuildConfig, spec: str,
     exact = exact_top(vecs, q, k + 1)
 
     def recall(rr: Rerank | None = rerank) -> float:
-        _, approx = index.search(q, min(vecs.n, rr.fetch(k + 1)) if rr else k + 1)
-        if rr is not None:
-            _, approx = rr(q, approx, k + 1)
+        _, approx = rr.search(index, q, k + 1) if rr else index.search(q, k + 1)
         hits = [len(set(a[a != s][:k]) & set(e[e != s][:k])) / k for a, e, s in zip(approx, exact, qids)]
         return float(np.mean(hits))
 

@@ -183,11 +183,8 @@ class DenseRetriever(RetrieverBase):
         """Top-k for already-encoded query vectors (rows of `vectors`)."""
         k = min(int(top_k), len(self.corpus))
         q = np.ascontiguousarray(vectors, dtype=np.float32)
-        fetch = min(self.rerank.fetch(k), len(self.corpus)) if self.rerank else k
         with faiss_threads(self.search_threads if len(vectors) < 20 else None):
-            scores, ids = self.index.search(q, fetch)
-        if self.rerank is not None:
-            scores, ids = self.rerank(q, ids, k)
+            scores, ids = self.rerank.search(self.index, q, k) if self.rerank else self.index.search(q, k)
         return [[self.corpus.hit(int(i), float(s)) for s, i in zip(srow, irow) if i >= 0]
                 for srow, irow in zip(scores, ids)]
 

@@ -4,7 +4,7 @@ exact re-ranking of a compressed index's candidates against them.
     vecs = ShardVectors.open("runs/wiki-idx/shards")     # nothing read yet
     vecs.rows(np.array([3, 17, 20_001]))                  # three float32 rows, read on demand
     rerank = Rerank(vecs, candidates=100)
-    scores, ids = rerank(queries, approx_ids, k=10)       # exact inner products of the candidates
+    scores, ids = rerank.search(index, queries, k=10)     # index's top 100, re-ranked by exact score
 
 A compressed index (IVF-PQ, HNSW over 8-bit codes) keeps its codes in memory and ranks by
 approximate scores; re-ranking its top `candidates` by exact inner products with the full vectors
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Protocol
 
 import numpy as np
 
@@ -73,23 +73,22 @@ class ShardVectors:
         return out
 
 
-def top_k_blocks(blocks: Iterable[tuple[int, np.ndarray]], queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact inner-product top-k (scores and row ids, best first) over `(first row id, vectors)`
-    blocks of any float dtype, one block in float32 at a time (BLAS matrix products)."""
-    best_s = np.full((len(queries), 0), -np.inf, np.float32)
-    best_i = np.zeros((len(queries), 0), np.int64)
-    for start, block in blocks:
-        s = np.concatenate([best_s, queries @ np.asarray(block, dtype=np.float32).T], 1)
-        i = np.concatenate([best_i, np.broadcast_to(np.arange(len(block)) + start, (len(queries), len(block)))], 1)
-        keep = np.argpartition(-s, min(k, s.shape[1] - 1), 1)[:, :k]
-        best_s, best_i = np.take_along_axis(s, keep, 1), np.take_along_axis(i, keep, 1)
-    order = np.argsort(-best_s, 1, kind="stable")
-    return np.take_along_axis(best_s, order, 1), np.take_along_axis(best_i, order, 1)
-
-
 def exact_top(vecs: ShardVectors, queries: np.ndarray, k: int) -> np.ndarray:
     """Exact inner-product top-k row ids over all shards (streamed, shard by shard)."""
-    return top_k_blocks(zip(vecs.starts, vecs.parts), queries, k)[1]
+    best_s = np.full((len(queries), 0), -np.inf, np.float32)
+    best_i = np.zeros((len(queries), 0), np.int64)
+    for start, part in zip(vecs.starts, vecs.parts):
+        s = np.concatenate([best_s, queries @ np.asarray(part, dtype=np.float32).T], 1)
+        i = np.concatenate([best_i, np.broadcast_to(np.arange(len(part)) + start, (len(queries), len(part)))], 1)
+        keep = np.argpartition(-s, min(k, s.shape[1] - 1), 1)[:, :k]
+        best_s, best_i = np.take_along_axis(s, keep, 1), np.take_along_axis(i, keep, 1)
+    return best_i
+
+
+class VectorIndex(Protocol):
+    """What re-ranking needs of an index: top-k search (any faiss index is one)."""
+
+    def search(self, x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 class Rerank:
@@ -119,5 +118,7 @@ class Rerank:
             scores[r, :len(best)], top[r, :len(best)] = s[best], cand[best]
         return scores, top
 
-    def describe(self) -> dict[str, object]:
-        return {"vectors": str(self.vectors.dir), "candidates": self.candidates}
+    def search(self, index: VectorIndex, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """`index`'s top `fetch(k)` candidates for each query, re-ranked: the best `k` by exact score."""
+        _, ids = index.search(queries, min(self.fetch(k), self.vectors.n))
+        return self(queries, ids, k)
