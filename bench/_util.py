@@ -17,8 +17,9 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - t
 
 
-def figure(name: str, value: float, unit: str, *, baseline: float | None = None,
-           target: str = "", ok: bool | None = None) -> None:
+def figure(
+    name: str, value: float, unit: str, *, baseline: float | None = None, target: str = "", ok: bool | None = None
+) -> None:
     """Print one line: name, value, ratio to the baseline (if any) and the target verdict."""
     ratio = f"  ratio {value / baseline:.2f}" if baseline else ""
     verdict = "" if ok is None else ("  [ok]" if ok else "  [MISSED]")

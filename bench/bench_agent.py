@@ -20,17 +20,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _util import figure  # noqa: E402
+from _util import figure
 
-from workbench.agent import AgentConfig, NBAgent  # noqa: E402
-from workbench.agent.episode import EpisodeEnv, run_episode  # noqa: E402
-from workbench.agent.resolve import search_registry  # noqa: E402
-from workbench.kernel import KernelPool  # noqa: E402
-from workbench.runtime import notepad_api_doc  # noqa: E402
-from workbench.search import BM25Retriever, Corpus  # noqa: E402
-from workbench.tools import ToolGateway, setup_code  # noqa: E402
-from workbench.worlds import make_world  # noqa: E402
-from workbench.worlds.solver import world_solver  # noqa: E402
+from workbench.agent import AgentConfig, NBAgent
+from workbench.agent.episode import EpisodeEnv, run_episode
+from workbench.agent.resolve import search_registry
+from workbench.kernel import KernelPool
+from workbench.runtime import notepad_api_doc
+from workbench.search import BM25Retriever, Corpus
+from workbench.tools import ToolGateway, setup_code
+from workbench.worlds import make_world
+from workbench.worlds.solver import world_solver
 
 CONFIG = AgentConfig(max_steps=6, max_context_tokens=16384)
 
@@ -97,8 +97,14 @@ def main() -> None:
     rtt = asyncio.run(kernel_round_trip())
     figure("kernel round trip execute('1+1') p50", rtt * 1e3, "ms")
     overhead, steps = asyncio.run(overhead_per_step(tasks[:12], tools))
-    figure("host overhead per step p50", overhead * 1e3, "ms", baseline=rtt * 1e3, target="ratio <= 0.2",
-           ok=overhead / rtt <= 0.2)
+    figure(
+        "host overhead per step p50",
+        overhead * 1e3,
+        "ms",
+        baseline=rtt * 1e3,
+        target="ratio <= 0.2",
+        ok=overhead / rtt <= 0.2,
+    )
     base = None
     for c in (1, 2, 4, 8):
         eps = throughput(tasks, tools, c)

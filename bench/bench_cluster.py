@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import statistics
@@ -29,17 +28,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _util import figure  # noqa: E402
+from _util import figure
 
-from workbench.agent.config import AgentConfig  # noqa: E402
-from workbench.agent.executor import gather_jobs, make_jobs  # noqa: E402
-from workbench.agent.local import LocalExecutor  # noqa: E402
-from workbench.agent.resolve import load_search_tool  # noqa: E402
-from workbench.kernel import KernelPool  # noqa: E402
-from workbench.kernel.procs import sandbox_rss_mb  # noqa: E402
-from workbench.kernel.sync import run_sync  # noqa: E402
-from workbench.worlds import make_world  # noqa: E402
-from workbench.worlds.solver import world_solver  # noqa: E402
+from workbench.agent.config import AgentConfig
+from workbench.agent.executor import gather_jobs, make_jobs
+from workbench.agent.local import LocalExecutor
+from workbench.agent.resolve import load_search_tool
+from workbench.kernel import KernelPool
+from workbench.kernel.procs import sandbox_rss_mb
+from workbench.kernel.sync import run_sync
+from workbench.worlds import make_world
+from workbench.worlds.solver import world_solver
 
 CONFIG = AgentConfig(max_steps=6, max_context_tokens=16384)
 
@@ -62,6 +61,7 @@ def episodes_per_s(executor, jobs, policy) -> float:
         trajs = await gather_jobs(executor, jobs, policy)
         assert all(tr.termination == "submitted" for tr in trajs), [(tr.termination, tr.error) for tr in trajs]
         return len(trajs) / (time.perf_counter() - t)
+
     return run_sync(go())
 
 
@@ -84,10 +84,13 @@ async def step_latencies(handle, job, calls: int) -> dict[str, float]:
     empty actor call."""
     async with KernelPool(1, startup_code="import workbench.runtime") as pool:
         async with pool.acquire() as kernel:
-            return await interleaved_p50(calls, kernel=lambda: kernel.execute("1+1"),
-                                         remote=lambda: handle.step.remote(job.id, "1+1", 30.0),
-                                         worker_kernel=lambda: handle.kernel_round_trip.remote(job.id, "1+1", 1),
-                                         actor=lambda: handle.ping.remote())
+            return await interleaved_p50(
+                calls,
+                kernel=lambda: kernel.execute("1+1"),
+                remote=lambda: handle.step.remote(job.id, "1+1", 30.0),
+                worker_kernel=lambda: handle.kernel_round_trip.remote(job.id, "1+1", 1),
+                actor=lambda: handle.ping.remote(),
+            )
 
 
 def main() -> None:
@@ -102,7 +105,7 @@ def main() -> None:
     world = make_world(seed=0, size="small")
     corpus = Path(tempfile.mkdtemp(prefix="bench-cluster-")) / "corpus.jsonl"
     corpus.write_text("".join(json.dumps(row) + "\n" for row in world.corpus()))
-    tasks = (world.tasks("test") * 4)[:args.episodes]
+    tasks = (world.tasks("test") * 4)[: args.episodes]
     jobs = lambda: make_jobs(tasks, CONFIG)  # noqa: E731  fresh ids per run
 
     pool_warm = run_sync(pool_warm_s(P))
@@ -122,9 +125,11 @@ def main() -> None:
     workers = RayWorkers.start({"default": spec}, workers=1, kernels_per_worker=P, strategy=None)
     first_warm = time.perf_counter() - t
     local = LocalExecutor(load_search_tool(corpus=corpus), concurrency=P)
-    runs = {"local": (local, world_solver()),
-            "env": (RayExecutor(None, mode="env", workers=workers), world_solver()),
-            "episode": (RayExecutor(None, mode="episode", workers=workers), "scripted:world")}
+    runs = {
+        "local": (local, world_solver()),
+        "env": (RayExecutor(None, mode="env", workers=workers), world_solver()),
+        "episode": (RayExecutor(None, mode="episode", workers=workers), "scripted:world"),
+    }
     rates: dict[str, list[float]] = {name: [] for name in runs}
     for name, (executor, policy) in runs.items():
         episodes_per_s(executor, jobs()[:P], policy)  # warm
@@ -141,25 +146,39 @@ def main() -> None:
     rate = {name: statistics.median(xs) for name, xs in rates.items()}
     base, rtt = rate["local"], lat["worker_kernel"]
 
-    print(f"bench_cluster: {args.episodes} episodes, P={P} kernels, scripted world solver, "
-          f"ray {ray.__version__}")
+    print(f"bench_cluster: {args.episodes} episodes, P={P} kernels, scripted world solver, ray {ray.__version__}")
     figure("local episodes/s (P kernels)", base, "ep/s")
-    figure("ray env mode episodes/s (1 worker x P)", rate["env"], "ep/s", baseline=base,
-           target=">= 0.9", ok=rate["env"] / base >= 0.9)
-    figure("ray episode mode episodes/s (1 worker x P)", rate["episode"], "ep/s", baseline=base,
-           target=">= 0.9", ok=rate["episode"] / base >= 0.9)
+    figure(
+        "ray env mode episodes/s (1 worker x P)",
+        rate["env"],
+        "ep/s",
+        baseline=base,
+        target=">= 0.9",
+        ok=rate["env"] / base >= 0.9,
+    )
+    figure(
+        "ray episode mode episodes/s (1 worker x P)",
+        rate["episode"],
+        "ep/s",
+        baseline=base,
+        target=">= 0.9",
+        ok=rate["episode"] / base >= 0.9,
+    )
     for name, xs in rates.items():
         print(f"    {name} runs: {', '.join(f'{x:.3f}' for x in xs)} ep/s (median above)")
     figure("kernel execute('1+1') round trip p50, in the driver", lat["kernel"] * 1e3, "ms")
     figure("kernel execute('1+1') round trip p50, in the worker", rtt * 1e3, "ms")
     figure("env mode step p50 (remote step('1+1'))", lat["remote"] * 1e3, "ms")
     added = lat["remote"] - rtt
-    figure("env mode added latency per step", added * 1e3, "ms", baseline=rtt * 1e3, target="<= 0.2",
-           ok=added / rtt <= 0.2)
-    figure("actor call p50", lat["actor"] * 1e3, "ms", baseline=rtt * 1e3, target="<= 0.1",
-           ok=lat["actor"] / rtt <= 0.1)
-    figure("  (information) remote step over a step in the driver", lat["remote"] * 1e3, "ms",
-           baseline=lat["kernel"] * 1e3)
+    figure(
+        "env mode added latency per step", added * 1e3, "ms", baseline=rtt * 1e3, target="<= 0.2", ok=added / rtt <= 0.2
+    )
+    figure(
+        "actor call p50", lat["actor"] * 1e3, "ms", baseline=rtt * 1e3, target="<= 0.1", ok=lat["actor"] / rtt <= 0.1
+    )
+    figure(
+        "  (information) remote step over a step in the driver", lat["remote"] * 1e3, "ms", baseline=lat["kernel"] * 1e3
+    )
     print("fixed costs (information):")
     figure("  local pool warm-up (P kernels)", pool_warm, "s")
     figure("  import ray", import_s, "s", baseline=pool_warm)

@@ -23,10 +23,10 @@ import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _util import figure, p50  # noqa: E402
+from _util import figure, p50
 
-from workbench.search import Corpus  # noqa: E402
-from workbench.search.corpus import scan_offsets  # noqa: E402
+from workbench.search import Corpus
+from workbench.search.corpus import scan_offsets
 
 WORDS = "the of and in to was is for on as with by he at from his an were are which this also be".split()
 
@@ -34,8 +34,9 @@ WORDS = "the of and in to was is for on as with by he at from his an were are wh
 def write_corpus(path: Path, mb: int, seed: int = 0) -> int:
     """Wikipedia-shaped rows (~650 bytes of contents on average, a few blank lines)."""
     rng = random.Random(seed)
-    vocab = WORDS + ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 10)))
-                     for _ in range(5000)]
+    vocab = WORDS + [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 10))) for _ in range(5000)
+    ]
     n = 0
     with path.open("w", encoding="utf-8") as f:
         while f.tell() < mb << 20:
@@ -97,7 +98,11 @@ def main() -> None:
         mb = path.stat().st_size / 1e6
         print(f"corpus: {mb:.0f} MB, {rows:,} rows, {os.cpu_count()} CPUs", flush=True)
 
-        t_raw, t_lines, t_scan = best(lambda: raw_read(path)), best(lambda: python_lines(path)), best(lambda: scan(path))
+        t_raw, t_lines, t_scan = (
+            best(lambda: raw_read(path)),
+            best(lambda: python_lines(path)),
+            best(lambda: scan(path)),
+        )
         assert scan(path) == rows
         figure("read the bytes (baseline)", mb / t_raw, "MB/s")
         figure("python line loop (line.strip())", mb / t_lines, "MB/s", baseline=mb / t_raw)

@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import figure  # noqa: E402
+from _util import figure
 
 
 def tree_rss(proc: psutil.Process) -> int:
@@ -76,8 +76,13 @@ def main() -> None:
         figure(f"  {stage[:42]}", seconds, "s")
     before = next(r["em"] for r in summary["before"] if r["hops"] == "all")
     after = next(r["em"] for r in summary["after"] if r["hops"] == "all")
-    figure("held-out accuracy gain (points)", (after - before) * 100, "pts", target=">= 20",
-           ok=(after - before) * 100 >= 20 if not args.fast else None)
+    figure(
+        "held-out accuracy gain (points)",
+        (after - before) * 100,
+        "pts",
+        target=">= 20",
+        ok=(after - before) * 100 >= 20 if not args.fast else None,
+    )
     figure("fresh demo wall time", wall / 60, "min", target="<= 15 min", ok=wall <= 900 if not args.fast else None)
     figure("fresh demo peak RSS (process tree)", peak / 2**30, "GiB")
     if not args.once:

@@ -20,13 +20,23 @@ from workbench.worlds import make_world
 
 def measure(samples: int, args: argparse.Namespace, retriever: BM25Retriever) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as d:
-        cfg = DrZeroConfig(run_dir=d, prompts_per_iteration=args.prompts, samples_per_prompt=samples,
-                           solver_attempts=args.attempts, concurrency=args.concurrency, progress=False,
-                           proposer_agent={"max_steps": 6, "max_context_tokens": 16384},
-                           solver_agent={"max_steps": 6, "max_context_tokens": 16384})
+        cfg = DrZeroConfig(
+            run_dir=d,
+            prompts_per_iteration=args.prompts,
+            samples_per_prompt=samples,
+            solver_attempts=args.attempts,
+            concurrency=args.concurrency,
+            progress=False,
+            proposer_agent={"max_steps": 6, "max_context_tokens": 16384},
+            solver_agent={"max_steps": 6, "max_context_tokens": 16384},
+        )
         t0 = time.perf_counter()
-        res = run_drzero(cfg, proposer_policy=world_proposer(noise=0.2), retriever=retriever,
-                         solver_policy=sampling_world_solver(noise=0.3))
+        res = run_drzero(
+            cfg,
+            proposer_policy=world_proposer(noise=0.2),
+            retriever=retriever,
+            solver_policy=sampling_world_solver(noise=0.3),
+        )
         return res.iterations[0].metrics["evolve/solver_episodes"], time.perf_counter() - t0
 
 

@@ -18,14 +18,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import figure  # noqa: E402
+from _util import figure
+from jupyter_client.manager import AsyncKernelManager
 
-from jupyter_client.manager import AsyncKernelManager  # noqa: E402
-
-from workbench.kernel import AsyncKernel, KernelPool  # noqa: E402
-from workbench.kernel.procs import sandbox_rss_mb  # noqa: E402
-from workbench.sandbox import check_sandbox  # noqa: E402
-
+from workbench.kernel import AsyncKernel, KernelPool
+from workbench.kernel.procs import sandbox_rss_mb
+from workbench.sandbox import check_sandbox
 
 # The sandboxed kernel runs ipykernel with these flags; the fair baseline does too.
 SAME_FLAGS = ["--HistoryManager.enabled=False", "--quiet"]
@@ -49,8 +47,11 @@ async def bare_roundtrip(kc) -> float:
     msg_id = kc.execute("1+1")
     while True:
         msg = await kc.get_iopub_msg(timeout=10)
-        if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
-                and msg["content"]["execution_state"] == "idle"):
+        if (
+            msg["parent_header"].get("msg_id") == msg_id
+            and msg["msg_type"] == "status"
+            and msg["content"]["execution_state"] == "idle"
+        ):
             break
     while (await kc.get_shell_msg(timeout=10))["parent_header"].get("msg_id") != msg_id:
         pass
@@ -71,10 +72,12 @@ async def paired_roundtrips(runs: list, n: int) -> list[float]:
 
 async def pool_throughput(size: int, rollouts: int, steps: int) -> float:
     async with KernelPool(size) as pool:
+
         async def rollout() -> None:
             async with pool.acquire() as k:
                 for _ in range(steps):
                     await k.execute("1+1")
+
         t = time.perf_counter()
         await asyncio.gather(*(rollout() for _ in range(rollouts)))
         return rollouts * steps / (time.perf_counter() - t)
@@ -97,8 +100,10 @@ async def main(quick: bool) -> None:
             t = time.perf_counter()
             await k.execute("1+1")
             return time.perf_counter() - t
-        d, b, x = await paired_roundtrips([lambda: bare_roundtrip(kc0), lambda: bare_roundtrip(kc),
-                                           box_run], n_rt // reps)
+
+        d, b, x = await paired_roundtrips(
+            [lambda: bare_roundtrip(kc0), lambda: bare_roundtrip(kc), box_run], n_rt // reps
+        )
         dflt_rt.append(d), bare_rt.append(b), box_rt.append(x)
         for m, c in ((km0, kc0), (km, kc)):
             c.stop_channels()
@@ -107,12 +112,24 @@ async def main(quick: bool) -> None:
     base_start, base_rt = statistics.median(bare_starts), statistics.median(bare_rt)
     box_start, box_rtt = statistics.median(box_starts), statistics.median(box_rt)
     figure("cold start: bare ipykernel (baseline)", base_start * 1e3, "ms")
-    figure("cold start: sandboxed kernel", box_start * 1e3, "ms", baseline=base_start * 1e3,
-           target="ratio <= 1.2", ok=box_start / base_start <= 1.2)
+    figure(
+        "cold start: sandboxed kernel",
+        box_start * 1e3,
+        "ms",
+        baseline=base_start * 1e3,
+        target="ratio <= 1.2",
+        ok=box_start / base_start <= 1.2,
+    )
     figure("execute('1+1') p50: bare, ipykernel defaults", statistics.median(dflt_rt) * 1e3, "ms")
     figure("execute('1+1') p50: bare over ipc (baseline)", base_rt * 1e3, "ms")
-    figure("execute('1+1') p50: sandboxed", box_rtt * 1e3, "ms", baseline=base_rt * 1e3,
-           target="ratio <= 1.1", ok=box_rtt / base_rt <= 1.1)
+    figure(
+        "execute('1+1') p50: sandboxed",
+        box_rtt * 1e3,
+        "ms",
+        baseline=base_rt * 1e3,
+        target="ratio <= 1.1",
+        ok=box_rtt / base_rt <= 1.1,
+    )
 
     async with KernelPool(2) as pool:
         waits = []
@@ -132,8 +149,7 @@ async def main(quick: bool) -> None:
     for size in (1, 2, 4):
         rate = await pool_throughput(size, rollouts, steps)
         base = base or rate
-        figure(f"throughput, pool of {size} ({rollouts} rollouts x {steps} execs)", rate, "exec/s",
-               baseline=base)
+        figure(f"throughput, pool of {size} ({rollouts} rollouts x {steps} execs)", rate, "exec/s", baseline=base)
 
 
 if __name__ == "__main__":

@@ -55,8 +55,14 @@ def main() -> None:
             per_size[label] = value
             figure(f"{shape} {label}: finditer('<')", baseline * 1e3, "ms")
             big = label == "1MB"
-            figure(f"{shape} {label}: parse_turn", value * 1e3, "ms", baseline=baseline * 1e3,
-                   target="<= 50 ms" if big else "", ok=value <= 0.05 if big else None)
+            figure(
+                f"{shape} {label}: parse_turn",
+                value * 1e3,
+                "ms",
+                baseline=baseline * 1e3,
+                target="<= 50 ms" if big else "",
+                ok=value <= 0.05 if big else None,
+            )
         worst = max(worst, per_size["1MB"])
         print(f"{shape:<44} 1MB / 100KB {per_size['1MB'] / per_size['100KB']:10.2f}  (linear: ~10)\n", flush=True)
     figure("worst 1MB parse_turn", worst * 1e3, "ms", target="<= 50 ms", ok=worst <= 0.05)

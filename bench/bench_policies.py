@@ -27,8 +27,13 @@ def main() -> None:
     torch.set_num_threads(1)  # tiny model: threads only add contention
 
     with tempfile.TemporaryDirectory() as d:
-        policy = TransformersPolicy(build_tiny_model(d, sample_texts(), vocab_size=400), device="cpu", batch_window_ms=5)
-    prompts = [policy.codec.chat([{"role": "user", "content": f"question {i}: " + "x " * (i % 7)}]) for i in range(args.episodes)]
+        policy = TransformersPolicy(
+            build_tiny_model(d, sample_texts(), vocab_size=400), device="cpu", batch_window_ms=5
+        )
+    prompts = [
+        policy.codec.chat([{"role": "user", "content": f"question {i}: " + "x " * (i % 7)}])
+        for i in range(args.episodes)
+    ]
     params = SamplingParams(max_new_tokens=args.tokens, temperature=1.0, seed=0)
     policy.generate_sync(prompts[:2], params)  # warm up
 
@@ -46,10 +51,16 @@ def main() -> None:
     t_merged = time.perf_counter() - t
     assert [c.token_ids for c in base] == [c.token_ids for c in merged], "batched output must equal unbatched"
     n_tok = sum(len(c.token_ids) for c in merged)
-    print(f"transformers, {args.episodes} concurrent episodes x {args.tokens} tokens (max batch {policy.stats.max_batch})")
-    print(f"  one at a time: {n_tok / t_base:8.0f} tok/s   merged: {n_tok / t_merged:8.0f} tok/s   speed-up x{t_base / t_merged:.2f}")
+    print(
+        f"transformers, {args.episodes} concurrent episodes x {args.tokens} tokens (max batch {policy.stats.max_batch})"
+    )
+    print(
+        f"  one at a time: {n_tok / t_base:8.0f} tok/s   merged: {n_tok / t_merged:8.0f} tok/s   speed-up x{t_base / t_merged:.2f}"
+    )
 
-    scripted = ScriptedPolicy.from_turns(["<think>go</think><code>print(search('q'))</code>", "<code>answer('a')</code>"])
+    scripted = ScriptedPolicy.from_turns(
+        ["<think>go</think><code>print(search('q'))</code>", "<code>answer('a')</code>"]
+    )
     sp = SamplingParams(stop=["</code>"])
     ctx = scripted.codec.chat([{"role": "user", "content": "q" * 2000}])
     n = 2000

@@ -31,8 +31,8 @@ import numpy as np
 
 from workbench.search import BM25Retriever, Corpus, DenseRetriever, Encoder, build_dense
 from workbench.search.build import BuildConfig, auto_index, fill_index, index_factory, lossy, measure_recall
-from workbench.search.vectors import Rerank, ShardVectors, save_atomic, shard_path
 from workbench.search.dense import faiss_threads
+from workbench.search.vectors import Rerank, ShardVectors, save_atomic, shard_path
 from workbench.worlds import make_world
 
 
@@ -68,7 +68,9 @@ def one_hop(world, n: int) -> list:
 
 
 def recall_at_3(ids: np.ndarray, questions, row_ids: list[str]) -> float:
-    return float(np.mean([bool({row_ids[i] for i in row} & set(q.metadata["support"])) for row, q in zip(ids, questions)]))
+    return float(
+        np.mean([bool({row_ids[i] for i in row} & set(q.metadata["support"])) for row, q in zip(ids, questions)])
+    )
 
 
 def bench_encoders(encoder: Encoder, torch_enc: Encoder, args: argparse.Namespace) -> None:
@@ -86,16 +88,21 @@ def bench_encoders(encoder: Encoder, torch_enc: Encoder, args: argparse.Namespac
     t = time.perf_counter()
     onnx_p = encoder.encode_passages(sample)
     onnx_rate = len(sample) / (time.perf_counter() - t)
-    print(f"passages: torch {torch_rate:6.0f}/s, onnx {onnx_rate:6.0f}/s (ratio {onnx_rate / torch_rate:4.2f}x; "
-          f"max |onnx - torch| {np.abs(onnx_p - torch_p).max():.1e})")
+    print(
+        f"passages: torch {torch_rate:6.0f}/s, onnx {onnx_rate:6.0f}/s (ratio {onnx_rate / torch_rate:4.2f}x; "
+        f"max |onnx - torch| {np.abs(onnx_p - torch_p).max():.1e})"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         Corpus.from_rows(corpus.rows[: args.rate_passages * 2]).to_jsonl(Path(tmp) / "c.jsonl")
         t = time.perf_counter()
-        build_dense(Path(tmp) / "c.jsonl", Path(tmp) / "idx", shard_size=max(1, args.rate_passages // 4),
-                    show_progress=False)
+        build_dense(
+            Path(tmp) / "c.jsonl", Path(tmp) / "idx", shard_size=max(1, args.rate_passages // 4), show_progress=False
+        )
         rate = args.rate_passages * 2 / (time.perf_counter() - t)
-        print(f"build_dense ({os.cpu_count()} encoding processes, flat, incl. start-up): {rate:6.0f} passages/s "
-              f"(ratio to torch {rate / torch_rate:4.2f}x)")
+        print(
+            f"build_dense ({os.cpu_count()} encoding processes, flat, incl. start-up): {rate:6.0f} passages/s "
+            f"(ratio to torch {rate / torch_rate:4.2f}x)"
+        )
     vecs = encoder.encode_passages(texts)  # onnx fp32: the same vectors as torch (see above)
     row_ids = [r["id"] for r in corpus]
     variants = {"torch": torch_enc.encode_queries}
@@ -109,11 +116,13 @@ def bench_encoders(encoder: Encoder, torch_enc: Encoder, args: argparse.Namespac
     ref = torch_enc.encode_queries(queries)
     lat = interleaved(variants, [[q] for q in (queries * 3)[: args.repeat * 3]])
     for name, fn in variants.items():
-        v = np.concatenate([fn(queries[i:i + 64]) for i in range(0, len(queries), 64)])
+        v = np.concatenate([fn(queries[i : i + 64]) for i in range(0, len(queries), 64)])
         rec = recall_at_3(numpy_topk(vecs, v), qs, row_ids)
-        print(f"query {name:10s}: {lat[name] * 1e3:6.2f} ms  speed-up {lat['torch'] / lat[name]:4.1f}x  "
-              f"recall@3 {rec:.3f}  min cosine to torch {(v * ref).sum(1).min():.4f}"
-              + ("   (default)" if name == encoder.query_backend else ""))
+        print(
+            f"query {name:10s}: {lat[name] * 1e3:6.2f} ms  speed-up {lat['torch'] / lat[name]:4.1f}x  "
+            f"recall@3 {rec:.3f}  min cosine to torch {(v * ref).sum(1).min():.4f}"
+            + ("   (default)" if name == encoder.query_backend else "")
+        )
 
 
 def openvino_variant(encoder: Encoder) -> dict:
@@ -121,14 +130,18 @@ def openvino_variant(encoder: Encoder) -> dict:
     import openvino as ov
 
     ort = encoder._ort_model("query")
-    model = ov.Core().compile_model(str(encoder.onnx_dir / "model.onnx"), "CPU",
-                                    {"INFERENCE_NUM_THREADS": 1, "PERFORMANCE_HINT": "LATENCY"})
+    model = ov.Core().compile_model(
+        str(encoder.onnx_dir / "model.onnx"), "CPU", {"INFERENCE_NUM_THREADS": 1, "PERFORMANCE_HINT": "LATENCY"}
+    )
 
     def run(texts):
         enc = ort.tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in enc], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
-                 "token_type_ids": np.zeros_like(ids)}
+        feeds = {
+            "input_ids": ids,
+            "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
+            "token_type_ids": np.zeros_like(ids),
+        }
         return model({k: feeds[k] for k in ort.inputs})[0]
 
     return {"openvino": run}
@@ -154,42 +167,59 @@ def bench_size(n: int, encoder: Encoder, torch_enc: Encoder, args: argparse.Name
     vectors = dense.cpu_index.reconstruct_n(0, n)
     exact = DenseRetriever.from_vectors(corpus, vectors, encoder, index="flat")
     q1 = encoder.encode_queries(queries[:1])
-    searches = interleaved({"auto": lambda _: dense.search_vectors(q1, 3), "flat": lambda _: exact.search_vectors(q1, 3)},
-                           range(args.repeat))
+    searches = interleaved(
+        {"auto": lambda _: dense.search_vectors(q1, 3), "flat": lambda _: exact.search_vectors(q1, 3)},
+        range(args.repeat),
+    )
     search1 = searches["auto"]
     base1 = timed(lambda: numpy_topk(vectors, q1), args.repeat)
     torch_dense = DenseRetriever(corpus, torch_enc, dense.cpu_index, gpu=False)
-    e2e = interleaved({"default": lambda q: dense.search(q, 3), "torch": lambda q: torch_dense.search(q, 3)},
-                      (queries * 2)[: args.repeat * 2])
+    e2e = interleaved(
+        {"default": lambda q: dense.search(q, 3), "torch": lambda q: torch_dense.search(q, 3)},
+        (queries * 2)[: args.repeat * 2],
+    )
     q64 = encoder.encode_queries(batch)
     enc64 = timed(lambda: encoder.encode_queries(batch), max(3, args.repeat // 5))
     search64 = timed(lambda: dense.search_vectors(q64, 3), max(3, args.repeat // 5))
     exact64 = timed(lambda: exact.search_vectors(q64, 3), max(3, args.repeat // 5))
-    print(f"dense batch 1 : {e2e['default'] * 1e3:6.2f} ms/query end to end, index {dense.spec} (torch encoder "
-          f"{e2e['torch'] * 1e3:6.2f} ms, ratio {e2e['torch'] / e2e['default']:4.2f}x; target <= 15 ms); search alone "
-          f"{search1 * 1e3:.2f} ms vs float32 flat {searches['flat'] * 1e3:.2f} ms ({searches['flat'] / search1:4.2f}x) "
-          f"and numpy brute force {base1 * 1e3:.2f} ms ({base1 / search1:4.2f}x)")
-    print(f"dense batch 64: {64 / (enc64 + search64):8.0f} queries/s (encode {enc64 * 1e3:.1f} ms, search {search64 * 1e3:.1f} ms; "
-          f"float32 flat through BLAS {exact64 * 1e3:.1f} ms)")
+    print(
+        f"dense batch 1 : {e2e['default'] * 1e3:6.2f} ms/query end to end, index {dense.spec} (torch encoder "
+        f"{e2e['torch'] * 1e3:6.2f} ms, ratio {e2e['torch'] / e2e['default']:4.2f}x; target <= 15 ms); search alone "
+        f"{search1 * 1e3:.2f} ms vs float32 flat {searches['flat'] * 1e3:.2f} ms ({searches['flat'] / search1:4.2f}x) "
+        f"and numpy brute force {base1 * 1e3:.2f} ms ({base1 / search1:4.2f}x)"
+    )
+    print(
+        f"dense batch 64: {64 / (enc64 + search64):8.0f} queries/s (encode {enc64 * 1e3:.1f} ms, search {search64 * 1e3:.1f} ms; "
+        f"float32 flat through BLAS {exact64 * 1e3:.1f} ms)"
+    )
     t = time.perf_counter()
     bm25 = BM25Retriever.build(corpus, show_progress=False, backend="numpy")
     build = time.perf_counter() - t
     fast = BM25Retriever(corpus, bm25.model, backend="numba")
     fast.retrieve(batch, 3)  # compile once
-    bm1 = interleaved({"numpy": lambda q: bm25.search(q, 3), "numba": lambda q: fast.search(q, 3)},
-                      (queries * 2)[: args.repeat * 2])
-    bm64 = {name: timed(lambda r=r: r.retrieve(batch, 3), max(3, args.repeat // 5)) for name, r in
-            (("numpy", bm25), ("numba", fast))}
-    same = np.allclose([[h.score for h in r] for r in bm25.retrieve(batch, 3)],
-                       [[h.score for h in r] for r in fast.retrieve(batch, 3)], atol=1e-5)
+    bm1 = interleaved(
+        {"numpy": lambda q: bm25.search(q, 3), "numba": lambda q: fast.search(q, 3)}, (queries * 2)[: args.repeat * 2]
+    )
+    bm64 = {
+        name: timed(lambda r=r: r.retrieve(batch, 3), max(3, args.repeat // 5))
+        for name, r in (("numpy", bm25), ("numba", fast))
+    }
+    same = np.allclose(
+        [[h.score for h in r] for r in bm25.retrieve(batch, 3)],
+        [[h.score for h in r] for r in fast.retrieve(batch, 3)],
+        atol=1e-5,
+    )
     auto = BM25Retriever(corpus, bm25.model).backend
     print(f"bm25 build    : {n / build:8.0f} passages/s ({build:.1f} s)")
-    print(f"bm25 batch 1  : numpy {bm1['numpy'] * 1e3:6.2f} ms, numba {bm1['numba'] * 1e3:6.2f} ms "
-          f"(ratio {bm1['numpy'] / bm1['numba']:4.2f}x); batch 64: numpy {64 / bm64['numpy']:6.0f} q/s, "
-          f"numba {64 / bm64['numba']:6.0f} q/s; same scores: {same} (auto picks {auto})")
+    print(
+        f"bm25 batch 1  : numpy {bm1['numpy'] * 1e3:6.2f} ms, numba {bm1['numba'] * 1e3:6.2f} ms "
+        f"(ratio {bm1['numpy'] / bm1['numba']:4.2f}x); batch 64: numpy {64 / bm64['numpy']:6.0f} q/s, "
+        f"numba {64 / bm64['numba']:6.0f} q/s; same scores: {same} (auto picks {auto})"
+    )
     if real:
-        rec_d = recall_at_3(np.array([[int(h.id) for h in r] for r in dense.retrieve(queries, 3)]), qs,
-                            [str(i) for i in range(n)])
+        rec_d = recall_at_3(
+            np.array([[int(h.id) for h in r] for r in dense.retrieve(queries, 3)]), qs, [str(i) for i in range(n)]
+        )
         print(f"recall@3 (1-hop): dense {rec_d:.3f}")
 
 
@@ -214,9 +244,11 @@ def embedding_like(n: int, d: int, sub: int = 8, topic: float = 0.5, seed: int =
     out = np.empty((n, d), np.float32)
     for s in range(0, n, 100_000):
         m = min(100_000, n - s)
-        out[s:s + m] = (topic * topics[rng.integers(0, 2000, m)]
-                        + rng.standard_normal((m, sub), dtype=np.float32) @ basis
-                        + 0.05 * rng.standard_normal((m, d), dtype=np.float32))
+        out[s : s + m] = (
+            topic * topics[rng.integers(0, 2000, m)]
+            + rng.standard_normal((m, sub), dtype=np.float32) @ basis
+            + 0.05 * rng.standard_normal((m, d), dtype=np.float32)
+        )
     faiss.normalize_L2(out)
     return out
 
@@ -241,8 +273,10 @@ def shape_stats(x: np.ndarray) -> str:
         ivf.nprobe = max(1, round(nlist * frac))
         _, got = ivf.search(q, 11)
         rec.append(np.mean([len(set(a[1:]) & set(b[:10])) / 10 for a, b in zip(got, ids)]))
-    return (f"local intrinsic dimension {np.median(lid):5.1f}, IVF{nlist} recall@10 probing 1/64 {rec[0]:.3f}, "
-            f"1/16 {rec[1]:.3f}")
+    return (
+        f"local intrinsic dimension {np.median(lid):5.1f}, IVF{nlist} recall@10 probing 1/64 {rec[0]:.3f}, "
+        f"1/16 {rec[1]:.3f}"
+    )
 
 
 def real_paragraphs(n: int) -> list[str]:
@@ -303,14 +337,16 @@ def bench_million(encoder: Encoder, args: argparse.Namespace, dataset: str, kind
     _, truth = flat.search(q, 10)
     flat_bytes = n * d * 4
     with faiss_threads(1):
-        flat_lat = interleaved({"s": lambda v: flat.search(v, 10)}, [q[i:i + 1] for i in range(20)])["s"]
-    print(f"{'flat (exact)':26s} build {flat_build:6.1f} s  memory {flat_bytes / 2**20:6.0f} MiB (1.000)  "
-          f"batch 1 {flat_lat * 1e3:7.2f} ms  recall@10 1.000")
+        flat_lat = interleaved({"s": lambda v: flat.search(v, 10)}, [q[i : i + 1] for i in range(20)])["s"]
+    print(
+        f"{'flat (exact)':26s} build {flat_build:6.1f} s  memory {flat_bytes / 2**20:6.0f} MiB (1.000)  "
+        f"batch 1 {flat_lat * 1e3:7.2f} ms  recall@10 1.000"
+    )
     del flat
     text_q = [t.question for t in make_world(0, "small").tasks("train")[:20]]
     with tempfile.TemporaryDirectory() as tmp:
         for i, s in enumerate(range(0, n, 100_000)):
-            save_atomic(shard_path(Path(tmp), i), x[s:s + 100_000])
+            save_atomic(shard_path(Path(tmp), i), x[s : s + 100_000])
         vecs = ShardVectors.open(tmp, count=n)
         del x
         for kind in kinds:
@@ -329,16 +365,25 @@ def bench_million(encoder: Encoder, args: argparse.Namespace, dataset: str, kind
             def search(v: np.ndarray, rr: Rerank | None = rerank) -> np.ndarray:
                 return (rr.search(index, v, 10) if rr else index.search(v, 10))[1]
 
-            recall = {name: np.mean([len(set(a) & set(b)) / 10 for a, b in zip(search(q, rr), truth)])
-                      for name, rr in (("reranked", rerank), ("plain", None))}
+            recall = {
+                name: np.mean([len(set(a) & set(b)) / 10 for a, b in zip(search(q, rr), truth)])
+                for name, rr in (("reranked", rerank), ("plain", None))
+            }
             with faiss_threads(1):
-                lat = interleaved({"s": search}, [q[i:i + 1] for i in range(50)])["s"]
+                lat = interleaved({"s": search}, [q[i : i + 1] for i in range(50)])["s"]
                 e2e = interleaved({"e": lambda t: search(encoder.encode_queries([t]))}, text_q * 2)["e"]
-            print(f"{kind + ' ' + spec:26s} build {build:6.1f} s (+ tuning {tune:.0f} s, {knob})  memory "
-                  f"{size / 2**20:6.0f} MiB ({size / flat_bytes:.3f})  batch 1 {lat * 1e3:6.2f} ms "
-                  f"(flat/this {flat_lat / lat:5.1f}x)  recall@10 {recall['reranked']:.3f}"
-                  + (f" re-ranking the top {rerank.candidates} from disk ({recall['plain']:.3f} without)" if rerank else "")
-                  + f"  end to end with query encoding {e2e * 1e3:.2f} ms", flush=True)
+            print(
+                f"{kind + ' ' + spec:26s} build {build:6.1f} s (+ tuning {tune:.0f} s, {knob})  memory "
+                f"{size / 2**20:6.0f} MiB ({size / flat_bytes:.3f})  batch 1 {lat * 1e3:6.2f} ms "
+                f"(flat/this {flat_lat / lat:5.1f}x)  recall@10 {recall['reranked']:.3f}"
+                + (
+                    f" re-ranking the top {rerank.candidates} from disk ({recall['plain']:.3f} without)"
+                    if rerank
+                    else ""
+                )
+                + f"  end to end with query encoding {e2e * 1e3:.2f} ms",
+                flush=True,
+            )
             del index
 
 
@@ -350,17 +395,26 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=300, help="1-hop questions for recall")
     ap.add_argument("--repeat", type=int, default=30, help="timing repetitions (median reported)")
     ap.add_argument("--million", type=int, default=1_000_000, help="vectors for the compressed-index run (0: skip)")
-    ap.add_argument("--million-data", default="calibrated:ivfpq,hnsw-sq;hard:ivfpq",
-                    help="dataset:types;... for that run (datasets: " + ", ".join(DATASETS) + ")")
-    ap.add_argument("--calibrate", type=int, default=0,
-                    help="compare the synthetic shapes with MiniLM vectors of this many real paragraphs (0: skip)")
+    ap.add_argument(
+        "--million-data",
+        default="calibrated:ivfpq,hnsw-sq;hard:ivfpq",
+        help="dataset:types;... for that run (datasets: " + ", ".join(DATASETS) + ")",
+    )
+    ap.add_argument(
+        "--calibrate",
+        type=int,
+        default=0,
+        help="compare the synthetic shapes with MiniLM vectors of this many real paragraphs (0: skip)",
+    )
     args = ap.parse_args()
     import faiss
 
     encoder = Encoder()
     torch_enc = Encoder(backend="torch", query_backend="torch")
-    print(f"encoder {encoder!r}; faiss {faiss.__version__}; load average {os.getloadavg()[0]:.1f} on "
-          f"{len(os.sched_getaffinity(0))} CPUs (timings are only comparable within one run)")
+    print(
+        f"encoder {encoder!r}; faiss {faiss.__version__}; load average {os.getloadavg()[0]:.1f} on "
+        f"{len(os.sched_getaffinity(0))} CPUs (timings are only comparable within one run)"
+    )
     bench_encoders(encoder, torch_enc, args)
     for n in (int(s) for s in args.sizes.split(",") if s):
         bench_size(n, encoder, torch_enc, args)

@@ -69,30 +69,43 @@ def main() -> None:
     print(f"{args.n} trajectories x {args.steps} steps, in {tmp}")
 
     raw = sum(len(json.dumps(t.to_dict(), separators=(",", ":"))) for t in trajs)
-    packed = sum(len(zlib.compress(json.dumps(t.to_dict(), separators=(",", ":")).encode(), 6))
-                 for t in trajs)
-    print(f"blob size: raw JSON {raw / args.n / 1024:.1f} KiB, zlib-6 {packed / args.n / 1024:.1f} KiB "
-          f"(ratio {raw / packed:.1f}x smaller)")
+    packed = sum(len(zlib.compress(json.dumps(t.to_dict(), separators=(",", ":")).encode(), 6)) for t in trajs)
+    print(
+        f"blob size: raw JSON {raw / args.n / 1024:.1f} KiB, zlib-6 {packed / args.n / 1024:.1f} KiB "
+        f"(ratio {raw / packed:.1f}x smaller)"
+    )
 
     base = jsonl_writes(tmp / "a.jsonl", trajs, fsync=False)
     base_sync = jsonl_writes(tmp / "b.jsonl", trajs, fsync=True)
     full = store_writes(tmp / "full", trajs, "FULL")
     normal = store_writes(tmp / "normal", trajs, "NORMAL")
-    print(f"writes/s: jsonl {base:.0f}, jsonl+fsync {base_sync:.0f}, "
-          f"store FULL {full:.0f} ({full / base_sync:.2f}x jsonl+fsync, {full / base:.2f}x jsonl), "
-          f"store NORMAL {normal:.0f} ({normal / base:.2f}x jsonl)")
+    print(
+        f"writes/s: jsonl {base:.0f}, jsonl+fsync {base_sync:.0f}, "
+        f"store FULL {full:.0f} ({full / base_sync:.2f}x jsonl+fsync, {full / base:.2f}x jsonl), "
+        f"store NORMAL {normal:.0f} ({normal / base:.2f}x jsonl)"
+    )
 
     # Read while another process writes a fresh run.
     run, jsonl = tmp / "live", tmp / "live.jsonl"
     Store(run).close()
-    writer = subprocess.Popen([sys.executable, "-c", (
-        "import sys, json; sys.path[:0] = sys.argv[3:5]\n"
-        "from conftest import make_trajectory\nfrom workbench.store import Store\n"
-        "s = Store(sys.argv[1]); f = open(sys.argv[2], 'a')\n"
-        "for i in range(10**6):\n"
-        "    t = make_trajectory(i, steps=8, hops=i % 4, reward=(i % 5) / 4); s.write(t)\n"
-        "    f.write(json.dumps(t.to_dict()) + '\\n'); f.flush()\n"),
-        str(run), str(jsonl), str(ROOT), str(ROOT / "tests" / "store")])
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, json; sys.path[:0] = sys.argv[3:5]\n"
+                "from conftest import make_trajectory\nfrom workbench.store import Store\n"
+                "s = Store(sys.argv[1]); f = open(sys.argv[2], 'a')\n"
+                "for i in range(10**6):\n"
+                "    t = make_trajectory(i, steps=8, hops=i % 4, reward=(i % 5) / 4); s.write(t)\n"
+                "    f.write(json.dumps(t.to_dict()) + '\\n'); f.flush()\n"
+            ),
+            str(run),
+            str(jsonl),
+            str(ROOT),
+            str(ROOT / "tests" / "store"),
+        ]
+    )
     time.sleep(3.0)
     reader = Store.open_readonly(run)
 
@@ -105,9 +118,11 @@ def main() -> None:
     q_jsonl = query_latency(jsonl_query)
     writer.kill()
     writer.wait()
-    print(f"read-while-write, {len(reader)} rows, median (p90) ms: store query {q_store[0]:.1f} "
-          f"({q_store[1]:.1f}), query+get {q_get[0]:.1f} ({q_get[1]:.1f}); jsonl scan "
-          f"{q_jsonl[0]:.1f} ({q_jsonl[1]:.1f}); store query {q_jsonl[0] / q_store[0]:.1f}x faster")
+    print(
+        f"read-while-write, {len(reader)} rows, median (p90) ms: store query {q_store[0]:.1f} "
+        f"({q_store[1]:.1f}), query+get {q_get[0]:.1f} ({q_get[1]:.1f}); jsonl scan "
+        f"{q_jsonl[0]:.1f} ({q_jsonl[1]:.1f}); store query {q_jsonl[0] / q_store[0]:.1f}x faster"
+    )
     reader.close()
 
 

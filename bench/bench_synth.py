@@ -26,13 +26,23 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import figure  # noqa: E402
+from _util import figure
 
-from workbench.errors import ToolError  # noqa: E402
-from workbench.synth import (ClosedBookPolicy, DirectSolver, PageGraph, ScriptedSynthesizer, Statement,  # noqa: E402
-                             SynthesisConfig, Verifier, browse_answer, inject, run_synthesis, seed_qa)
-from workbench.web import LocalSiteFetcher, world_site  # noqa: E402
-from workbench.worlds import make_world  # noqa: E402
+from workbench.synth import (
+    ClosedBookPolicy,
+    DirectSolver,
+    PageGraph,
+    ScriptedSynthesizer,
+    Statement,
+    SynthesisConfig,
+    Verifier,
+    browse_answer,
+    inject,
+    run_synthesis,
+    seed_qa,
+)
+from workbench.web import LocalSiteFetcher, world_site
+from workbench.worlds import make_world
 
 
 def clean_injections(graph, limit):
@@ -98,8 +108,15 @@ def main() -> None:
         leak = dataclasses.replace(qa, question=qa.question.rstrip("?") + f" (not {qa.answer})?")
         planted["leak"].append(verifier.check(leak, [new]).reason)
         wrong = rng.choice([u for u in graph.urls if u != new.url])
-        lie = Statement(new.text.replace(new.value, graph.info(wrong).title) if new.value in new.text
-                        else new.text + " Also founded in 1066.", new.url, new.subject, new.key, new.value)
+        lie = Statement(
+            new.text.replace(new.value, graph.info(wrong).title)
+            if new.value in new.text
+            else new.text + " Also founded in 1066.",
+            new.url,
+            new.subject,
+            new.key,
+            new.value,
+        )
         planted["unsupported"].append(verifier.check(qa, [lie]).reason)
         planted["too_easy"].append(knows_all.check(qa, [new]).reason)
     for qa in ambiguous_injections(graph, args.planted):
@@ -107,17 +124,24 @@ def main() -> None:
     figure("clean edits kept / clean", clean_ok / max(len(pairs), 1), "share", target="printed")
     for kind, reasons in planted.items():
         rate = sum(r == kind for r in reasons) / max(len(reasons), 1)
-        figure(f"planted {kind} rejected for it / planted ({len(reasons)})", rate, "share",
-               target=">= 0.95", ok=rate >= 0.95 and len(reasons) > 0)
+        figure(
+            f"planted {kind} rejected for it / planted ({len(reasons)})",
+            rate,
+            "share",
+            target=">= 0.95",
+            ok=rate >= 0.95 and len(reasons) > 0,
+        )
 
     # -- a synthesis run --------------------------------------------------------------------------
     t1 = time.monotonic()
     cfg = SynthesisConfig(run_dir=tempfile.mkdtemp(prefix="bench_synth_"), seeds=args.seeds, seed=3)
     result = run_synthesis(graph, ScriptedSynthesizer(), memory, config=cfg)
     acc = result.accepted
-    print(f"synthesis: {len(result.syntheses)} seeds, {len(acc)} accepted "
-          f"({len(acc) / max(len(result.syntheses), 1):.0%}) in {time.monotonic() - t1:.1f} s; "
-          f"edit keep rate {result.stats()['synthesis/edit_keep_rate']:.2f}")
+    print(
+        f"synthesis: {len(result.syntheses)} seeds, {len(acc)} accepted "
+        f"({len(acc) / max(len(result.syntheses), 1):.0%}) in {time.monotonic() - t1:.1f} s; "
+        f"edit keep rate {result.stats()['synthesis/edit_keep_rate']:.2f}"
+    )
     if not acc:
         print("no accepted QA: nothing more to measure")
         return
@@ -127,6 +151,7 @@ def main() -> None:
     figure("accepted QAs unique (fresh crawl)", unique, "share", target="1.0", ok=unique == 1.0)
 
     asker = DirectSolver(memory, n=8, seed=99)  # asked anew, other draws than during synthesis
+
     def no_tool(question: str, answer: str) -> float:
         attempts = asker.attempts(question, [answer])
         return sum(a.correct for a in attempts) / len(attempts)
@@ -136,12 +161,24 @@ def main() -> None:
     seed_nt = sum(no_tool(q, a) for q, a in seeds_q) / len(seeds_q)
     floor = 1 / (8 * len(acc))  # one right answer in all attempts: the resolution of the measure
     figure("no-tool accuracy: seed QAs (baseline)", seed_nt, "share")
-    figure("no-tool accuracy: accepted QAs", acc_nt, "share", baseline=max(seed_nt, floor),
-           target="ratio <= 0.5", ok=acc_nt / max(seed_nt, floor) <= 0.5)
+    figure(
+        "no-tool accuracy: accepted QAs",
+        acc_nt,
+        "share",
+        baseline=max(seed_nt, floor),
+        target="ratio <= 0.5",
+        ok=acc_nt / max(seed_nt, floor) <= 0.5,
+    )
     browse = sum(browse_answer(fresh, s.qa.question) == s.qa.answer for s in acc) / len(acc)
     figure("no-tool pass rate on accepted (baseline)", acc_nt, "share")
-    figure("browsing pass rate on accepted", browse, "share", baseline=max(acc_nt, floor),
-           target="ratio >= 2.0", ok=browse / max(acc_nt, floor) >= 2.0)
+    figure(
+        "browsing pass rate on accepted",
+        browse,
+        "share",
+        baseline=max(acc_nt, floor),
+        target="ratio >= 2.0",
+        ok=browse / max(acc_nt, floor) >= 2.0,
+    )
     per_acc = sum(s.qa.hops for s in acc) / len(acc)
     figure("statements per seed QA (baseline)", 1.0, "count")
     figure("statements per accepted QA", per_acc, "count", baseline=1.0, target="ratio >= 2.0", ok=per_acc >= 2.0)

@@ -28,10 +28,14 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import figure  # noqa: E402
+from _util import figure
 
-DOCS = [("Paris", "Paris is the capital of France."), ("Berlin", "Berlin is the capital of Germany."),
-        ("Rome", "Rome is the capital of Italy."), ("Madrid", "Madrid is the capital of Spain.")]
+DOCS = [
+    ("Paris", "Paris is the capital of France."),
+    ("Berlin", "Berlin is the capital of Germany."),
+    ("Rome", "Rome is the capital of Italy."),
+    ("Madrid", "Madrid is the capital of Spain."),
+]
 
 
 class Retriever:
@@ -47,8 +51,15 @@ def spread(traj) -> dict[str, float]:
 def tasks(n: int):
     from workbench.trajectory import Task
 
-    return [Task(id=f"q{i}", question=f"What is the capital of {DOCS[i % 4][0]}? ({i})",
-                 golden_answers=[DOCS[i % 4][0]], metadata={"hops": 1 + i % 3}) for i in range(n)]
+    return [
+        Task(
+            id=f"q{i}",
+            question=f"What is the capital of {DOCS[i % 4][0]}? ({i})",
+            golden_answers=[DOCS[i % 4][0]],
+            metadata={"hops": 1 + i % 3},
+        )
+        for i in range(n)
+    ]
 
 
 def step_times(trainer) -> list[float]:
@@ -65,13 +76,17 @@ def bench_step_time(model_dir: Path, out: Path, steps: int) -> None:
     from workbench.train.trainer import WorkbenchGRPOTrainer
 
     common = dict(num_generations=4, per_device_train_batch_size=8, max_steps=steps, learning_rate=1e-4)
-    cfg = TrainConfig(output_dir=str(out / "wb"), max_turns=3, max_turn_tokens=32, max_completion_length=256,
-                      **common)
+    cfg = TrainConfig(output_dir=str(out / "wb"), max_turns=3, max_turn_tokens=32, max_completion_length=256, **common)
     runner = SearchR1Episodes(Retriever(), max_turns=3, max_turn_tokens=32, top_k=1, max_total_tokens=256)
     lengths: list[int] = []
-    wb = WorkbenchGRPOTrainer(AutoModelForCausalLM.from_pretrained(model_dir),
-                              AutoTokenizer.from_pretrained(model_dir), tasks(16), episodes=runner, config=cfg,
-                              reward=spread)
+    wb = WorkbenchGRPOTrainer(
+        AutoModelForCausalLM.from_pretrained(model_dir),
+        AutoTokenizer.from_pretrained(model_dir),
+        tasks(16),
+        episodes=runner,
+        config=cfg,
+        reward=spread,
+    )
     rollout = wb.rollout
 
     def counting(prompts):
@@ -85,9 +100,18 @@ def bench_step_time(model_dir: Path, out: Path, steps: int) -> None:
     wb_len = statistics.mean(lengths)
 
     tok = AutoTokenizer.from_pretrained(model_dir)
-    args = GRPOConfig(output_dir=str(out / "trl"), max_completion_length=int(round(wb_len)), use_cpu=True,
-                      bf16=False, gradient_checkpointing=False, report_to=[], logging_steps=1, disable_tqdm=True,
-                      save_strategy="no", **common)
+    args = GRPOConfig(
+        output_dir=str(out / "trl"),
+        max_completion_length=int(round(wb_len)),
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        report_to=[],
+        logging_steps=1,
+        disable_tqdm=True,
+        save_strategy="no",
+        **common,
+    )
 
     def reward(completions, **_):  # conversational: each completion is [{"role": "assistant", "content": ...}]
         texts = [c[0]["content"] for c in completions]
@@ -95,18 +119,30 @@ def bench_step_time(model_dir: Path, out: Path, steps: int) -> None:
 
     # the same prompt tokens as our episodes: the Search-R1 instructions, through the chat template
     same_prompts = Dataset.from_list([{"prompt": [{"role": "user", "content": runner.prompt(t)}]} for t in tasks(16)])
-    base = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(model_dir), reward_funcs=[reward], args=args,
-                       train_dataset=same_prompts, processing_class=tok)
+    base = GRPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(model_dir),
+        reward_funcs=[reward],
+        args=args,
+        train_dataset=same_prompts,
+        processing_class=tok,
+    )
     base.train()
     trl_time = statistics.median(step_times(base))
-    trl_len = statistics.mean(r["completions/mean_length"] for r in base.state.log_history
-                              if "completions/mean_length" in r)
+    trl_len = statistics.mean(
+        r["completions/mean_length"] for r in base.state.log_history if "completions/mean_length" in r
+    )
     print(f"# completion tokens/sequence: workbench {wb_len:.1f} (model + observation), TRL {trl_len:.1f}")
     figure("TRL single-turn GRPO step", trl_time, "s")
     figure("workbench multi-turn step", wb_time, "s", baseline=trl_time)
     per_tok_wb, per_tok_trl = wb_time / wb_len, trl_time / trl_len
-    figure("workbench / TRL, per completion token", per_tok_wb * 1000, "ms/tok", baseline=per_tok_trl * 1000,
-           target="ratio <= 1.3", ok=per_tok_wb / per_tok_trl <= 1.3)
+    figure(
+        "workbench / TRL, per completion token",
+        per_tok_wb * 1000,
+        "ms/tok",
+        baseline=per_tok_trl * 1000,
+        target="ratio <= 1.3",
+        ok=per_tok_wb / per_tok_trl <= 1.3,
+    )
 
 
 def bench_hrpo_cost(model_dir: Path, out: Path) -> None:
@@ -119,8 +155,15 @@ def bench_hrpo_cost(model_dir: Path, out: Path) -> None:
     prompts_per_update, group = 4, 4
     counts = {}
     for est, batch in (("grpo", prompts_per_update * group), ("hrpo", prompts_per_update)):
-        cfg = TrainConfig(output_dir=str(out / est), estimator=est, num_generations=group,
-                          per_device_train_batch_size=batch, max_steps=1, max_turns=1, max_turn_tokens=8)
+        cfg = TrainConfig(
+            output_dir=str(out / est),
+            estimator=est,
+            num_generations=group,
+            per_device_train_batch_size=batch,
+            max_steps=1,
+            max_turns=1,
+            max_turn_tokens=8,
+        )
         runner = SearchR1Episodes(Retriever(), max_turns=1, max_turn_tokens=8)
         seen: list[int] = []
 
@@ -128,18 +171,31 @@ def bench_hrpo_cost(model_dir: Path, out: Path) -> None:
             seen.append(len(ts))
             return await runner(ts, policy)
 
-        tr = WorkbenchGRPOTrainer(AutoModelForCausalLM.from_pretrained(model_dir),
-                                  AutoTokenizer.from_pretrained(model_dir), tasks(16), episodes=counted,
-                                  config=cfg, reward=spread)
+        tr = WorkbenchGRPOTrainer(
+            AutoModelForCausalLM.from_pretrained(model_dir),
+            AutoTokenizer.from_pretrained(model_dir),
+            tasks(16),
+            episodes=counted,
+            config=cfg,
+            reward=spread,
+        )
         tr.train()
         counts[est] = sum(seen)
     solver = {"grpo": 4, "hrpo": 5}  # solver rollouts per question (Dr. Zero, Table 8 set-up)
     cost = {e: counts[e] * (1 + solver[e]) for e in counts}  # proposer episode + its solver episodes
-    print(f"# {prompts_per_update} prompts/update; proposer rollouts measured: grpo {counts['grpo']}, "
-          f"hrpo {counts['hrpo']}; episodes/update = rollouts x (1 + solver rollouts)")
+    print(
+        f"# {prompts_per_update} prompts/update; proposer rollouts measured: grpo {counts['grpo']}, "
+        f"hrpo {counts['hrpo']}; episodes/update = rollouts x (1 + solver rollouts)"
+    )
     figure("GRPO proposer update, episodes", cost["grpo"], "ep")
-    figure("HRPO proposer update, episodes", cost["hrpo"], "ep", baseline=cost["grpo"],
-           target="about 1/4 (paper)", ok=cost["hrpo"] / cost["grpo"] <= 0.35)
+    figure(
+        "HRPO proposer update, episodes",
+        cost["hrpo"],
+        "ep",
+        baseline=cost["grpo"],
+        target="about 1/4 (paper)",
+        ok=cost["hrpo"] / cost["grpo"] <= 0.35,
+    )
 
 
 def vllm_step_times(model_dir: Path, out: Path, steps: int) -> dict[str, float]:
@@ -161,9 +217,17 @@ def vllm_step_times(model_dir: Path, out: Path, steps: int) -> dict[str, float]:
     # an unmeasured one-step run first: the process's first trainer pays one-off costs (imports, thread
     # pools) that belong to neither side
     for side, use_vllm, n in (("warm-up", False, 1), ("transformers", False, steps), ("vllm", True, steps)):
-        cfg = TrainConfig(output_dir=str(out / side), num_generations=4, per_device_train_batch_size=8,
-                          max_steps=n, learning_rate=1e-4, max_turns=3, max_turn_tokens=32,
-                          max_completion_length=256, use_vllm=use_vllm)
+        cfg = TrainConfig(
+            output_dir=str(out / side),
+            num_generations=4,
+            per_device_train_batch_size=8,
+            max_steps=n,
+            learning_rate=1e-4,
+            max_turns=3,
+            max_turn_tokens=32,
+            max_completion_length=256,
+            use_vllm=use_vllm,
+        )
         runner = SearchR1Episodes(Retriever(), max_turns=3, max_turn_tokens=32, top_k=1, max_total_tokens=256)
         model, tok = AutoModelForCausalLM.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir)
         t0 = time.perf_counter()
@@ -184,18 +248,28 @@ def vllm_step_times(model_dir: Path, out: Path, steps: int) -> dict[str, float]:
 
 def bench_vllm_step(model_dir: Path, out: Path, steps: int) -> None:
     t = vllm_step_times(model_dir, out, steps)
-    print(f"# training step, rollouts through vLLM (colocated, synced every step) vs the live model: "
-          f"{t['vllm_s']:.2f}s vs {t['transformers_s']:.2f}s; start-up (construction + first step's excess over "
-          f"the median): vLLM {t['vllm_start_s']:.1f}s (constructor {t['vllm_construct_s']:.1f}s), transformers "
-          f"{t['transformers_start_s']:.1f}s")
-    figure("train step speed-up with vLLM generation (transformers time / vLLM time)", t["ratio"], "x",
-           target="> 1", ok=t["ratio"] > 1)
+    print(
+        f"# training step, rollouts through vLLM (colocated, synced every step) vs the live model: "
+        f"{t['vllm_s']:.2f}s vs {t['transformers_s']:.2f}s; start-up (construction + first step's excess over "
+        f"the median): vLLM {t['vllm_start_s']:.1f}s (constructor {t['vllm_construct_s']:.1f}s), transformers "
+        f"{t['transformers_start_s']:.1f}s"
+    )
+    figure(
+        "train step speed-up with vLLM generation (transformers time / vLLM time)",
+        t["ratio"],
+        "x",
+        target="> 1",
+        ok=t["ratio"] > 1,
+    )
     saved, extra = t["transformers_s"] - t["vllm_s"], t["engine_start_s"]
-    paid_back = ("" if extra <= 0 else f"; paid back after {extra / saved:.0f} steps" if saved > 0
-                 else "; never paid back")
+    paid_back = (
+        "" if extra <= 0 else f"; paid back after {extra / saved:.0f} steps" if saved > 0 else "; never paid back"
+    )
     figure("vLLM engine start-up (vs the live model's)", t["vllm_start_s"], "s", baseline=t["transformers_start_s"])
-    print(f"# the engine costs {t['engine_start_s']:.1f}s more to start than the live model{paid_back} "
-          f"({saved:+.2f}s per step)")
+    print(
+        f"# the engine costs {t['engine_start_s']:.1f}s more to start than the live model{paid_back} "
+        f"({saved:+.2f}s per step)"
+    )
 
 
 def main() -> None:
@@ -209,8 +283,9 @@ def main() -> None:
         tmp = Path(tmp)
         t0 = time.perf_counter()
         texts = [f"{t}: {x}" for t, x in DOCS] * 8 + ["<search> q </search> <answer> a </answer>"] * 8
-        model_dir = build_tiny_model(tmp / "m", texts, vocab_size=400, n_layer=4, n_embd=128, n_head=4,
-                                     max_positions=1024)
+        model_dir = build_tiny_model(
+            tmp / "m", texts, vocab_size=400, n_layer=4, n_embd=128, n_head=4, max_positions=1024
+        )
         print(f"# tiny Qwen2 (4 layers, 128 wide) built in {time.perf_counter() - t0:.1f}s")
         bench_step_time(model_dir, tmp, args.steps)
         bench_hrpo_cost(model_dir, tmp)

@@ -62,24 +62,36 @@ CELLS = (WARM, VIEWER, PLAIN, BASELINE)
 # when each cell's output is on screen (outputs of earlier runs carry data-old)
 READY = {
     VIEWER: "(() => { const v = document.querySelector('.wb-viewer:not([data-old])');"
-            " return !!(v && v.querySelector('.wb-row') && v.dataset.renderedId); })()",
+    " return !!(v && v.querySelector('.wb-row') && v.dataset.renderedId); })()",
     PLAIN: "!!document.querySelector('.wb-plain:not([data-old]) tr')",
     BASELINE: "!!(document.querySelector('.widget-select:not([data-old]) select option') && "
-              "document.querySelector('.wb-baseline:not([data-old]) [data-id]'))",
+    "document.querySelector('.wb-baseline:not([data-old]) [data-id]'))",
 }
 # the viewer opens a big run with its first page and reads the rest once that is drawn
-WHOLE = ("(() => { const v = document.querySelector('.wb-viewer:not([data-old])');"
-         " return !!(v && v.dataset.renderedId && v.dataset.partial === ''); })()")
-MARK_OLD = ("document.querySelectorAll('.wb-viewer, .wb-plain, .widget-select, .wb-baseline')"
-            ".forEach((e) => { e.dataset.old = '1'; })")
+WHOLE = (
+    "(() => { const v = document.querySelector('.wb-viewer:not([data-old])');"
+    " return !!(v && v.dataset.renderedId && v.dataset.partial === ''); })()"
+)
+MARK_OLD = (
+    "document.querySelectorAll('.wb-viewer, .wb-plain, .widget-select, .wb-baseline')"
+    ".forEach((e) => { e.dataset.old = '1'; })"
+)
 
 
 def notebook(path: Path) -> Path:
-    cells = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-              "source": src} for src in CELLS]
-    path.write_text(json.dumps({"cells": cells, "metadata": {"kernelspec": {
-        "display_name": "Python 3", "language": "python", "name": "python3"}},
-        "nbformat": 4, "nbformat_minor": 5}))
+    cells = [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": src} for src in CELLS
+    ]
+    path.write_text(
+        json.dumps(
+            {
+                "cells": cells,
+                "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            }
+        )
+    )
     return path
 
 
@@ -172,16 +184,16 @@ def main() -> None:
         with Store.open_readonly(run) as store:
             n = len(store)
         nb = notebook(tmp_path / "bench.ipynb")
-        with lab_server(tmp_path / "lab", nb, env={"WB_BENCH_RUN": str(run)}) as url, \
-                sync_playwright() as p:
+        with lab_server(tmp_path / "lab", nb, env={"WB_BENCH_RUN": str(run)}) as url, sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1500, "height": 1100})
             open_and_run_all(page, url)  # warms the kernel, imports and the widget front ends
             page.wait_for_function("document.querySelector('.wb-baseline [data-id]')", timeout=300_000)
             page.reload()
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000,
-                                   state="attached")
+            page.wait_for_selector(
+                ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000, state="attached"
+            )
             opens: dict[str, list[tuple[float, float]]] = {VIEWER: [], PLAIN: [], BASELINE: []}
             for _ in range(args.repeats):
                 for source in (PLAIN, BASELINE, VIEWER):
@@ -198,8 +210,7 @@ def main() -> None:
     q95 = lambda xs: sorted(xs)[max(0, int(round(0.95 * len(xs))) - 1)]  # noqa: E731
     where = str(args.run) if args.run else "built for the bench"
     print(f"Chromium, JupyterLab, {n} trajectories ({where}); median of {args.repeats} opens")
-    figure("open: first page on screen (viewer)", opened, "s", baseline=plain, target="≤ 1 s",
-           ok=opened <= 1.0)
+    figure("open: first page on screen (viewer)", opened, "s", baseline=plain, target="≤ 1 s", ok=opened <= 1.0)
     figure("open: plain HTML of the first page (floor)", plain, "s")
     figure("open: whole list in the viewer (searchable)", whole, "s", baseline=plain)
     figure("open: viewer vs old Select + HTML pane", opened, "s", baseline=base_open)
@@ -208,8 +219,14 @@ def main() -> None:
     figure("kernel: then the whole list read", whole_read, "s", baseline=raw)
     figure("kernel: raw list query (Store.columns)", raw, "s")
     med = statistics.median(moves)
-    figure("next trajectory, median (viewer)", med, "ms", baseline=statistics.median(base_moves),
-           target="≤ 100 ms", ok=med <= 100)
+    figure(
+        "next trajectory, median (viewer)",
+        med,
+        "ms",
+        baseline=statistics.median(base_moves),
+        target="≤ 100 ms",
+        ok=med <= 100,
+    )
     figure("next trajectory, p95 (viewer)", q95(moves), "ms", baseline=q95(base_moves))
     figure("next trajectory, median (baseline)", statistics.median(base_moves), "ms")
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _util import figure  # noqa: E402
+from _util import figure
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,17 +38,19 @@ def build_models(which: list[str], world, tmp: Path) -> dict[str, Path]:
     out = {}
     if "demo" in which:
         final = ROOT / "runs" / "demo" / "final_model"
-        out["demo"] = final if (final / "config.json").exists() else build_tiny_model(
-            tmp / "demo", texts, vocab_size=1000, n_layer=2, n_embd=128, n_head=4, seed=0)
+        out["demo"] = (
+            final
+            if (final / "config.json").exists()
+            else build_tiny_model(tmp / "demo", texts, vocab_size=1000, n_layer=2, n_embd=128, n_head=4, seed=0)
+        )
     if "100m" in which:
         out["100m"] = build_tiny_model(tmp / "100m", texts, vocab_size=1000, n_layer=12, n_embd=768, n_head=12, seed=0)
     return out
 
 
 def n_params(path: Path) -> int:
-    from transformers import AutoConfig, AutoModelForCausalLM
-
     import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
 
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(path))
@@ -86,10 +88,14 @@ def main() -> None:
     world = make_world(seed=0, size="small")
     tools = search_registry(BM25Retriever.build(Corpus.from_rows(world.corpus()), show_progress=False))
     tasks = world.tasks("test")[: args.episodes]
-    config = AgentConfig(max_steps=args.steps, max_new_tokens=args.tokens, max_context_tokens=2000,
-                         temperature=1.0, seed=0)
-    print(f"{args.episodes} concurrent episodes x {args.steps} turns x <= {args.tokens} tokens; "
-          f"torch threads {torch.get_num_threads()}, cpus {os.cpu_count()}, load avg {os.getloadavg()[0]:.1f}", flush=True)
+    config = AgentConfig(
+        max_steps=args.steps, max_new_tokens=args.tokens, max_context_tokens=2000, temperature=1.0, seed=0
+    )
+    print(
+        f"{args.episodes} concurrent episodes x {args.steps} turns x <= {args.tokens} tokens; "
+        f"torch threads {torch.get_num_threads()}, cpus {os.cpu_count()}, load avg {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for name, path in build_models(args.models.split(","), world, Path(tmp)).items():
             print(f"== {name}: {path.name}, {n_params(path) / 1e6:.0f}M parameters", flush=True)
@@ -108,8 +114,14 @@ def main() -> None:
             del vl
             base = hf_tok / hf_wall
             figure(f"{name}: transformers tokens/s ({hf_tok} tok)", base, "tok/s")
-            figure(f"{name}: vllm tokens/s ({vl_tok} tok)", vl_tok / vl_wall, "tok/s", baseline=base,
-                   target=">= 1.5x" if name == "100m" else "", ok=(vl_tok / vl_wall >= 1.5 * base) if name == "100m" else None)
+            figure(
+                f"{name}: vllm tokens/s ({vl_tok} tok)",
+                vl_tok / vl_wall,
+                "tok/s",
+                baseline=base,
+                target=">= 1.5x" if name == "100m" else "",
+                ok=(vl_tok / vl_wall >= 1.5 * base) if name == "100m" else None,
+            )
             figure(f"{name}: transformers start-up", hf_start, "s")
             figure(f"{name}: vllm engine start-up", vl_start, "s", baseline=hf_start)
             print(f"   load avg now {os.getloadavg()[0]:.1f}", flush=True)

@@ -24,13 +24,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import figure, p50  # noqa: E402
+from _util import figure, p50
 
-from workbench.kernel import AsyncKernel  # noqa: E402
-from workbench.tools import ToolGateway, ToolRegistry  # noqa: E402
-from workbench.tools.web import web_tools  # noqa: E402
-from workbench.web import CachingFetcher, extract, has_trafilatura, world_site  # noqa: E402
-from workbench.worlds import make_world  # noqa: E402
+from workbench.kernel import AsyncKernel
+from workbench.tools import ToolGateway, ToolRegistry
+from workbench.tools.web import web_tools
+from workbench.web import CachingFetcher, extract, has_trafilatura, world_site
+from workbench.worlds import make_world
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -111,8 +111,14 @@ def main() -> None:
         for name in extractors:
             rtt, access = asyncio.run(gateway_figures(site, base, args.calls, name))
             figure(f"kernel round trip, empty cell p50 ({name} run)", rtt * 1e3, "ms")
-            figure(f"access() cell through the gateway p50, {name}", access * 1e3, "ms",
-                   baseline=rtt * 1e3, target="ratio <= 2.0", ok=access / rtt <= 2.0)
+            figure(
+                f"access() cell through the gateway p50, {name}",
+                access * 1e3,
+                "ms",
+                baseline=rtt * 1e3,
+                target="ratio <= 2.0",
+                ok=access / rtt <= 2.0,
+            )
         miss, hit = cache_figures(site, base, args.calls)
         figure("cache miss (HTTP fetch + record) p50", miss * 1e3, "ms")
         figure("cache hit p50", hit * 1e3, "ms", baseline=miss * 1e3, target="ratio <= 0.1", ok=hit / miss <= 0.1)
@@ -125,8 +131,9 @@ def main() -> None:
         pages = [extract(h, u, name) for h, u in zip(html, urls)]
         rates[name] = len(urls) / (time.perf_counter() - t)
         ratio = sum(tokens(p.markdown) for p in pages) / sum(tokens(h) for h in html)
-        figure(f"extract {name}: pages/s", rates[name], "pg/s",
-               baseline=rates["fallback"] if name != "fallback" else None)
+        figure(
+            f"extract {name}: pages/s", rates[name], "pg/s", baseline=rates["fallback"] if name != "fallback" else None
+        )
         figure(f"extract {name}: Markdown / HTML tokens", ratio, "", target="<= 0.5", ok=ratio <= 0.5)
         r = recall(world, site, name)
         figure(f"extract {name}: fact recall", r, "", target="= 1.0", ok=r == 1.0)

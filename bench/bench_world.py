@@ -22,8 +22,7 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[300, 10_000, 100_000])
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    print(f"{'passages':>9} {'questions':>9} {'generate_s':>10} {'corpus_s':>9} "
-          f"{'write_jsonl_s':>13} {'ratio':>6}")
+    print(f"{'passages':>9} {'questions':>9} {'generate_s':>10} {'corpus_s':>9} {'write_jsonl_s':>13} {'ratio':>6}")
     for n in args.sizes:
         t0 = time.perf_counter()
         world = World.generate(args.seed, n)
@@ -36,8 +35,10 @@ def main() -> None:
                     fh.write(json.dumps(row) + "\n")
         t3 = time.perf_counter()
         gen = (t1 - t0) + (t2 - t1)
-        print(f"{n:>9} {len(world.questions):>9} {t1 - t0:>10.2f} {t2 - t1:>9.2f} "
-              f"{t3 - t2:>13.2f} {gen / (t3 - t2):>6.1f}x")
+        print(
+            f"{n:>9} {len(world.questions):>9} {t1 - t0:>10.2f} {t2 - t1:>9.2f} "
+            f"{t3 - t2:>13.2f} {gen / (t3 - t2):>6.1f}x"
+        )
 
 
 if __name__ == "__main__":

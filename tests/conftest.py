@@ -8,7 +8,6 @@ test can import helpers from those modules."""
 from __future__ import annotations
 
 import pytest
-
 from demo_fixtures import fast_demo  # noqa: F401
 from vllm_fixtures import vllm_engine, vllm_model_dir, vllm_policy, vllm_tasks, vllm_tools, vllm_world  # noqa: F401
 
@@ -27,8 +26,9 @@ def _join_xdist_group(item: pytest.Item) -> None:
     """Suffix the node id with `@group`, which is how xdist's scheduler sees a group. xdist 3.8 writes
     the suffixed id to `item._nodeid`, which pytest 9 no longer reads (the id lives in `item._id`),
     so without this every group's tests spread over the workers like ungrouped ones."""
-    names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
-                    for m in item.iter_markers("xdist_group")})
+    names = sorted(
+        {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+    )
     suffix = "@" + "_".join(names)
     if not names or item.nodeid.endswith(suffix):
         return

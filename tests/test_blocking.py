@@ -23,6 +23,7 @@ def test_outside_a_loop():
 def test_inside_a_running_loop_does_not_deadlock():
     async def caller():  # a sync reward or tool called from a coroutine on the agent's loop
         return run_blocking(_double(5))
+
     assert asyncio.run(caller()) == 10
 
 
@@ -32,5 +33,6 @@ def test_errors_reach_the_caller():
 
     async def caller():
         return run_blocking(_fail())
+
     with pytest.raises(KeyError, match="boom"):
         asyncio.run(caller())

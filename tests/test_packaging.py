@@ -30,7 +30,8 @@ def test_environment_yml_matches_pyproject_pins():
     project = _pyproject()
     extras = project["optional-dependencies"]
     assert sorted(pip_deps) == sorted(project["dependencies"] + extras["cpu"] + extras["dev"] + extras["ray"]), (
-        "environment.yml is out of step: run `python scripts/gen_environment_yml.py`")
+        "environment.yml is out of step: run `python scripts/gen_environment_yml.py`"
+    )
 
 
 def test_torch_is_pinned_to_an_exact_cpu_installable_version():

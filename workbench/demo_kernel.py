@@ -15,20 +15,33 @@ from pathlib import Path
 from workbench.kernel import Kernel
 
 STEPS = [
-    ("who and where am I?", "import os; (os.getuid(), os.getcwd(), open('/etc/hostname').read().strip() "
-                            "if os.path.exists('/etc/hostname') else os.uname().nodename)", 10),
-    ("network (TCP to 1.1.1.1:53, DNS for pypi.org)",
-     "import socket\nout = []\nfor f in (lambda: socket.create_connection(('1.1.1.1', 53), 2),\n"
-     "          lambda: socket.getaddrinfo('pypi.org', 443)):\n"
-     "    try: f(); out.append('REACHED')\n"
-     "    except OSError as e: out.append(f'blocked: {e.__class__.__name__}')\nout", 10),
+    (
+        "who and where am I?",
+        "import os; (os.getuid(), os.getcwd(), open('/etc/hostname').read().strip() "
+        "if os.path.exists('/etc/hostname') else os.uname().nodename)",
+        10,
+    ),
+    (
+        "network (TCP to 1.1.1.1:53, DNS for pypi.org)",
+        "import socket\nout = []\nfor f in (lambda: socket.create_connection(('1.1.1.1', 53), 2),\n"
+        "          lambda: socket.getaddrinfo('pypi.org', 443)):\n"
+        "    try: f(); out.append('REACHED')\n"
+        "    except OSError as e: out.append(f'blocked: {e.__class__.__name__}')\nout",
+        10,
+    ),
     ("read a root-only secret the host just wrote", "open('{secret}').read()", 10),
-    ("host environment variable WORKBENCH_DEMO_SECRET",
-     "import os; os.environ.get('WORKBENCH_DEMO_SECRET', '(absent)')", 10),
+    (
+        "host environment variable WORKBENCH_DEMO_SECRET",
+        "import os; os.environ.get('WORKBENCH_DEMO_SECRET', '(absent)')",
+        10,
+    ),
     ("write outside the work dir", "open('/usr/evil', 'w')", 10),
-    ("limits (address space MiB, processes, open files)",
-     "import resource as r\n(r.getrlimit(r.RLIMIT_AS)[0] >> 20, r.getrlimit(r.RLIMIT_NPROC)[0], "
-     "r.getrlimit(r.RLIMIT_NOFILE)[0])", 10),
+    (
+        "limits (address space MiB, processes, open files)",
+        "import resource as r\n(r.getrlimit(r.RLIMIT_AS)[0] >> 20, r.getrlimit(r.RLIMIT_NPROC)[0], "
+        "r.getrlimit(r.RLIMIT_NOFILE)[0])",
+        10,
+    ),
     ("a memory bomb", "x = bytearray(64 * 2**30)", 10),
     ("an infinite loop with a 1 s timeout", "while True:\n    pass", 1),
     ("still alive afterwards?", "sum(range(10))", 10),
@@ -47,18 +60,23 @@ def main() -> int:
     try:
         with Kernel(output_cap=600, extra_ro_binds=[str(secret_dir)]) as k:
             os.environ.pop("WORKBENCH_DEMO_SECRET", None)
-            print(f"kernel ready in {time.perf_counter() - t:.2f} s (pid {k.pid}, uid {k.uid}, "
-                  f"rollout dir {k.rollout_dir})\n")
+            print(
+                f"kernel ready in {time.perf_counter() - t:.2f} s (pid {k.pid}, uid {k.uid}, "
+                f"rollout dir {k.rollout_dir})\n"
+            )
             for title, code, timeout in STEPS:
                 obs = k.execute(code.replace("{secret}", str(secret)), timeout=timeout)
-                flags = [n for n in ("timed_out", "interrupted", "killed", "truncated", "kernel_died")
-                         if getattr(obs, n)]
+                flags = [
+                    n for n in ("timed_out", "interrupted", "killed", "truncated", "kernel_died") if getattr(obs, n)
+                ]
                 last = obs.text.strip().splitlines()[-1] if obs.text.strip() else ""
                 shown = obs.text if obs.truncated else last
-                shown = "\n   ".join(line[:90] + ("…" if len(line) > 90 else "")
-                                     for line in shown.strip().splitlines())
-                print(f"-- {title}\n   {shown}"
-                      + (f"\n   flags: {', '.join(flags)}" if flags else "") + f"  ({obs.duration_s * 1e3:.0f} ms)\n")
+                shown = "\n   ".join(line[:90] + ("…" if len(line) > 90 else "") for line in shown.strip().splitlines())
+                print(
+                    f"-- {title}\n   {shown}"
+                    + (f"\n   flags: {', '.join(flags)}" if flags else "")
+                    + f"  ({obs.duration_s * 1e3:.0f} ms)\n"
+                )
             pid = k.pid
         print(f"closed: sandbox process {pid} gone = {not os.path.exists(f'/proc/{pid}')}")
     finally:

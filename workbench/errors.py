@@ -1,17 +1,17 @@
 """The exceptions workbench raises. Every message says what to do about it.
 
-    WorkbenchError
-    ├── ConfigError            a config, profile, spec or task file is wrong (names the field / line)
-    ├── SandboxError           bubblewrap or user namespaces are missing or a profile cannot be applied
-    ├── KernelError            a sandboxed kernel failed to start or talk
-    │   └── KernelDiedError    the kernel process is gone (OOM kill, SIGKILL, os._exit)
-    ├── PoolError              the kernel pool cannot hand out kernels (start failures, closed)
-    ├── ToolError              a host tool failed or was called wrongly
-    ├── PolicyError            a model backend failed to generate
-    ├── StoreError             the trajectory store cannot be read or written
-    │   └── SchemaVersionError the store was written by a newer workbench
-    ├── RetrievalError         a retriever / index / corpus problem
-    └── TrainingError          the training engine cannot run as configured
+WorkbenchError
+├── ConfigError            a config, profile, spec or task file is wrong (names the field / line)
+├── SandboxError           bubblewrap or user namespaces are missing or a profile cannot be applied
+├── KernelError            a sandboxed kernel failed to start or talk
+│   └── KernelDiedError    the kernel process is gone (OOM kill, SIGKILL, os._exit)
+├── PoolError              the kernel pool cannot hand out kernels (start failures, closed)
+├── ToolError              a host tool failed or was called wrongly
+├── PolicyError            a model backend failed to generate
+├── StoreError             the trajectory store cannot be read or written
+│   └── SchemaVersionError the store was written by a newer workbench
+├── RetrievalError         a retriever / index / corpus problem
+└── TrainingError          the training engine cannot run as configured
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ class Task:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, row: dict[str, Any]) -> "Task":
+    def from_dict(cls, row: dict[str, Any]) -> Task:
         if "question" not in row:
             raise ConfigError("task has no 'question' field; tasks need id, question, golden_answers")
         answers = row.get("golden_answers", row.get("answers", []))
@@ -55,8 +55,12 @@ class Task:
         for key, value in row.items():
             if key not in ("id", "question", "golden_answers", "answers", "metadata"):
                 meta.setdefault(key, value)
-        return cls(id=str(row.get("id", uuid.uuid4().hex[:12])), question=str(row["question"]),
-                   golden_answers=[str(a) for a in answers], metadata=meta)
+        return cls(
+            id=str(row.get("id", uuid.uuid4().hex[:12])),
+            question=str(row["question"]),
+            golden_answers=[str(a) for a in answers],
+            metadata=meta,
+        )
 
 
 @dataclass
@@ -140,8 +144,12 @@ class Trajectory:
         current: dict[str, list] | None = None
         for step in self.steps:
             if step.prompt_ids is not None or current is None:
-                current = {"prompt_ids": list(step.prompt_ids or []), "completion_ids": [],
-                           "env_mask": [], "logprobs": []}
+                current = {
+                    "prompt_ids": list(step.prompt_ids or []),
+                    "completion_ids": [],
+                    "env_mask": [],
+                    "logprobs": [],
+                }
                 segments.append(current)
             current["completion_ids"] += step.completion_ids
             current["env_mask"] += [1] * len(step.completion_ids)
@@ -161,12 +169,13 @@ class Trajectory:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Trajectory":
+    def from_dict(cls, data: dict[str, Any]) -> Trajectory:
         version = int(data.get("schema_version", 1))
         if version > SCHEMA_VERSION:
             raise SchemaVersionError(
                 f"trajectory schema v{version} is newer than this workbench (v{SCHEMA_VERSION}); "
-                "upgrade workbench to read it")
+                "upgrade workbench to read it"
+            )
         data = dict(data)
         data["task"] = Task(**data["task"])
         data["steps"] = [_step_from_dict(s) for s in data.get("steps", [])]

@@ -103,10 +103,15 @@ class BodyLimit:
 
     async def _refuse(self, send: Any, declared: int | None) -> None:
         size = f"{declared} bytes" if declared is not None else "more"
-        message = (f"request body too large ({size}; the limit is {self.max_bytes} bytes): split the request "
-                   "into smaller ones, or restart the server with a larger --max-body-bytes")
+        message = (
+            f"request body too large ({size}; the limit is {self.max_bytes} bytes): split the request "
+            "into smaller ones, or restart the server with a larger --max-body-bytes"
+        )
         payload = json.dumps(self.make_body(message)).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
-                   (b"connection", b"close")]
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(payload)).encode()),
+            (b"connection", b"close"),
+        ]
         await send({"type": "http.response.start", "status": 413, "headers": headers})
         await send({"type": "http.response.body", "body": payload})

@@ -23,8 +23,10 @@ def world_tools(world):
 @pytest.fixture(scope="session")
 def pick(world):
     """pick(hops, n): the first n held-out tasks with that many hops."""
+
     def _pick(hops: int, n: int, split: str = "test"):
         return [t for t in world.tasks(split) if t.metadata["hops"] == hops][:n]
+
     return _pick
 
 

@@ -81,8 +81,10 @@ def test_kernel_output_with_surrogates_is_shown_and_tokenized(pool, tmp_path):
 
 
 def test_notepad_values_with_surrogates_come_back_safe(pool):
-    turn = ("<think>t</think>\n<code>\nnotepad.add_fact('fact \\ud800')\nnotepad.add_todo('todo \\udcff')\n"
-            "notepad.write_draft('draft \\udced')\nnotepad._facts.append('raw \\udc80')\n</code>")
+    turn = (
+        "<think>t</think>\n<code>\nnotepad.add_fact('fact \\ud800')\nnotepad.add_todo('todo \\udcff')\n"
+        "notepad.write_draft('draft \\udced')\nnotepad._facts.append('raw \\udc80')\n</code>"
+    )
     [traj] = agent([turn, SUBMIT], pool).run([task()], progress=False)
     assert traj.termination == "submitted", (traj.termination, traj.error)
     pad = traj.steps[0].notepad
@@ -146,8 +148,10 @@ def test_run_one_records_a_pool_that_cannot_start_instead_of_raising(tmp_path):
 @given(text=any_text)
 def test_any_model_output_ends_in_a_stored_safe_trajectory(pool, tmp_path_factory, text):
     line = "".join(c for c in text if c != "\0" and len(f"a{c}a".splitlines()) == 1)
-    turn = (f"<think>{text}</think>\n<code>\n_t = {ascii(text)}  # {line}\nprint(_t)\n"
-            f"if _t.strip(): notepad.add_fact(_t)\nsubmit_final_answer(_t)\n</code>")
+    turn = (
+        f"<think>{text}</think>\n<code>\n_t = {text!a}  # {line}\nprint(_t)\n"
+        f"if _t.strip(): notepad.add_fact(_t)\nsubmit_final_answer(_t)\n</code>"
+    )
     with Store(tmp_path_factory.mktemp("run")) as store:
         [traj] = agent([turn], pool, store, max_steps=2).run([task()], progress=False)
         [stored] = list(store.iter_trajectories())

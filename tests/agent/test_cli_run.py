@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -19,15 +18,31 @@ def saved_world(world, tmp_path_factory):
 
 
 def _workbench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "workbench.cli", *args], capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    return subprocess.run(
+        [sys.executable, "-m", "workbench.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
 
 
 @pytest.mark.slow
 def test_run_scores_with_em_by_default_and_show_prints_rewards(saved_world, tmp_path):
     out = tmp_path / "first"
-    done = _workbench("run", "--tasks", str(saved_world / "qa_test.jsonl"), "--policy", "scripted",
-                      "--limit", "3", "--concurrency", "3", "--out", str(out))
+    done = _workbench(
+        "run",
+        "--tasks",
+        str(saved_world / "qa_test.jsonl"),
+        "--policy",
+        "scripted",
+        "--limit",
+        "3",
+        "--concurrency",
+        "3",
+        "--out",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr
     assert "reward: em (exact match against golden_answers" in done.stdout
     assert "mean reward 1.000 (em" in done.stdout  # the scripted world solver is exact
@@ -50,4 +65,6 @@ def test_run_reward_flags(saved_world, tmp_path, capsys):
     from workbench.trajectory import Task
 
     assert pick_reward(None, [Task("q", "What is 2+2?")]) == (
-        None, "reward: none (not every task has golden_answers; --reward NAME to score anyway)")
+        None,
+        "reward: none (not every task has golden_answers; --reward NAME to score anyway)",
+    )

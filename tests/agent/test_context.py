@@ -13,8 +13,10 @@ def _hard_opening():
 
 
 @settings(max_examples=200, deadline=None)
-@given(mode=st.sampled_from(["hard", "soft"]),
-       turns=st.lists(st.tuples(st.integers(1, 60), st.integers(0, 60)), min_size=1, max_size=30))
+@given(
+    mode=st.sampled_from(["hard", "soft"]),
+    turns=st.lists(st.tuples(st.integers(1, 60), st.integers(0, 60)), min_size=1, max_size=30),
+)
 def test_never_exceeds_window_and_keeps_notepad(mode, turns):
     ctx = ContextWatcher([1] * 20, max_context_tokens=200, max_new_tokens=40, trim=mode)
     for completion, observation in turns:
@@ -55,6 +57,7 @@ def test_hard_trim_fails_when_notepad_alone_overflows():
 
 # -- the notepad block: one tail segment, replaced each turn ---------------------------------------
 
+
 def test_the_notepad_tail_is_replaced_not_stacked():
     ctx = ContextWatcher([1] * 5, max_context_tokens=1000, max_new_tokens=30)
     assert ctx.prompt_to_record() == [1] * 5 and ctx.prompt_to_record() is None
@@ -83,9 +86,10 @@ def test_trims_keep_one_notepad():
 
 
 @settings(max_examples=300, deadline=None)
-@given(mode=st.sampled_from(["hard", "soft", "none"]),
-       turns=st.lists(st.tuples(st.integers(1, 40), st.integers(0, 30), st.integers(0, 12)),
-                      min_size=1, max_size=25))
+@given(
+    mode=st.sampled_from(["hard", "soft", "none"]),
+    turns=st.lists(st.tuples(st.integers(1, 40), st.integers(0, 30), st.integers(0, 12)), min_size=1, max_size=25),
+)
 def test_recorded_steps_rebuild_every_context_the_model_saw(mode, turns):
     """Token bookkeeping: each training sample's prompt plus the tokens before a turn is exactly that
     turn's context, the turn's own tokens carry mask 1, and a context holds only the newest notepad."""
@@ -103,8 +107,9 @@ def test_recorded_steps_rebuild_every_context_the_model_saw(mode, turns):
         assert len(notepads) <= 1 and notepads <= {3000 + i - 1}  # only the previous turn's notepad
         c = [1000 + i] * min(completion, ctx.room_for_generation())
         o, n = [2000 + i] * observation, [3000 + i] * notepad
-        traj.steps.append(Step(index=i, raw="", prompt_ids=prompt, completion_ids=c, logprobs=[0.0] * len(c),
-                               observation_ids=o + n))  # the step records what followed its turn
+        traj.steps.append(
+            Step(index=i, raw="", prompt_ids=prompt, completion_ids=c, logprobs=[0.0] * len(c), observation_ids=o + n)
+        )  # the step records what followed its turn
         ctx.append(c, o, n)
     for sample in trajectory_samples(traj, eos_token_id=None, max_completion_length=10**6):
         ids, turn_of = sample["completion_ids"], sample["step_index"]
@@ -112,7 +117,10 @@ def test_recorded_steps_rebuild_every_context_the_model_saw(mode, turns):
             start = turn_of.index(k)
             assert sample["prompt_ids"] + ids[:start] == seen[k]
             n = len(traj.steps[k].completion_ids)
-            assert ids[start:start + n] == traj.steps[k].completion_ids and sample["env_mask"][start:start + n] == [1] * n
+            assert (
+                ids[start : start + n] == traj.steps[k].completion_ids
+                and sample["env_mask"][start : start + n] == [1] * n
+            )
         assert all((m == 1) == (t >= 0) for m, t in zip(sample["env_mask"], turn_of))
     trained = {t for s in trajectory_samples(traj, None, 10**6) for t in s["step_index"] if t >= 0}
     assert trained == {k for k, s in enumerate(traj.steps) if s.completion_ids}  # every turn is trained

@@ -46,8 +46,9 @@ def test_default_config_never_overflows_a_small_model(world, pick, world_tools, 
         assert traj.steps, traj.error
         for step in traj.steps:
             assert step.context_tokens + len(step.completion_ids) <= policy.context_size
-    assert any(s.prompt_ids is not None for t in trajectories for s in t.steps[1:]) or \
-        all(len(t.steps) == 1 for t in trajectories)  # a later turn re-recorded its context: it trimmed
+    assert any(s.prompt_ids is not None for t in trajectories for s in t.steps[1:]) or all(
+        len(t.steps) == 1 for t in trajectories
+    )  # a later turn re-recorded its context: it trimmed
 
     tight = AgentConfig(max_steps=2, max_new_tokens=400)  # a turn larger than the model's whole window
     [traj] = NBAgent(policy, tools=world_tools, config=tight, concurrency=1).run(tasks[:1], progress=False)

@@ -13,9 +13,13 @@ from workbench.worlds.solver import world_solver
 def test_scripted_solver_does_multi_hop_search_and_notepad(world, pick, world_tools, tmp_path):
     tasks = pick(1, 2) + pick(2, 2) + pick(3, 2)
     with Store(tmp_path / "run") as store:
-        agent = NBAgent(world_solver(), tools=world_tools, store=store,
-                        config=AgentConfig(max_steps=6, max_context_tokens=16384),
-                        concurrency=3)
+        agent = NBAgent(
+            world_solver(),
+            tools=world_tools,
+            store=store,
+            config=AgentConfig(max_steps=6, max_context_tokens=16384),
+            concurrency=3,
+        )
         trajectories = agent.run(tasks, progress=False)
         assert len(store) == len(tasks)
         stored = {t.id: t for t in store.iter_trajectories()}
@@ -36,8 +40,12 @@ def test_scripted_solver_does_multi_hop_search_and_notepad(world, pick, world_to
 def test_hard_trim_keeps_task_and_notepad_so_the_episode_still_succeeds(world, pick, world_tools):
     # a window that only fits the opening + about one turn: progress survives in the notepad
     tasks = pick(3, 2)
-    agent = NBAgent(world_solver(), tools=world_tools, concurrency=2,
-                    config=AgentConfig(max_steps=8, max_context_tokens=3600, max_new_tokens=300, trim="hard"))
+    agent = NBAgent(
+        world_solver(),
+        tools=world_tools,
+        concurrency=2,
+        config=AgentConfig(max_steps=8, max_context_tokens=3600, max_new_tokens=300, trim="hard"),
+    )
     for traj in agent.run(tasks, progress=False):
         assert traj.termination == "submitted", (traj.termination, traj.error)
         assert traj.final_answer in traj.task.golden_answers
@@ -51,8 +59,7 @@ def test_hard_trim_keeps_task_and_notepad_so_the_episode_still_succeeds(world, p
 
 def test_budget_notice_and_max_steps(world, pick, world_tools):
     loop = ScriptedPolicy.from_turns(["<think>again</think>\n<code>\nprint('hi')\n</code>"])
-    [traj] = NBAgent(loop, tools=world_tools, config=AgentConfig(max_steps=3)).run(pick(1, 1),
-                                                                                      progress=False)
+    [traj] = NBAgent(loop, tools=world_tools, config=AgentConfig(max_steps=3)).run(pick(1, 1), progress=False)
     assert traj.termination == "max_steps" and len(traj.steps) == 3
     assert "[2 steps and" in traj.steps[0].observation_text
     assert "hi" in traj.steps[0].observation_text
@@ -82,12 +89,15 @@ def test_one_failing_episode_never_ends_the_batch(world, world_tools):
 def test_malformed_turns_are_flagged_and_defined(world, pick, world_tools):
     # prose then end-of-sequence: flagged, nothing runs, the episode ends as `no_code`
     [traj] = NBAgent(ScriptedPolicy.from_turns(["I will just talk."]), tools=world_tools).run(
-        pick(1, 1), progress=False)
+        pick(1, 1), progress=False
+    )
     assert traj.steps[0].format_flags == ["missing_think", "missing_code", "text_outside_tags"]
     assert traj.termination == "no_code" and "No code ran" in traj.steps[0].observation_text
     # a fenced block inside <code> runs; duplicated code blocks run the first only and say so
-    turns = ["<think>ok</think><code>\n```python\nprint(6*7)\n```\n</code>",
-             "<think>x</think><code>submit_final_answer('42')</code><code>print('never')</code>"]
+    turns = [
+        "<think>ok</think><code>\n```python\nprint(6*7)\n```\n</code>",
+        "<think>x</think><code>submit_final_answer('42')</code><code>print('never')</code>",
+    ]
     [traj] = NBAgent(ScriptedPolicy.from_turns(turns), tools=world_tools).run(pick(1, 1), progress=False)
     assert traj.steps[0].format_flags == ["fenced_code"] and "42" in traj.steps[0].observation_text
     assert traj.final_answer == "42"
@@ -99,8 +109,7 @@ def test_tiny_transformers_model_runs_real_episodes_token_exact(world, pick, wor
 
     policy = TransformersPolicy(tiny_model_dir)
     config = AgentConfig(max_steps=2, max_new_tokens=40, max_context_tokens=1500, seed=0)
-    trajectories = NBAgent(policy, tools=world_tools, config=config, concurrency=2).run(
-        pick(1, 2), progress=False)
+    trajectories = NBAgent(policy, tools=world_tools, config=config, concurrency=2).run(pick(1, 2), progress=False)
     _assert_token_exact(policy.codec, trajectories)
 
 
@@ -111,8 +120,7 @@ def test_openai_policy_against_serve_model_runs_real_episodes(world, pick, world
     with ModelServer(tiny_model_dir) as server:
         policy = OpenAIPolicy(server.url, tokenizer=str(tiny_model_dir))
         config = AgentConfig(max_steps=2, max_new_tokens=40, max_context_tokens=1500, seed=0)
-        trajectories = NBAgent(policy, tools=world_tools, config=config, concurrency=2).run(
-            pick(1, 2), progress=False)
+        trajectories = NBAgent(policy, tools=world_tools, config=config, concurrency=2).run(pick(1, 2), progress=False)
     _assert_token_exact(policy.codec, trajectories)
 
 

@@ -41,10 +41,12 @@ class CodecMarkingPolicy(ScriptedPolicy):
 def test_degenerate_turns_and_a_huge_notepad_are_handled_off_the_loop(pick, world_tools):
     codec = ThreadRecordingCodec()
     loop_threads: set[int] = set()
-    turns = ["<think>" * (MB // 7) + "<code>print(1)</code>",  # one unclosed think, a megabyte long
-             "<code>```\n" + " " * MB + "x</code>",  # an unclosed fence: runs as written, a SyntaxError
-             "<think>big notepad</think><code>\nnotepad.write_draft('d' * 100_000)\nprint('ok')\n</code>",
-             "<think>done</think><code>\nsubmit_final_answer(str(len(notepad.snapshot()['draft'])))\n</code>"]
+    turns = [
+        "<think>" * (MB // 7) + "<code>print(1)</code>",  # one unclosed think, a megabyte long
+        "<code>```\n" + " " * MB + "x</code>",  # an unclosed fence: runs as written, a SyntaxError
+        "<think>big notepad</think><code>\nnotepad.write_draft('d' * 100_000)\nprint('ok')\n</code>",
+        "<think>done</think><code>\nsubmit_final_answer(str(len(notepad.snapshot()['draft'])))\n</code>",
+    ]
 
     def script(context: str, turn: int) -> str:
         loop_threads.add(threading.get_ident())

@@ -10,8 +10,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench.agent import (AgentConfig, Environment, EpisodeJob, Executor, LocalExecutor, NBAgent, Recorder,
-                             StepResult, make_jobs, run_jobs)
+from workbench.agent import (
+    AgentConfig,
+    Environment,
+    EpisodeJob,
+    Executor,
+    LocalExecutor,
+    NBAgent,
+    Recorder,
+    StepResult,
+    make_jobs,
+    run_jobs,
+)
 from workbench.agent.environment import LocalEnvironment, ToolPrompt
 from workbench.agent.episode import run_episode
 from workbench.errors import ConfigError, StoreError
@@ -23,8 +33,6 @@ from workbench.worlds.solver import world_solver
 
 CONFIG = AgentConfig(max_steps=6, max_context_tokens=16384, seed=0)
 SUBMIT = "<think>done</think>\n<code>\nsubmit_final_answer('ok')\n</code>"
-
-
 
 
 class PickledEnvironment:
@@ -44,9 +52,14 @@ class PickledEnvironment:
 
 
 def _essence(traj: Trajectory) -> list:
-    return [traj.termination, traj.final_answer,
-            [(s.code, s.observation_text, [(c.name, c.arguments, c.result) for c in s.tool_calls], s.notepad)
-             for s in traj.steps]]
+    return [
+        traj.termination,
+        traj.final_answer,
+        [
+            (s.code, s.observation_text, [(c.name, c.arguments, c.result) for c in s.tool_calls], s.notepad)
+            for s in traj.steps
+        ],
+    ]
 
 
 def test_protocols_are_met_and_jobs_are_plain_data(pick, world_tools):
@@ -54,8 +67,9 @@ def test_protocols_are_met_and_jobs_are_plain_data(pick, world_tools):
     gateway = type("Gateway", (), {"registry": world_tools})()
     assert isinstance(LocalEnvironment(None, gateway, "", ""), Environment)
     task = Task(id="t", question="q?", golden_answers=["a"], metadata={"origin": "p1", "hops": 2})
-    [job] = make_jobs([task], CONFIG, role="solver", reward_spec=resolve_reward("em"), run_id="r",
-                      lineage={"iteration": 3})
+    [job] = make_jobs(
+        [task], CONFIG, role="solver", reward_spec=resolve_reward("em"), run_id="r", lineage={"iteration": 3}
+    )
     again = pickle.loads(pickle.dumps(job))
     assert again == job and again.seed == 0
     traj = again.trajectory()
@@ -68,8 +82,7 @@ def test_protocols_are_met_and_jobs_are_plain_data(pick, world_tools):
 @settings(max_examples=60, deadline=None)
 @given(question=st.text(), task_id=st.text(), role=st.text(), lineage=st.dictionaries(st.text(), st.text()))
 def test_jobs_of_any_text_pickle_and_open_their_trajectory(question, task_id, role, lineage):
-    job = EpisodeJob(task=Task(id=task_id, question=question), agent=CONFIG, role=role, lineage=lineage,
-                     parent="p")
+    job = EpisodeJob(task=Task(id=task_id, question=question), agent=CONFIG, role=role, lineage=lineage, parent="p")
     again = pickle.loads(pickle.dumps(job))
     traj = again.trajectory()
     assert traj.task.question == question and traj.role == role
@@ -142,8 +155,9 @@ def test_nbagent_runs_on_a_given_executor_and_leaves_it_open(world_tools, pick, 
     executor = LocalExecutor(world_tools, concurrency=2)
     try:
         with counting_store(tmp_path / "s") as store:
-            agent = NBAgent(world_solver(), executor=executor, config=CONFIG, store=store,
-                            reward_spec=resolve_reward("em"))
+            agent = NBAgent(
+                world_solver(), executor=executor, config=CONFIG, store=store, reward_spec=resolve_reward("em")
+            )
             trajs = agent.run(pick(1, 2), progress=False)
             assert all(t.rewards["total"] == 1.0 for t in trajs)
             assert store.writes == {t.id: 1 for t in trajs}  # each written once
@@ -200,7 +214,9 @@ def test_recorder_scores_writes_once_and_keeps_failures_on_the_trajectory(tmp_pa
 @given(answer=st.text(), question=st.text())
 def test_recorder_stores_any_text_once(tmp_path_factory, counting_store, answer, question):
     with counting_store(tmp_path_factory.mktemp("rec")) as store:
-        traj = Recorder(store).record(Trajectory(task=Task(id="t", question=question, golden_answers=["x"]),
-                                                 final_answer=answer), resolve_reward("em"))
+        traj = Recorder(store).record(
+            Trajectory(task=Task(id="t", question=question, golden_answers=["x"]), final_answer=answer),
+            resolve_reward("em"),
+        )
         assert store.writes == {traj.id: 1}
         assert store.get(traj.id).rewards == traj.rewards

@@ -67,8 +67,10 @@ def test_sft_and_training_record_the_settings_on_the_model(tiny_model_dir, tmp_p
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
     ids = tok.encode("<code>print(1)</code>")
-    traj = Trajectory(task=Task("q", "Q?", ["A"]), steps=[Step(index=0, raw="<code>print(1)</code>", prompt_ids=ids[:2],
-                                                                       completion_ids=ids)])
+    traj = Trajectory(
+        task=Task("q", "Q?", ["A"]),
+        steps=[Step(index=0, raw="<code>print(1)</code>", prompt_ids=ids[:2], completion_ids=ids)],
+    )
     sft(model, tok, [traj], epochs=1, progress=False, agent_config=AgentConfig(**MODEL))
     model.save_pretrained(tmp_path / "sft")
     assert read_model_settings(tmp_path / "sft") == AgentConfig(**MODEL).model_settings()

@@ -30,19 +30,21 @@ class Recording(ScriptedPolicy):
 
 def note_taker(submit_at: int):
     """Turn k writes `fact k` to the notepad and prints `seen-k`; turn `submit_at` submits."""
+
     def script(context: str, _turn: int) -> str:
         k = max([int(x) + 1 for x in SEEN.findall(context)], default=0)  # hard trims keep the newest output
         if k >= submit_at:
             return "<think>done</think>\n<code>\nsubmit_final_answer('ok')\n</code>"
-        return (f"<think>note {k}</think>\n<code>\nnotepad.add_fact('fact {k}')\n"
-                f"print('seen' + '-{k}')\n</code>")
+        return f"<think>note {k}</think>\n<code>\nnotepad.add_fact('fact {k}')\nprint('seen' + '-{k}')\n</code>"
+
     return script
 
 
 def test_after_four_turns_the_context_holds_only_the_newest_notepad_at_its_end(pick, world_tools):
     policy = Recording(note_taker(submit_at=4))
     [traj] = NBAgent(policy, tools=world_tools, config=AgentConfig(max_steps=6, max_context_tokens=16384)).run(
-        pick(1, 1), progress=False)
+        pick(1, 1), progress=False
+    )
     assert traj.termination == "submitted", (traj.termination, traj.error)
     assert len(traj.steps) == 5 and len(policy.prompts) == 5
     context = policy.codec.decode(policy.prompts[4])  # what the fifth turn saw, after four turns
@@ -60,7 +62,8 @@ def test_after_four_turns_the_context_holds_only_the_newest_notepad_at_its_end(p
 def test_each_turn_is_trained_on_exactly_the_tokens_it_saw(pick, world_tools):
     policy = Recording(note_taker(submit_at=4))
     [traj] = NBAgent(policy, tools=world_tools, config=AgentConfig(max_steps=6, max_context_tokens=16384)).run(
-        pick(1, 1), progress=False)
+        pick(1, 1), progress=False
+    )
     assert traj.termination == "submitted"
     for step in traj.steps[:-1]:  # the recorded observation is what followed the turn, notepad included
         assert policy.codec.decode(step.observation_ids) == step.observation_text
@@ -72,8 +75,8 @@ def test_each_turn_is_trained_on_exactly_the_tokens_it_saw(pick, world_tools):
             start = sample["step_index"].index(k)
             assert sample["prompt_ids"] + sample["completion_ids"][:start] == policy.prompts[k]
             n = len(traj.steps[k].completion_ids)
-            assert sample["completion_ids"][start:start + n] == traj.steps[k].completion_ids
-            assert sample["env_mask"][start:start + n] == [1] * n
+            assert sample["completion_ids"][start : start + n] == traj.steps[k].completion_ids
+            assert sample["env_mask"][start : start + n] == [1] * n
             covered.append(k)
     assert sorted(covered) == list(range(len(traj.steps)))  # every turn once
     for seg in traj.segments():  # SFT's sequences: the same prompts
@@ -103,6 +106,7 @@ def test_scripted_turns_advance_while_the_notepad_block_moves(world_tools):
     turns.append("<think>done</think>\n<code>\nsubmit_final_answer('ok')\n</code>")
     policy = ScriptedPolicy.from_turns(turns)
     from workbench.trajectory import Task
+
     agent = NBAgent(policy, tools=world_tools, config=AgentConfig(max_steps=6, max_context_tokens=16384))
     [traj] = agent.run([Task(id="t0", question="q", golden_answers=["ok"])], progress=False)
     printed = [re.findall(r"turn-(\d)", s.observation_text or "") for s in traj.steps]

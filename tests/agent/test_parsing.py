@@ -76,6 +76,7 @@ def test_any_text_parses_without_raising(text):
 
 # -- the same behaviour as the regex definition, in linear time ----------------------------------
 
+
 def _regex_parse(text):
     """The parser's behaviour written as regexes (quadratic on repeated tags): the oracle on small inputs."""
     import re
@@ -96,8 +97,8 @@ def _regex_parse(text):
         flags.append("missing_think")
     else:
         flags.append("unclosed_think")
-        rest = text[text.find("<think>") + 7:]
-        think = (rest if "<code>" not in rest else rest[:rest.find("<code>")]).strip()
+        rest = text[text.find("<think>") + 7 :]
+        think = (rest if "<code>" not in rest else rest[: rest.find("<code>")]).strip()
     code = None
     blocks = code_re.findall(text)
     if not blocks:
@@ -125,17 +126,46 @@ def _regex_parse(text):
 
 
 piece = st.one_of(
-    st.sampled_from(["<think>", "</think>", "<code>", "</code>", "```", "```python\n", "```py \t\n", "\n", " ",
-                     "\t", "  x", "\u00a0", "\u2028", "<", ">", "</", "x", "print(1)", "    if a:\n"]),
-    st.text(max_size=8))
+    st.sampled_from(
+        [
+            "<think>",
+            "</think>",
+            "<code>",
+            "</code>",
+            "```",
+            "```python\n",
+            "```py \t\n",
+            "\n",
+            " ",
+            "\t",
+            "  x",
+            "\u00a0",
+            "\u2028",
+            "<",
+            ">",
+            "</",
+            "x",
+            "print(1)",
+            "    if a:\n",
+        ]
+    ),
+    st.text(max_size=8),
+)
 
 
 inside = st.lists(piece, max_size=6).map("".join)
-fenced = st.tuples(st.sampled_from(["", "\n", " \n"]), st.sampled_from(["```", "```python", "```py \t", "```c++"]),
-                   st.sampled_from(["\n", ""]), inside, st.sampled_from(["", "\n", " \n  "]),
-                   st.sampled_from(["```", "``", ""]), st.sampled_from(["", "\n", " x", "``` "])).map("".join)
-block = st.tuples(st.sampled_from(["<think>", "<code>"]), st.one_of(inside, fenced),
-                  st.sampled_from(["</think>", "</code>", ""])).map("".join)
+fenced = st.tuples(
+    st.sampled_from(["", "\n", " \n"]),
+    st.sampled_from(["```", "```python", "```py \t", "```c++"]),
+    st.sampled_from(["\n", ""]),
+    inside,
+    st.sampled_from(["", "\n", " \n  "]),
+    st.sampled_from(["```", "``", ""]),
+    st.sampled_from(["", "\n", " x", "``` "]),
+).map("".join)
+block = st.tuples(
+    st.sampled_from(["<think>", "<code>"]), st.one_of(inside, fenced), st.sampled_from(["</think>", "</code>", ""])
+).map("".join)
 turns = st.one_of(st.lists(piece, max_size=30).map("".join), st.lists(st.one_of(block, piece), max_size=8).map("".join))
 
 
@@ -146,8 +176,10 @@ def test_same_result_as_the_regex_definition(text):
     assert (p.think, p.code, p.flags) == _regex_parse(text)
 
 
-code_line = st.tuples(st.sampled_from(["", " ", "  ", "\t", "    ", " \t", "\u00a0"]),
-                      st.sampled_from(["", "x", "if a:", "\r", "  ", "```"])).map("".join)
+code_line = st.tuples(
+    st.sampled_from(["", " ", "  ", "\t", "    ", " \t", "\u00a0"]),
+    st.sampled_from(["", "x", "if a:", "\r", "  ", "```"]),
+).map("".join)
 code_body = st.lists(code_line, max_size=12).map("\n".join)
 
 
@@ -161,8 +193,17 @@ def test_dedent_matches_the_regex_definition(body, fence):
 
 any_char = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=())  # surrogates too
 any_text = st.lists(st.one_of(tag, st.text(any_char, max_size=20)), max_size=40).map("".join)
-KNOWN_FLAGS = {"missing_think", "unclosed_think", "multiple_think", "missing_code", "unclosed_code",
-               "multiple_code", "empty_code", "fenced_code", "text_outside_tags"}
+KNOWN_FLAGS = {
+    "missing_think",
+    "unclosed_think",
+    "multiple_think",
+    "missing_code",
+    "unclosed_code",
+    "multiple_code",
+    "empty_code",
+    "fenced_code",
+    "text_outside_tags",
+}
 
 
 @settings(max_examples=1000, deadline=None)

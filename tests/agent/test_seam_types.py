@@ -32,9 +32,14 @@ class ListStore:
     def write(self, traj: Trajectory) -> None:
         self.rows.append(traj.to_dict())
 
-    def record_rewards(self, traj_id: str, rewards: dict[str, float], spec_name: str,
-                       spec_json: str | dict[str, Any] | None = None,
-                       provenance: dict[str, Any] | None = None) -> None:
+    def record_rewards(
+        self,
+        traj_id: str,
+        rewards: dict[str, float],
+        spec_name: str,
+        spec_json: str | dict[str, Any] | None = None,
+        provenance: dict[str, Any] | None = None,
+    ) -> None:
         self.reward_lines.append((traj_id, dict(rewards), spec_name, spec_json, provenance))
 
     def ids(self) -> list[str]:
@@ -78,8 +83,7 @@ def test_a_user_store_gets_each_episode_once_from_a_real_executor(world_tools, p
     store, executor = ListStore(), LocalExecutor(world_tools, concurrency=2)
     recorder = Recorder(store)
     try:
-        trajs = run_jobs(executor, make_jobs(tasks, CONFIG, reward_spec=resolve_reward("em")), world_solver(),
-                         recorder)
+        trajs = run_jobs(executor, make_jobs(tasks, CONFIG, reward_spec=resolve_reward("em")), world_solver(), recorder)
     finally:
         executor.close()
     assert sorted(store.ids()) == sorted(t.id for t in trajs) and len(store.rows) == 2
@@ -95,15 +99,20 @@ def test_a_user_store_gets_each_episode_once_from_a_real_executor(world_tools, p
 
 def test_a_user_store_gets_the_reward_history_line_with_provenance():
     store, spec = ListStore(), resolve_reward("em")
-    traj = Recorder(store).record(Trajectory(task=Task(id="t", question="q", golden_answers=["a"])), spec,
-                                  rewards={"total": 0.5}, provenance={"iteration": 2})
+    traj = Recorder(store).record(
+        Trajectory(task=Task(id="t", question="q", golden_answers=["a"])),
+        spec,
+        rewards={"total": 0.5},
+        provenance={"iteration": 2},
+    )
     assert store.ids() == [traj.id]
     [(traj_id, rewards, name, spec_json, provenance)] = store.reward_lines
     assert (traj_id, rewards, name, provenance) == (traj.id, {"total": 0.5}, spec.name, {"iteration": 2})
     assert spec_json == spec.to_json()
     bare = ListStore()
-    Recorder(bare).record(Trajectory(task=Task(id="t", question="q")), HalfScorer(), rewards={"total": 1.0},
-                          provenance={})
+    Recorder(bare).record(
+        Trajectory(task=Task(id="t", question="q")), HalfScorer(), rewards={"total": 1.0}, provenance={}
+    )
     assert bare.reward_lines[0][2:4] == ("HalfScorer", None)  # no name, no to_json: the class name, no JSON
 
 
@@ -127,8 +136,7 @@ def test_make_executor_local_builds_a_tools_spec_here():
     from workbench.tools import ToolRegistry
 
     built = ToolRegistry([])
-    executor = make_executor("local", {"default": ToolsSpec(lambda: built), "other": ToolRegistry([])},
-                             concurrency=1)
+    executor = make_executor("local", {"default": ToolsSpec(lambda: built), "other": ToolRegistry([])}, concurrency=1)
     assert isinstance(executor, LocalExecutor)
     job = EpisodeJob(task=Task(id="t", question="q"), agent=CONFIG)
     assert executor.registry_for(job) is built

@@ -46,11 +46,24 @@ def build_demo_run(run_dir: Path) -> dict[str, object]:
     world = make_world(seed=0, size="small")
     retriever = BM25Retriever.build(Corpus.from_rows(world.corpus()), show_progress=False)
     agent = {"max_steps": 6, "max_context_tokens": 16384}
-    cfg = DrZeroConfig(run_dir=str(run_dir), iterations=2, prompts_per_iteration=6, samples_per_prompt=1,
-                       solver_attempts=3, concurrency=4, seed=1, progress=False,
-                       proposer_agent=agent, solver_agent=agent)
-    result = run_drzero(cfg, proposer_policy=world_proposer(noise=0.5, seed=2),
-                        solver_policy=sampling_world_solver(noise=0.3), retriever=retriever)
+    cfg = DrZeroConfig(
+        run_dir=str(run_dir),
+        iterations=2,
+        prompts_per_iteration=6,
+        samples_per_prompt=1,
+        solver_attempts=3,
+        concurrency=4,
+        seed=1,
+        progress=False,
+        proposer_agent=agent,
+        solver_agent=agent,
+    )
+    result = run_drzero(
+        cfg,
+        proposer_policy=world_proposer(noise=0.5, seed=2),
+        solver_policy=sampling_world_solver(noise=0.3),
+        retriever=retriever,
+    )
     store: Store = result.store
     solvers = [t for t in store.iter_trajectories(role="solver") if len(t.steps) >= 3]
     base = solvers[0]
@@ -70,17 +83,37 @@ def build_large_store(run_dir: Path, n: int = 10_000, seed: int = 0) -> None:
         batch = []
         for i in range(n):
             hops = 1 + i % 4
-            task = Task(f"q{i}", f"What is the capital of the country where city {i} lies? (hop {hops})",
-                        [f"City {i}"], {"hops": hops})
-            t = Trajectory(task=task, run_id="bench", termination=rng.choice(["submitted", "max_steps"]),
-                           final_answer=f"City {rng.randrange(n)}", lineage={"policy": f"ckpt-{i % 3}"},
-                           rewards={"em": float(i % 2), "total": float(i % 2)}, reward_spec="em",
-                           started_at=1_700_000_000.0 + i)
-            t.steps = [Step(s, "", think=f"step {s}", code=f"hits = search('city {i} hop {s}')\nprint(hits)",
-                            observation={"stdout": f"result {s}"}, observation_text=f"result {s}",
-                            notepad={"facts": [f"fact {k}" for k in range(s + 1)]},
-                            completion_ids=list(range(30)), logprobs=[-0.5] * 30,
-                            observation_ids=list(range(10))) for s in range(4)]
+            task = Task(
+                f"q{i}",
+                f"What is the capital of the country where city {i} lies? (hop {hops})",
+                [f"City {i}"],
+                {"hops": hops},
+            )
+            t = Trajectory(
+                task=task,
+                run_id="bench",
+                termination=rng.choice(["submitted", "max_steps"]),
+                final_answer=f"City {rng.randrange(n)}",
+                lineage={"policy": f"ckpt-{i % 3}"},
+                rewards={"em": float(i % 2), "total": float(i % 2)},
+                reward_spec="em",
+                started_at=1_700_000_000.0 + i,
+            )
+            t.steps = [
+                Step(
+                    s,
+                    "",
+                    think=f"step {s}",
+                    code=f"hits = search('city {i} hop {s}')\nprint(hits)",
+                    observation={"stdout": f"result {s}"},
+                    observation_text=f"result {s}",
+                    notepad={"facts": [f"fact {k}" for k in range(s + 1)]},
+                    completion_ids=list(range(30)),
+                    logprobs=[-0.5] * 30,
+                    observation_ids=list(range(10)),
+                )
+                for s in range(4)
+            ]
             batch.append(t)
             if len(batch) == 500:
                 store.write_many(batch)

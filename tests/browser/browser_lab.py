@@ -23,8 +23,15 @@ import httpx
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 # User settings for the temp Lab: start the notebook's kernel without asking, never fetch news.
 _LAB_SETTINGS = {
     "@jupyterlab/notebook-extension/tracker": {"autoStartDefaultKernel": True},
@@ -54,20 +61,41 @@ def lab_server(tmp: Path, notebook: Path, env: dict[str, str] | None = None) -> 
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
     port, token = _free_port(), secrets.token_hex(16)
-    full_env = {**os.environ, "PYTHONPATH": str(REPO), "JUPYTER_CONFIG_DIR": str(tmp / "config"),
-                "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"), "JUPYTER_DATA_DIR": str(tmp / "data"),
-                "IPYTHONDIR": str(tmp / "ipython"), "JUPYTERLAB_SETTINGS_DIR": str(settings),
-                "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"), **(env or {})}
+    full_env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "JUPYTER_CONFIG_DIR": str(tmp / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+        "JUPYTER_DATA_DIR": str(tmp / "data"),
+        "IPYTHONDIR": str(tmp / "ipython"),
+        "JUPYTERLAB_SETTINGS_DIR": str(settings),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"),
+        **(env or {}),
+    }
     log_path = tmp / "lab.log"
     log = open(log_path, "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False", "--LabApp.news_url=",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-         "--LabApp.extension_manager=readonly", "--KernelSpecManager.ensure_native_kernel=True",
-         *(["--allow-root"] if os.geteuid() == 0 else [])],
-        cwd=root, env=full_env, stdout=log, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}",
+            "--ServerApp.open_browser=False",
+            "--LabApp.news_url=",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.extension_manager=readonly",
+            "--KernelSpecManager.ensure_native_kernel=True",
+            *(["--allow-root"] if os.geteuid() == 0 else []),
+        ],
+        cwd=root,
+        env=full_env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 90
@@ -83,9 +111,12 @@ def lab_server(tmp: Path, notebook: Path, env: dict[str, str] | None = None) -> 
                 raise LabError(f"JupyterLab did not answer in 90 s:\n{log_path.read_text()[-3000:]}")
             time.sleep(0.5)
         # Start the notebook's kernel up front, so Lab attaches to it instead of asking which one.
-        httpx.post(f"{base}/api/sessions", params={"token": token}, timeout=30, json={
-            "path": "viewer.ipynb", "type": "notebook", "name": "viewer.ipynb",
-            "kernel": {"name": "python3"}}).raise_for_status()
+        httpx.post(
+            f"{base}/api/sessions",
+            params={"token": token},
+            timeout=30,
+            json={"path": "viewer.ipynb", "type": "notebook", "name": "viewer.ipynb", "kernel": {"name": "python3"}},
+        ).raise_for_status()
         yield f"{base}/lab/tree/viewer.ipynb?token={token}"
     finally:
         proc.terminate()
@@ -102,8 +133,7 @@ def open_and_run_all(page, url: str) -> None:
 
     page.goto(url)
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000,
-                           state="attached")
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000, state="attached")
     try:  # older settings or a slow start can still bring up the kernel picker
         page.locator(".jp-Dialog").get_by_role("button", name="Select").click(timeout=3_000)
     except PlaywrightTimeout:

@@ -14,7 +14,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from browser_demo import build_demo_run
 from browser_lab import CHROMIUM, CHROMIUM_ARGS, REPO, lab_server, open_and_run_all
 
@@ -27,8 +26,10 @@ def demo(tmp_path_factory) -> tuple[Path, dict]:
     if os.environ.get("WORKBENCH_SKIP_BROWSER") == "1":
         pytest.skip("WORKBENCH_SKIP_BROWSER=1")
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"Chromium not found at {CHROMIUM}: install it with `apt-get install -y chromium` "
-                    "(or `make setup-browser`), or set WORKBENCH_SKIP_BROWSER=1 to skip this test")
+        pytest.fail(
+            f"Chromium not found at {CHROMIUM}: install it with `apt-get install -y chromium` "
+            "(or `make setup-browser`), or set WORKBENCH_SKIP_BROWSER=1 to skip this test"
+        )
     run_dir = tmp_path_factory.mktemp("demo") / "run"
     return run_dir, build_demo_run(run_dir)
 
@@ -62,13 +63,16 @@ def _selected(viewer) -> str:
 def _wait_rendered(page, viewer_index: int, traj_id: str) -> None:
     page.wait_for_function(
         "([i, id]) => document.querySelectorAll('.wb-viewer')[i]?.dataset.renderedId === id",
-        arg=[viewer_index, traj_id], timeout=30_000)
+        arg=[viewer_index, traj_id],
+        timeout=30_000,
+    )
 
 
 def test_widgets_in_jupyterlab(demo, browser, tmp_path) -> None:
     run_dir, info = demo
-    with lab_server(tmp_path, REPO / "notebooks" / "_browser_viewer.ipynb",
-                    env={"WB_BROWSER_RUN": str(run_dir)}) as url:
+    with lab_server(
+        tmp_path, REPO / "notebooks" / "_browser_viewer.ipynb", env={"WB_BROWSER_RUN": str(run_dir)}
+    ) as url:
         page = browser.new_page(viewport={"width": 1500, "height": 1100})
         try:
             open_and_run_all(page, url)
@@ -76,8 +80,9 @@ def test_widgets_in_jupyterlab(demo, browser, tmp_path) -> None:
             viewer.locator(".wb-row").first.wait_for(timeout=120_000)
             page.wait_for_selector(".wb-figures .main-svg", timeout=120_000)
             page.wait_for_function("document.querySelectorAll('.wb-figures').length >= 2", timeout=60_000)
-            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000,
-                                   state="attached")
+            page.wait_for_selector(
+                ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000, state="attached"
+            )
 
             # the list renders, the first trajectory is shown without a click
             first = viewer.locator(".wb-row").first.get_attribute("data-id")
@@ -89,7 +94,7 @@ def test_widgets_in_jupyterlab(demo, browser, tmp_path) -> None:
 
             # search filters the list (and the selection follows it)
             search = viewer.locator(".wb-search")
-            search.fill("token demo")       # no row mentions it: search is over id, question, answer, policy
+            search.fill("token demo")  # no row mentions it: search is over id, question, answer, policy
             page.wait_for_function("document.querySelector('.wb-viewer').dataset.rows === '0'")
             search.fill("tok0000")
             page.wait_for_function("document.querySelector('.wb-viewer').dataset.rows === '2'")
@@ -156,8 +161,11 @@ def test_widgets_in_jupyterlab(demo, browser, tmp_path) -> None:
             assert 0 < n_linked < total and "solver pass rate" in linked.locator(".wb-link-label").inner_text()
             roles = {r.inner_text() for r in linked.locator(".wb-row .wb-c-role").all()}
             assert roles == {"solver"}
-            _shot(page, "dashboard_click", page.locator(".jp-OutputArea-output").filter(
-                has=page.locator(".wb-figures")).first)
+            _shot(
+                page,
+                "dashboard_click",
+                page.locator(".jp-OutputArea-output").filter(has=page.locator(".wb-figures")).first,
+            )
             _shot(page, "dashboard_plots", page.locator(".wb-figures").first)
             _shot(page, "tuner_plots", page.locator(".wb-figures").nth(1))
 

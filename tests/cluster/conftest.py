@@ -18,10 +18,9 @@ ROOT = str(Path(__file__).resolve().parents[2])
 if ROOT not in sys.path:  # `tests.cluster.toolkit` is imported by name here and on the workers (cwd: the repo)
     sys.path.insert(0, ROOT)
 
+from tests.cluster.toolkit import SECRET, SECRET_VAR
 from workbench.agent.config import AgentConfig
 from workbench.worlds import make_world
-
-from tests.cluster.toolkit import SECRET, SECRET_VAR
 
 
 @pytest.fixture(scope="session")
@@ -35,8 +34,7 @@ def ray_cluster():
     os.environ[SECRET_VAR] = SECRET  # as `export` before `ray start` on every node
     try:
         with startup_share():
-            cluster = Cluster(initialize_head=True,
-                              head_node_args={"num_cpus": 1, "include_dashboard": False})
+            cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
             cluster.add_node(num_cpus=1)
             cluster.wait_for_nodes()
             ray.init(address=cluster.address, log_to_driver=False)

@@ -24,8 +24,9 @@ def test_train_config_with_executor_ray_gives_nbagent_episodes_on_ray_workers(tm
     from workbench.train.run import NBAgentEpisodes, build_episodes
 
     monkeypatch.chdir(tmp_path)
-    config = TrainConfig(episode_kind="nbagent", executor="ray", ray_workers=3, concurrency=2,
-                         corpus_path="corpus.jsonl")
+    config = TrainConfig(
+        episode_kind="nbagent", executor="ray", ray_workers=3, concurrency=2, corpus_path="corpus.jsonl"
+    )
     episodes = build_episodes(config)
     assert isinstance(episodes, NBAgentEpisodes) and isinstance(episodes.executor, RayExecutor)
     assert episodes.executor._placement == {"workers": 3, "kernels_per_worker": 2, "address": None}
@@ -42,11 +43,14 @@ def test_cli_flags_pick_the_executor():
     from workbench.cluster import RayExecutor
 
     assert executor_from_args(parse(), worker_tools=None) is None
-    ex = executor_from_args(parse("--executor", "ray", "--ray-address", "auto", "--ray-workers", "2"), worker_tools=None)
+    ex = executor_from_args(
+        parse("--executor", "ray", "--ray-address", "auto", "--ray-workers", "2"), worker_tools=None
+    )
     assert isinstance(ex, RayExecutor) and ex.mode == "env"
     assert ex._placement == {"workers": 2, "kernels_per_worker": 3, "address": "auto"}
-    ep = executor_from_args(parse("--executor", "ray", "--ray-mode", "episode"), worker_tools=None,
-                            policy="openai:http://gpu:8000/v1")
+    ep = executor_from_args(
+        parse("--executor", "ray", "--ray-mode", "episode"), worker_tools=None, policy="openai:http://gpu:8000/v1"
+    )
     assert ep.mode == "episode" and ep.worker_policy == "openai:http://gpu:8000/v1"
     with pytest.raises(ConfigError, match="--executor ray"):
         executor_from_args(parse("--ray-address", "auto"), worker_tools=None)

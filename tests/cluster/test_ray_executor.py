@@ -33,9 +33,15 @@ def workers_spec(workers):
 
 def essence(traj):
     """What must not depend on where an episode ran."""
-    return {"task": traj.task.id, "termination": traj.termination, "answer": traj.final_answer,
-            "steps": [(s.code, s.observation_text, [(c.name, c.arguments, c.result, c.error) for c in s.tool_calls],
-                       s.notepad) for s in traj.steps]}
+    return {
+        "task": traj.task.id,
+        "termination": traj.termination,
+        "answer": traj.final_answer,
+        "steps": [
+            (s.code, s.observation_text, [(c.name, c.arguments, c.result, c.error) for c in s.tool_calls], s.notepad)
+            for s in traj.steps
+        ],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -45,10 +51,11 @@ def workers(ray_cluster, corpus_path):
     from tests.cluster.toolkit import SECRET_VAR
     from workbench.cluster import RayWorkers
 
-    tools = {"default": search_spec(corpus_path),
-             "keyed": ToolsSpec("tests.cluster.toolkit:keyed_tools", env={"api_key": SECRET_VAR})}
-    started = RayWorkers.start(tools, workers=2, kernels_per_worker=2, cpus_per_kernel=0.25,
-                               strategy="STRICT_SPREAD")
+    tools = {
+        "default": search_spec(corpus_path),
+        "keyed": ToolsSpec("tests.cluster.toolkit:keyed_tools", env={"api_key": SECRET_VAR}),
+    }
+    started = RayWorkers.start(tools, workers=2, kernels_per_worker=2, cpus_per_kernel=0.25, strategy="STRICT_SPREAD")
     yield started
     started.shutdown()
 
@@ -85,8 +92,12 @@ def test_local_and_ray_in_both_modes_give_identical_trajectories(workers, tasks,
 
 def slow_solver(seconds: float) -> ScriptedPolicy:
     """Two turns: a sleep (so the batch is still running when a worker is killed), then submit."""
-    return ScriptedPolicy.from_turns([f"<think>wait</think>\n<code>\nimport time; time.sleep({seconds})\n</code>",
-                                      "<think>done</think>\n<code>\nsubmit_final_answer('x')\n</code>"])
+    return ScriptedPolicy.from_turns(
+        [
+            f"<think>wait</think>\n<code>\nimport time; time.sleep({seconds})\n</code>",
+            "<think>done</think>\n<code>\nsubmit_final_answer('x')\n</code>",
+        ]
+    )
 
 
 def wait_gone(pids, seconds=8.0):
@@ -122,6 +133,7 @@ def test_killed_worker_mid_batch_retries_then_worker_died_and_leaves_no_kernel(r
                 return await gather_jobs(executor, make_jobs(tasks[:4], agent_config), slow_solver(3.0))
             finally:
                 killer.cancel()
+
         return run_sync(go())
 
     try:
@@ -153,13 +165,18 @@ def test_tool_secrets_come_from_the_workers_environment_and_are_never_recorded(w
         ToolsSpec("tests.cluster.toolkit:keyed_tools", api_key=SECRET)
     spec = ToolsSpec("tests.cluster.toolkit:keyed_tools", env={"api_key": SECRET_VAR})
     assert SECRET.encode() not in pickle.dumps(spec) and SECRET_VAR not in os.environ
-    caller = ScriptedPolicy.from_turns(["<think>look</think>\n<code>\nr = lookup('capital')\nprint(r)\n</code>",
-                                        "<think>done</think>\n<code>\nsubmit_final_answer(r)\n</code>"])
+    caller = ScriptedPolicy.from_turns(
+        [
+            "<think>look</think>\n<code>\nr = lookup('capital')\nprint(r)\n</code>",
+            "<think>done</think>\n<code>\nsubmit_final_answer(r)\n</code>",
+        ]
+    )
     assert spec == workers_spec(workers)  # what the shared workers were built with
     executor = RayExecutor(None, workers=workers)
     with Store(tmp_path / "run") as store:
-        [traj] = run_jobs(executor, make_jobs(tasks[:1], AgentConfig(max_steps=3), tools="keyed"), caller,
-                          Recorder(store))
+        [traj] = run_jobs(
+            executor, make_jobs(tasks[:1], AgentConfig(max_steps=3), tools="keyed"), caller, Recorder(store)
+        )
     import hashlib
 
     digest = hashlib.sha256(SECRET.encode()).hexdigest()[:12]
@@ -180,16 +197,27 @@ def test_grpo_step_with_rollouts_through_ray(workers, tmp_path):
     from workbench.train.trainer import WorkbenchGRPOTrainer
     from workbench.trajectory import Task
 
-    model_dir = build_tiny_model(tmp_path / "tiny", sample_texts(40), vocab_size=320, n_layer=2, n_embd=32,
-                                 n_head=2, max_positions=1024, seed=0)
+    model_dir = build_tiny_model(
+        tmp_path / "tiny", sample_texts(40), vocab_size=320, n_layer=2, n_embd=32, n_head=2, max_positions=1024, seed=0
+    )
     model, tok = AutoModelForCausalLM.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir)
-    tasks = [Task(id=f"t{i}", question=f"What is the capital of {c}?", golden_answers=[a], metadata={"hops": 1})
-             for i, (c, a) in enumerate([("France", "Paris"), ("Italy", "Rome")])]
+    tasks = [
+        Task(id=f"t{i}", question=f"What is the capital of {c}?", golden_answers=[a], metadata={"hops": 1})
+        for i, (c, a) in enumerate([("France", "Paris"), ("Italy", "Rome")])
+    ]
     executor = RayExecutor(None, mode="env", workers=workers)
-    episodes = NBAgentEpisodes(agent_config=AgentConfig(max_steps=2, max_new_tokens=16, prompt="compact",
-                                                        max_context_tokens=1024, seed=0), executor=executor)
-    cfg = TrainConfig(output_dir=str(tmp_path / "out"), num_generations=2, per_device_train_batch_size=4,
-                      max_steps=1, learning_rate=1e-2, max_completion_length=64)
+    episodes = NBAgentEpisodes(
+        agent_config=AgentConfig(max_steps=2, max_new_tokens=16, prompt="compact", max_context_tokens=1024, seed=0),
+        executor=executor,
+    )
+    cfg = TrainConfig(
+        output_dir=str(tmp_path / "out"),
+        num_generations=2,
+        per_device_train_batch_size=4,
+        max_steps=1,
+        learning_rate=1e-2,
+        max_completion_length=64,
+    )
     torch.manual_seed(0)
     spread = lambda traj: {"total": len(set(traj.steps[0].completion_ids)) / 16 if traj.steps else 0.0}  # noqa: E731
     trainer = WorkbenchGRPOTrainer(model, tok, tasks, episodes=episodes, config=cfg, reward=spread)
@@ -245,10 +273,44 @@ def test_run_and_eval_commands_take_executor_ray(ray_cluster, world, tmp_path, c
     _, cluster = ray_cluster
     saved = world.save(tmp_path / "world")  # tasks with their corpus beside them, found by the workers too
     ray_flags = ["--executor", "ray", "--ray-address", cluster.address, "--concurrency", "1"]
-    assert main(["run", "--tasks", str(saved / "qa_test.jsonl"), "--policy", "scripted:world", "--limit", "2",
-                 "--max-steps", "6", "--out", str(tmp_path / "run"), *ray_flags]) == 0
-    assert main(["eval", "--dataset", str(saved / "qa_test.jsonl"), "--policy", "scripted:world", "--limit", "2",
-                 "--out", str(tmp_path / "eval"), *ray_flags, "--ray-mode", "episode"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--tasks",
+                str(saved / "qa_test.jsonl"),
+                "--policy",
+                "scripted:world",
+                "--limit",
+                "2",
+                "--max-steps",
+                "6",
+                "--out",
+                str(tmp_path / "run"),
+                *ray_flags,
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "eval",
+                "--dataset",
+                str(saved / "qa_test.jsonl"),
+                "--policy",
+                "scripted:world",
+                "--limit",
+                "2",
+                "--out",
+                str(tmp_path / "eval"),
+                *ray_flags,
+                "--ray-mode",
+                "episode",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "2 episodes, 2 submitted an answer" in out
     for run in ("run", "eval"):
@@ -290,9 +352,13 @@ def test_workers_and_their_kernels_run_at_default_niceness(workers, tasks, agent
     [job] = make_jobs(tasks[:1], agent_config)
     ray.get(worker.handle.open.remote(job))
     try:
-        times = ray.get(worker.handle.kernel_round_trip.remote(job.id, "import os; os.getpriority(os.PRIO_PROCESS, 0)", 3))
+        times = ray.get(
+            worker.handle.kernel_round_trip.remote(job.id, "import os; os.getpriority(os.PRIO_PROCESS, 0)", 3)
+        )
         assert len(times) == 3 and all(0 < t < 30 for t in times)
-        obs = ray.get(worker.handle.step.remote(job.id, "import os; os.getpriority(os.PRIO_PROCESS, 0)", 30.0)).observation
+        obs = ray.get(
+            worker.handle.step.remote(job.id, "import os; os.getpriority(os.PRIO_PROCESS, 0)", 30.0)
+        ).observation
         assert obs.ok and obs.text.strip().endswith("0"), obs.text
     finally:
         ray.get(worker.handle.close.remote(job.id))

@@ -25,7 +25,8 @@ def test_workbench_and_its_local_paths_never_import_ray():
         "from workbench.cluster import ToolsSpec, PolicySpec\n"
         "from workbench.cluster.select import make_executor\n"
         "make_executor('local')\n"
-        "print('ray' in sys.modules)")
+        "print('ray' in sys.modules)"
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
 
@@ -48,7 +49,8 @@ def test_without_ray_local_episodes_run_and_ray_asks_for_the_extra():
         "    try:\n"
         "        make()\n"
         "    except Exception as exc:\n"
-        "        print(type(exc).__name__, exc)\n")
+        "        print(type(exc).__name__, exc)\n"
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()
     assert lines[0] == "submitted 42"
@@ -72,7 +74,9 @@ def test_a_spec_keyword_is_kept_or_refused_as_a_secret_never_anything_else(name,
     try:
         spec = ToolsSpec("workbench.agent.resolve:load_search_tool", **{name: value})
     except ConfigError as exc:
-        assert "env=" in str(exc) and any(w in name.lower() for w in ("key", "token", "secret", "pass", "credential", "auth"))
+        assert "env=" in str(exc) and any(
+            w in name.lower() for w in ("key", "token", "secret", "pass", "credential", "auth")
+        )
         return
     assert spec.kwargs == {name: value}
     assert pickle.loads(pickle.dumps(spec)).kwargs == {name: value}

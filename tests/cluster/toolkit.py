@@ -12,6 +12,7 @@ SECRET = "sk-test-6b1f0c2e9d"  # what the workers' environment holds; never sent
 
 def keyed_tools(api_key: str) -> ToolRegistry:
     """A `lookup` tool that needs a credential: it answers with a digest proving it holds one."""
+
     def lookup(query: str) -> str:
         """Look `query` up in a keyed service."""
         return f"{query}: ok (key digest {hashlib.sha256(api_key.encode()).hexdigest()[:12]})"

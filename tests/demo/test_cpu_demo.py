@@ -17,8 +17,16 @@ def _teacher_traj(hops: int) -> Trajectory:
     traj = Trajectory(task=Task("q", "What is the country of the birthplace of X?", ["C"], {"hops": hops}))
     for i in range(hops + 2):  # plan, one turn per hop, submit
         raw = f"<think>turn {i}</think><code>print({i})</code>"
-        traj.steps.append(Step(index=i, raw=raw, completion_ids=codec.encode(raw), prompt_ids=[1, 2] if i == 0 else None,
-                               observation={"stdout": f"E{i} | todo: 1\n"}, observation_ids=codec.encode(f"<output>E{i}</output>")))
+        traj.steps.append(
+            Step(
+                index=i,
+                raw=raw,
+                completion_ids=codec.encode(raw),
+                prompt_ids=[1, 2] if i == 0 else None,
+                observation={"stdout": f"E{i} | todo: 1\n"},
+                observation_ids=codec.encode(f"<output>E{i}</output>"),
+            )
+        )
     return traj
 
 
@@ -40,8 +48,9 @@ def test_sft_mix_draws_twins_at_the_give_up_rate():
     mixed = sft_mix(trajs, codec, give_up=0.7, copies=2, seed=0)
     short = sum(t.metadata.get("teacher") == "short-horizon" for t in mixed)
     assert len(mixed) == 800 and 0.65 < short / 800 < 0.75
-    assert all(t.metadata.get("teacher") is None for t in sft_mix([_teacher_traj(1)], codec, give_up=1.0,
-                                                                   copies=3, seed=0))
+    assert all(
+        t.metadata.get("teacher") is None for t in sft_mix([_teacher_traj(1)], codec, give_up=1.0, copies=3, seed=0)
+    )
 
 
 def test_sft_sequences_train_on_model_tokens_only():

@@ -38,9 +38,13 @@ def _prompt(doc_index: int, hops: int) -> str:
 
 # -- the teacher: no entity in its cells ----------------------------------------------------------
 @settings(max_examples=60, deadline=None)
-@given(doc=st.integers(0, len(WORLD.entities) - 1), hops=st.integers(1, 4), turn=st.integers(0, 5),
-       options=st.lists(st.sampled_from(sorted(FACT_PATTERNS)), min_size=1, max_size=4, unique=True),
-       sample=st.integers(0, 2**31))
+@given(
+    doc=st.integers(0, len(WORLD.entities) - 1),
+    hops=st.integers(1, 4),
+    turn=st.integers(0, 5),
+    options=st.lists(st.sampled_from(sorted(FACT_PATTERNS)), min_size=1, max_size=4, unique=True),
+    sample=st.integers(0, 2**31),
+)
 def test_teacher_cells_name_no_entity_for_any_world_document(doc, hops, turn, options, sample):
     """Whatever document, hop count, turn and listed options: the first cell is the constant plan cell,
     later ones `hop(i)` with i the index of a listed option, and no cell holds an entity name or fact value."""
@@ -98,13 +102,17 @@ def test_teacher_questions_pass_the_format_check_and_the_solver_teacher_answers_
 
     config = AgentConfig(max_steps=6, max_context_tokens=16384, max_new_tokens=4096, prompt="compact", seed=1)
     rows = WORLD.corpus()
-    tasks = [proposer_task(split_document(rows[(37 * j) % len(rows)]), 1 + j % 4, iteration=0, prompt_index=j)
-             for j in range(16)]
-    trajs = NBAgent(coder_proposer(seed=3), tools=proposer_tools(retriever), role="proposer", config=config,
-                    concurrency=4).run(tasks)
+    tasks = [
+        proposer_task(split_document(rows[(37 * j) % len(rows)]), 1 + j % 4, iteration=0, prompt_index=j)
+        for j in range(16)
+    ]
+    trajs = NBAgent(
+        coder_proposer(seed=3), tools=proposer_tools(retriever), role="proposer", config=config, concurrency=4
+    ).run(tasks)
     proposals = [proposal_of(t) for t in trajs]
-    assert all(t.termination == "submitted" and p for t, p in zip(trajs, proposals)), \
-        [(t.termination, t.error) for t in trajs]
+    assert all(t.termination == "submitted" and p for t, p in zip(trajs, proposals)), [
+        (t.termination, t.error) for t in trajs
+    ]
     formats = [format_components(t)["format"] for t in trajs]
     assert min(formats) > 0 and sum(f == 1.0 for f in formats) >= 12, formats
     for traj, p in zip(trajs, proposals):
@@ -113,9 +121,11 @@ def test_teacher_questions_pass_the_format_check_and_the_solver_teacher_answers_
         assert len(re.findall(r" of ", p.question)) <= traj.hops
     assert sum(len(re.findall(r" of ", p.question)) == t.hops for t, p in zip(trajs, proposals)) >= 12
     solved = NBAgent(world_coder(), tools=search_registry(retriever), config=config, concurrency=4).run(
-        [Task(f"q{j}", p.question, [p.answer]) for j, p in enumerate(proposals)])
-    assert [exact_match(t.final_answer, t.task.golden_answers) for t in solved] == [1.0] * len(solved), \
-        [(t.task.question, t.final_answer, t.task.golden_answers) for t in solved]
+        [Task(f"q{j}", p.question, [p.answer]) for j, p in enumerate(proposals)]
+    )
+    assert [exact_match(t.final_answer, t.task.golden_answers) for t in solved] == [1.0] * len(solved), [
+        (t.task.question, t.final_answer, t.task.golden_answers) for t in solved
+    ]
 
 
 def test_teacher_samples_differ_across_sampling_seeds():
@@ -147,11 +157,22 @@ def test_whole_hop_groups_leave_out_hops_with_too_few_prompts():
 
 
 def test_proposer_lines_show_rollouts_and_qa_generation_per_hop():
-    it = {"iteration": 0, "qa_size": 3, "evolve/format/hop1": 0.9, "evolve/difficulty/hop1": 0.25,
-          "evolve/solver_pass_rate/hop1": 0.5,
-          "proposer_update": {"rollouts": [{"1": {"proposals": 2.0, "format": 0.5, "difficulty": 0.0},
-                                            "2": {"proposals": 2.0, "format": 0.25, "difficulty": 0.0}},
-                                           {"1": {"proposals": 2.0, "format": 0.75, "difficulty": 0.5}}]}}
+    it = {
+        "iteration": 0,
+        "qa_size": 3,
+        "evolve/format/hop1": 0.9,
+        "evolve/difficulty/hop1": 0.25,
+        "evolve/solver_pass_rate/hop1": 0.5,
+        "proposer_update": {
+            "rollouts": [
+                {
+                    "1": {"proposals": 2.0, "format": 0.5, "difficulty": 0.0},
+                    "2": {"proposals": 2.0, "format": 0.25, "difficulty": 0.0},
+                },
+                {"1": {"proposals": 2.0, "format": 0.75, "difficulty": 0.5}},
+            ]
+        },
+    }
     lines = proposer_lines([it])
     assert lines[0] == "  iteration 0: 3 questions in the QA set"
     assert "format 0.50 → 0.75" in lines[1] and "difficulty 0.00 → 0.50" in lines[1]

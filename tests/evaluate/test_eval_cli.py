@@ -10,8 +10,21 @@ def test_eval_cli_reports_per_hop_and_stores(tmp_path, capsys):
     world = make_world(seed=0, size="small")
     data = world.save(tmp_path / "world")
     out = tmp_path / "eval"
-    rc = main(["eval", "--dataset", str(data / "qa_test.jsonl"), "--policy", "scripted", "--limit", "6",
-               "--concurrency", "3", "--out", str(out)])
+    rc = main(
+        [
+            "eval",
+            "--dataset",
+            str(data / "qa_test.jsonl"),
+            "--policy",
+            "scripted",
+            "--limit",
+            "6",
+            "--concurrency",
+            "3",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     printed = capsys.readouterr().out
     assert "pass@1" in printed and "cover_em" in printed

@@ -33,8 +33,9 @@ def test_every_evaluated_trajectory_is_stored_with_its_metrics(world, tmp_path):
         return 0.5
 
     with Store(tmp_path / "ev") as store:
-        report = evaluate(tasks, world_solver(noise=0.5, seed=3), tools=tools, store=store, judge=judge,
-                          concurrency=2, progress=False)
+        report = evaluate(
+            tasks, world_solver(noise=0.5, seed=3), tools=tools, store=store, judge=judge, concurrency=2, progress=False
+        )
     assert len(judged) == 4  # the judge runs once per trajectory
     with Store.open_readonly(tmp_path / "ev") as store:
         stored = {t.id: t for t in store.iter_trajectories()}
@@ -64,9 +65,26 @@ def test_eval_cli_runs_a_model_dir_with_its_own_settings(world, tmp_path):
     model.save_pretrained(tmp_path / "model")
     AutoTokenizer.from_pretrained(base).save_pretrained(tmp_path / "model")
     out = tmp_path / "ev"
-    done = subprocess.run([sys.executable, "-m", "workbench.cli", "eval", "--dataset", str(data / "qa_test.jsonl"),
-                           "--policy", f"transformers:{tmp_path / 'model'}", "--limit", "3", "--out", str(out)],
-                          capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workbench.cli",
+            "eval",
+            "--dataset",
+            str(data / "qa_test.jsonl"),
+            "--policy",
+            f"transformers:{tmp_path / 'model'}",
+            "--limit",
+            "3",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert done.returncode == 0, done.stderr
     assert "agent settings from the model" in done.stdout and "prompt='compact'" in done.stdout
     assert "max_steps=2" in done.stdout

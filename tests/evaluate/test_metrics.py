@@ -20,9 +20,12 @@ def test_pass_at_k_unbiased_estimator():
 def test_summary_per_hop_and_overall():
     trajs = [
         # q1 (1 hop): 2 of 2 right; q2 (1 hop): 0 of 2; q3 (2 hops): 1 of 2, the wrong one partially overlaps
-        _traj("q1", "Paris", "Paris", 1), _traj("q1", "the Paris", "Paris", 1),
-        _traj("q2", "Rome", "Oslo", 1), _traj("q2", None, "Oslo", 1),
-        _traj("q3", "New York City", "New York", 2), _traj("q3", "New York", "New York", 2),
+        _traj("q1", "Paris", "Paris", 1),
+        _traj("q1", "the Paris", "Paris", 1),
+        _traj("q2", "Rome", "Oslo", 1),
+        _traj("q2", None, "Oslo", 1),
+        _traj("q3", "New York City", "New York", 2),
+        _traj("q3", "New York", "New York", 2),
     ]
     rows = {r["hops"]: r for r in summarize(trajs, k=2)}
     assert rows["1"]["questions"] == 2 and rows["1"]["attempts"] == 4

@@ -17,5 +17,3 @@ def retriever(world):
     from workbench.search import BM25Retriever, Corpus
 
     return BM25Retriever.build(Corpus.from_rows(world.corpus()), show_progress=False)
-
-

@@ -18,8 +18,14 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "evolve.toml"
 
 
 def _workbench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "workbench.cli", *args], capture_output=True, text=True,
-                          timeout=900, cwd=cwd, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    return subprocess.run(
+        [sys.executable, "-m", "workbench.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=cwd,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
 
 
 def test_help_lists_evolve_and_help_config_lists_each_modes_fields(capsys):

@@ -7,8 +7,16 @@ import json
 
 import pytest
 
-from workbench.evolve import (Agent0Config, DrZeroConfig, load_qa, majority_vote, run_agent0, run_drzero,
-                              sampling_world_solver, world_proposer)
+from workbench.evolve import (
+    Agent0Config,
+    DrZeroConfig,
+    load_qa,
+    majority_vote,
+    run_agent0,
+    run_drzero,
+    sampling_world_solver,
+    world_proposer,
+)
 from workbench.rewards.text import exact_match
 from workbench.store import Store
 
@@ -16,21 +24,35 @@ AGENT = {"max_steps": 6, "max_context_tokens": 16384}
 
 
 def drzero_config(tmp_path, **kw):
-    base = dict(run_dir=str(tmp_path / "dz"), prompts_per_iteration=6, samples_per_prompt=1, solver_attempts=3,
-                concurrency=4, seed=1, progress=False, proposer_agent=AGENT, solver_agent=AGENT)
+    base = dict(
+        run_dir=str(tmp_path / "dz"),
+        prompts_per_iteration=6,
+        samples_per_prompt=1,
+        solver_attempts=3,
+        concurrency=4,
+        seed=1,
+        progress=False,
+        proposer_agent=AGENT,
+        solver_agent=AGENT,
+    )
     return DrZeroConfig(**{**base, **kw})
 
 
 def test_drzero_iteration_links_scores_and_writes_the_qa_set(tmp_path, retriever):
     cfg = drzero_config(tmp_path)
-    result = run_drzero(cfg, proposer_policy=world_proposer(noise=0.6, seed=2),
-                        solver_policy=sampling_world_solver(noise=0.3), retriever=retriever)
+    result = run_drzero(
+        cfg,
+        proposer_policy=world_proposer(noise=0.6, seed=2),
+        solver_policy=sampling_world_solver(noise=0.3),
+        retriever=retriever,
+    )
     store: Store = result.store
     [it] = result.iterations
     assert len(it.proposer_ids) == 6
     proposers = [store.get(pid) for pid in it.proposer_ids]
-    assert all(p.role == "proposer" and p.termination == "submitted" for p in proposers), \
-        [(p.termination, p.error) for p in proposers]
+    assert all(p.role == "proposer" and p.termination == "submitted" for p in proposers), [
+        (p.termination, p.error) for p in proposers
+    ]
     valid = [p for p in proposers if p.rewards["format"] > 0]
     assert 0 < len(valid) < 6, "noise should spoil some proposals and keep others"
     assert len({p.rewards["total"] for p in proposers}) > 1
@@ -88,8 +110,13 @@ def test_training_hook_gets_runnable_requests_and_the_proposer_runner_scores_onl
         return {"rolled_out": len(trajs)}
 
     cfg = drzero_config(tmp_path, prompts_per_iteration=3, solver_attempts=2, hop_weights={1: 1.0, 2: 1.0})
-    result = run_drzero(cfg, proposer_policy=world_proposer(), solver_policy=sampling_world_solver(noise=0.2),
-                        retriever=retriever, train_fn=train_fn)
+    result = run_drzero(
+        cfg,
+        proposer_policy=world_proposer(),
+        solver_policy=sampling_world_solver(noise=0.2),
+        retriever=retriever,
+        train_fn=train_fn,
+    )
     assert [(r.role, r.estimator) for r in seen] == [("proposer", "hrpo"), ("solver", "grpo")]
     assert seen[0].output_dir == tmp_path / "dz" / "iter_0" / "proposer"
     training = result.iterations[0].training
@@ -103,10 +130,21 @@ def test_training_hook_gets_runnable_requests_and_the_proposer_runner_scores_onl
 
 
 def test_agent0_iteration_pseudo_labels_and_band(tmp_path, retriever):
-    cfg = Agent0Config(run_dir=str(tmp_path / "a0"), prompts_per_iteration=6, solver_attempts=4, concurrency=4,
-                       seed=3, progress=False, proposer_agent=AGENT, solver_agent=AGENT, p_low=0.25, p_high=0.75)
-    result = run_agent0(cfg, proposer_policy=world_proposer(seed=3),
-                        solver_policy=sampling_world_solver(noise=0.5), retriever=retriever)
+    cfg = Agent0Config(
+        run_dir=str(tmp_path / "a0"),
+        prompts_per_iteration=6,
+        solver_attempts=4,
+        concurrency=4,
+        seed=3,
+        progress=False,
+        proposer_agent=AGENT,
+        solver_agent=AGENT,
+        p_low=0.25,
+        p_high=0.75,
+    )
+    result = run_agent0(
+        cfg, proposer_policy=world_proposer(seed=3), solver_policy=sampling_world_solver(noise=0.5), retriever=retriever
+    )
     store = result.store
     [it] = result.iterations
     qa = load_qa(it.qa_path)
@@ -115,8 +153,14 @@ def test_agent0_iteration_pseudo_labels_and_band(tmp_path, retriever):
         assert {"agent0.uncertainty", "agent0.tool", "agent0.repetition", "total"} <= set(p.rewards)
         attempts = store.children(pid)
         # R_tool: the executor's attempts, γ·min(N, 4) averaged (N: cells that did not submit)
-        cells = [sum(1 for s in a.steps if s.observation is not None
-                     and not any(c.name == "submit_final_answer" for c in s.tool_calls)) for a in attempts]
+        cells = [
+            sum(
+                1
+                for s in a.steps
+                if s.observation is not None and not any(c.name == "submit_final_answer" for c in s.tool_calls)
+            )
+            for a in attempts
+        ]
         assert p.metadata["executor_tool_calls"] == [cells[i] for i in range(len(attempts))] or not attempts
         if attempts:
             assert p.rewards["agent0.tool"] == pytest.approx(sum(0.05 * min(n, 4) for n in cells) / len(cells))
@@ -140,13 +184,27 @@ def test_rescore_reproduces_every_stored_reward_of_both_modes(tmp_path, retrieve
     rescoring each trajectory with its stored spec gives back exactly the stored rewards."""
     from workbench.rewards import RewardSpec, rescore
 
-    dz = run_drzero(drzero_config(tmp_path, prompts_per_iteration=4, samples_per_prompt=2, solver_attempts=3),
-                    proposer_policy=world_proposer(noise=0.5, seed=2),
-                    solver_policy=sampling_world_solver(noise=0.4), retriever=retriever)
-    a0 = run_agent0(Agent0Config(run_dir=str(tmp_path / "a0"), prompts_per_iteration=4, solver_attempts=4,
-                                 concurrency=4, seed=3, progress=False, proposer_agent=AGENT, solver_agent=AGENT),
-                    proposer_policy=world_proposer(noise=0.3, seed=3),
-                    solver_policy=sampling_world_solver(noise=0.5), retriever=retriever)
+    dz = run_drzero(
+        drzero_config(tmp_path, prompts_per_iteration=4, samples_per_prompt=2, solver_attempts=3),
+        proposer_policy=world_proposer(noise=0.5, seed=2),
+        solver_policy=sampling_world_solver(noise=0.4),
+        retriever=retriever,
+    )
+    a0 = run_agent0(
+        Agent0Config(
+            run_dir=str(tmp_path / "a0"),
+            prompts_per_iteration=4,
+            solver_attempts=4,
+            concurrency=4,
+            seed=3,
+            progress=False,
+            proposer_agent=AGENT,
+            solver_agent=AGENT,
+        ),
+        proposer_policy=world_proposer(noise=0.3, seed=3),
+        solver_policy=sampling_world_solver(noise=0.5),
+        retriever=retriever,
+    )
     for result, names in ((dz, {"drzero_proposer", "drzero_solver"}), (a0, {"agent0_paper", "agent0_executor"})):
         trajs = list(result.store.iter_trajectories())
         assert {t.reward_spec for t in trajs} == names
@@ -159,5 +217,7 @@ def test_rescore_reproduces_every_stored_reward_of_both_modes(tmp_path, retrieve
             for tid, rewards in again.items():
                 assert rewards == stored[tid], (name, tid)
     # Dr. Zero's difficulty on rescoring is real, not 0: some proposer has 0 < k < n
-    assert any(0 < sum(p.metadata["solver_correct"]) < len(p.metadata["solver_correct"])
-               and p.rewards["difficulty"] > 0 for p in dz.store.iter_trajectories(role="proposer"))
+    assert any(
+        0 < sum(p.metadata["solver_correct"]) < len(p.metadata["solver_correct"]) and p.rewards["difficulty"] > 0
+        for p in dz.store.iter_trajectories(role="proposer")
+    )

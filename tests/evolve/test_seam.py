@@ -28,12 +28,28 @@ def test_every_trajectory_is_written_once_over_one_executor(tmp_path, retriever,
         return {"rolled_out": len(trajs)}
 
     executor = evolve_executor(proposer_tools(retriever), solver_tools(retriever), concurrency=4)
-    cfg = DrZeroConfig(run_dir=str(tmp_path / "dz"), prompts_per_iteration=3, solver_attempts=2, concurrency=4,
-                       seed=1, progress=False, proposer_agent=AGENT, solver_agent=AGENT, hop_weights={1: 1.0})
+    cfg = DrZeroConfig(
+        run_dir=str(tmp_path / "dz"),
+        prompts_per_iteration=3,
+        solver_attempts=2,
+        concurrency=4,
+        seed=1,
+        progress=False,
+        proposer_agent=AGENT,
+        solver_agent=AGENT,
+        hop_weights={1: 1.0},
+    )
     try:
         with counting_store(tmp_path / "dz") as store:
-            result = run_drzero(cfg, proposer_policy=world_proposer(), solver_policy=sampling_world_solver(noise=0.2),
-                                retriever=retriever, train_fn=train_fn, store=store, executor=executor)
+            result = run_drzero(
+                cfg,
+                proposer_policy=world_proposer(),
+                solver_policy=sampling_world_solver(noise=0.2),
+                retriever=retriever,
+                train_fn=train_fn,
+                store=store,
+                executor=executor,
+            )
             assert hooks == [("proposer", True, 2), ("solver", True, 2)]
             stored = list(store.iter_trajectories())
             assert stored and store.writes == {t.id: 1 for t in stored}  # each one written exactly once

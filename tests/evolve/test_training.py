@@ -40,16 +40,37 @@ def test_tiny_solver_gets_one_real_grpo_step(tmp_path, retriever, tiny, counting
     model, tok = tiny
     before = {k: v.detach().clone() for k, v in model.named_parameters()}
     solver_agent = {"max_steps": 1, "max_new_tokens": 16, "max_context_tokens": 1800}
-    cfg = DrZeroConfig(run_dir=str(tmp_path / "dz"), prompts_per_iteration=3, samples_per_prompt=1, solver_attempts=2,
-                       solver_group_size=2, concurrency=2,
-                       hop_weights={1: 1.0}, progress=False, solver_agent=solver_agent,
-                       proposer_agent={"max_steps": 4, "max_context_tokens": 16384})
-    train_cfg = TrainConfig(max_steps=1, num_generations=2, per_device_train_batch_size=2, learning_rate=1e-3,
-                            max_completion_length=64, max_turns=1, max_turn_tokens=16, concurrency=2)
+    cfg = DrZeroConfig(
+        run_dir=str(tmp_path / "dz"),
+        prompts_per_iteration=3,
+        samples_per_prompt=1,
+        solver_attempts=2,
+        solver_group_size=2,
+        concurrency=2,
+        hop_weights={1: 1.0},
+        progress=False,
+        solver_agent=solver_agent,
+        proposer_agent={"max_steps": 4, "max_context_tokens": 16384},
+    )
+    train_cfg = TrainConfig(
+        max_steps=1,
+        num_generations=2,
+        per_device_train_batch_size=2,
+        learning_rate=1e-3,
+        max_completion_length=64,
+        max_turns=1,
+        max_turn_tokens=16,
+        concurrency=2,
+    )
     store = counting_store(tmp_path / "dz")
-    result = run_drzero(cfg, proposer_policy=world_proposer(), solver_policy=TransformersPolicy.from_model(model, tok),
-                        retriever=retriever, store=store, train_fn=trl_train_fn(train_cfg, solver=(model, tok),
-                                                                  rewards={"solver": spread_reward}))
+    result = run_drzero(
+        cfg,
+        proposer_policy=world_proposer(),
+        solver_policy=TransformersPolicy.from_model(model, tok),
+        retriever=retriever,
+        store=store,
+        train_fn=trl_train_fn(train_cfg, solver=(model, tok), rewards={"solver": spread_reward}),
+    )
     [it] = result.iterations
     assert it.qa_size == 3 and len(load_qa(it.qa_path)) == 3
     summary = it.training["solver"]

@@ -7,16 +7,33 @@ import random
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.evolve import (Agent0Config, DrZeroConfig, Proposal, format_components, in_band, majority_vote,
-                              proposal_of, proposer_task, sample_documents, sample_hops, uncertainty)
+from workbench.evolve import (
+    Agent0Config,
+    DrZeroConfig,
+    Proposal,
+    format_components,
+    in_band,
+    majority_vote,
+    proposal_of,
+    proposer_task,
+    sample_documents,
+    sample_hops,
+    uncertainty,
+)
 from workbench.evolve.modes import agent0_mode, drzero_mode
 from workbench.evolve.phases import Proposed
 from workbench.evolve.scripted import next_turn, question_text
 from workbench.trajectory import Step, Task, ToolCall, Trajectory
 
 
-def proposer_traj(hops: int, raws: list[str], searches: list[str], question: str, answer: str,
-                  document: str = "(Title: Vel) Vel was directed by Ana Ro.") -> Trajectory:
+def proposer_traj(
+    hops: int,
+    raws: list[str],
+    searches: list[str],
+    question: str,
+    answer: str,
+    document: str = "(Title: Vel) Vel was directed by Ana Ro.",
+) -> Trajectory:
     task = Task("p", "prompt", metadata={"hops": hops, "document": document})
     steps = [Step(index=i, raw=r) for i, r in enumerate(raws)]
     steps[0].tool_calls = [ToolCall("search", {"query": "q"}, result=s) for s in searches]
@@ -32,14 +49,23 @@ def test_proposal_is_read_from_the_last_successful_submit_call():
 
 
 def test_format_components_follow_drzero():
-    good = proposer_traj(2, ["<think>a</think><code>1</code>", "<think>b</think><code>2</code>"],
-                         ["Doc 1 (Title: Ana Ro) Ana Ro was born in the city of Lund."],
-                         "What is the birthplace of the director of Vel?", "Lund")
+    good = proposer_traj(
+        2,
+        ["<think>a</think><code>1</code>", "<think>b</think><code>2</code>"],
+        ["Doc 1 (Title: Ana Ro) Ana Ro was born in the city of Lund."],
+        "What is the birthplace of the director of Vel?",
+        "Lund",
+    )
     fmt = format_components(good)
     assert fmt == {"think": 1.0, "tool": 1.0, "ans": 1.0, "integrity": 1.0, "format": 1.0}
     # no search for a 2-hop question; half the turns without think; answer not in doc or results
-    bad = proposer_traj(2, ["<think>a</think><code>1</code>", "<code>2</code>"], [],
-                        "What is the birthplace of the director of Vel?", "Paris")
+    bad = proposer_traj(
+        2,
+        ["<think>a</think><code>1</code>", "<code>2</code>"],
+        [],
+        "What is the birthplace of the director of Vel?",
+        "Paris",
+    )
     fmt = format_components(bad)
     assert (fmt["think"], fmt["tool"], fmt["ans"]) == (0.5, 0.0, 0.0) and fmt["format"] == pytest.approx(1.5 / 4)
     leak = proposer_traj(1, ["<think>a</think>"], [], "Who is Ana Ro, director of Vel?", "Ana Ro")
@@ -50,11 +76,16 @@ def test_format_components_follow_drzero():
 def test_drzero_reward_is_half_format_plus_difficulty(k, n, difficulty):
     """Dr. Zero eq. 4: difficulty = 1(0<k<n)·(n−k)/(n−1): k=1 of 5 → 4/4 = 1; k=3 → 2/4 = 0.5;
     k=0 or 5 → 0. Reward = 0.5·format + difficulty with format 1 → 0.5 + difficulty."""
-    good = proposer_traj(2, ["<think>a</think><code>1</code>", "<think>b</think><code>2</code>"],
-                         ["Doc 1 (Title: Ana Ro) Ana Ro was born in the city of Lund."],
-                         "What is the birthplace of the director of Vel?", "Lund")
-    item = Proposed(good, proposal_of(good), attempts=_attempts(["Lund"] * k + ["Oslo"] * (n - k), gold="Lund"),
-                    valid=True)
+    good = proposer_traj(
+        2,
+        ["<think>a</think><code>1</code>", "<think>b</think><code>2</code>"],
+        ["Doc 1 (Title: Ana Ro) Ana Ro was born in the city of Lund."],
+        "What is the birthplace of the director of Vel?",
+        "Lund",
+    )
+    item = Proposed(
+        good, proposal_of(good), attempts=_attempts(["Lund"] * k + ["Oslo"] * (n - k), gold="Lund"), valid=True
+    )
     drzero_mode(DrZeroConfig()).score([item])
     assert item.rewards["format"] == 1.0 and item.rewards["difficulty"] == difficulty
     assert item.rewards["total"] == pytest.approx(0.5 + difficulty)
@@ -121,8 +152,14 @@ def test_agent0_reward_terms_and_gate():
 def test_agent0_qa_set_keeps_the_band_and_labels_by_majority():
     mode = agent0_mode(Agent0Config(p_low=0.3, p_high=0.8))
     items = []
-    for i, answers in enumerate([["Lund"] * 5, ["Lund", "Lund", "Oslo", "Oslo", "Lund"], ["A", "B", "C", "D", "E"],
-                                 ["Oslo", "Oslo", "Oslo", "Lund", None]]):
+    for i, answers in enumerate(
+        [
+            ["Lund"] * 5,
+            ["Lund", "Lund", "Oslo", "Oslo", "Lund"],
+            ["A", "B", "C", "D", "E"],
+            ["Oslo", "Oslo", "Oslo", "Lund", None],
+        ]
+    ):
         traj = proposer_traj(2, ["<think>a</think>"], ["r"], f"What is the birthplace of person {i}?", "Lund")
         items.append(Proposed(traj, proposal_of(traj), attempts=_attempts(answers), valid=True))
     mode.score(items)
@@ -136,14 +173,20 @@ def test_agent0_qa_set_keeps_the_band_and_labels_by_majority():
 
 
 def test_scripted_proposer_first_turn_reads_the_document():
-    doc = {"id": "3", "title": "Vel Orun", "text": "Vel Orun is a war film released in 1990. Vel Orun was directed by Ana Ro."}
+    doc = {
+        "id": "3",
+        "title": "Vel Orun",
+        "text": "Vel Orun is a war film released in 1990. Vel Orun was directed by Ana Ro.",
+    }
     task = proposer_task(doc, 1, iteration=0)
     turn = next_turn("Task: " + task.question)
     assert "submit_question(" in turn and "search(" not in turn  # one hop: no search
     task = proposer_task(doc, 2, iteration=0)
     turn = next_turn("Task: " + task.question)
     assert "hop 1: the director of Vel Orun is Ana Ro" in turn and "search('Ana Ro', top_k=5)" in turn
-    assert question_text("Vel Orun", ["director", "birthplace"]) == "What is the birthplace of the director of Vel Orun?"
+    assert (
+        question_text("Vel Orun", ["director", "birthplace"]) == "What is the birthplace of the director of Vel Orun?"
+    )
     assert question_text("Vel Orun", ["director"]).startswith("Who ")
 
 
@@ -189,10 +232,12 @@ def test_drzero_defaults_follow_the_paper_and_keep_the_best_format_sample():
     good = ["<think>a</think><code>1</code>", "<think>b</think><code>2</code>"]
     found = ["Doc 1 (Title: Ana Ro) Ana Ro was born in the city of Lund."]
     q = "What is the birthplace of the director of Vel?"
-    samples = [(0, proposer_traj(2, ["<think>a</think><code>1</code>", "<code>2</code>"], [], q, "Paris")),
-               (0, proposer_traj(2, good, found, q, "Lund")),
-               (1, proposer_traj(2, good, found, q, "Lund")),
-               (1, proposer_traj(2, good, found, q, "Lund"))]
+    samples = [
+        (0, proposer_traj(2, ["<think>a</think><code>1</code>", "<code>2</code>"], [], q, "Paris")),
+        (0, proposer_traj(2, good, found, q, "Lund")),
+        (1, proposer_traj(2, good, found, q, "Lund")),
+        (1, proposer_traj(2, good, found, q, "Lund")),
+    ]
     items = []
     for prompt, traj in samples:
         traj.task.metadata["prompt_index"] = prompt

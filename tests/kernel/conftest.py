@@ -29,8 +29,7 @@ def secret_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def kernel(secret_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
     os.environ["WB_TEST_HOST_SECRET"] = HOST_ENV_SECRET  # must not reach the sandbox
     root = tmp_path_factory.mktemp("rollouts")
-    k = Kernel(root=root, output_cap=2000, extra_ro_binds=[f"{secret_dir}:/data"],
-               env={"WB_EXTRA": "yes"})
+    k = Kernel(root=root, output_cap=2000, extra_ro_binds=[f"{secret_dir}:/data"], env={"WB_EXTRA": "yes"})
     try:
         k.start()
     finally:

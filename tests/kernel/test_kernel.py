@@ -37,8 +37,8 @@ def test_execute_basics(kernel: Kernel):
 
 def test_rich_display_keeps_images_as_data(kernel: Kernel):
     obs = kernel.execute(
-        "import base64\nfrom IPython.display import Image, display\n"
-        f"display(Image(data=base64.b64decode('{PNG_4x3}')))")
+        f"import base64\nfrom IPython.display import Image, display\ndisplay(Image(data=base64.b64decode('{PNG_4x3}')))"
+    )
     assert obs.display and "image/png" in obs.display[0]
     assert "[image/png 4x3]" in obs.text and "iVBOR" not in obs.text
 
@@ -65,7 +65,8 @@ def test_network_blocked(kernel: Kernel):
             "    try:\n        socket.create_connection(addr, timeout=2); res.append('OPEN')\n"
             "    except OSError as e: res.append(type(e).__name__)\n"
             "try:\n    socket.getaddrinfo('pypi.org', 443); res.append('DNS')\n"
-            "except OSError as e: res.append(type(e).__name__)\nres")
+            "except OSError as e: res.append(type(e).__name__)\nres"
+        )
         obs = kernel.execute(code, timeout=30)
         assert obs.ok, obs.text
         assert "OPEN" not in obs.result and "DNS" not in obs.result
@@ -82,7 +83,8 @@ def test_host_secrets_unreadable(kernel: Kernel, tmp_path: Path):
             f"out = []\nfor p in ['{home_secret}', '/data/secret.txt', '/etc/shadow']:\n"
             "    try: out.append(open(p).read())\n"
             "    except OSError as e: out.append(type(e).__name__)\n"
-            "out.append(open('/data/public.txt').read())\nout")
+            "out.append(open('/data/public.txt').read())\nout"
+        )
         assert obs.ok, obs.text
         assert "top secret" not in obs.result and "root-only" not in obs.result
         assert "hello" in obs.result  # the bound dir itself is readable
@@ -103,7 +105,8 @@ def test_writes_only_in_work_dir(kernel: Kernel):
         "res = {}\nfor p in ['/workspace/ok.txt', '/tmp/t.txt', '/usr/x', '/etc/x', '/x', "
         f"'{sys.prefix}/x', '/data/x', '/run/workbench/../x', '{Path.home()}/x']:\n"
         "    try: open(p, 'w').write('x'); res[p] = 'WROTE'\n"
-        "    except OSError as e: res[p] = type(e).__name__\nres")
+        "    except OSError as e: res[p] = type(e).__name__\nres"
+    )
     assert obs.ok, obs.text
     wrote = {k for k, v in eval(obs.result).items() if v == "WROTE"}
     assert wrote == {"/workspace/ok.txt", "/tmp/t.txt"}
@@ -115,9 +118,15 @@ def test_limits_applied(kernel: Kernel):
     lim = small_profile().limits
     obs = kernel.execute(
         "import resource as r\n[r.getrlimit(x)[0] for x in (r.RLIMIT_AS, r.RLIMIT_NPROC, "
-        "r.RLIMIT_CPU, r.RLIMIT_FSIZE, r.RLIMIT_NOFILE)]")
-    assert eval(obs.result) == [lim.memory_mb << 20, lim.processes, lim.cpu_seconds,
-                                lim.file_size_mb << 20, lim.open_files]
+        "r.RLIMIT_CPU, r.RLIMIT_FSIZE, r.RLIMIT_NOFILE)]"
+    )
+    assert eval(obs.result) == [
+        lim.memory_mb << 20,
+        lim.processes,
+        lim.cpu_seconds,
+        lim.file_size_mb << 20,
+        lim.open_files,
+    ]
     tmp = kernel.execute("import shutil; shutil.disk_usage('/tmp').total")
     assert int(tmp.result) == small_profile().tmp_size_mb << 20
 
@@ -141,7 +150,9 @@ def test_gateway_socket_made_after_start_is_reachable(kernel: Kernel):
     try:
         obs = kernel.execute(
             "import os, socket\ns = socket.socket(socket.AF_UNIX)\n"
-            "s.connect(os.environ['WORKBENCH_GATEWAY']); s.sendall(b'ping'); s.recv(10)", timeout=10)
+            "s.connect(os.environ['WORKBENCH_GATEWAY']); s.sendall(b'ping'); s.recv(10)",
+            timeout=10,
+        )
         assert obs.result == "b'pong'", obs.text
         t.join(5)
         assert got == [b"ping"]
@@ -176,15 +187,19 @@ def test_sandbox_wide_memory_limit(tmp_path: Path):
         obs = k.execute(  # three processes, each under its own 1 GiB rlimit, 1.35 GiB together
             "import subprocess, sys\nps = [subprocess.Popen([sys.executable, '-c', "
             "\"b = b'x' * (450 << 20); import time; time.sleep(3)\"]) for _ in range(3)]\n"
-            "[p.wait() for p in ps]", timeout=60)
+            "[p.wait() for p in ps]",
+            timeout=60,
+        )
         assert obs.ok and "-9" in obs.result, obs.text  # the OOM killer stopped one
         assert k.aio._cgroup.oom_killed() and k.alive
 
 
 def test_uninterruptible_code_is_killed(tmp_path: Path):
     with Kernel(root=tmp_path, interrupt_grace=1.0) as k:
-        obs = k.execute("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-                        "while True: time.sleep(0.01)", timeout=1.0)
+        obs = k.execute(
+            "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: time.sleep(0.01)",
+            timeout=1.0,
+        )
         assert obs.timed_out and obs.killed and obs.kernel_died and not obs.interrupted
         assert not k.alive and "killed" in obs.text
         with pytest.raises(Exception, match="dead"):
@@ -226,9 +241,11 @@ def test_default_root_removed_when_last_kernel_closes():
     import subprocess
     import sys
 
-    code = ("from workbench.kernel import Kernel\nfrom workbench.sandbox import default_root\n"
-            "with Kernel() as k:\n    assert k.rollout_dir.parent == default_root()\n"
-            "print(default_root().exists())\n")
+    code = (
+        "from workbench.kernel import Kernel\nfrom workbench.sandbox import default_root\n"
+        "with Kernel() as k:\n    assert k.rollout_dir.parent == default_root()\n"
+        "print(default_root().exists())\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "False"
@@ -253,8 +270,8 @@ time.sleep(120)
 
 def test_host_sigkill_leaves_no_orphans(tmp_path: Path):
     import json
-    host = subprocess.Popen([sys.executable, "-c", ORPHAN_SCRIPT, str(tmp_path)],
-                            stdout=subprocess.PIPE, text=True)
+
+    host = subprocess.Popen([sys.executable, "-c", ORPHAN_SCRIPT, str(tmp_path)], stdout=subprocess.PIPE, text=True)
     try:
         pids = json.loads(host.stdout.readline())
         assert len(pids) >= 2 and all(os.path.exists(f"/proc/{p}") for p in pids)
@@ -270,8 +287,9 @@ def test_host_sigkill_leaves_no_orphans(tmp_path: Path):
 @pytest.mark.slow
 def test_fork_bomb_contained(tmp_path: Path):
     with Kernel(small_profile(processes=64), root=tmp_path) as k:
-        obs = k.execute("import os, time\nwhile True:\n    try: os.fork()\n"
-                        "    except OSError: time.sleep(0.2)", timeout=4)
+        obs = k.execute(
+            "import os, time\nwhile True:\n    try: os.fork()\n    except OSError: time.sleep(0.2)", timeout=4
+        )
         assert obs.timed_out
         count = len(process_tree(k.pid))
         assert count <= 64 + 4  # the uid's limit, plus the bwrap processes
@@ -324,8 +342,11 @@ def test_networked_profile_shares_host_network(tmp_path: Path):
     server.listen()
     try:
         with Kernel("networked", root=tmp_path) as k:
-            obs = k.execute("import socket\nsocket.create_connection(('127.0.0.1', "
-                            f"{server.getsockname()[1]}), 5).close(); 'connected'", timeout=30)
+            obs = k.execute(
+                "import socket\nsocket.create_connection(('127.0.0.1', "
+                f"{server.getsockname()[1]}), 5).close(); 'connected'",
+                timeout=30,
+            )
             assert obs.result == "'connected'", obs.text  # weaker, as documented
     finally:
         server.close()

@@ -73,48 +73,58 @@ def test_surrogates_in_results_errors_and_displays_reach_host_as_replacement(ker
 
 
 def test_a_surrogate_pair_written_as_two_code_points_is_joined(kernel):
-    assert run(kernel, "print('\\ud83d\\ude00')").stdout == "\U0001F600\n"
+    assert run(kernel, "print('\\ud83d\\ude00')").stdout == "\U0001f600\n"
 
 
 def test_raw_bytes_on_the_output_fd_become_replacement(kernel):
-    obs = run(kernel, "import os, sys, time; sys.stdout.flush(); os.write(1, b'fd \\xff\\xfe bytes\\n')\n"
-                      "time.sleep(0.3)")
+    obs = run(
+        kernel, "import os, sys, time; sys.stdout.flush(); os.write(1, b'fd \\xff\\xfe bytes\\n')\ntime.sleep(0.3)"
+    )
     assert f"fd {REPLACEMENT}{REPLACEMENT} bytes" in obs.stdout
 
 
 # -- the host's reader, fed by a kernel that packs the old way ------------------------------------
 def test_reader_decodes_raw_invalid_utf8_from_the_wire(hostile):
-    obs = run(hostile, "_sess.pack = _jcs.json_packer\n"
-                       "print('\\udcff|\\udced\\udca0\\udc80', flush=True)\n"
-                       "_sess.pack = _mine")
+    obs = run(
+        hostile, "_sess.pack = _jcs.json_packer\nprint('\\udcff|\\udced\\udca0\\udc80', flush=True)\n_sess.pack = _mine"
+    )
     assert obs.stdout == f"{REPLACEMENT}|{REPLACEMENT * 3}\n"
     assert run(hostile, "print('next')").stdout == "next\n"
 
 
 def test_reader_replaces_json_escaped_surrogates(hostile):
-    obs = run(hostile, "_sess.pack = lambda o: json.dumps(o, default=_jd).encode()\n"
-                       "print('a\\ud800b', flush=True)\n"
-                       "_sess.pack = _mine")
+    obs = run(
+        hostile,
+        "_sess.pack = lambda o: json.dumps(o, default=_jd).encode()\n"
+        "print('a\\ud800b', flush=True)\n"
+        "_sess.pack = _mine",
+    )
     assert obs.stdout == f"a{REPLACEMENT}b\n"
 
 
 @pytest.mark.parametrize("bad", ["b'[1'", "b'[' * 100000", "b'[1, 2]'", "b'\\xff\\xfe'"])
 def test_an_unreadable_output_message_is_shown_not_dropped_and_the_reader_lives(hostile, bad):
-    obs = run(hostile, f"_sess.pack = lambda o: {bad} if o.get('name') == 'stdout' else _mine(o)\n"
-                       "print('lost?', flush=True)\n"
-                       "_sess.pack = _mine")
+    obs = run(
+        hostile,
+        f"_sess.pack = lambda o: {bad} if o.get('name') == 'stdout' else _mine(o)\n"
+        "print('lost?', flush=True)\n"
+        "_sess.pack = _mine",
+    )
     assert "an output message from the kernel could not be read" in obs.stderr
     assert run(hostile, "print('next')").stdout == "next\n"
 
 
 def test_an_unreadable_execute_reply_still_ends_the_cell(hostile):
-    obs = run(hostile, "def _once(o):\n"
-                       "    if 'status' in o and 'execution_count' in o:\n"
-                       "        _sess.pack = _mine\n"
-                       "        return b'{'\n"
-                       "    return _mine(o)\n"
-                       "_sess.pack = _once\n"
-                       "print('reply broken')")
+    obs = run(
+        hostile,
+        "def _once(o):\n"
+        "    if 'status' in o and 'execution_count' in o:\n"
+        "        _sess.pack = _mine\n"
+        "        return b'{'\n"
+        "    return _mine(o)\n"
+        "_sess.pack = _once\n"
+        "print('reply broken')",
+    )
     assert obs.stdout == "reply broken\n" and obs.duration_s < 10
     assert run(hostile, "print('next')").stdout == "next\n"
 
@@ -138,7 +148,7 @@ def test_host_session_packs_with_the_safe_packer():
 @PROPERTY
 @given(text=any_text)
 def test_any_printed_text_arrives_as_its_safe_form(kernel, text):
-    obs = run(kernel, f"print({ascii(text)}, end='')")
+    obs = run(kernel, f"print({text!a}, end='')")
     assert obs.stdout == safe_text(text)
     assert obs.ok
 
@@ -153,9 +163,12 @@ def test_any_bytes_decoded_with_surrogateescape_arrive_with_each_bad_byte_replac
 @PROPERTY
 @given(data=st.binary(max_size=80))
 def test_any_raw_bytes_on_the_wire_arrive_as_their_utf8_replacement(hostile, data):
-    obs = run(hostile, "_sess.pack = _jcs.json_packer\n"  # surrogateescape: the bytes go out raw
-                       f"print({data!r}.decode('utf-8', 'surrogateescape'), end='', flush=True)\n"
-                       "_sess.pack = _mine")
+    obs = run(
+        hostile,
+        "_sess.pack = _jcs.json_packer\n"  # surrogateescape: the bytes go out raw
+        f"print({data!r}.decode('utf-8', 'surrogateescape'), end='', flush=True)\n"
+        "_sess.pack = _mine",
+    )
     assert obs.stdout == safe_bytes(data)
 
 
@@ -168,7 +181,7 @@ def _one_line(text: str) -> str:
 @given(text=any_text)
 def test_any_code_is_sent_and_runs(kernel, text):
     # the raw text (lone surrogates included) rides in a comment; its escaped twin is printed
-    obs = run(kernel, f"_t = {ascii(text)}  # {_one_line(text)}\nprint(_t, end='')")
+    obs = run(kernel, f"_t = {text!a}  # {_one_line(text)}\nprint(_t, end='')")
     assert obs.ok, obs.text
     assert obs.stdout == safe_text(text)
 
@@ -177,6 +190,7 @@ def test_any_code_is_sent_and_runs(kernel, text):
 @given(data=st.binary(max_size=200))
 def test_loads_never_returns_surrogates_for_any_json_string_bytes(data):
     import json
+
     raw = json.dumps(data.decode("latin-1")).encode() + data  # escapes plus arbitrary raw bytes
     for part in (raw, json.dumps({"t": data.decode("utf-8", "surrogateescape")}).encode(), data):
         try:

@@ -50,9 +50,12 @@ def test_install_via_cli_and_run_sandboxed(tmp_path: Path):
     kc.start_channels()
     try:
         kc.wait_for_ready(timeout=60)
-        r = _run(kc, "import os, socket\nprint(os.getcwd())\ntry:\n"
-                     "    socket.create_connection(('1.1.1.1', 53), 2); res = 'OPEN'\n"
-                     "except OSError as e:\n    res = type(e).__name__\nres")
+        r = _run(
+            kc,
+            "import os, socket\nprint(os.getcwd())\ntry:\n"
+            "    socket.create_connection(('1.1.1.1', 53), 2); res = 'OPEN'\n"
+            "except OSError as e:\n    res = type(e).__name__\nres",
+        )
         assert r["stdout"].strip() == "/workspace" and r["result"] != "'OPEN'"
         t = time.perf_counter()
         kc.execute("import time; time.sleep(30)")
@@ -74,5 +77,6 @@ def test_install_via_cli_and_run_sandboxed(tmp_path: Path):
 
 def test_bad_profile_fails_at_install(tmp_path: Path):
     from workbench.errors import ConfigError
+
     with pytest.raises(ConfigError):
         cli.install_kernelspec(prefix=str(tmp_path), profile="no-such-profile")

@@ -38,8 +38,9 @@ def kernels_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _manager(kernels_dir: Path, **kw: object) -> KernelManager:
-    return KernelManager(kernel_name=cli.KERNEL_NAME,
-                         kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels_dir)]), **kw)
+    return KernelManager(
+        kernel_name=cli.KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels_dir)]), **kw
+    )
 
 
 def _client(km: KernelManager, session_id: str | None = None) -> BlockingKernelClient:
@@ -71,8 +72,11 @@ def _reply(kc: BlockingKernelClient, msg_id: str, timeout: float) -> dict:
 
 def _stdout(kc: BlockingKernelClient, code: str, timeout: float = 30) -> str:
     out: list[str] = []
-    reply = kc.execute_interactive(code, timeout=timeout, output_hook=lambda m: out.append(
-        m["content"].get("text", "")) if m["msg_type"] == "stream" else None)
+    reply = kc.execute_interactive(
+        code,
+        timeout=timeout,
+        output_hook=lambda m: out.append(m["content"].get("text", "")) if m["msg_type"] == "stream" else None,
+    )
     assert reply["content"]["status"] == "ok", reply["content"]
     return "".join(out)
 
@@ -113,13 +117,11 @@ def test_history_like_ipykernel(km: KernelManager):
             _stdout(kc, code)
         shown = _stdout(kc, "%history -n")
         assert "alpha = 11" in shown and "beta = alpha * 3" in shown
-        inputs = [i for _, _, i in
-                  _stdout_eval(kc, "list(get_ipython().history_manager.get_range(output=False))")]
+        inputs = [i for _, _, i in _stdout_eval(kc, "list(get_ipython().history_manager.get_range(output=False))")]
         at = inputs.index("alpha = 11")
-        assert inputs[at:at + 3] == ["alpha = 11", "beta = alpha * 3", "print(beta)"]
+        assert inputs[at : at + 3] == ["alpha = 11", "beta = alpha * 3", "print(beta)"]
         # the console's up-arrow: a history_request on shell
-        reply = _reply(kc, kc.history(hist_access_type="tail", n=20, raw=True, output=False),
-                       timeout=10)
+        reply = _reply(kc, kc.history(hist_access_type="tail", n=20, raw=True, output=False), timeout=10)
         tail = [entry[2] for entry in reply["content"]["history"]]
         assert "beta = alpha * 3" in tail and "%history -n" in tail
         # kept in memory: no file anywhere, gone with the kernel
@@ -132,8 +134,11 @@ def test_history_like_ipykernel(km: KernelManager):
 def test_kernel_cannot_create_host_files_once_started(km: KernelManager):
     kc = _client(km)
     try:
-        out = _stdout(kc, "try:\n    open('/run/workbench/planted', 'w')\n    print('created')\n"
-                          "except OSError as e:\n    print(type(e).__name__)")
+        out = _stdout(
+            kc,
+            "try:\n    open('/run/workbench/planted', 'w')\n    print('created')\n"
+            "except OSError as e:\n    print(type(e).__name__)",
+        )
         assert out.strip() == "PermissionError"
     finally:
         kc.stop_channels()
@@ -170,7 +175,7 @@ def _running(pid: int) -> bool:
             stat = f.read()
     except OSError:
         return False
-    return stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3] not in (b"Z", b"X")  # zombie: exited
+    return stat[stat.rindex(b")") + 2 : stat.rindex(b")") + 3] not in (b"Z", b"X")  # zombie: exited
 
 
 def _gone(pids: list[int], timeout: float = 10) -> bool:
@@ -194,8 +199,9 @@ def test_kernel_exit_ends_launcher_and_removes_its_root(kernels_dir: Path):
         pids = process_tree(launcher)
         assert len(pids) >= 3
         # output printed just before the kernel ends itself still reaches the client
-        kc.execute("import os, threading; print('last words', flush=True); "
-                   "threading.Timer(0.3, os._exit, (0,)).start()")
+        kc.execute(
+            "import os, threading; print('last words', flush=True); threading.Timer(0.3, os._exit, (0,)).start()"
+        )
         seen = ""
         deadline = time.monotonic() + 10
         while "last words" not in seen and time.monotonic() < deadline:
@@ -231,15 +237,22 @@ def test_killed_launcher_root_is_swept(kernels_dir: Path):
         km.shutdown_kernel(now=True)
 
 
-_FRAME = st.one_of(st.binary(max_size=48), st.just(b"<IDS|MSG>"), st.just(b""),
-                   st.sampled_from([b"\x00", b"\x01", b"\x01status", b"{}", b'{"msg_type": "x"}']))
+_FRAME = st.one_of(
+    st.binary(max_size=48),
+    st.just(b"<IDS|MSG>"),
+    st.just(b""),
+    st.sampled_from([b"\x00", b"\x01", b"\x01status", b"{}", b'{"msg_type": "x"}']),
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(channel=st.sampled_from(["shell", "control", "stdin", "hb", "iopub"]),
-       messages=st.lists(st.lists(_FRAME, min_size=1, max_size=7), min_size=1, max_size=4))
-def test_arbitrary_frames_from_a_client_never_stall_the_kernel(km: KernelManager, channel: str,
-                                                                messages: list[list[bytes]]):
+@given(
+    channel=st.sampled_from(["shell", "control", "stdin", "hb", "iopub"]),
+    messages=st.lists(st.lists(_FRAME, min_size=1, max_size=7), min_size=1, max_size=4),
+)
+def test_arbitrary_frames_from_a_client_never_stall_the_kernel(
+    km: KernelManager, channel: str, messages: list[list[bytes]]
+):
     """A hostile or broken client sends any bytes on any channel; others are still answered."""
     ctx = zmq.Context.instance()
     sock = ctx.socket(zmq.XSUB if channel == "iopub" else zmq.DEALER)

@@ -14,32 +14,48 @@ from workbench.kernel.observation import Observation, OutputCollector, describe_
 def tiny_png(w: int, h: int) -> str:
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
     raw = b"".join(b"\x00" + b"\x00" * w * 3 for _ in range(h))
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
     return base64.b64encode(png).decode()
 
 
 def test_text_orders_parts_and_placeholders_images():
-    obs = Observation(stdout="out\n", stderr="warn\n", result="42",
-                      display=[{"image/png": tiny_png(640, 480), "text/plain": "<Figure>"},
-                               {"image/svg+xml": "<svg/>"}])
+    obs = Observation(
+        stdout="out\n",
+        stderr="warn\n",
+        result="42",
+        display=[{"image/png": tiny_png(640, 480), "text/plain": "<Figure>"}, {"image/svg+xml": "<svg/>"}],
+    )
     assert obs.text == "out\nwarn\n[image/png 640x480]\n[image/svg+xml]\n42"
     assert obs.ok
     assert describe_display({"text/html": "<b>x</b>"}) == "[text/html]"
 
 
 def test_error_and_flags():
-    obs = Observation(error_name="ZeroDivisionError", error_value="division by zero",
-                      traceback=["Traceback ...", "ZeroDivisionError: division by zero"])
+    obs = Observation(
+        error_name="ZeroDivisionError",
+        error_value="division by zero",
+        traceback=["Traceback ...", "ZeroDivisionError: division by zero"],
+    )
     assert not obs.ok and obs.text.endswith("ZeroDivisionError: division by zero")
     assert not Observation(timed_out=True).ok and not Observation(kernel_died=True).ok
     assert strip_ansi("\x1b[0;31mred\x1b[0m") == "red"
 
 
 def test_round_trip_is_json(tmp_path: Path):
-    obs = Observation(stdout="a", display=[{"image/png": tiny_png(2, 3)}], execution_count=3,
-                      truncated=True, full_output_path=str(tmp_path / "x.txt"))
+    obs = Observation(
+        stdout="a",
+        display=[{"image/png": tiny_png(2, 3)}],
+        execution_count=3,
+        truncated=True,
+        full_output_path=str(tmp_path / "x.txt"),
+    )
     again = Observation.from_dict(json.loads(json.dumps(obs.to_dict())))
     assert again == obs and again.text == obs.text
 

@@ -96,8 +96,9 @@ def test_dead_warm_kernel_is_replaced(tmp_path: Path):
 
 def test_start_failures_retried_then_pool_error(tmp_path: Path):
     async def main() -> None:
-        pool = KernelPool(1, start_retries=1, retry_delay=0.0, root=tmp_path,
-                          startup_code="raise RuntimeError('boom at start-up')")
+        pool = KernelPool(
+            1, start_retries=1, retry_delay=0.0, root=tmp_path, startup_code="raise RuntimeError('boom at start-up')"
+        )
         with pytest.raises(PoolError, match="(?s)failed to start 2 times.*boom at start-up"):
             await pool.start()
         assert pool.failed_starts == 2 and not list(tmp_path.iterdir())
@@ -112,8 +113,11 @@ def test_close_stops_everything_and_wakes_waiters(tmp_path: Path):
         k = await cm.__aenter__()
         waiter = asyncio.create_task(_hold(pool))
         await asyncio.sleep(0.05)
-        pids = process_tree(k.pid) + [p for w in list(pool._ready._queue)  # type: ignore[union-attr]
-                                      for p in process_tree(w.pid)]
+        pids = process_tree(k.pid) + [
+            p
+            for w in list(pool._ready._queue)  # type: ignore[union-attr]
+            for p in process_tree(w.pid)
+        ]
         await pool.close(grace=0.1)
         with pytest.raises(PoolError, match="closed"):
             await waiter

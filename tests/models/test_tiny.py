@@ -20,7 +20,15 @@ def tok():
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    return build_tiny_model(tmp_path_factory.mktemp("tiny"), sample_texts(50), vocab_size=350, n_layer=1, n_embd=32, n_head=2, max_positions=256)
+    return build_tiny_model(
+        tmp_path_factory.mktemp("tiny"),
+        sample_texts(50),
+        vocab_size=350,
+        n_layer=1,
+        n_embd=32,
+        n_head=2,
+        max_positions=256,
+    )
 
 
 @pytest.mark.parametrize("text", TRICKY)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import nbformat
 import pytest
@@ -19,8 +20,7 @@ from nbclient.exceptions import CellExecutionError
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(p for p in NOTEBOOK_DIR.glob("*.ipynb") if not p.name.startswith("_"))
-REQUIRED = {"00_teaching_demo", "01_repl_basics", "02_run_agent", "03_rewards", "04_self_evolution",
-            "05_training"}
+REQUIRED = {"00_teaching_demo", "01_repl_basics", "02_run_agent", "03_rewards", "04_self_evolution", "05_training"}
 CELL_TIMEOUT_S = 300
 
 
@@ -29,8 +29,9 @@ def execute(path: Path, runs: Path, out_dir: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("WORKBENCH_NOTEBOOK_RUNS", str(runs))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
     try:
         client.execute()
     finally:
@@ -48,8 +49,11 @@ def text_of(nb: Any) -> str:
 
 
 def widget_views(nb: Any) -> int:
-    return sum("application/vnd.jupyter.widget-view+json" in out.get("data", {})
-               for cell in nb.cells for out in cell.get("outputs", []))
+    return sum(
+        "application/vnd.jupyter.widget-view+json" in out.get("data", {})
+        for cell in nb.cells
+        for out in cell.get("outputs", [])
+    )
 
 
 def open_store(run_dir: Path):
@@ -74,11 +78,19 @@ def check_teaching(nb: Any, runs: Path) -> None:
 
 def check_repl(nb: Any, runs: Path) -> None:
     text = text_of(nb)
-    for expected in ["hello from the sandbox\n42", "[image/png 1x1]", "ZeroDivisionError - division by zero",
-                     "timed out: True | interrupted: True | killed: False", "Network is unreachable",
-                     "truncated: True", "characters truncated", "Final answer submitted: 4",
-                     "must be str, got int", "notepad facts: ['the sentence has 4 words']",
-                     "SECRET_API_KEY in the kernel: False"]:
+    for expected in [
+        "hello from the sandbox\n42",
+        "[image/png 1x1]",
+        "ZeroDivisionError - division by zero",
+        "timed out: True | interrupted: True | killed: False",
+        "Network is unreachable",
+        "truncated: True",
+        "characters truncated",
+        "Final answer submitted: 4",
+        "must be str, got int",
+        "notepad facts: ['the sentence has 4 words']",
+        "SECRET_API_KEY in the kernel: False",
+    ]:
         assert expected in text, expected
     assert "uid, /root/.ssh visible, ~/.ssh visible: (" in text and "False, False)" in text
 
@@ -130,8 +142,12 @@ def check_training(nb: Any, runs: Path) -> None:
 
 
 CHECKS: dict[str, Callable[[Any, Path], None]] = {
-    "00_teaching_demo": check_teaching, "01_repl_basics": check_repl, "02_run_agent": check_agent,
-    "03_rewards": check_rewards, "04_self_evolution": check_evolution, "05_training": check_training,
+    "00_teaching_demo": check_teaching,
+    "01_repl_basics": check_repl,
+    "02_run_agent": check_agent,
+    "03_rewards": check_rewards,
+    "04_self_evolution": check_evolution,
+    "05_training": check_training,
 }
 
 

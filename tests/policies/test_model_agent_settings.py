@@ -11,7 +11,14 @@ import pytest
 
 from workbench.agent.config import AgentConfig, read_model_settings, stamp_model
 from workbench.errors import ConfigError, PolicyError
-from workbench.policies import ModelServer, OpenAIPolicy, ScriptedPolicy, SamplingParams, TransformersPolicy, load_policy
+from workbench.policies import (
+    ModelServer,
+    OpenAIPolicy,
+    SamplingParams,
+    ScriptedPolicy,
+    TransformersPolicy,
+    load_policy,
+)
 from workbench.policies.base import Policy, policy_context_size
 
 DEMO_LIKE = AgentConfig(prompt="compact", max_context_tokens=512, max_new_tokens=40, max_steps=3)
@@ -102,9 +109,23 @@ def test_serve_model_cli_says_which_settings_it_serves(stamped_dir):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "workbench.cli", "serve-model", str(stamped_dir), "--port", str(port),
-                             "--device", "cpu"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "workbench.cli",
+            "serve-model",
+            str(stamped_dir),
+            "--port",
+            str(port),
+            "--device",
+            "cpu",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     try:
         first = proc.stdout.readline()
         assert "agent settings from the model" in first and "prompt='compact'" in first

@@ -32,7 +32,13 @@ def test_unknown_scripted_name_lists_choices(clean_registry):
 
 @pytest.mark.parametrize(
     "spec, needle",
-    [("", "choices"), ("bogus:x", "choices"), ("transformers", "needs a PATH"), ("openai:", "needs a URL"), ("openai:localhost:8000", "http://")],
+    [
+        ("", "choices"),
+        ("bogus:x", "choices"),
+        ("transformers", "needs a PATH"),
+        ("openai:", "needs a URL"),
+        ("openai:localhost:8000", "http://"),
+    ],
 )
 def test_bad_specs(spec, needle):
     with pytest.raises(ConfigError, match=needle):

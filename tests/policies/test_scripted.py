@@ -72,7 +72,9 @@ def test_max_new_tokens_gives_length():
 
 def test_any_codec_works(tiny_policy):
     policy = ScriptedPolicy.from_turns(["<think>t</think><code>print(1)</code>"], codec=tiny_policy.codec)
-    [c] = policy.generate_sync([tiny_policy.codec.chat([{"role": "user", "content": "q"}])], SamplingParams(stop=["</code>"]))
+    [c] = policy.generate_sync(
+        [tiny_policy.codec.chat([{"role": "user", "content": "q"}])], SamplingParams(stop=["</code>"])
+    )
     assert c.token_ids == tiny_policy.codec.encode(c.text)
     assert c.token_ids[-1] == tiny_policy.codec.encode("</code>")[0]
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from workbench.errors import ConfigError, PolicyError
 from workbench.policies import ModelServer, OpenAIPolicy, SamplingParams, TransformersPolicy
 from workbench.policies.batching import DetailedCompletion
-from workbench.policies.sampling import LogitControls
 from workbench.policies.completions_wire import ModelLimits
+from workbench.policies.sampling import LogitControls
 
 LIMITS = ModelLimits(max_body_bytes=256 << 10, max_choices=16)
 
@@ -81,7 +81,9 @@ def test_library_rejects_bad_ids_and_bad_seeds_before_batching(tiny_policy):
     with pytest.raises(ConfigError, match="seed"):
         tiny_policy.generate_sync([[1, 2]], SamplingParams(max_new_tokens=1, seed=2**70))
     with pytest.raises(ConfigError, match="logit_bias"):
-        tiny_policy.generate_sync([[1, 2]], SamplingParams(max_new_tokens=1), controls=LogitControls(logit_bias={999: 1.0}))
+        tiny_policy.generate_sync(
+            [[1, 2]], SamplingParams(max_new_tokens=1), controls=LogitControls(logit_bias={999: 1.0})
+        )
     with pytest.raises(ConfigError, match="temperature"):
         tiny_policy.generate_sync([[1, 2]], SamplingParams(temperature=float("nan")))
 
@@ -89,12 +91,29 @@ def test_library_rejects_bad_ids_and_bad_seeds_before_batching(tiny_policy):
 # -- every accepted field is honoured, or refused by name -------------------------------------------
 
 
-@pytest.mark.parametrize("field,value", [
-    ("min_p", 0.1), ("ignore_eos", True), ("stop_token_ids", [3]), ("stream", True), ("echo", True),
-    ("suffix", "tail"), ("best_of", 3), ("spaces_between_special_tokens", True), ("logprobs", 21),
-    ("presence_penalty", 3.0), ("frequency_penalty", -2.5), ("repetition_penalty", 0), ("logit_bias", {"x": 1}),
-    ("logit_bias", {"5": 101}), ("logit_bias", {"100000": 1}), ("n", 0), ("n", 17), ("seed", 2**80),
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("min_p", 0.1),
+        ("ignore_eos", True),
+        ("stop_token_ids", [3]),
+        ("stream", True),
+        ("echo", True),
+        ("suffix", "tail"),
+        ("best_of", 3),
+        ("spaces_between_special_tokens", True),
+        ("logprobs", 21),
+        ("presence_penalty", 3.0),
+        ("frequency_penalty", -2.5),
+        ("repetition_penalty", 0),
+        ("logit_bias", {"x": 1}),
+        ("logit_bias", {"5": 101}),
+        ("logit_bias", {"100000": 1}),
+        ("n", 0),
+        ("n", 17),
+        ("seed", 2**80),
+    ],
+)
 def test_unsupported_or_out_of_range_fields_are_refused_by_name(server, field, value):
     r = complete(server, prompt="hello", max_tokens=2, **{field: value})
     assert r.status_code == 400, r.text
@@ -130,17 +149,30 @@ def test_logit_bias_and_penalties_follow_the_openai_and_hf_formulas(server, tiny
     first = plain["token_ids"][0]
     bias = {first: -100.0, 7: 3.0}
     knobs = {"bias": bias, "rep": 1.8, "freq": 0.7, "pres": 0.5}
-    body = {"logit_bias": {str(k): v for k, v in bias.items()}, "repetition_penalty": 1.8,
-            "frequency_penalty": 0.7, "presence_penalty": 0.5}
-    got = complete(server, prompt=prompt, max_tokens=12, temperature=0, return_token_ids=True, **body).json()["choices"][0]
+    body = {
+        "logit_bias": {str(k): v for k, v in bias.items()},
+        "repetition_penalty": 1.8,
+        "frequency_penalty": 0.7,
+        "presence_penalty": 0.5,
+    }
+    got = complete(server, prompt=prompt, max_tokens=12, temperature=0, return_token_ids=True, **body).json()[
+        "choices"
+    ][0]
     want = manual_greedy(tiny_policy.model, prompt, 12, eos=tiny_policy.eos_ids, **knobs)
     assert got["token_ids"] == want
     assert got["token_ids"] != plain["token_ids"] and got["token_ids"][0] != first
 
 
 def test_a_large_positive_bias_forces_a_token(server, chat_prompts):
-    r = complete(server, prompt=chat_prompts[0], max_tokens=6, temperature=1.0, seed=3, logit_bias={"42": 100},
-                 return_token_ids=True)
+    r = complete(
+        server,
+        prompt=chat_prompts[0],
+        max_tokens=6,
+        temperature=1.0,
+        seed=3,
+        logit_bias={"42": 100},
+        return_token_ids=True,
+    )
     assert r.json()["choices"][0]["token_ids"] == [42] * 6
 
 
@@ -157,8 +189,15 @@ def test_skip_special_tokens_is_honoured(server, tiny_policy, chat_prompts):
 
 def test_logprobs_5_returns_top_logprobs_in_openai_shape(server, tiny_policy, chat_prompts):
     for temperature in (0, 0.8):
-        r = complete(server, prompt=chat_prompts[2], max_tokens=8, temperature=temperature, seed=1, logprobs=5,
-                     return_token_ids=True)
+        r = complete(
+            server,
+            prompt=chat_prompts[2],
+            max_tokens=8,
+            temperature=temperature,
+            seed=1,
+            logprobs=5,
+            return_token_ids=True,
+        )
         choice = r.json()["choices"][0]
         lp = choice["logprobs"]
         assert len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"]) == len(choice["token_ids"])
@@ -168,8 +207,9 @@ def test_logprobs_5_returns_top_logprobs_in_openai_shape(server, tiny_policy, ch
             assert math.log(sum(math.exp(v) for v in top.values())) <= 1e-5
             if temperature == 0:
                 assert sampled == pytest.approx(max(top.values()))
-    [local] = tiny_policy.generate_sync([chat_prompts[2]], SamplingParams(max_new_tokens=8, temperature=0),
-                                        controls=LogitControls(top_logprobs=5))
+    [local] = tiny_policy.generate_sync(
+        [chat_prompts[2]], SamplingParams(max_new_tokens=8, temperature=0), controls=LogitControls(top_logprobs=5)
+    )
     assert isinstance(local, DetailedCompletion) and all(len(t) == 5 for t in local.top_logprobs)
     r0 = complete(server, prompt=chat_prompts[2], max_tokens=4, temperature=0, logprobs=0).json()["choices"][0]
     assert [len(t) for t in r0["logprobs"]["top_logprobs"]] == [1] * len(r0["logprobs"]["tokens"])
@@ -226,9 +266,16 @@ json_values = st.recursive(
 )
 completion_bodies = st.fixed_dictionaries(
     {"prompt": text | st.lists(st.integers(-5, 500), max_size=6), "max_tokens": st.integers(-1, 3)},
-    optional={"temperature": json_values, "logprobs": st.integers(-1, 22), "n": st.integers(-1, 3),
-              "stop": json_values, "logit_bias": st.dictionaries(text, st.floats(), max_size=2),
-              "seed": st.integers(), "top_k": json_values, "presence_penalty": st.floats()},
+    optional={
+        "temperature": json_values,
+        "logprobs": st.integers(-1, 22),
+        "n": st.integers(-1, 3),
+        "stop": json_values,
+        "logit_bias": st.dictionaries(text, st.floats(), max_size=2),
+        "seed": st.integers(),
+        "top_k": json_values,
+        "presence_penalty": st.floats(),
+    },
 )
 bodies = st.one_of(st.binary(max_size=200), json_values.map(json.dumps), completion_bodies.map(json.dumps))
 
@@ -243,8 +290,10 @@ def test_any_body_gets_a_json_answer_never_a_500(server, path, body):
         assert message(r)
 
 
-CLI = ("import argparse, sys; from workbench.policies import cli; p = argparse.ArgumentParser(); "
-       "cli.register(p.add_subparsers()); a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))")
+CLI = (
+    "import argparse, sys; from workbench.policies import cli; p = argparse.ArgumentParser(); "
+    "cli.register(p.add_subparsers()); a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))"
+)
 
 
 @pytest.mark.slow
@@ -261,8 +310,12 @@ def test_sigterm_stops_a_busy_model_server_promptly(tiny_model_dir):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "PYTHONPATH": os.getcwd(), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-c", CLI, "serve-model", str(tiny_model_dir), "--port", str(port),
-                             "--device", "cpu"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CLI, "serve-model", str(tiny_model_dir), "--port", str(port), "--device", "cpu"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -277,7 +330,14 @@ def test_sigterm_stops_a_busy_model_server_promptly(tiny_model_dir):
         from transformers import AutoTokenizer
 
         eos = AutoTokenizer.from_pretrained(tiny_model_dir).eos_token_id
-        body = {"prompt": "hello", "n": 16, "max_tokens": None, "temperature": 1.0, "seed": 0, "logit_bias": {str(eos): -100}}
+        body = {
+            "prompt": "hello",
+            "n": 16,
+            "max_tokens": None,
+            "temperature": 1.0,
+            "seed": 0,
+            "logit_bias": {str(eos): -100},
+        }
 
         def busy() -> None:
             try:

@@ -23,8 +23,17 @@ def test_endpoints(server, tiny_policy):
     assert tok["tokens"] == ids and tok["count"] == len(ids)
     assert httpx.post(server.url + "/detokenize", json={"tokens": ids}).json() == {"prompt": "<code>x</code>"}
     msgs = [{"role": "user", "content": "hi"}]
-    assert httpx.post(server.url + "/tokenize", json={"messages": msgs}).json()["tokens"] == tiny_policy.codec.chat(msgs)
-    body = {"model": card["id"], "prompt": "hello", "max_tokens": 5, "temperature": 0, "logprobs": 0, "return_token_ids": True}
+    assert httpx.post(server.url + "/tokenize", json={"messages": msgs}).json()["tokens"] == tiny_policy.codec.chat(
+        msgs
+    )
+    body = {
+        "model": card["id"],
+        "prompt": "hello",
+        "max_tokens": 5,
+        "temperature": 0,
+        "logprobs": 0,
+        "return_token_ids": True,
+    }
     [choice] = httpx.post(server.url + "/v1/completions", json=body).json()["choices"]
     assert len(choice["token_ids"]) == len(choice["logprobs"]["token_logprobs"]) <= 5
     assert choice["prompt_token_ids"] == tiny_policy.codec.encode("hello")
@@ -44,13 +53,19 @@ def test_openai_policy_matches_local_greedy(server, tiny_policy, tiny_model_dir,
     remote = OpenAIPolicy(server.url + "/v1", tokenizer=str(tiny_model_dir) if with_tokenizer else None)
     assert remote.token_space and remote.describe()["token_space"]
     assert isinstance(remote.codec, RemoteCodec) != with_tokenizer
-    assert remote.codec.chat([{"role": "user", "content": "hi"}]) == tiny_policy.codec.chat([{"role": "user", "content": "hi"}])
+    assert remote.codec.chat([{"role": "user", "content": "hi"}]) == tiny_policy.codec.chat(
+        [{"role": "user", "content": "hi"}]
+    )
     params = SamplingParams(max_new_tokens=16, temperature=0)
     local = tiny_policy.generate_sync(chat_prompts, params)
     got = asyncio.run(remote.generate(chat_prompts, params))
     for mine, ref in zip(got, local):
         assert mine.token_ids == ref.token_ids
-        assert mine.text == ref.text == tiny_policy.codec.decode(mine.token_ids[:-1] if mine.finish_reason == "eos" else mine.token_ids)
+        assert (
+            mine.text
+            == ref.text
+            == tiny_policy.codec.decode(mine.token_ids[:-1] if mine.finish_reason == "eos" else mine.token_ids)
+        )
         assert mine.finish_reason == ref.finish_reason
         assert mine.logprobs == pytest.approx(ref.logprobs, abs=1e-4)
 
@@ -69,8 +84,12 @@ def test_openai_policy_stop_and_seed(server, tiny_policy, tiny_model_dir, chat_p
 
 
 def test_text_fallback_when_server_has_no_tokenize():
+    import socket
+    import threading
+    import time
+
+    import uvicorn
     from fastapi import FastAPI
-    import threading, socket, time, uvicorn
 
     app = FastAPI()
 
@@ -80,7 +99,9 @@ def test_text_fallback_when_server_has_no_tokenize():
 
     @app.post("/v1/completions")
     async def completions(body: dict):
-        return {"choices": [{"text": body["prompt"][-3:] + "</code>", "finish_reason": "stop", "stop_reason": "</code>"}]}
+        return {
+            "choices": [{"text": body["prompt"][-3:] + "</code>", "finish_reason": "stop", "stop_reason": "</code>"}]
+        }
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

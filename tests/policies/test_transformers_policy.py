@@ -4,8 +4,8 @@ import math
 import pytest
 
 from workbench.errors import ConfigError, PolicyError
-from workbench.policies.batching import BatchStats
 from workbench.policies import Codec, Policy, SamplingParams, TransformersPolicy
+from workbench.policies.batching import BatchStats
 
 
 def test_is_a_policy_with_exact_codec(tiny_policy):
@@ -46,7 +46,9 @@ def test_stop_string_trims_text_and_ids_together(tiny_policy, chat_prompts):
     assert len(free.token_ids) >= 12, "the tiny model should run on without a stop"
     stop = tiny_policy.codec.decode(free.token_ids[8:10])  # a string the model is about to produce
     assert stop
-    [cut] = tiny_policy.generate_sync(chat_prompts[:1], SamplingParams(max_new_tokens=30, temperature=1.0, seed=11, stop=[stop]))
+    [cut] = tiny_policy.generate_sync(
+        chat_prompts[:1], SamplingParams(max_new_tokens=30, temperature=1.0, seed=11, stop=[stop])
+    )
     assert cut.finish_reason == "stop"
     assert cut.text.endswith(stop) and cut.text.count(stop) == 1
     assert cut.token_ids == free.token_ids[: len(cut.token_ids)]
@@ -92,7 +94,9 @@ def test_eos_ends_with_the_eos_id_and_text_hides_it(tiny_model_dir):
     with torch.no_grad():  # make EOS the model's favourite token (embeddings are tied to the head)
         policy.model.model.embed_tokens.weight[eos] *= 0
         policy.model.model.embed_tokens.weight[eos] += policy.model.model.norm.weight.detach() * 5
-    [c] = policy.generate_sync([policy.codec.chat([{"role": "user", "content": "hi"}])], SamplingParams(max_new_tokens=50, temperature=0))
+    [c] = policy.generate_sync(
+        [policy.codec.chat([{"role": "user", "content": "hi"}])], SamplingParams(max_new_tokens=50, temperature=0)
+    )
     assert c.finish_reason == "eos"
     assert c.token_ids[-1] == eos
     assert policy.codec.decode(c.token_ids[:-1]) == c.text
@@ -104,7 +108,10 @@ def test_from_model_wraps_a_live_model_and_restores_train_mode(tiny_policy, chat
     tiny_policy.model.train()
     try:
         params = SamplingParams(max_new_tokens=8, temperature=0)
-        assert live.generate_sync(chat_prompts[:1], params)[0].token_ids == tiny_policy.generate_sync(chat_prompts[:1], params)[0].token_ids
+        assert (
+            live.generate_sync(chat_prompts[:1], params)[0].token_ids
+            == tiny_policy.generate_sync(chat_prompts[:1], params)[0].token_ids
+        )
         assert tiny_policy.model.training
     finally:
         tiny_policy.model.eval()

@@ -20,7 +20,6 @@ import time
 
 import httpx
 import pytest
-
 from vllm_fixtures import env_without_engine, require_vllm
 
 from workbench.agent import AgentConfig, NBAgent
@@ -30,7 +29,9 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(1800)]  # 
 
 LOGPROB_TOL = 1e-4
 TIE_GAP = 1e-4  # two tokens whose fp32 logits differ by less than this may swap between backends
-SAMPLED = AgentConfig(max_steps=3, max_new_tokens=200, max_context_tokens=2048, prompt="compact", temperature=1.0, seed=0)
+SAMPLED = AgentConfig(
+    max_steps=3, max_new_tokens=200, max_context_tokens=2048, prompt="compact", temperature=1.0, seed=0
+)
 GREEDY = SAMPLED.model_copy(update={"temperature": 0.0})
 
 
@@ -56,11 +57,25 @@ def vllm_server(vllm_model_dir, tmp_path_factory):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     log = tmp_path_factory.mktemp("vllm-serve") / "serve.log"
-    cmd = [sys.executable, "-m", "workbench.cli", "serve-model", str(vllm_model_dir), "--engine", "vllm",
-           "--port", str(port), "--kv-cache-gib", "0.5", "--vllm-args", "--seed 0"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "workbench.cli",
+        "serve-model",
+        str(vllm_model_dir),
+        "--engine",
+        "vllm",
+        "--port",
+        str(port),
+        "--kv-cache-gib",
+        "0.5",
+        "--vllm-args",
+        "--seed 0",
+    ]
     with open(log, "wb") as out:  # as from a shell: without the in-process engine's settings
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                env=env_without_engine())
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env_without_engine()
+        )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 900
     try:
@@ -95,7 +110,8 @@ def _assert_token_exact(codec, trajectories):
         assert traj.steps
         for step in traj.steps:
             assert codec.decode(step.completion_ids) == step.raw or (
-                step.finish_reason == "eos" and codec.decode(step.completion_ids[:-1]) == step.raw)
+                step.finish_reason == "eos" and codec.decode(step.completion_ids[:-1]) == step.raw
+            )
             assert step.logprobs is not None and len(step.logprobs) == len(step.completion_ids)
             assert all(lp <= 1e-6 for lp in step.logprobs)
             if step.observation_ids:
@@ -115,7 +131,7 @@ def _recomputed_logprobs(model, prompt, completion, temperature):
 
     ids = torch.tensor([prompt + completion])
     with torch.no_grad():
-        logits = model(input_ids=ids).logits[0, len(prompt) - 1:-1].float()
+        logits = model(input_ids=ids).logits[0, len(prompt) - 1 : -1].float()
     if temperature > 0:
         logits = logits / temperature
     lps = torch.log_softmax(logits, dim=-1)
@@ -132,8 +148,10 @@ def test_vllm_policy_runs_sandboxed_episodes_token_exact(vllm_policy, vllm_tools
 @pytest.mark.parametrize("temperature", [1.0, 0.7, 0.0])
 def test_vllm_logprobs_are_the_sampled_tokens_logprobs(vllm_policy, hf_model, temperature):
     codec = vllm_policy.codec
-    prompts = [codec.chat([{"role": "user", "content": q}]) for q in
-               ("Who directed the film?", "hi", "What is the capital of the country where X was born?")]
+    prompts = [
+        codec.chat([{"role": "user", "content": q}])
+        for q in ("Who directed the film?", "hi", "What is the capital of the country where X was born?")
+    ]
     outs = vllm_policy.generate_sync(prompts, SamplingParams(max_new_tokens=40, temperature=temperature, seed=5))
     for prompt, out in zip(prompts, outs):
         assert out.token_ids and len(out.logprobs) == len(out.token_ids)
@@ -154,8 +172,9 @@ def test_vllm_policy_refuses_prompts_it_cannot_run(vllm_policy):
         vllm_policy.generate_sync([[]], SamplingParams(max_new_tokens=2))
 
 
-def test_vllm_server_runs_episodes_with_token_ids_and_logprobs(vllm_server, vllm_model_dir, vllm_policy, vllm_tools,
-                                                                vllm_tasks):
+def test_vllm_server_runs_episodes_with_token_ids_and_logprobs(
+    vllm_server, vllm_model_dir, vllm_policy, vllm_tools, vllm_tasks
+):
     from workbench.policies import OpenAIPolicy
 
     remote = OpenAIPolicy(vllm_server + "/v1")  # the server's /tokenize: token space without a local tokenizer
@@ -179,8 +198,10 @@ def _first_divergence(a, b):
     """(step index, token index) of the first differing completion token of two trajectories, or None."""
     for i, (sa, sb) in enumerate(zip(a.steps, b.steps)):
         if sa.completion_ids != sb.completion_ids:
-            j = next((k for k, (x, y) in enumerate(zip(sa.completion_ids, sb.completion_ids)) if x != y),
-                     min(len(sa.completion_ids), len(sb.completion_ids)))
+            j = next(
+                (k for k, (x, y) in enumerate(zip(sa.completion_ids, sb.completion_ids)) if x != y),
+                min(len(sa.completion_ids), len(sb.completion_ids)),
+            )
             return i, j
     return None if len(a.steps) == len(b.steps) else (min(len(a.steps), len(b.steps)), 0)
 
@@ -200,13 +221,16 @@ def _is_fp32_tie(model, traj_a, traj_b, where) -> bool:
     return abs(float(logits[sa.completion_ids[j]] - logits[sb.completion_ids[j]])) < TIE_GAP
 
 
-def test_greedy_answers_agree_across_transformers_vllm_and_server(hf_policy, vllm_policy, vllm_server, vllm_model_dir,
-                                                                   hf_model, vllm_tools, vllm_tasks):
+def test_greedy_answers_agree_across_transformers_vllm_and_server(
+    hf_policy, vllm_policy, vllm_server, vllm_model_dir, hf_model, vllm_tools, vllm_tasks
+):
     from workbench.policies import OpenAIPolicy
 
     server = OpenAIPolicy(vllm_server + "/v1", tokenizer=str(vllm_model_dir))
-    runs = {name: _episodes(policy, vllm_tools, vllm_tasks, GREEDY)
-            for name, policy in (("transformers", hf_policy), ("vllm", vllm_policy), ("server", server))}
+    runs = {
+        name: _episodes(policy, vllm_tools, vllm_tasks, GREEDY)
+        for name, policy in (("transformers", hf_policy), ("vllm", vllm_policy), ("server", server))
+    }
     ref = runs["transformers"]
     assert _ran_code(ref) > 0
     for name in ("vllm", "server"):
@@ -217,4 +241,5 @@ def test_greedy_answers_agree_across_transformers_vllm_and_server(hf_policy, vll
                 continue
             # the only divergence allowed: an fp32 near-tie between the top two tokens
             assert _is_fp32_tie(hf_model, want, got, where), (
-                f"{name} diverges from transformers on {task.question!r} at step/token {where} without a tie")
+                f"{name} diverges from transformers on {task.question!r} at step/token {where} without a tie"
+            )

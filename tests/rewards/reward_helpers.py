@@ -3,11 +3,28 @@
 from workbench.trajectory import Step, Task, Trajectory
 
 
-def make_traj(raws=(), *, golds=("Paris",), final=None, task_id="q1", role="solver", obs=None,
-              meta=None, task_meta=None, tool_calls=None, question="Where?") -> Trajectory:
+def make_traj(
+    raws=(),
+    *,
+    golds=("Paris",),
+    final=None,
+    task_id="q1",
+    role="solver",
+    obs=None,
+    meta=None,
+    task_meta=None,
+    tool_calls=None,
+    question="Where?",
+) -> Trajectory:
     steps = []
     for i, raw in enumerate(raws):
-        steps.append(Step(index=i, raw=raw, observation=(obs or {}).get(i),
-                          tool_calls=list((tool_calls or {}).get(i, []))))
-    return Trajectory(task=Task(task_id, question, list(golds), dict(task_meta or {})),
-                      steps=steps, final_answer=final, role=role, metadata=dict(meta or {}))
+        steps.append(
+            Step(index=i, raw=raw, observation=(obs or {}).get(i), tool_calls=list((tool_calls or {}).get(i, [])))
+        )
+    return Trajectory(
+        task=Task(task_id, question, list(golds), dict(task_meta or {})),
+        steps=steps,
+        final_answer=final,
+        role=role,
+        metadata=dict(meta or {}),
+    )

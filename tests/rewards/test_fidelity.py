@@ -6,16 +6,32 @@ from hypothesis import strategies as st
 
 from workbench.errors import ConfigError
 from workbench.policies.scripted import ScriptedPolicy
-from workbench.rewards import (LLMJudge, RewardSpec, asearcher_em, asearcher_prompt, cover_em, exact_match,
-                               get_reward, normalize_l0, register_judge, rescore, set_f1, token_f1,
-                               tool_invocations)
+from workbench.rewards import (
+    LLMJudge,
+    RewardSpec,
+    asearcher_em,
+    asearcher_prompt,
+    cover_em,
+    exact_match,
+    get_reward,
+    normalize_l0,
+    register_judge,
+    rescore,
+    set_f1,
+    token_f1,
+    tool_invocations,
+)
 from workbench.rewards.judge import parse_verdict
 from workbench.trajectory import Step, Task, ToolCall, Trajectory
 
 
 def traj(raws=(), golds=("Paris",), final=None, meta=None, role="solver", question="Where?"):
-    return Trajectory(task=Task("q", question, list(golds), dict(meta or {})), role=role, final_answer=final,
-                      steps=[Step(i, r) for i, r in enumerate(raws)])
+    return Trajectory(
+        task=Task("q", question, list(golds), dict(meta or {})),
+        role=role,
+        final_answer=final,
+        steps=[Step(i, r) for i, r in enumerate(raws)],
+    )
 
 
 # -- ASearcher set-F1 (AReaL/ASearcher/utils/rewards.py f1_score) ---------------------------------
@@ -52,8 +68,10 @@ def test_asearcher_em_maps_bools_then_squad():
 def test_asearcher_prompt_templates():
     p = asearcher_prompt("Who wrote Emma?")
     assert "access cerain url by <access> url </access>" in p  # upstream's text, typos kept
-    assert p.endswith("\n\nUser: \n\nWho wrote Emma?. \n\nThe language of your answer should align with the "
-                      "question. \n\nAssistant: \n<think>\n")
+    assert p.endswith(
+        "\n\nUser: \n\nWho wrote Emma?. \n\nThe language of your answer should align with the "
+        "question. \n\nAssistant: \n<think>\n"
+    )
     only = asearcher_prompt("Q", access=False, valid_instruction=True)
     assert "<access>" not in only and "You should try to find the most likely answer. " in only
     assert "the question is invalid" not in only
@@ -72,7 +90,7 @@ def test_named_normalisers():
 
 
 def test_golds_that_normalise_to_empty():
-    """"A" normalises to "" under squad (an article). Rule: compare light forms (casefold):
+    """ "A" normalises to "" under squad (an article). Rule: compare light forms (casefold):
     "A" vs "a" → 1 for EM, cover-EM and F1; "the" vs "a" → 0 (both used to normalise to "").
     Under l0 every CJK gold normalises to "": 北京 vs 上海 → 0, 北京 vs 北京 → 1."""
     assert exact_match("A", ["a"]) == cover_em("A", ["a"]) == token_f1("A", ["a"]) == 1.0
@@ -140,8 +158,9 @@ def test_llm_judge_component_with_a_scripted_judge():
         return '```json\n{"rationale": "r", "judgement": "%s"}\n```' % ("Correct" if ok else "Incorrect")
 
     register_judge("scripted", LLMJudge(ScriptedPolicy(judge_fn)))
-    spec = RewardSpec(name="j", components=[{"name": "llm_judge", "params": {"judge": "scripted"}}],
-                      gate=["asearcher.format"])
+    spec = RewardSpec(
+        name="j", components=[{"name": "llm_judge", "params": {"judge": "scripted"}}], gate=["asearcher.format"]
+    )
     good = traj(["x</think><answer>Paris, France</answer>"], question="Capital of France?")
     bad = traj(["x</think><answer>Lyon</answer>"], question="Capital of France?")
     assert spec.score(good)["total"] == 1.0 and spec.score(bad)["total"] == 0.0

@@ -10,8 +10,9 @@ from workbench.trajectory import Step, Task, Trajectory
 def _trajs():
     out = []
     for i, answer in enumerate(["Paris, France", "Paris", "Rome"]):
-        out.append(Trajectory(task=Task("q1", "Where?", ["Paris"]), run_id="r1",
-                              steps=[Step(0, f"<answer>{answer}</answer>")]))
+        out.append(
+            Trajectory(task=Task("q1", "Where?", ["Paris"]), run_id="r1", steps=[Step(0, f"<answer>{answer}</answer>")])
+        )
     return out
 
 
@@ -42,6 +43,7 @@ def test_group_components_see_the_whole_task_group():
     assert {s["total"] for s in scores.values()} == {1.0}  # k = 1 of n = 3: (3 - 1)/(3 - 1)
     alone = _trajs()[1]
     assert spec.score(alone)["total"] == 0.0  # scored alone, k = n = 1
+
 
 def test_filters_need_a_store():
     with pytest.raises(ConfigError, match="store"):

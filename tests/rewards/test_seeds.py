@@ -1,25 +1,37 @@
 """Each seed's reward against hand-computed examples (papers' and code's forms)."""
 
 import pytest
+from reward_helpers import make_traj
 
-from workbench.rewards import (RewardSpec, adpo_eps_high, adpo_scale, difficulty_score,
-                               drzero_format, get_reward, l0_step_rewards, self_consistency,
-                               tool_reward, uncertainty_code, uncertainty_paper)
+from workbench.rewards import (
+    RewardSpec,
+    adpo_eps_high,
+    adpo_scale,
+    difficulty_score,
+    drzero_format,
+    get_reward,
+    l0_step_rewards,
+    self_consistency,
+    tool_reward,
+    uncertainty_code,
+    uncertainty_paper,
+)
 from workbench.rewards.asearcher import turn_well_formed
 from workbench.rewards.l0 import step_well_formed
 from workbench.trajectory import ToolCall
-
-from reward_helpers import make_traj
 
 THINK, CODE = "<think>look it up first</think>", "<code>print(search('x'))</code>"
 
 
 # -- L0 ------------------------------------------------------------------------------------------
 def _l0_traj(final="Paris"):
-    raws = [THINK + CODE, THINK + CODE, THINK + CODE + "<code>print(2)</code>",
-            THINK + "<code>submit_final_answer('Paris')</code>"]
-    obs = {0: {"stdout": "doc"}, 1: {"stdout": "partial", "error_name": "NameError"},
-           2: {}, 3: {}}
+    raws = [
+        THINK + CODE,
+        THINK + CODE,
+        THINK + CODE + "<code>print(2)</code>",
+        THINK + "<code>submit_final_answer('Paris')</code>",
+    ]
+    obs = {0: {"stdout": "doc"}, 1: {"stdout": "partial", "error_name": "NameError"}, 2: {}, 3: {}}
     return make_traj(raws, obs=obs, final=final, golds=["paris"])
 
 
@@ -35,7 +47,8 @@ def test_l0_worked_example_fixed_and_upstream():
     # format [1,1,0,1]/4; code fixed (1 + 1/2 + 1 + 1)/4, upstream (1 + 1/2 + 0 + 0)/4
     assert l0_step_rewards(t) == pytest.approx([0.05, 0.0375, 0.025, 0.85])
     assert RewardSpec.preset("l0").score(t) == pytest.approx(
-        {"l0.qa": 1.0, "l0.format": 0.75, "l0.code": 0.875, "total": 0.9625})
+        {"l0.qa": 1.0, "l0.format": 0.75, "l0.code": 0.875, "total": 0.9625}
+    )
     assert sum(l0_step_rewards(t)) == pytest.approx(0.9625)
     up = RewardSpec.preset("l0_upstream").score(t)
     assert up["l0.code"] == 0.375 and up["total"] == pytest.approx(0.9125)
@@ -48,28 +61,37 @@ def test_l0_has_answer_variants_and_nbformat_outputs():
     assert qa(_l0_traj(final=""), has_answer="l0") == pytest.approx(0.1)  # L0 pays for ""
     assert qa(_l0_traj(final="London")) == pytest.approx(0.1)
     assert qa(_l0_traj(final=None)) == 0.0
-    t = make_traj([THINK + CODE], obs={0: {"outputs": [{"output_type": "stream"},
-                                                       {"output_type": "error"}]}})
+    t = make_traj([THINK + CODE], obs={0: {"outputs": [{"output_type": "stream"}, {"output_type": "error"}]}})
     assert get_reward("l0.code")(t) == 0.5
 
 
 # -- Dr. Zero -------------------------------------------------------------------------------------
 def test_drzero_format_worked_examples():
-    turns = ["<think>find the director</think><tool_call>{...}</tool_call>",
-             "<think>done</think><question>Who directed Vel Orun?</question><answer>Tamira Kolvesh</answer>"]
+    turns = [
+        "<think>find the director</think><tool_call>{...}</tool_call>",
+        "<think>done</think><question>Who directed Vel Orun?</question><answer>Tamira Kolvesh</answer>",
+    ]
     kw = dict(question="Who directed Vel Orun?", answer="Tamira Kolvesh", hops=2)
-    full = drzero_format(turns, **kw, document="Vel Orun is a film.", n_calls=1, n_responses=1,
-                         tool_results=["Vel Orun was directed by Tamira Kolvesh."])
+    full = drzero_format(
+        turns,
+        **kw,
+        document="Vel Orun is a film.",
+        n_calls=1,
+        n_responses=1,
+        tool_results=["Vel Orun was directed by Tamira Kolvesh."],
+    )
     assert full == {"think": 1.0, "tool": 1.0, "ans": 1.0, "integrity": 1.0, "format": 1.0}
     no_tool = drzero_format(turns, **kw, document="Directed by Tamira Kolvesh.")
     assert no_tool["tool"] == 0.0 and no_tool["format"] == 0.75
     assert drzero_format(turns, **kw, document="x", n_calls=1, n_responses=0)["ans"] == 0.0
-    assert drzero_format(["no think", turns[1]], question="Is it?", answer="Yes",
-                         hops=1)["format"] == pytest.approx((1 + 0.5 + 1 + 1) / 4)
+    assert drzero_format(["no think", turns[1]], question="Is it?", answer="Yes", hops=1)["format"] == pytest.approx(
+        (1 + 0.5 + 1 + 1) / 4
+    )
     long = "a b c d e f g"
     assert drzero_format(turns, question="Q?", answer=long, hops=1, document=long)["ans"] == 0.5
-    leak = drzero_format(turns, question="Is Tamira Kolvesh a poet?", answer="Tamira Kolvesh",
-                         hops=1, document="Tamira Kolvesh")
+    leak = drzero_format(
+        turns, question="Is Tamira Kolvesh a poet?", answer="Tamira Kolvesh", hops=1, document="Tamira Kolvesh"
+    )
     assert leak["integrity"] == 0.0 and leak["format"] == 0.0
     assert drzero_format([], question=None, answer=None, hops=3)["format"] == 0.0  # no crash
 
@@ -80,11 +102,14 @@ def test_drzero_difficulty(k, expected):
 
 
 def _proposer(meta, answer="Tamira Kolvesh"):
-    raws = ["<think>search the film</think>",
-            f"<think>ok</think><question>Who directed Vel Orun?</question><answer>{answer}</answer>"]
+    raws = [
+        "<think>search the film</think>",
+        f"<think>ok</think><question>Who directed Vel Orun?</question><answer>{answer}</answer>",
+    ]
     calls = {0: [ToolCall("search", {"query": "Vel Orun"}, result="directed by Tamira Kolvesh")]}
-    return make_traj(raws, role="proposer", meta=meta, tool_calls=calls,
-                     task_meta={"hops": 2, "document": "Vel Orun is a film."})
+    return make_traj(
+        raws, role="proposer", meta=meta, tool_calls=calls, task_meta={"hops": 2, "document": "Vel Orun is a film."}
+    )
 
 
 def test_drzero_proposer_reward_as_coded():
@@ -93,8 +118,7 @@ def test_drzero_proposer_reward_as_coded():
     got = spec.score(_proposer({"solver_answers": ["Tamira Kolvesh", "tamira kolvesh!", "x", None, "y"]}))
     assert got == {"format": 1.0, "difficulty": 0.75, "total": 1.25}
     # an answer the document + results never mention: ans = 0, format 0.75, still gated in
-    assert spec.score(_proposer({"solver_correct": [1, 0]}, answer="Zed"))["total"] == \
-        pytest.approx(0.5 * 0.75 + 1.0)
+    assert spec.score(_proposer({"solver_correct": [1, 0]}, answer="Zed"))["total"] == pytest.approx(0.5 * 0.75 + 1.0)
     bad = _proposer({"solver_correct": [1, 0, 0, 0, 0]}, answer="")
     assert spec.score(bad) == {"format": 0.0, "difficulty": 0.0, "total": 0.0}
     assert spec.score(_proposer({}))["difficulty"] == 0.0  # no solver results yet
@@ -128,9 +152,12 @@ def _curriculum(question, answer="12", executor=None, n_tools=2):
     raw = f"<think>design</think><question>{question}</question><answer>{answer}</answer>"
     if question is None:
         raw = "<think>design</think> \\boxed{12}"
-    return make_traj([raw], role="proposer", task_id=question or "none",
-                     meta={"executor_answers": executor or ["12"] * 6 + ["7"] * 4,
-                           "executor_tool_calls": n_tools})
+    return make_traj(
+        [raw],
+        role="proposer",
+        task_id=question or "none",
+        meta={"executor_answers": executor or ["12"] * 6 + ["7"] * 4, "executor_tool_calls": n_tools},
+    )
 
 
 def test_agent0_curriculum_reward_code_and_paper():
@@ -145,9 +172,11 @@ def test_agent0_curriculum_reward_code_and_paper():
     floor: three copies of one question, executor all "1": p = 1 → R_unc = 0; one cluster of
            3 in B = 3 → R_rep = 1; max(0, 0 + 0.06 − 1) = 0.
     """
-    batch = [_curriculum("what is the sum of the first ten primes"),
-             _curriculum("how many ways to tile a 2 by 8 board", answer="13"),
-             _curriculum(None)]
+    batch = [
+        _curriculum("what is the sum of the first ten primes"),
+        _curriculum("how many ways to tile a 2 by 8 board", answer="13"),
+        _curriculum(None),
+    ]
     code = RewardSpec.preset("agent0").score_many(batch)
     # (upstream compared the majority with "2", the last character of "12", and paid 0)
     assert code[0]["agent0.uncertainty"] == pytest.approx(0.4)
@@ -159,8 +188,7 @@ def test_agent0_curriculum_reward_code_and_paper():
     assert paper[0]["agent0.tool"] == pytest.approx(0.1)
     assert paper[0]["total"] == pytest.approx(0.36)
     assert paper[2]["total"] == 0.0
-    floor = RewardSpec.preset("agent0_paper").score_many(
-        [_curriculum("what is two plus two", executor=["1"] * 10)] * 3)
+    floor = RewardSpec.preset("agent0_paper").score_many([_curriculum("what is two plus two", executor=["1"] * 10)] * 3)
     assert [s["agent0.repetition"] for s in floor] == [1.0] * 3 and floor[0]["total"] == 0.0
 
 
@@ -191,13 +219,12 @@ def test_asearcher_format_times_set_f1_then_penalty():
     good = make_traj(["<think>x</think><search>q</search>", "<answer>Paris France</answer>"])
     assert spec.score(good)["total"] == pytest.approx(2 / 3)
     bad = make_traj(["<search>q</search><answer>Paris</answer>", "<answer>Paris</answer>"])
-    assert spec.score(bad) == {"asearcher.reward": 0.0, "asearcher.f1": 1.0, "asearcher.format": 0.0,
-                               "total": 0.0}
-    aug = make_traj(["<answer>NYC</answer>"], golds=["New York City"],
-                    task_meta={"aug_answers": ["NYC"]})
+    assert spec.score(bad) == {"asearcher.reward": 0.0, "asearcher.f1": 1.0, "asearcher.format": 0.0, "total": 0.0}
+    aug = make_traj(["<answer>NYC</answer>"], golds=["New York City"], task_meta={"aug_answers": ["NYC"]})
     assert spec.score(aug)["total"] == pytest.approx(0.3)
-    invalid = make_traj(["<answer>the question is invalid.</answer></think></think>"],
-                        task_meta={"valid_instruction": True})
+    invalid = make_traj(
+        ["<answer>the question is invalid.</answer></think></think>"], task_meta={"valid_instruction": True}
+    )
     assert spec.score(invalid)["asearcher.format"] == 0.0 and spec.score(invalid)["total"] == -0.5
 
 

@@ -7,7 +7,7 @@ from workbench.rewards import RewardSpec, get_reward, list_presets, list_rewards
 from workbench.rewards.registry import _REGISTRY
 from workbench.trajectory import Step, Task, Trajectory
 
-TOML = '''
+TOML = """
 name = "mine"
 gate = ["asearcher.format"]
 floor = 0.0
@@ -18,16 +18,16 @@ weight = 0.5
 name = "f1"
 key = "f1_unicode"
 params = { normalizer = "unicode" }
-'''
+"""
 
-YAML = '''
+YAML = """
 name: mine
 gate: [asearcher.format]
 floor: 0.0
 components:
   - {name: em, weight: 0.5}
   - {name: f1, key: f1_unicode, params: {normalizer: unicode}}
-'''
+"""
 
 
 def _traj(answer):
@@ -35,8 +35,7 @@ def _traj(answer):
 
 
 def test_presets_for_every_seed():
-    assert {"l0", "drzero_solver", "drzero_proposer", "agent0", "asearcher",
-            "search_r1"} <= set(list_presets())
+    assert {"l0", "drzero_solver", "drzero_proposer", "agent0", "asearcher", "search_r1"} <= set(list_presets())
     for name in list_presets():
         assert RewardSpec.preset(name).name == name
 
@@ -49,21 +48,23 @@ def test_round_trips_json_toml_yaml(tmp_path):
         p = tmp_path / f"s{suffix}"
         p.write_text(text)
         assert RewardSpec.load(p) == spec
-    assert spec.score(_traj("paris")) == {"em": 1.0, "f1_unicode": 1.0,
-                                          "asearcher.format": 1.0, "total": 1.5}
+    assert spec.score(_traj("paris")) == {"em": 1.0, "f1_unicode": 1.0, "asearcher.format": 1.0, "total": 1.5}
     assert spec.score(_traj("Paris <answer>"))["total"] == 0.0  # format gate fails
 
 
-@pytest.mark.parametrize("data,problem", [
-    ({"name": "x", "components": [{"name": "emm"}]}, "unknown reward component 'emm'"),
-    ({"name": "x", "components": [{"name": "em", "weight": "heavy"}]}, "components.0.weight"),
-    ({"name": "x", "components": [{"name": "em", "weight": math.inf}]}, "finite"),
-    ({"name": "x", "components": [{"name": "em", "params": {"normaliser": "x"}}]}, "normalizer"),
-    ({"name": "x", "components": [{"name": "em"}, {"name": "em"}]}, "distinct `key`"),
-    ({"name": "x", "components": []}, "components"),
-    ({"name": "x", "components": [{"name": "em"}], "gate": ["nope"]}, "unknown reward"),
-    ({"name": "x", "components": [{"name": "em"}], "typo": 1}, "typo"),
-])
+@pytest.mark.parametrize(
+    "data,problem",
+    [
+        ({"name": "x", "components": [{"name": "emm"}]}, "unknown reward component 'emm'"),
+        ({"name": "x", "components": [{"name": "em", "weight": "heavy"}]}, "components.0.weight"),
+        ({"name": "x", "components": [{"name": "em", "weight": math.inf}]}, "finite"),
+        ({"name": "x", "components": [{"name": "em", "params": {"normaliser": "x"}}]}, "normalizer"),
+        ({"name": "x", "components": [{"name": "em"}, {"name": "em"}]}, "distinct `key`"),
+        ({"name": "x", "components": []}, "components"),
+        ({"name": "x", "components": [{"name": "em"}], "gate": ["nope"]}, "unknown reward"),
+        ({"name": "x", "components": [{"name": "em"}], "typo": 1}, "typo"),
+    ],
+)
 def test_bad_specs_raise_config_errors_that_name_the_problem(data, problem):
     with pytest.raises(ConfigError, match=problem):
         RewardSpec.from_dict(data)

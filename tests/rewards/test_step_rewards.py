@@ -19,11 +19,12 @@ CODE = "<code>print(search('x'))</code>"
 
 
 def three_turns(final="Paris") -> Trajectory:
-    steps = [Step(0, THINK + CODE, observation={"stdout": "doc"}),
-             Step(1, SHORT + CODE, observation={"stdout": "x", "error_name": "NameError"}),
-             Step(2, THINK + "<code>submit_final_answer('Paris')</code>", observation={})]
-    return Trajectory(task=Task("q1", "Capital of France?", ["paris"]), steps=steps,
-                      final_answer=final, run_id="r1")
+    steps = [
+        Step(0, THINK + CODE, observation={"stdout": "doc"}),
+        Step(1, SHORT + CODE, observation={"stdout": "x", "error_name": "NameError"}),
+        Step(2, THINK + "<code>submit_final_answer('Paris')</code>", observation={}),
+    ]
+    return Trajectory(task=Task("q1", "Capital of France?", ["paris"]), steps=steps, final_answer=final, run_id="r1")
 
 
 def test_l0_preset_pays_each_turn_its_own_terms():
@@ -77,8 +78,7 @@ def test_a_user_per_step_component_and_its_length_check():
         return [1.0]
 
     t = three_turns()
-    spec = RewardSpec(name="u", components=[{"name": "test.step_index", "weight": 0.5},
-                                            {"name": "em", "weight": 2.0}])
+    spec = RewardSpec(name="u", components=[{"name": "test.step_index", "weight": 0.5}, {"name": "em", "weight": 2.0}])
     # 0.5·[0, 1, 2] + [0, 0, 2·1] = [0, 0.5, 3]; total 0.5·3 + 2 = 3.5
     assert spec.score_steps(t) == [0.0, 0.5, 3.0] and spec.score(t)["total"] == 3.5
     with pytest.raises(ConfigError, match="one per step"):
@@ -99,8 +99,10 @@ def test_store_round_trips_step_rewards_and_reads_records_without_them(tmp_path)
         del s["reward"]
     store.write(old)
     with sqlite3.connect(store.path) as conn:
-        conn.execute("UPDATE trajectories SET codec = 'zlib-json', data = ? WHERE id = ?",
-                     (zlib.compress(json.dumps(data).encode()), old.id))
+        conn.execute(
+            "UPDATE trajectories SET codec = 'zlib-json', data = ? WHERE id = ?",
+            (zlib.compress(json.dumps(data).encode()), old.id),
+        )
     assert [s.reward for s in store.get(old.id).steps] == [None, None, None]
 
 
@@ -115,17 +117,24 @@ def test_rescore_recomputes_step_rewards_in_a_store(tmp_path):
     assert len(store.reward_history(t.id)) == 1  # one assignment, not one per write
 
 
-raws = st.lists(st.sampled_from([THINK + CODE, SHORT + CODE, "no tags", THINK, CODE, ""])
-                | st.text(max_size=40), min_size=0, max_size=6)
-observations = st.sampled_from([None, {}, {"stdout": "x"}, {"error_name": "E", "stderr": "e"},
-                                {"outputs": [{"output_type": "error"}]}])
+raws = st.lists(
+    st.sampled_from([THINK + CODE, SHORT + CODE, "no tags", THINK, CODE, ""]) | st.text(max_size=40),
+    min_size=0,
+    max_size=6,
+)
+observations = st.sampled_from(
+    [None, {}, {"stdout": "x"}, {"error_name": "E", "stderr": "e"}, {"outputs": [{"output_type": "error"}]}]
+)
 
 
 @settings(max_examples=80, deadline=None)
 @given(raws, st.lists(observations, min_size=6, max_size=6), st.one_of(st.none(), st.text()))
 def test_step_rewards_always_sum_to_the_total(texts, obs, final):
-    t = Trajectory(task=Task("q", "?", ["paris"]), final_answer=final,
-                   steps=[Step(i, r, observation=obs[i]) for i, r in enumerate(texts)])
+    t = Trajectory(
+        task=Task("q", "?", ["paris"]),
+        final_answer=final,
+        steps=[Step(i, r, observation=obs[i]) for i, r in enumerate(texts)],
+    )
     for name in ("l0", "l0_upstream", "search_r1"):
         spec = RewardSpec.preset(name)
         steps = spec.score_steps(t)

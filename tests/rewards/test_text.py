@@ -1,8 +1,16 @@
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.rewards import (cover_em, exact_match, extract_answer, has_answer, normalize_answer,
-                               normalize_unicode, set_f1, token_f1)
+from workbench.rewards import (
+    cover_em,
+    exact_match,
+    extract_answer,
+    has_answer,
+    normalize_answer,
+    normalize_unicode,
+    set_f1,
+    token_f1,
+)
 
 
 def test_squad_normalisation():

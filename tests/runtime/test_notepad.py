@@ -21,7 +21,8 @@ def test_plan_facts_draft_and_render():
     assert pad.render() == (
         "## Notepad\n### Plan\n[x] 1. find the director\n[>] 2. find where Jane Doe was born\n"
         "[!] 3. write the answer\n### Facts\n- Film X was directed by Jane Doe\n"
-        "- Jane Doe was born in Lyon\n- Lyon is in France\n### Draft\nLyon\n(confidence: high)")
+        "- Jane Doe was born in Lyon\n- Lyon is in France\n### Draft\nLyon\n(confidence: high)"
+    )
     assert [t.status for t in pad.todos] == ["done", "in_progress", "blocked"]
     pad.clear()
     assert "empty" in pad.render() and pad.add_todo("again") == 4  # ids keep counting
@@ -61,15 +62,18 @@ def test_unknown_todo_lists_valid_ones():
         pad.update_todo("nothing", "done")
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda p: p.update_todo(1, "finished-ish"), "unknown todo status 'finished-ish'; use one of"),
-    (lambda p: p.add_todo(""), "todo is empty"),
-    (lambda p: p.add_todo(42), "todo must be a str, got int"),
-    (lambda p: p.add_facts("one fact"), "for one fact use add_fact"),
-    (lambda p: p.add_fact("x" * 5000), "limit 2000"),
-    (lambda p: p.write_draft(None), "the draft must be a str"),
-    (lambda p: p.update_todo(True, "done"), "pass a todo id"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda p: p.update_todo(1, "finished-ish"), "unknown todo status 'finished-ish'; use one of"),
+        (lambda p: p.add_todo(""), "todo is empty"),
+        (lambda p: p.add_todo(42), "todo must be a str, got int"),
+        (lambda p: p.add_facts("one fact"), "for one fact use add_fact"),
+        (lambda p: p.add_fact("x" * 5000), "limit 2000"),
+        (lambda p: p.write_draft(None), "the draft must be a str"),
+        (lambda p: p.update_todo(True, "done"), "pass a todo id"),
+    ],
+)
 def test_bad_calls_say_how_to_call(call, message):
     pad = Notepad()
     pad.add_todo("a")
@@ -96,7 +100,6 @@ def test_snapshot_errors():
 
 
 def test_api_doc_names_every_method():
-    for name in ("add_todo", "update_todo", "add_fact", "add_facts", "write_draft", "append_draft",
-                 "clear", "render"):
+    for name in ("add_todo", "update_todo", "add_fact", "add_facts", "write_draft", "append_draft", "clear", "render"):
         assert f"notepad.{name}(" in NOTEPAD_API
     assert notepad_api_doc() == NOTEPAD_API

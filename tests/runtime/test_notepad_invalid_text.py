@@ -38,8 +38,12 @@ def test_values_placed_behind_the_api_are_replaced_in_the_snapshot():
 
 
 def test_a_snapshot_from_the_kernel_with_surrogates_loads_safe():
-    snap = {"todos": [{"id": 1, "text": "t \ud800", "status": "pending"}], "facts": ["f \udcff"],
-            "draft": "d \udced", "next_id": 2}
+    snap = {
+        "todos": [{"id": 1, "text": "t \ud800", "status": "pending"}],
+        "facts": ["f \udcff"],
+        "draft": "d \udced",
+        "next_id": 2,
+    }
     pad = Notepad.from_snapshot(snap)
     assert not has_surrogates(pad.render())
     assert pad.facts == (f"f {REPLACEMENT}",)

@@ -83,11 +83,16 @@ def test_filling_the_writable_area_is_enospc_and_the_kernel_lives_on(tmp_path: P
         assert shutil.disk_usage(tmp_path).used - used_before < attempt
         # the kernel answers, sees its files, and can write again once it frees space
         assert k.execute("1 + 1").result == "2"
-        again = k.execute("import os\nfor n in os.listdir('/workspace'): os.remove('/workspace/' + n)\n"
-                          "open('/workspace/after', 'wb').write(b'y' * (3 << 20))", timeout=30)
+        again = k.execute(
+            "import os\nfor n in os.listdir('/workspace'): os.remove('/workspace/' + n)\n"
+            "open('/workspace/after', 'wb').write(b'y' * (3 << 20))",
+            timeout=30,
+        )
         assert again.ok and again.result == str(3 * MB), again.text
-        fstypes = k.execute("sorted({l.split(' - ')[1].split()[0] for l in open('/proc/self/mountinfo') "
-                            "if l.split()[4] in ('/workspace', '/tmp')})")
+        fstypes = k.execute(
+            "sorted({l.split(' - ')[1].split()[0] for l in open('/proc/self/mountinfo') "
+            "if l.split()[4] in ('/workspace', '/tmp')})"
+        )
         assert fstypes.result == "['tmpfs']"
         pids, cgroup = process_tree(k.pid), k.aio._cgroup
     # close() leaves nothing: no dir, no process, no mount, no cgroup
@@ -106,11 +111,18 @@ def test_run_dir_takes_no_files_from_the_kernel(tmp_path: Path):
             "    try: open(p, 'ab').write(b'x'); res[p] = 'WROTE'\n"
             "    except OSError as e: res[p] = errno.errorcode[e.errno]\n"
             "try: os.chmod('/run/workbench', 0o777); res['chmod'] = 'DONE'\n"
-            "except OSError as e: res['chmod'] = errno.errorcode[e.errno]\nres")
+            "except OSError as e: res['chmod'] = errno.errorcode[e.errno]\nres"
+        )
         res = eval(obs.result)
         assert "WROTE" not in res.values() and res["chmod"] == "EPERM", res
-        assert sorted(p.name for p in (k.rollout_dir / "run").iterdir()) == \
-            ["k-1", "k-2", "k-3", "k-4", "k-5", "kernel.json"]
+        assert sorted(p.name for p in (k.rollout_dir / "run").iterdir()) == [
+            "k-1",
+            "k-2",
+            "k-3",
+            "k-4",
+            "k-5",
+            "kernel.json",
+        ]
         assert k.execute("open('/run/workbench/kernel.json').read(2)").result == "'{\"'"
 
 
@@ -151,21 +163,25 @@ def test_unprivileged_argv_caps_the_disk(tmp_path: Path):
     """The single-bwrap chain (no root, own user namespace) mounts the same capped tmpfs."""
     (tmp_path / "run").mkdir()
     code = FILL + "print(fill(['/workspace', '/tmp'], 8, 1 << 20), os.getcwd())"
-    argv = build_argv(SandboxSpec(small_disk(tmp_mb=2, disk_mb=6), tmp_path / "run"),
-                      [sys.executable, "-c", code])
+    argv = build_argv(SandboxSpec(small_disk(tmp_mb=2, disk_mb=6), tmp_path / "run"), [sys.executable, "-c", code])
     r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr[-2000:]
     report, _, cwd = r.stdout.strip().rpartition(" ")
-    assert eval(report) == {"/workspace": (4 * MB, ["ENOSPC"], 4 * MB),
-                            "/tmp": (2 * MB, ["ENOSPC"], 2 * MB)} and cwd == "/workspace"
+    assert (
+        eval(report) == {"/workspace": (4 * MB, ["ENOSPC"], 4 * MB), "/tmp": (2 * MB, ["ENOSPC"], 2 * MB)}
+        and cwd == "/workspace"
+    )
     assert host_bytes(tmp_path) < 64 * 1024
 
 
-@pytest.mark.parametrize("toml, message", [
-    ("[limits]\ndisk_mb = 0", "limits.disk_mb"),
-    ('[limits]\ndisk_mb = "1G"', "limits.disk_mb"),
-    ("tmp_size_mb = 512\n[limits]\ndisk_mb = 512", "raise limits.disk_mb or lower tmp_size_mb"),
-])
+@pytest.mark.parametrize(
+    "toml, message",
+    [
+        ("[limits]\ndisk_mb = 0", "limits.disk_mb"),
+        ('[limits]\ndisk_mb = "1G"', "limits.disk_mb"),
+        ("tmp_size_mb = 512\n[limits]\ndisk_mb = 512", "raise limits.disk_mb or lower tmp_size_mb"),
+    ],
+)
 def test_bad_disk_cap_names_the_fix(tmp_path: Path, toml: str, message: str):
     path = tmp_path / "p.toml"
     path.write_text(toml + "\n")

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import ConfigError, SandboxError
-from workbench.sandbox import (PROFILES_DIR, SandboxProfile, SandboxSpec, build_argv,
-                               check_sandbox, load_profile)
+from workbench.sandbox import PROFILES_DIR, SandboxProfile, SandboxSpec, build_argv, check_sandbox, load_profile
 from workbench.sandbox.bwrap import _which
 
 
@@ -24,24 +23,27 @@ def test_builtin_profiles_load_and_match_code_defaults():
 
 def test_unknown_field_is_named(tmp_path: Path):
     bad = tmp_path / "mine.toml"
-    bad.write_text('network = false\nnetwrok = true\n')
+    bad.write_text("network = false\nnetwrok = true\n")
     with pytest.raises(ConfigError, match="netwrok"):
         load_profile(bad)
-    bad.write_text('[limits]\nmemory_mbb = 10\n')
+    bad.write_text("[limits]\nmemory_mbb = 10\n")
     with pytest.raises(ConfigError, match="limits.memory_mbb"):
         load_profile(bad)
 
 
-@pytest.mark.parametrize("toml, field", [
-    ('network = "no"', "network"),
-    ('tmp_size_mb = -1', "tmp_size_mb"),
-    ('ro_binds = ["relative/path"]', "ro_binds[0]"),
-    ('ro_binds = ["/definitely/not/here"]', "ro_binds[0]"),
-    ('[limits]\nprocesses = 0', "limits.processes"),
-    ('[limits]\nmemory_mb = "lots"', "limits.memory_mb"),
-    ('[env]\nFOO = 1', "env.FOO"),
-    ('pass_env = ["BAD NAME"]', "pass_env"),
-])
+@pytest.mark.parametrize(
+    "toml, field",
+    [
+        ('network = "no"', "network"),
+        ("tmp_size_mb = -1", "tmp_size_mb"),
+        ('ro_binds = ["relative/path"]', "ro_binds[0]"),
+        ('ro_binds = ["/definitely/not/here"]', "ro_binds[0]"),
+        ("[limits]\nprocesses = 0", "limits.processes"),
+        ('[limits]\nmemory_mb = "lots"', "limits.memory_mb"),
+        ("[env]\nFOO = 1", "env.FOO"),
+        ('pass_env = ["BAD NAME"]', "pass_env"),
+    ],
+)
 def test_bad_values_name_the_field(tmp_path: Path, toml: str, field: str):
     path = tmp_path / "p.toml"
     path.write_text(toml + "\n")
@@ -78,7 +80,7 @@ def test_argv_isolates_and_scrubs(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     uid = 60999 if os.geteuid() == 0 else None
     argv = build_argv(SandboxSpec(load_profile("default"), run, work, uid=uid), ["python"])
     joined = " ".join(argv)
-    assert "--unshare-net" in argv or "--unshare-all" in argv and "--share-net" not in argv
+    assert "--unshare-net" in argv or ("--unshare-all" in argv and "--share-net" not in argv)
     assert "--clearenv" in argv and "--die-with-parent" in argv
     assert ("--as-pid-1" in argv) == (uid is None)  # as root, bwrap's own reaper is pid 1
     assert "hunter2" not in joined and "WB_HOST_SECRET" not in joined

@@ -49,7 +49,10 @@ def test_own_private_root_is_used(tmp_path):
 def test_uid_leases_are_one_place_whatever_tmpdir(tmp_path):
     code = "from workbench.sandbox import rollout; print(rollout._LEASE_DIR)"
     env = {k: v for k, v in os.environ.items() if k != "WORKBENCH_UID_LEASE_DIR"}
-    seen = {subprocess.run([sys.executable, "-c", code], env={**env, "TMPDIR": str(d)}, text=True,
-                           capture_output=True, check=True).stdout.strip()
-            for d in (tmp_path, "/tmp")}
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", code], env={**env, "TMPDIR": str(d)}, text=True, capture_output=True, check=True
+        ).stdout.strip()
+        for d in (tmp_path, "/tmp")
+    }
     assert seen == {"/tmp/workbench-uids"}

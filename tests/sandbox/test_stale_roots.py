@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -38,8 +37,7 @@ def _env(tmp: Path) -> dict[str, str]:
 
 
 def _start_owner(tmp: Path) -> tuple[subprocess.Popen[str], Path]:
-    p = subprocess.Popen([sys.executable, "-c", OWNER], env=_env(tmp), stdout=subprocess.PIPE,
-                         text=True)
+    p = subprocess.Popen([sys.executable, "-c", OWNER], env=_env(tmp), stdout=subprocess.PIPE, text=True)
     assert p.stdout is not None
     line = p.stdout.readline().strip()
     assert line, "the owner process printed no rollout dir"
@@ -70,10 +68,18 @@ def test_killed_owner_root_is_swept_live_one_is_kept(tmp_path: Path):
 
 def test_root_of_live_process_without_lock_is_kept(tmp_path: Path):
     """A root made by a live process that holds no lock (e.g. an older workbench) is kept."""
-    p = subprocess.Popen([sys.executable, "-c", "import os, sys, time; "
-                          "os.mkdir(os.path.join(sys.argv[1], f'workbench-rollouts-{os.getpid()}')); "
-                          "print('ok', flush=True); time.sleep(120)", str(tmp_path)],
-                         stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import os, sys, time; "
+            "os.mkdir(os.path.join(sys.argv[1], f'workbench-rollouts-{os.getpid()}')); "
+            "print('ok', flush=True); time.sleep(120)",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert p.stdout is not None and p.stdout.readline().strip() == "ok"
         root = tmp_path / f"workbench-rollouts-{p.pid}"
@@ -105,15 +111,20 @@ def test_sweep_never_follows_symlinks_nor_leaves_its_pattern(tmp_path: Path):
     stale.mkdir()
     (stale / "escape").symlink_to(outside / "sub", target_is_directory=True)
     (stale / "file-link").symlink_to(outside / "sub" / "data.txt")
-    for other in ("workbench-rollouts-x1", "workbench-rollouts-12-extra", "workbench-uids",
-                  "rollouts-4194304996"):
+    for other in ("workbench-rollouts-x1", "workbench-rollouts-12-extra", "workbench-uids", "rollouts-4194304996"):
         (base / other).mkdir()
     assert sweep_stale_roots(base) == [stale]
     assert (outside / "sub" / "data.txt").read_text() == "keep me"
     assert link_root.is_symlink()
     assert sorted(p.name for p in base.iterdir()) == sorted(
-        ["workbench-rollouts-4194304998", "workbench-rollouts-x1", "workbench-rollouts-12-extra",
-         "workbench-uids", "rollouts-4194304996"])
+        [
+            "workbench-rollouts-4194304998",
+            "workbench-rollouts-x1",
+            "workbench-rollouts-12-extra",
+            "workbench-uids",
+            "rollouts-4194304996",
+        ]
+    )
 
 
 def test_missing_base_sweeps_nothing(tmp_path: Path):
@@ -169,8 +180,12 @@ REUSE = textwrap.dedent("""
 def test_reused_pid(tmp_path: Path):
     import json
 
-    r = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", REUSE,
-                        str(tmp_path), OWNER], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", REUSE, str(tmp_path), OWNER],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["reused"] and out["reused2"] and out["same_root"]
@@ -180,22 +195,25 @@ def test_reused_pid(tmp_path: Path):
 
 
 _NAME = st.one_of(
-    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/\x00"),
-            min_size=1, max_size=30),
-    st.binary(min_size=1, max_size=30).filter(lambda b: b"/" not in b and b"\x00" not in b)
+    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/\x00"), min_size=1, max_size=30),
+    st.binary(min_size=1, max_size=30)
+    .filter(lambda b: b"/" not in b and b"\x00" not in b)
     .map(os.fsdecode),  # names that are not UTF-8
-    st.builds(lambda d, tail: f"workbench-rollouts-{d}{tail}",
-              st.sampled_from(["4194304990", "1", "", "٣", "0x1f", str(os.getpid())]),
-              st.sampled_from(["", "-x", " ", "\n", "\t"])),
+    st.builds(
+        lambda d, tail: f"workbench-rollouts-{d}{tail}",
+        st.sampled_from(["4194304990", "1", "", "٣", "0x1f", str(os.getpid())]),
+        st.sampled_from(["", "-x", " ", "\n", "\t"]),
+    ),
 ).filter(lambda n: n not in (".", "..") and len(os.fsencode(n)) < 200)
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(entries=st.lists(st.tuples(_NAME, st.sampled_from(["dir", "file", "link", "full"])),
-                        max_size=8, unique_by=lambda e: e[0]))
-def test_sweep_removes_exactly_dead_pid_roots(tmp_path_factory: pytest.TempPathFactory,
-                                              entries: list[tuple[str, str]]):
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    entries=st.lists(
+        st.tuples(_NAME, st.sampled_from(["dir", "file", "link", "full"])), max_size=8, unique_by=lambda e: e[0]
+    )
+)
+def test_sweep_removes_exactly_dead_pid_roots(tmp_path_factory: pytest.TempPathFactory, entries: list[tuple[str, str]]):
     """Whatever else lives in the temp dir, the sweep removes only dead-pid root dirs."""
     tmp = tmp_path_factory.mktemp("base")
     base, outside = tmp / "base", tmp / "outside"
@@ -213,10 +231,14 @@ def test_sweep_removes_exactly_dead_pid_roots(tmp_path_factory: pytest.TempPathF
             if kind == "full":
                 (path / "escape").symlink_to(outside, target_is_directory=True)
                 (path / "rollout-1" / "work").mkdir(parents=True)
-    dead_dirs = {name for name, kind in entries if kind in ("dir", "full")
-                 and re.fullmatch(r"workbench-rollouts-[0-9]{1,10}", name)
-                 and name != f"workbench-rollouts-{os.getpid()}"
-                 and not os.path.exists(f"/proc/{name.rpartition('-')[2]}")}
+    dead_dirs = {
+        name
+        for name, kind in entries
+        if kind in ("dir", "full")
+        and re.fullmatch(r"workbench-rollouts-[0-9]{1,10}", name)
+        and name != f"workbench-rollouts-{os.getpid()}"
+        and not os.path.exists(f"/proc/{name.rpartition('-')[2]}")
+    }
     removed = sweep_stale_roots(base)
     assert {p.name for p in removed} == dead_dirs
     assert {p.name for p in base.iterdir()} == {name for name, _ in entries} - dead_dirs

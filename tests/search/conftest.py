@@ -9,8 +9,38 @@ import pytest
 
 from workbench.search import BM25Retriever, Corpus, DenseRetriever, Encoder
 
-SYL = ["var", "nol", "kel", "dra", "mor", "zan", "thi", "bel", "qua", "rus", "lin", "tor", "pex", "gal", "ven",
-       "sho", "mir", "dul", "kra", "obi", "fen", "wex", "yul", "har", "sim", "ota", "jor", "cle", "ivo", "bra"]
+SYL = [
+    "var",
+    "nol",
+    "kel",
+    "dra",
+    "mor",
+    "zan",
+    "thi",
+    "bel",
+    "qua",
+    "rus",
+    "lin",
+    "tor",
+    "pex",
+    "gal",
+    "ven",
+    "sho",
+    "mir",
+    "dul",
+    "kra",
+    "obi",
+    "fen",
+    "wex",
+    "yul",
+    "har",
+    "sim",
+    "ota",
+    "jor",
+    "cle",
+    "ivo",
+    "bra",
+]
 KINDS = ["city", "river", "company", "mountain", "festival", "library"]
 FIRST = ["Ada", "Bruno", "Chiara", "Dmitri", "Elif", "Farah", "Goran", "Hana", "Ivo", "Jun", "Kamal", "Lena"]
 LAST = ["Brell", "Castel", "Dunmore", "Esk", "Falk", "Grieve", "Holt", "Ingram", "Jessup", "Kovar"]
@@ -28,8 +58,10 @@ def make_world(n: int = 300, seed: int = 0) -> tuple[list[dict], list[dict]]:
         founder = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
         year = rng.randint(1100, 1990)
         region = "".join(rng.choice(SYL) for _ in range(2)).capitalize()
-        text = (f"{name} is a {kind} in the region of {region}. {name} was founded in {year} by {founder}, "
-                f"and the {kind} is known locally for its {rng.choice(['copper', 'glass', 'wool', 'salt'])}.")
+        text = (
+            f"{name} is a {kind} in the region of {region}. {name} was founded in {year} by {founder}, "
+            f"and the {kind} is known locally for its {rng.choice(['copper', 'glass', 'wool', 'salt'])}."
+        )
         rows.append({"id": str(i), "contents": f'"{name}"\n{text}'})
         questions.append({"question": f"Who founded the {kind} {name}?", "answer": founder, "support": [str(i)]})
     return rows, questions
@@ -44,8 +76,10 @@ def one_hop_world(max_questions: int = 150) -> tuple[list[dict], list[dict]]:
         return make_world()
     w = make_synthetic_world(seed=0, size="small")
     tasks = [t for t in w.tasks("train") + w.tasks("test") if t.metadata["hops"] == 1]
-    questions = [{"question": t.question, "answer": t.golden_answers[0], "support": t.metadata["support"]}
-                 for t in tasks[:max_questions]]
+    questions = [
+        {"question": t.question, "answer": t.golden_answers[0], "support": t.metadata["support"]}
+        for t in tasks[:max_questions]
+    ]
     return w.corpus(), questions
 
 
@@ -87,8 +121,7 @@ def _clustered(n: int, d: int = 64, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     centres = rng.standard_normal((40, d))
     basis = rng.standard_normal((8, d))
-    x = (centres[rng.integers(0, 40, n)] + 0.3 * rng.standard_normal((n, 8)) @ basis
-         + 0.02 * rng.standard_normal((n, d)))
+    x = centres[rng.integers(0, 40, n)] + 0.3 * rng.standard_normal((n, 8)) @ basis + 0.02 * rng.standard_normal((n, d))
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 

@@ -15,10 +15,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbench.errors import ConfigError, RetrievalError
-from workbench.search import BuildConfig, Corpus, DenseRetriever, build_dense, load_index, serve_in_thread
-from workbench.search.build import (ShardVectors, auto_index, count_rows, fill_index, index_factory,
-                                    measure_recall, save_atomic, shard_batches)
 from workbench.kernel.procs import process_tree
+from workbench.search import BuildConfig, Corpus, DenseRetriever, build_dense, load_index, serve_in_thread
+from workbench.search.build import (
+    ShardVectors,
+    auto_index,
+    count_rows,
+    fill_index,
+    index_factory,
+    measure_recall,
+    save_atomic,
+    shard_batches,
+)
 from workbench.search.corpus import iter_jsonl
 
 N_PASSAGES, SHARD = 120, 10
@@ -38,8 +46,12 @@ def small_corpus(world, tmp_path_factory):
 @pytest.fixture(scope="module")
 def uninterrupted(small_corpus, tmp_path_factory):
     out = tmp_path_factory.mktemp("full") / "idx"
-    res = subprocess.run(cli("--corpus", small_corpus, "--out", out, "--shard-size", SHARD, "--workers", 2),
-                         capture_output=True, text=True, timeout=1200)
+    res = subprocess.run(
+        cli("--corpus", small_corpus, "--out", out, "--shard-size", SHARD, "--workers", 2),
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     return out, res
 
@@ -69,8 +81,12 @@ def test_build_prints_progress_and_recall_and_serves(uninterrupted, world, encod
 @pytest.mark.slow
 def test_killed_build_resumes_to_the_same_index(small_corpus, uninterrupted, tmp_path):
     out = tmp_path / "idx"
-    proc = subprocess.Popen(cli("--corpus", small_corpus, "--out", out, "--shard-size", SHARD, "--workers", 2),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        cli("--corpus", small_corpus, "--out", out, "--shard-size", SHARD, "--workers", 2),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 900
     while not (out / "shards" / "000000.npy").exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -79,8 +95,12 @@ def test_killed_build_resumes_to_the_same_index(small_corpus, uninterrupted, tmp
     kept = sorted(p.name for p in (out / "shards").glob("0*.npy"))
     assert 1 <= len(kept) < N_PASSAGES // SHARD, kept
     assert not (out / "index.faiss").exists()
-    res = subprocess.run(cli("--corpus", small_corpus, "--out", out, "--shard-size", SHARD, "--workers", 2),
-                         capture_output=True, text=True, timeout=1200)
+    res = subprocess.run(
+        cli("--corpus", small_corpus, "--out", out, "--shard-size", SHARD, "--workers", 2),
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert f"resuming: {len(kept)} of {N_PASSAGES // SHARD} shards already encoded" in res.stdout + res.stderr
     full = uninterrupted[0]
@@ -92,8 +112,9 @@ def test_killed_build_resumes_to_the_same_index(small_corpus, uninterrupted, tmp
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["hnsw-sq", "ivfpq", "hnsw"])
-def test_other_index_types_from_finished_shards_load_memory_mapped(uninterrupted, small_corpus, tmp_path,
-                                                                   world, kind, capsys):
+def test_other_index_types_from_finished_shards_load_memory_mapped(
+    uninterrupted, small_corpus, tmp_path, world, kind, capsys
+):
     out = tmp_path / "idx"
     shutil.copytree(uninterrupted[0] / "shards", out / "shards")  # all encoded: only the index is built
     build_dense(small_corpus, out, index=kind, shard_size=SHARD, workers=2)
@@ -109,8 +130,11 @@ def test_other_index_types_from_finished_shards_load_memory_mapped(uninterrupted
 def test_killing_the_build_alone_stops_its_encoding_workers(small_corpus, tmp_path):
     """A worker left running by a killed build would go on writing shards into a later build's directory."""
     out = tmp_path / "idx"
-    proc = subprocess.Popen(cli("--corpus", small_corpus, "--out", out, "--shard-size", SHARD, "--workers", 2),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        cli("--corpus", small_corpus, "--out", out, "--shard-size", SHARD, "--workers", 2),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 900
     while not (out / "shards" / "000000.npy").exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -136,7 +160,7 @@ def test_resume_with_other_settings_is_refused(uninterrupted, small_corpus, tmp_
 def test_compressed_types_report_recall_against_exact(tmp_path, kind, clustered):
     x = clustered(6000)
     for i in range(3):
-        save_atomic(tmp_path / f"{i:06d}.npy", x[i * 2000:(i + 1) * 2000])
+        save_atomic(tmp_path / f"{i:06d}.npy", x[i * 2000 : (i + 1) * 2000])
     vecs = ShardVectors(tmp_path, 3)
     cfg = BuildConfig(train_size=4000, show_progress=False, nprobe=16, ef_search=64)
     spec = index_factory(kind, vecs.n, vecs.d)
@@ -179,8 +203,14 @@ def test_bad_inputs_name_the_fix(tmp_path):
         list(shard_batches(bad, 10))
 
 
-rows = st.lists(st.one_of(st.fixed_dictionaries({"contents": st.text(st.characters(codec=None, exclude_categories=()))}),
-                          st.fixed_dictionaries({"title": st.text(), "text": st.text()})), min_size=1, max_size=30)
+rows = st.lists(
+    st.one_of(
+        st.fixed_dictionaries({"contents": st.text(st.characters(codec=None, exclude_categories=()))}),
+        st.fixed_dictionaries({"title": st.text(), "text": st.text()}),
+    ),
+    min_size=1,
+    max_size=30,
+)
 
 
 @settings(max_examples=60, deadline=None)

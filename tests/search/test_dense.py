@@ -49,7 +49,9 @@ def test_e5_prefixes(encoder):
     want = encoder.model.encode(["passage: who built it"], normalize_embeddings=True)
     assert np.allclose(got, want, atol=1e-5)
     q = e5.encode_queries(["who built it"])  # int8 by default: close to the prefixed query, not the bare one
-    prefixed, bare = (encoder.model.encode([t], normalize_embeddings=True) for t in ("query: who built it", "who built it"))
+    prefixed, bare = (
+        encoder.model.encode([t], normalize_embeddings=True) for t in ("query: who built it", "who built it")
+    )
     assert float(q @ prefixed.T) > 0.97 and float(q @ prefixed.T) > float(q @ bare.T)
     assert not encoder.e5
     from workbench.search.encoder import is_e5
@@ -91,4 +93,3 @@ def test_index_corpus_mismatch_is_reported(world):
     r = DenseRetriever.from_vectors(world[0], np.ones((len(world[0]), 4)))
     with pytest.raises(RetrievalError, match="rebuild"):
         DenseRetriever(Corpus.from_rows([{"contents": "x"}]), None, r.cpu_index)
-

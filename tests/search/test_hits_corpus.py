@@ -7,8 +7,10 @@ from workbench.search import Corpus, Hit, format_hits, split_contents
 
 
 def hits():
-    return [Hit.from_row({"id": "0", "contents": '"Alpha"\nFirst text.'}, 0.9),
-            Hit.from_row({"id": "1", "title": "Beta", "text": "Second text."}, 0.5)]
+    return [
+        Hit.from_row({"id": "0", "contents": '"Alpha"\nFirst text.'}, 0.9),
+        Hit.from_row({"id": "1", "title": "Beta", "text": "Second text."}, 0.5),
+    ]
 
 
 def test_split_contents_strips_quotes_and_keeps_multiline_text():
@@ -33,8 +35,12 @@ def test_format_styles():
 
 def test_corpus_from_jsonl_both_row_shapes(tmp_path):
     p = tmp_path / "c.jsonl"
-    p.write_text(json.dumps({"id": "a", "contents": '"T"\nx', "url": "u"}) + "\n\n"
-                 + json.dumps({"title": "U", "text": "y"}) + "\n")
+    p.write_text(
+        json.dumps({"id": "a", "contents": '"T"\nx', "url": "u"})
+        + "\n\n"
+        + json.dumps({"title": "U", "text": "y"})
+        + "\n"
+    )
     c = Corpus.from_jsonl(p)
     assert len(c) == 2 and c[0]["url"] == "u" and c[1] == {"id": "1", "title": "U", "text": "y", "contents": '"U"\ny'}
     assert c.hit(1, 2.0).title == "U"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from workbench.errors import ConfigError
@@ -58,7 +58,7 @@ SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
 TEXT = st.lists(st.one_of(st.text(max_size=12), SURROGATES), max_size=4).map("".join)
 ROW = st.one_of(
     st.fixed_dictionaries({"id": TEXT, "contents": TEXT}),
-    st.fixed_dictionaries({"contents": TEXT}),                                   # id defaults to the row index
+    st.fixed_dictionaries({"contents": TEXT}),  # id defaults to the row index
     st.fixed_dictionaries({"title": TEXT, "text": TEXT}, optional={"id": TEXT, "url": TEXT}),
 )
 BLANK = st.sampled_from([b"", b" ", b"\t", b"  \r", b"\x0b\x0c "])
@@ -106,8 +106,11 @@ def test_open_gives_the_rows_ids_and_hits_of_from_jsonl(file, score):
                 lazy[bad]
 
 
-LINE = st.one_of(ROW.map(lambda r: json.dumps(r).encode()), st.binary(max_size=20),
-                 st.sampled_from([b"[1]", b"{}", b'{"contents": 3}', b'{"text": "a"', b"\xef\xbb\xbf{}"]))
+LINE = st.one_of(
+    ROW.map(lambda r: json.dumps(r).encode()),
+    st.binary(max_size=20),
+    st.sampled_from([b"[1]", b"{}", b'{"contents": 3}', b'{"text": "a"', b"\xef\xbb\xbf{}"]),
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -123,8 +126,9 @@ def test_any_bytes_give_the_same_rows_or_the_same_error(data):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.one_of(st.binary(max_size=6), BLANK, st.just(b"{}")), max_size=12).map(b"\n".join),
-       st.integers(1, 9))
+@given(
+    st.lists(st.one_of(st.binary(max_size=6), BLANK, st.just(b"{}")), max_size=12).map(b"\n".join), st.integers(1, 9)
+)
 def test_scan_offsets_finds_every_non_blank_line_across_chunk_edges(data, chunk):
     want, at = [], 0
     for line in data.split(b"\n"):
@@ -140,8 +144,9 @@ def test_scan_offsets_finds_every_non_blank_line_across_chunk_edges(data, chunk)
 
 def test_invalid_utf8_becomes_the_same_replacement_text(tmp_path):
     p = tmp_path / "c.jsonl"
-    p.write_bytes(b'{"contents": "caf\xc3\xa9 \xff\xfe end \xe2\x82", "title_\xc0": 1}\n'
-                  b'{"title": "\xed\xa0\x80", "text": "x"}\n')
+    p.write_bytes(
+        b'{"contents": "caf\xc3\xa9 \xff\xfe end \xe2\x82", "title_\xc0": 1}\n{"title": "\xed\xa0\x80", "text": "x"}\n'
+    )
     lazy, eager = Corpus.open(p), Corpus.from_jsonl(p)
     assert lazy[0] == eager[0] == {"contents": "café \ufffd\ufffd end \ufffd", "title_\ufffd": 1, "id": "0"}
     assert lazy[1]["contents"] == eager[1]["contents"] == '"\ufffd\ufffd\ufffd"\nx'
@@ -152,12 +157,15 @@ def test_invalid_utf8_becomes_the_same_replacement_text(tmp_path):
 
 # -- errors ---------------------------------------------------------------------------------------
 
+
 def test_a_malformed_line_raises_when_its_row_is_read(tmp_path):
     p = tmp_path / "c.jsonl"
     p.write_text('{"contents": "a"}\n\n{"contents": "b"}\n  \n{"contents": oops}\n[1, 2]\n{"contents": "c"}\n')
     lazy = Corpus.open(p)  # only row 0 is read at open
     assert len(lazy) == 5 and lazy[1]["contents"] == "b" and lazy[4] == {"contents": "c", "id": "4"}
-    with pytest.raises(ConfigError, match=r"c\.jsonl:5: not valid JSON .*each line must be one JSON object like") as bad:
+    with pytest.raises(
+        ConfigError, match=r"c\.jsonl:5: not valid JSON .*each line must be one JSON object like"
+    ) as bad:
         lazy[2]
     with pytest.raises(ConfigError) as eager:
         Corpus.from_jsonl(p)
@@ -176,6 +184,7 @@ def test_a_malformed_line_raises_when_its_row_is_read(tmp_path):
 
 # -- the offsets file -----------------------------------------------------------------------------
 
+
 def test_offsets_are_reused_and_rebuilt_when_the_file_changes(tmp_path):
     p = tmp_path / "c.jsonl"
     p.write_text("".join(json.dumps({"contents": f"row {i}"}) + "\n" for i in range(50)))
@@ -192,7 +201,7 @@ def test_offsets_are_reused_and_rebuilt_when_the_file_changes(tmp_path):
     assert sidecar(p).stat().st_ino != made.st_ino
 
     st_ = p.stat()  # same size, new bytes, new mtime
-    p.write_text(p.read_text().replace("row 1\"", "row X\"", 1))
+    p.write_text(p.read_text().replace('row 1"', 'row X"', 1))
     os.utime(p, ns=(st_.st_atime_ns, st_.st_mtime_ns + 1_000_000))
     assert Corpus.open(p)[1]["contents"] == "row X"
 
@@ -212,8 +221,10 @@ def test_open_corpus_pickles_by_path(tmp_path):
     assert isinstance(c.rows, JsonlRows) and c[1] == {"contents": "b", "id": "1"}
 
 
-READ = ("import json, sys; from workbench.search import Corpus; c = Corpus.open(sys.argv[1]); "
-        "print(json.dumps([c[i] for i in range(len(c))]))")
+READ = (
+    "import json, sys; from workbench.search import Corpus; c = Corpus.open(sys.argv[1]); "
+    "print(json.dumps([c[i] for i in range(len(c))]))"
+)
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap for a read-only mount")
@@ -226,9 +237,13 @@ def test_a_read_only_directory_works(tmp_path, cache_writable):
     p = data / "c.jsonl"
     p.write_text("".join(json.dumps({"title": f"T{i}", "text": f"x{i}"}) + "\n\n" for i in range(20)))
     binds = ["--ro-bind", str(data), str(data)] + ([] if cache_writable else ["--ro-bind", str(cache), str(cache)])
-    out = subprocess.run(["bwrap", "--dev-bind", "/", "/", *binds, "--", sys.executable, "-c", READ, str(p)],
-                         capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": os.getcwd()})
+    out = subprocess.run(
+        ["bwrap", "--dev-bind", "/", "/", *binds, "--", sys.executable, "-c", READ, str(p)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": os.getcwd()},
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == Corpus.from_jsonl(p).rows
     assert not sidecar(p).exists()
@@ -238,8 +253,9 @@ def test_a_read_only_directory_works(tmp_path, cache_writable):
 
 def test_eight_threads_read_the_right_rows(tmp_path):
     p = tmp_path / "c.jsonl"
-    p.write_text("".join(json.dumps({"id": f"r{i}", "contents": f"passage {i} " + "é" * (i % 50)}) + "\n"
-                         for i in range(3000)))
+    p.write_text(
+        "".join(json.dumps({"id": f"r{i}", "contents": f"passage {i} " + "é" * (i % 50)}) + "\n" for i in range(3000))
+    )
     eager, lazy = Corpus.from_jsonl(p), Corpus.open(p)
     start = threading.Barrier(8)
 
@@ -281,8 +297,13 @@ def test_opening_a_50_mb_corpus_allocates_far_less_than_the_file(tmp_path):
 
 # -- indexes and the server -----------------------------------------------------------------------
 
-QUESTIONS = ["Who founded the city?", "What is the river known for?", "Which company makes glass?",
-             "festival founded in 1400", "zzz unknown words only"]
+QUESTIONS = [
+    "Who founded the city?",
+    "What is the river known for?",
+    "Which company makes glass?",
+    "festival founded in 1400",
+    "zzz unknown words only",
+]
 
 
 @pytest.fixture(scope="module")
@@ -307,8 +328,10 @@ def test_serve_search_over_a_lazily_loaded_index_answers_identically(world, tmp_
     BM25Retriever.build(Corpus.from_rows(rows), show_progress=False).save(d)
     lazy, eager = load_index(d), load_index(d, mmap=False)
     assert isinstance(lazy.corpus.rows, JsonlRows)
-    bodies = [{"queries": QUESTIONS + ["qwyxz"], "topk": 4, "return_scores": True},
-              {"queries": QUESTIONS[:2], "return_scores": False}]
+    bodies = [
+        {"queries": QUESTIONS + ["qwyxz"], "topk": 4, "return_scores": True},
+        {"queries": QUESTIONS[:2], "return_scores": False},
+    ]
     answers = []
     with serve_in_thread(lazy, topk=3) as lazy_url, serve_in_thread(eager, topk=3) as eager_url:
         for body in bodies:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from workbench.errors import ConfigError
 from workbench.safetext import safe_text
 from workbench.search import Encoder
-from workbench.search.ortencoder import cache_dir, export
+from workbench.search.ortencoder import cache_dir
 
 
 def torch_vectors(encoder, texts):
@@ -75,11 +75,18 @@ def test_export_from_scratch_offline_in_a_fresh_process(encoder, tmp_path):
     for f in encoder.path.iterdir():
         if f.name != "onnx-workbench":
             (model / f.name).symlink_to(f)
-    code = ("import sys; from pathlib import Path; from workbench.search.ortencoder import export; "
-            "export(Path(sys.argv[1]), Path(sys.argv[2]))")
+    code = (
+        "import sys; from pathlib import Path; from workbench.search.ortencoder import export; "
+        "export(Path(sys.argv[1]), Path(sys.argv[2]))"
+    )
     bwrap = ["bwrap", "--unshare-net", "--dev-bind", "/", "/", "--"]
-    subprocess.run([*bwrap, sys.executable, "-c", code, str(model), str(tmp_path / "exp")], check=True,
-                   env={**os.environ, "HF_HUB_OFFLINE": "0"}, capture_output=True, timeout=900)
+    subprocess.run(
+        [*bwrap, sys.executable, "-c", code, str(model), str(tmp_path / "exp")],
+        check=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "0"},
+        capture_output=True,
+        timeout=900,
+    )
     from workbench.search.ortencoder import OrtModel
 
     texts = ["Who founded the river Kel?", "a"]

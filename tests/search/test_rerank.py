@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from workbench.errors import RetrievalError
 from workbench.search import BuildConfig, Corpus, DenseRetriever
-from workbench.search.corpus import JsonlRows
 from workbench.search.build import fill_index, index_factory, lossy, measure_recall
+from workbench.search.corpus import JsonlRows
 from workbench.search.vectors import Rerank, ShardVectors, save_atomic
 
 
@@ -18,7 +18,7 @@ def write_shards(tmp_path, x, sizes):
     tmp_path.mkdir(parents=True, exist_ok=True)
     start = 0
     for i, m in enumerate(sizes):
-        save_atomic(tmp_path / f"{i:06d}.npy", x[start:start + m])
+        save_atomic(tmp_path / f"{i:06d}.npy", x[start : start + m])
         start += m
     return ShardVectors.open(tmp_path, count=len(x))
 
@@ -61,16 +61,23 @@ def test_rerank_equals_sorting_the_candidates_by_exact_score(tmp_path_factory, s
     scores, ids = rr(q, cand, k)
     for row in range(3):
         uniq = sorted(set(cand[row][cand[row] >= 0].tolist()), key=lambda i: -float(x[i] @ q[row]))[:k]
-        assert ids[row, :len(uniq)].tolist() == uniq and (ids[row, len(uniq):] == -1).all()
-        assert np.allclose(scores[row, :len(uniq)], x[uniq] @ q[row], atol=1e-5)
+        assert ids[row, : len(uniq)].tolist() == uniq and (ids[row, len(uniq) :] == -1).all()
+        assert np.allclose(scores[row, : len(uniq)], x[uniq] @ q[row], atol=1e-5)
 
 
 def test_lossy_tells_which_index_types_rank_by_short_codes():
     import faiss
 
     x = np.random.default_rng(0).standard_normal((2000, 32)).astype(np.float32)
-    for spec, want in (("Flat", False), ("SQfp16", False), ("IVF8,Flat", False), ("HNSW32,Flat", False),
-                       ("HNSW32,SQ8", True), ("IVF8,PQ8x8np", True), ("IVF8,SQ8", True)):
+    for spec, want in (
+        ("Flat", False),
+        ("SQfp16", False),
+        ("IVF8,Flat", False),
+        ("HNSW32,Flat", False),
+        ("HNSW32,SQ8", True),
+        ("IVF8,PQ8x8np", True),
+        ("IVF8,SQ8", True),
+    ):
         index = faiss.index_factory(32, spec, faiss.METRIC_INNER_PRODUCT)
         index.train(x)
         assert lossy(index) is want, spec

@@ -44,7 +44,9 @@ def test_remote_retriever_matches_local(server, bm25):
 
 
 def test_bad_requests_and_unreachable_server(server):
-    assert httpx.post(server + "/retrieve", json={"queries": ["x"], "topk": 0}).status_code == 200  # 0 = server default, as Search-R1
+    assert (
+        httpx.post(server + "/retrieve", json={"queries": ["x"], "topk": 0}).status_code == 200
+    )  # 0 = server default, as Search-R1
     assert httpx.post(server + "/retrieve", json={"queries": ["x"], "topk": 1000}).status_code == 422
     assert httpx.post(server + "/retrieve", json={"topk": 3}).status_code == 422
     with socket.socket() as s:
@@ -54,8 +56,10 @@ def test_bad_requests_and_unreachable_server(server):
         RemoteRetriever(f"http://127.0.0.1:{port}", retries=1, backoff=0.01, timeout=2).search("x")
 
 
-CLI = ("import argparse, sys; from workbench.search import cli; p = argparse.ArgumentParser(); "
-       "cli.register(p.add_subparsers()); a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))")
+CLI = (
+    "import argparse, sys; from workbench.search import cli; p = argparse.ArgumentParser(); "
+    "cli.register(p.add_subparsers()); a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))"
+)
 
 
 @pytest.mark.slow
@@ -63,15 +67,46 @@ def test_cli_index_build_and_serve_search(world, tmp_path):
     corpus = tmp_path / "corpus.jsonl"
     world[0].to_jsonl(corpus)
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    out = subprocess.run([sys.executable, "-c", CLI, "index", "build", "--corpus", str(corpus), "--out",
-                          str(tmp_path / "idx"), "--kind", "bm25"], capture_output=True, text=True, env=env, timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CLI,
+            "index",
+            "build",
+            "--corpus",
+            str(corpus),
+            "--out",
+            str(tmp_path / "idx"),
+            "--kind",
+            "bm25",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-c", CLI, "serve-search", "--index", str(tmp_path / "idx"),
-                             "--port", str(port), "--topk", "2"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            CLI,
+            "serve-search",
+            "--index",
+            str(tmp_path / "idx"),
+            "--port",
+            str(port),
+            "--topk",
+            "2",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         remote = RemoteRetriever(f"http://127.0.0.1:{port}", retries=0, timeout=5)
         deadline = time.monotonic() + 60

@@ -77,8 +77,15 @@ def test_lone_surrogates_and_invalid_utf8_are_replaced_not_refused(server, bm25)
 
 
 def test_bad_bodies_get_400_or_422_with_a_message(server):
-    cases = {b"": 400, b"\xff\xfe": 400, b"[" * 50_000: 400, b'{"queries": 3}': 422, b"[]": 422,
-             b'{"queries": ["a"], "topk": "x"}': 422, b'{"queries": ["a"], "topk": ' + b"9" * 5000 + b"}": 400}
+    cases = {
+        b"": 400,
+        b"\xff\xfe": 400,
+        b"[" * 50_000: 400,
+        b'{"queries": 3}': 422,
+        b"[]": 422,
+        b'{"queries": ["a"], "topk": "x"}': 422,
+        b'{"queries": ["a"], "topk": ' + b"9" * 5000 + b"}": 400,
+    }
     for body, status in cases.items():
         r = httpx.post(server + "/retrieve", content=body)
         assert (r.status_code, bool(r.json()["detail"])) == (status, True), body[:40]
@@ -131,8 +138,9 @@ queries_field = st.lists(st.text(st.characters(blacklist_categories=()), max_siz
 bodies = st.one_of(
     st.binary(max_size=300),
     json_values.map(lambda v: json.dumps(v).encode()),
-    st.fixed_dictionaries({"queries": queries_field}, optional={"topk": json_values, "return_scores": json_values})
-    .map(lambda v: json.dumps(v).encode()),
+    st.fixed_dictionaries({"queries": queries_field}, optional={"topk": json_values, "return_scores": json_values}).map(
+        lambda v: json.dumps(v).encode()
+    ),
 )
 
 

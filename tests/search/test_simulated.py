@@ -42,7 +42,7 @@ def make_policy(fn=simulator):
 def test_curriculum_formula_values():
     ps, pe, m = 0.1, 0.9, 200
     assert noise_probability(0, m, ps, pe) == pytest.approx(0.1)
-    assert noise_probability(m // 2, m, ps, pe) == pytest.approx(ps + (4 ** 0.5 - 1) / 3 * (pe - ps))  # 0.3667
+    assert noise_probability(m // 2, m, ps, pe) == pytest.approx(ps + (4**0.5 - 1) / 3 * (pe - ps))  # 0.3667
     assert noise_probability(m, m, ps, pe) == pytest.approx(0.9)
     assert noise_probability(5 * m, m, ps, pe) == pytest.approx(0.9)  # held at p_e past the end
     assert noise_probability(50, 100, 0.0, 1.0, b=1) == pytest.approx(0.5)  # linear limit

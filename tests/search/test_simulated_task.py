@@ -84,8 +84,12 @@ def test_nbagent_episodes_bind_each_tasks_search_in_real_kernels():
     tasks = [TASK, Task(id="t8", question="Where is Krege?", golden_answers=["Oslo"])]
     runner = NBAgentEpisodes(agent_config=AgentConfig(max_steps=2, seed=0), simulator=sim, concurrency=2)
     assert runner.curricula == [sim]
-    acting = ScriptedPolicy.from_turns(["<think>look it up</think>\n<code>\nprint(search('founder', top_k=2))\n</code>",
-                                        "<think>done</think>\n<code>\nsubmit_final_answer('x')\n</code>"])
+    acting = ScriptedPolicy.from_turns(
+        [
+            "<think>look it up</think>\n<code>\nprint(search('founder', top_k=2))\n</code>",
+            "<think>done</think>\n<code>\nsubmit_final_answer('x')\n</code>",
+        ]
+    )
 
     async def go():
         try:

@@ -5,11 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from store_helpers import make_trajectory
 
 from workbench.store import Store
-
-
-from store_helpers import make_trajectory  # noqa: F401
 
 
 @pytest.fixture

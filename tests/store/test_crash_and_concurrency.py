@@ -19,8 +19,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _spawn(run_dir: Path, start: int, count: int, pause: float = 0.0) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, str(CHILD), str(run_dir), str(start), str(count), str(pause)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    return subprocess.Popen(
+        [sys.executable, str(CHILD), str(run_dir), str(start), str(count), str(pause)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
 
 
 def _kill_after(proc: subprocess.Popen[str], n: int) -> list[str]:

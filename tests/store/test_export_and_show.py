@@ -15,8 +15,7 @@ from workbench.trajectory import Trajectory
 
 @pytest.fixture
 def filled(store, make_traj):
-    trajs = [make_traj(i, hops=i % 3, reward=i / 4, role="proposer" if i == 0 else "solver")
-             for i in range(5)]
+    trajs = [make_traj(i, hops=i % 3, reward=i / 4, role="proposer" if i == 0 else "solver") for i in range(5)]
     store.write_many(trajs)
     store.record_rewards(trajs[1].id, {"total": 0.9}, spec_name="f1")
     trajs[1].rewards, trajs[1].reward_spec = {"total": 0.9}, "f1"
@@ -86,10 +85,25 @@ def test_format_trajectory(make_traj):
     traj.steps[1].observation_text = "x" * 5000
     traj.steps[1].format_flags = ["missing_think"]
     text = format_trajectory(traj)
-    for needle in (traj.id, traj.task.question, "step 0", "step 1", "think:", "code:",
-                   "print(search('museum 3'))", "tool search", "output:", "chars cut",
-                   "[format: missing_think]", '"fact 1"', "final answer: Founder 3",
-                   "termination: submitted", "total=1", "(spec em)", "hops=2"):
+    for needle in (
+        traj.id,
+        traj.task.question,
+        "step 0",
+        "step 1",
+        "think:",
+        "code:",
+        "print(search('museum 3'))",
+        "tool search",
+        "output:",
+        "chars cut",
+        "[format: missing_think]",
+        '"fact 1"',
+        "final answer: Founder 3",
+        "termination: submitted",
+        "total=1",
+        "(spec em)",
+        "hops=2",
+    ):
         assert needle in text, needle
     assert len(text) < 4000
     assert "x" * 5000 in format_trajectory(traj, limit=0)

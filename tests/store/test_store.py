@@ -71,10 +71,19 @@ def test_get_missing_and_prefix(store, make_traj):
 
 
 def test_query_filters(store, make_traj):
-    store.write_many([make_traj(i, hops=i % 3, reward=i / 10, role="proposer" if i % 2 else "solver",
-                                termination="max_steps" if i == 4 else "submitted",
-                                policy={"name": "tiny", "backend": "hf"} if i < 5 else "scripted")
-                      for i in range(10)])
+    store.write_many(
+        [
+            make_traj(
+                i,
+                hops=i % 3,
+                reward=i / 10,
+                role="proposer" if i % 2 else "solver",
+                termination="max_steps" if i == 4 else "submitted",
+                policy={"name": "tiny", "backend": "hf"} if i < 5 else "scripted",
+            )
+            for i in range(10)
+        ]
+    )
     df = store.query()
     assert len(df) == 10 and "data" not in df.columns
     assert list(df["id"]) == [t.id for t in store.iter_trajectories()]
@@ -110,9 +119,13 @@ def test_unscored_trajectory(store, make_traj):
 def test_record_rewards_and_history(store, make_traj):
     traj = make_traj(1, reward=0.0)
     store.write(traj)
-    store.record_rewards(traj.id, {"f1": 0.5, "total": 0.5}, spec_name="f1",
-                         spec_json={"components": ["f1"]},
-                         provenance={"author": "alice", "reason": "EM too strict", "ticket": 7})
+    store.record_rewards(
+        traj.id,
+        {"f1": 0.5, "total": 0.5},
+        spec_name="f1",
+        spec_json={"components": ["f1"]},
+        provenance={"author": "alice", "reason": "EM too strict", "ticket": 7},
+    )
     got = store.get(traj.id)
     assert got.rewards == {"f1": 0.5, "total": 0.5} and got.reward_spec == "f1"
     assert store.query(min_reward=0.4)["id"].tolist() == [traj.id]
@@ -243,11 +256,17 @@ def test_readonly_in_unwritable_directory(tmp_path, make_traj):
         s.write(make_traj(1))
     os.chmod(run, 0o555)
     os.chmod(run / "trajectories.sqlite", 0o444)
-    code = ("import sys; from workbench.store import Store; s = Store.open_readonly(sys.argv[1]); "
-            "print(len(s), s.query()['task_id'][0])")
-    out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                          sys.executable, "-c", code, str(run)], capture_output=True, text=True,
-                         cwd=Path(__file__).resolve().parents[2], timeout=60)
+    code = (
+        "import sys; from workbench.store import Store; s = Store.open_readonly(sys.argv[1]); "
+        "print(len(s), s.query()['task_id'][0])"
+    )
+    out = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", code, str(run)],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+        timeout=60,
+    )
     os.chmod(run, 0o755)
     shutil.rmtree(base)
     assert out.returncode == 0, out.stderr
@@ -274,9 +293,13 @@ from hypothesis import strategies as st  # noqa: E402
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(question=st.text(), think=st.text(), answer=st.one_of(st.none(), st.text()),
-       meta=st.dictionaries(st.text(min_size=1), st.one_of(st.integers(), st.text(), st.none()), max_size=4),
-       logprobs=st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=20))
+@given(
+    question=st.text(),
+    think=st.text(),
+    answer=st.one_of(st.none(), st.text()),
+    meta=st.dictionaries(st.text(min_size=1), st.one_of(st.integers(), st.text(), st.none()), max_size=4),
+    logprobs=st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=20),
+)
 def test_round_trip_property(tmp_path_factory, make_traj, question, think, answer, meta, logprobs):
     traj = make_traj(1, steps=1)
     traj.task.question, traj.steps[0].think, traj.final_answer = question, think, answer

@@ -16,14 +16,26 @@ from workbench.errors import ConfigError
 from workbench.store import Store
 from workbench.store._rows import decode_metadata
 
-COLUMNS = ("id", "role", "question", "hops", "reward", "rewards", "num_steps", "final_answer", "policy",
-           "origin_id", "started_at")
+COLUMNS = (
+    "id",
+    "role",
+    "question",
+    "hops",
+    "reward",
+    "rewards",
+    "num_steps",
+    "final_answer",
+    "policy",
+    "origin_id",
+    "started_at",
+)
 
 
 def test_columns_match_query_in_order_and_filters(store, make_traj):
     for i in range(6):
-        store.write(make_traj(i, role="proposer" if i % 3 == 0 else "solver", reward=i / 5,
-                              hops=None if i == 4 else 1 + i % 2))
+        store.write(
+            make_traj(i, role="proposer" if i % 3 == 0 else "solver", reward=i / 5, hops=None if i == 4 else 1 + i % 2)
+        )
     df = store.query()
     cols = store.columns(COLUMNS)
     assert cols["id"] == df["id"].tolist() and cols["question"] == df["question"].tolist()
@@ -33,7 +45,7 @@ def test_columns_match_query_in_order_and_filters(store, make_traj):
     solvers = store.columns(["id", "reward"], role="solver", min_reward=0.3)
     assert solvers["id"] == store.query(role="solver", min_reward=0.3)["id"].tolist()
     assert store.columns(["id"], role="critic") == {"id": []}
-    assert store.columns(["id"], ids=cols["id"][4:1:-1])["id"] == cols["id"][2:5]   # in store order
+    assert store.columns(["id"], ids=cols["id"][4:1:-1])["id"] == cols["id"][2:5]  # in store order
     assert store.columns(["id"], limit=2)["id"] == cols["id"][:2]
     assert list(store.metadata(ids=[cols["id"][1]])) == [cols["id"][1]]
     with pytest.raises(ConfigError, match="unknown summary column"):
@@ -57,11 +69,12 @@ def test_reward_records_are_the_history_as_dicts(store, make_traj):
 
 
 # metadata values as JSON holds them, with keys chosen to trip a text search for the key
-_keys = st.one_of(st.sampled_from(["metadata", "question", "started_at", '"metadata":', "}", ","]),
-                  st.text(max_size=8))
-_json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
-                     | st.text(max_size=20), lambda inner: st.lists(inner, max_size=3)
-                     | st.dictionaries(_keys, inner, max_size=3), max_leaves=12)
+_keys = st.one_of(st.sampled_from(["metadata", "question", "started_at", '"metadata":', "}", ","]), st.text(max_size=8))
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=3),
+    max_leaves=12,
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -69,7 +82,7 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow
 def test_metadata_equals_the_full_decode(tmp_path: Path, make_traj, metadata, question):
     t = make_traj(0, steps=2)
     t.metadata = {**metadata, "question": question}
-    t.task.metadata = {"metadata": {"nested": '"metadata":{}'}}   # a decoy before the real key
+    t.task.metadata = {"metadata": {"nested": '"metadata":{}'}}  # a decoy before the real key
     with Store(tmp_path / "meta") as store:
         store.write(t)
         full = store.get(t.id).metadata
@@ -77,12 +90,15 @@ def test_metadata_equals_the_full_decode(tmp_path: Path, make_traj, metadata, qu
         assert store.metadata(role="proposer") == {}
 
 
-@pytest.mark.parametrize("text", [
-    '{"steps":[],"metadata":{"a":{"metadata":{"b":1}}},"started_at":1.0}',   # key nested in it
-    '{"metadata":{"q":"x"},"steps":[{"metadata":{"q":"decoy"}}]}',            # another field follows
-    '{"metadata" : {"q": "spaced"} , "started_at": 2}',
-    '{"steps":[]}',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"steps":[],"metadata":{"a":{"metadata":{"b":1}}},"started_at":1.0}',  # key nested in it
+        '{"metadata":{"q":"x"},"steps":[{"metadata":{"q":"decoy"}}]}',  # another field follows
+        '{"metadata" : {"q": "spaced"} , "started_at": 2}',
+        '{"steps":[]}',
+    ],
+)
 def test_metadata_reads_any_layout_of_the_blob(text):
     want = json.loads(text).get("metadata") or {}
     assert decode_metadata("zlib-json", zlib.compress(text.encode())) == want

@@ -15,9 +15,10 @@ from workbench.trajectory import Step, Task, ToolCall, Trajectory
 
 any_text = st.lists(st.one_of(st.characters(), st.characters(categories=["Cs"])), max_size=40).map("".join)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.floats(allow_nan=False) | any_text,
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False) | any_text,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(any_text, inner, max_size=4),
-    max_leaves=12)
+    max_leaves=12,
+)
 
 
 @pytest.fixture(scope="module")
@@ -34,22 +35,48 @@ def all_text(value) -> str:
 def trajectories(draw) -> Trajectory:
     """A trajectory with arbitrary text (lone surrogates included) in every text field."""
     t = draw
-    task = Task(id=t(any_text), question=t(any_text), golden_answers=t(st.lists(any_text, max_size=3)),
-                metadata=t(st.dictionaries(any_text, json_values, max_size=3)))
-    steps = [Step(index=i, raw=t(any_text), think=t(st.none() | any_text), code=t(st.none() | any_text),
-                  format_flags=t(st.lists(any_text, max_size=2)),
-                  observation={"stdout": t(any_text), "traceback": t(st.lists(any_text, max_size=2))},
-                  observation_text=t(any_text), notepad={"facts": t(st.lists(any_text, max_size=2))},
-                  tool_calls=[ToolCall(name=t(any_text), arguments=t(st.dictionaries(any_text, json_values, max_size=3)),
-                                       result=t(json_values), error=t(st.none() | any_text))],
-                  completion_ids=[1, 2, 3])
-             for i in range(t(st.integers(0, 3)))]
-    return Trajectory(task=task, id=t(any_text.filter(bool)), run_id=t(any_text), role=t(any_text),
-                      steps=steps, final_answer=t(st.none() | any_text), termination=t(any_text),
-                      error=t(st.none() | any_text), rewards=t(st.dictionaries(any_text, st.floats(-1, 1), max_size=2)),
-                      reward_spec=t(st.none() | any_text),
-                      lineage=t(st.dictionaries(any_text, json_values, max_size=3)),
-                      metadata=t(st.dictionaries(any_text, json_values, max_size=3)))
+    task = Task(
+        id=t(any_text),
+        question=t(any_text),
+        golden_answers=t(st.lists(any_text, max_size=3)),
+        metadata=t(st.dictionaries(any_text, json_values, max_size=3)),
+    )
+    steps = [
+        Step(
+            index=i,
+            raw=t(any_text),
+            think=t(st.none() | any_text),
+            code=t(st.none() | any_text),
+            format_flags=t(st.lists(any_text, max_size=2)),
+            observation={"stdout": t(any_text), "traceback": t(st.lists(any_text, max_size=2))},
+            observation_text=t(any_text),
+            notepad={"facts": t(st.lists(any_text, max_size=2))},
+            tool_calls=[
+                ToolCall(
+                    name=t(any_text),
+                    arguments=t(st.dictionaries(any_text, json_values, max_size=3)),
+                    result=t(json_values),
+                    error=t(st.none() | any_text),
+                )
+            ],
+            completion_ids=[1, 2, 3],
+        )
+        for i in range(t(st.integers(0, 3)))
+    ]
+    return Trajectory(
+        task=task,
+        id=t(any_text.filter(bool)),
+        run_id=t(any_text),
+        role=t(any_text),
+        steps=steps,
+        final_answer=t(st.none() | any_text),
+        termination=t(any_text),
+        error=t(st.none() | any_text),
+        rewards=t(st.dictionaries(any_text, st.floats(-1, 1), max_size=2)),
+        reward_spec=t(st.none() | any_text),
+        lineage=t(st.dictionaries(any_text, json_values, max_size=3)),
+        metadata=t(st.dictionaries(any_text, json_values, max_size=3)),
+    )
 
 
 # -- the reported case: a forged final answer ------------------------------------------------------
@@ -66,7 +93,7 @@ def test_a_final_answer_with_a_lone_surrogate_is_stored_sanitised_and_flagged(st
 
 def test_a_valid_trajectory_is_stored_unchanged_and_unflagged(store, make_traj):
     traj = make_traj(1)
-    traj.final_answer = "café \U0001F600 \ufffd"  # valid text, a literal U+FFFD included
+    traj.final_answer = "café \U0001f600 \ufffd"  # valid text, a literal U+FFFD included
     store.write(traj)
     got = store.get(traj.id)
     assert got.to_dict() == traj.to_dict()
@@ -74,9 +101,22 @@ def test_a_valid_trajectory_is_stored_unchanged_and_unflagged(store, make_traj):
     assert safe_trajectory(traj) is traj
 
 
-@pytest.mark.parametrize("where", ["question", "task_id", "step_code", "observation", "tool_args",
-                                   "tool_result", "metadata_key", "lineage_policy", "run_id", "error",
-                                   "rewards_key"])
+@pytest.mark.parametrize(
+    "where",
+    [
+        "question",
+        "task_id",
+        "step_code",
+        "observation",
+        "tool_args",
+        "tool_result",
+        "metadata_key",
+        "lineage_policy",
+        "run_id",
+        "error",
+        "rewards_key",
+    ],
+)
 def test_a_lone_surrogate_anywhere_is_stored(store, make_traj, where):
     traj = make_traj(2)
     bad = "x\udcff"
@@ -120,8 +160,13 @@ def test_a_value_json_cannot_hold_is_a_store_error_naming_the_fix(store, make_tr
 def test_rewards_metrics_and_events_take_any_text(store, make_traj):
     traj = make_traj(4)
     store.write(traj)
-    store.record_rewards(traj.id, {"f1\ud800": 0.5, "total": 0.5}, spec_name="spec\udcff",
-                         spec_json={"k\ud800": "v"}, provenance={"author": "a\ud800", "note": "\udcff"})
+    store.record_rewards(
+        traj.id,
+        {"f1\ud800": 0.5, "total": 0.5},
+        spec_name="spec\udcff",
+        spec_json={"k\ud800": "v"},
+        provenance={"author": "a\ud800", "note": "\udcff"},
+    )
     store.log_metrics("run\ud800", 0, {"loss\udcff": 1.0})
     store.log_event("run\ud800", "kind\udcff", {"p\ud800": "\udcff"}, trajectory_id=traj.id)
     hist = store.reward_history(traj.id)
@@ -134,8 +179,9 @@ def test_rewards_metrics_and_events_take_any_text(store, make_traj):
 
 # -- properties -----------------------------------------------------------------------------------
 @pytest.mark.slow
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(traj=trajectories())
 def test_any_trajectory_round_trips_as_its_safe_form(fast_store, traj):
     fast_store.write(traj)

@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from store_helpers import make_trajectory  # noqa: E402
+from store_helpers import make_trajectory
 
-from workbench.store import Store  # noqa: E402
+from workbench.store import Store
 
 
 def main(run_dir: str, start: int, count: int, pause: float) -> None:

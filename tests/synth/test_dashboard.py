@@ -9,8 +9,13 @@ from workbench.widgets.evolution import EvolutionDashboard, synthesis_table
 
 def test_dashboard_shows_synthesis_acceptance_and_difficulty(tmp_path, graph, closed_book):
     store = Store(tmp_path)
-    result = run_synthesis(graph, ScriptedSynthesizer(), closed_book, store=store,
-                           config=SynthesisConfig(run_dir=str(tmp_path), seeds=10, seed=2))
+    result = run_synthesis(
+        graph,
+        ScriptedSynthesizer(),
+        closed_book,
+        store=store,
+        config=SynthesisConfig(run_dir=str(tmp_path), seeds=10, seed=2),
+    )
     table = synthesis_table(store)
     assert table["syntheses"].sum() == 10
     accepted = sum(table["acceptance_rate"] * table["syntheses"])

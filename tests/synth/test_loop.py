@@ -6,8 +6,13 @@ import json
 
 from workbench.policies.scripted import ScriptedPolicy
 from workbench.store import Store
-from workbench.synth import (ClosedBookPolicy, PolicySynthesizer, ScriptedSynthesizer, SynthesisConfig,
-                             browse_answer, run_synthesis)
+from workbench.synth import (
+    PolicySynthesizer,
+    ScriptedSynthesizer,
+    SynthesisConfig,
+    browse_answer,
+    run_synthesis,
+)
 from workbench.worlds import load_qa
 
 
@@ -35,12 +40,22 @@ def test_run_synthesis_writes_verified_qas_and_linked_trajectories(tmp_path, gra
         checked = sum(h.get("direct_accuracy") is not None for h in s.history)  # verifications that asked
         assert len(kids) == checked * cfg.direct_attempts and {k.role for k in kids} <= {"direct_solver"}
         assert all(k.task.metadata["edit"] < len(t.steps) for k in kids)
-    assert store.metrics(name="synthesis/acceptance_rate")["value"].iloc[0] == result.stats()["synthesis/acceptance_rate"]
+    assert (
+        store.metrics(name="synthesis/acceptance_rate")["value"].iloc[0] == result.stats()["synthesis/acceptance_rate"]
+    )
 
 
 def test_malformed_synthesizer_output_is_a_recorded_failure(tmp_path, graph, closed_book):
-    outputs = iter(["no json here", "<action>{\"action\": \"teleport\"}</action>", "<action>{not json</action>",
-                    "\udcff" * 3, '<action>{"action": "inject", "target": "Nobody"}</action>'] * 10)
+    outputs = iter(
+        [
+            "no json here",
+            '<action>{"action": "teleport"}</action>',
+            "<action>{not json</action>",
+            "\udcff" * 3,
+            '<action>{"action": "inject", "target": "Nobody"}</action>',
+        ]
+        * 10
+    )
     babbler = ScriptedPolicy(lambda _c, _t: next(outputs), name="babbler")
     cfg = SynthesisConfig(run_dir=str(tmp_path), seeds=2, max_edits=5)
     result = run_synthesis(graph, PolicySynthesizer(babbler), closed_book, config=cfg, store=Store(tmp_path))

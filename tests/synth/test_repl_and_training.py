@@ -17,10 +17,17 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 def test_repl_synthesizer_produces_an_accepted_qa(tmp_path, graph, site, closed_book):
     store = Store(tmp_path)
-    seeds = [site.url_for(n) for n in ("Libra Works",)] + [site.url_for(e.id) for e in site.world.entities
-                                                          if e.type == "organisation"][:1]
-    result = run_repl_synthesis(graph, repl_teacher, closed_book, seeds=seeds, store=store,
-                                config=SynthesisConfig(run_dir=str(tmp_path), max_edits=6))
+    seeds = [site.url_for(n) for n in ("Libra Works",)] + [
+        site.url_for(e.id) for e in site.world.entities if e.type == "organisation"
+    ][:1]
+    result = run_repl_synthesis(
+        graph,
+        repl_teacher,
+        closed_book,
+        seeds=seeds,
+        store=store,
+        config=SynthesisConfig(run_dir=str(tmp_path), max_edits=6),
+    )
     assert result.accepted, [(s.trajectory.termination, s.trajectory.error, s.history) for s in result.syntheses]
     s = result.accepted[0]
     traj = store.get(s.trajectory.id)
@@ -35,13 +42,20 @@ def test_repl_synthesizer_produces_an_accepted_qa(tmp_path, graph, site, closed_
 def test_repl_tool_errors_are_recorded_not_raised(tmp_path, graph, site, closed_book):
     from workbench.policies.scripted import ScriptedPolicy
 
-    turns = ["<think>x</think>\n<code>\nprint(verify())\n</code>",
-             "<think>x</think>\n<code>\nprint(inject('Nobody', 'https://nowhere.test/', 'x'))\n</code>",
-             "<think>x</think>\n<code>\nprint(fuzz(3))\n</code>",
-             "<think>x</think>\n<code>\nsubmit()\n</code>"]
-    result = run_repl_synthesis(graph, ScriptedPolicy.from_turns(turns), closed_book,
-                                seeds=[site.url_for("Libra Works")], store=Store(tmp_path),
-                                config=SynthesisConfig(run_dir=str(tmp_path), max_edits=4))
+    turns = [
+        "<think>x</think>\n<code>\nprint(verify())\n</code>",
+        "<think>x</think>\n<code>\nprint(inject('Nobody', 'https://nowhere.test/', 'x'))\n</code>",
+        "<think>x</think>\n<code>\nprint(fuzz(3))\n</code>",
+        "<think>x</think>\n<code>\nsubmit()\n</code>",
+    ]
+    result = run_repl_synthesis(
+        graph,
+        ScriptedPolicy.from_turns(turns),
+        closed_book,
+        seeds=[site.url_for("Libra Works")],
+        store=Store(tmp_path),
+        config=SynthesisConfig(run_dir=str(tmp_path), max_edits=4),
+    )
     [s] = result.syntheses
     errors = [c.error for st in s.trajectory.steps for c in st.tool_calls if c.error]
     assert any("nothing to verify" in e for e in errors) and any("not named in the question" in e for e in errors)
@@ -78,15 +92,35 @@ def test_synthesized_qas_drive_one_grpo_step(tmp_path, graph, site, closed_book,
 
     model, tok = tiny
     before = {k: v.detach().clone() for k, v in model.named_parameters()}
-    cfg = ASearcherConfig(run_dir=str(tmp_path / "as"), prompts_per_iteration=12, solver_attempts=4,
-                          solver_group_size=2, concurrency=2, progress=False, seed=1,
-                          solver_agent={"max_steps": 1, "max_new_tokens": 16, "max_context_tokens": 1800})
-    train_cfg = TrainConfig(max_steps=1, num_generations=2, per_device_train_batch_size=2, learning_rate=1e-3,
-                            max_completion_length=64, max_turns=1, max_turn_tokens=16, concurrency=2)
+    cfg = ASearcherConfig(
+        run_dir=str(tmp_path / "as"),
+        prompts_per_iteration=12,
+        solver_attempts=4,
+        solver_group_size=2,
+        concurrency=2,
+        progress=False,
+        seed=1,
+        solver_agent={"max_steps": 1, "max_new_tokens": 16, "max_context_tokens": 1800},
+    )
+    train_cfg = TrainConfig(
+        max_steps=1,
+        num_generations=2,
+        per_device_train_batch_size=2,
+        learning_rate=1e-3,
+        max_completion_length=64,
+        max_turns=1,
+        max_turn_tokens=16,
+        concurrency=2,
+    )
     retriever = BM25Retriever.build(Corpus.from_rows(site.world.corpus()), show_progress=False)
-    result = run_asearcher(cfg, graph=graph, synthesizer=ScriptedSynthesizer(), direct_policy=closed_book,
-                           retriever=retriever, train_fn=trl_train_fn(train_cfg, solver=(model, tok),
-                                                                      rewards={"solver": spread_reward}))
+    result = run_asearcher(
+        cfg,
+        graph=graph,
+        synthesizer=ScriptedSynthesizer(),
+        direct_policy=closed_book,
+        retriever=retriever,
+        train_fn=trl_train_fn(train_cfg, solver=(model, tok), rewards={"solver": spread_reward}),
+    )
     [it] = result.iterations
     qa = load_qa(it.qa_path)
     assert it.qa_size == len(qa) > 0

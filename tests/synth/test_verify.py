@@ -5,11 +5,26 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from workbench.errors import ToolError
-from workbench.synth import (ClosedBookPolicy, Clue, Desc, DirectSolver, Ref, Span, Statement, SynthQA, Verifier,
-                             blur, fuzz, inject, parse_action, parse_question, render_question, seed_qa)
+from workbench.synth import (
+    ClosedBookPolicy,
+    Clue,
+    Desc,
+    DirectSolver,
+    Span,
+    Statement,
+    Verifier,
+    blur,
+    fuzz,
+    inject,
+    parse_action,
+    parse_question,
+    render_question,
+    seed_qa,
+)
 from workbench.synth.qa import from_json, to_json
 
 
@@ -44,8 +59,9 @@ def test_clean_injection_is_kept_and_the_answer_stays(graph, site, verifier):
 def test_planted_leak_is_rejected(graph, site, verifier):
     director, [film] = person_with_films(graph, site, 1)
     qa = seed_qa(graph, film, key="director")  # Who is the director of <film>?
-    leak = dataclasses.replace(qa, question=f"Who is the director of {graph.info(film).title}, "
-                                            f"{qa.answer} or someone else?")
+    leak = dataclasses.replace(
+        qa, question=f"Who is the director of {graph.info(film).title}, {qa.answer} or someone else?"
+    )
     assert verifier.check(leak).reason == "leak"
 
 
@@ -106,8 +122,13 @@ def test_fuzz_blurs_and_uniqueness_is_rechecked(graph, site, verifier):
                 break
             qa = qa2
         if seen:
-            assert "the early" in qa.question or "the late" in qa.question or "s and" in qa.question \
-                or "between" in qa.question or "0s" in qa.question
+            assert (
+                "the early" in qa.question
+                or "the late" in qa.question
+                or "s and" in qa.question
+                or "between" in qa.question
+                or "0s" in qa.question
+            )
             return
     pytest.skip("no organisation to fuzz")
 
@@ -151,24 +172,33 @@ def test_blur_steps():
     assert blur("1952") == Span(1950, 1954) and blur(Span(1950, 1954)) == Span(1950, 1959)
     assert blur(Span(1950, 1959)) == Span(1940, 1959) and blur(Span(1940, 1959)) is None
     assert [s.text for s in (Span(1950, 1954), Span(1955, 1959), Span(1950, 1959), Span(1940, 1959))] == [
-        "the early 1950s", "the late 1950s", "the 1950s", "between 1940 and 1959"]
+        "the early 1950s",
+        "the late 1950s",
+        "the 1950s",
+        "between 1940 and 1959",
+    ]
 
 
 # -- the question grammar: render → parse is the identity (names read back without urls) --------
 _word = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=2, max_size=8)
 _name = st.builds(lambda a, b: f"{a.capitalize()} {b.capitalize()}", _word, _word)
 _key = st.sampled_from(["director", "release year", "birthplace", "founder", "country", "founding year"])
-_leaf = st.one_of(_name, st.integers(1000, 2024).map(str),
-                  st.integers(190, 202).map(lambda d: Span(d * 10, d * 10 + 9)),
-                  st.integers(380, 404).map(lambda d: Span(d * 5, d * 5 + 4)))
+_leaf = st.one_of(
+    _name,
+    st.integers(1000, 2024).map(str),
+    st.integers(190, 202).map(lambda d: Span(d * 10, d * 10 + 9)),
+    st.integers(380, 404).map(lambda d: Span(d * 5, d * 5 + 4)),
+)
 
 
 def _tree(children):
     of = st.builds(lambda k, s: Desc(of_key=k, of_subject=s), _key, children)
-    whose = st.builds(lambda kind, cl, last: Desc(kind=kind, clues=tuple(cl) + ((last,) if last else ())),
-                      st.sampled_from(["film", "person", "organisation", ""]),
-                      st.lists(st.builds(Clue, _key, _leaf), min_size=1, max_size=2),
-                      st.one_of(st.none(), st.builds(Clue, _key, children)))
+    whose = st.builds(
+        lambda kind, cl, last: Desc(kind=kind, clues=tuple(cl) + ((last,) if last else ())),
+        st.sampled_from(["film", "person", "organisation", ""]),
+        st.lists(st.builds(Clue, _key, _leaf), min_size=1, max_size=2),
+        st.one_of(st.none(), st.builds(Clue, _key, children)),
+    )
     return st.one_of(of, whose)
 
 
@@ -190,4 +220,6 @@ def test_arbitrary_text_never_raises(text):
     parse_question(text)
     parse_question(f"What is {text}?")
     assert parse_action(text) is None or parse_action(text)["action"] in ("inject", "fuzz", "exit")
-    assert parse_action(f"<action>{text}</action>") is None or isinstance(parse_action(f"<action>{text}</action>"), dict)
+    assert parse_action(f"<action>{text}</action>") is None or isinstance(
+        parse_action(f"<action>{text}</action>"), dict
+    )

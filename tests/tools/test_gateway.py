@@ -20,8 +20,7 @@ def run(coro):
 def kernel_namespace(gw: ToolGateway) -> dict:
     """What the setup cell leaves in a fresh kernel namespace."""
     ns: dict = {}
-    exec(setup_code(gw.registry, token=gw.token, socket_path=str(gw.socket_path),
-                    call_timeout_s=gw.call_timeout_s), ns)
+    exec(setup_code(gw.registry, token=gw.token, socket_path=str(gw.socket_path), call_timeout_s=gw.call_timeout_s), ns)
     return ns
 
 
@@ -42,6 +41,7 @@ def test_setup_cell_binds_only_notepad_and_tools(registry, sock_dir):
             with pytest.raises(TypeError, match="JSON values"):
                 ns["add"]({1, 2})
             assert gw.calls == []  # checked locally, never sent
+
     run(main())
 
 
@@ -50,7 +50,8 @@ def test_calls_round_trip_and_are_recorded(registry, sock_dir):
         async with ToolGateway(registry, sock_dir / "gw.sock", rollout_id="r") as gw:
             ns = kernel_namespace(gw)
             assert await in_kernel(ns["search"], "capital of France", top_k=1) == (
-                "Doc 1 (Title: Paris) Paris is the capital and largest city of France.")
+                "Doc 1 (Title: Paris) Paris is the capital and largest city of France."
+            )
             assert await in_kernel(ns["add"], 2, b=5) == 7
             assert await in_kernel(ns["async_echo"], "hi", times=2) == ["hi", "hi"]
             calls = gw.take_calls()
@@ -59,6 +60,7 @@ def test_calls_round_trip_and_are_recorded(registry, sock_dir):
             assert calls[0].arguments == {"query": "capital of France", "top_k": 1}
             assert all(c.error is None and c.duration_s > 0 and c.started_at > 0 for c in calls)
             assert gw.take_calls() == [] and gw.calls_used == 3
+
     run(main())
 
 
@@ -76,6 +78,7 @@ def test_host_errors_arrive_as_exceptions(registry, sock_dir):
             with pytest.raises(ToolCallError, match="argument 'a' must be int, got str"):
                 await in_kernel(ns["add"], "2")
             assert [c.error is not None for c in gw.take_calls()] == [True] * 4
+
     run(main())
 
 
@@ -84,6 +87,7 @@ def test_long_results_are_truncated(registry, sock_dir):
         async with ToolGateway(registry, sock_dir / "gw.sock", max_result_chars=100) as gw:
             out = await in_kernel(kernel_namespace(gw)["huge"], 1000)
             assert out.startswith("x" * 100) and out.endswith("[truncated 900 chars]")
+
     run(main())
 
 
@@ -98,6 +102,7 @@ def test_budget_then_final_answer(registry, sock_dir, capsys):
             assert await in_kernel(ns["submit_final_answer"], 42) is None  # exempt from the budget
             assert gw.final_answer == "42" and gw.calls_left == 0
             assert gw.calls[-1].name == "submit_final_answer" and gw.calls[-1].arguments == {"answer": "42"}
+
     run(main())
     assert "Final answer submitted: 42" in capsys.readouterr().out
 
@@ -110,6 +115,7 @@ def test_timeout_replies_and_gateway_keeps_serving(registry, sock_dir):
                 await in_kernel(ns["nap"], 3)
             assert await in_kernel(ns["add"], 1) == 2
             assert gw.calls[0].error.startswith("nap() timed out") and gw.calls[0].duration_s < 2
+
     run(main())
 
 
@@ -125,7 +131,9 @@ def test_notepad_edits_reach_the_host(registry, sock_dir):
             assert gw.notepad["todos"][0]["status"] == "done" and gw.notepad["facts"] == ["X is 3"]
             assert gw.calls == [] and gw.calls_used == 0  # pushes are not tool calls
             import json
+
             assert json.loads(snapshot_json()) == gw.notepad
+
     run(main())
 
 
@@ -144,6 +152,7 @@ def test_socket_is_world_connectable_and_removed_on_close(registry, sock_dir):
         path.parent.mkdir()
         path.write_bytes(b"")  # a stale non-socket is refused with a clear message
         from workbench.errors import ConfigError
+
         with pytest.raises(ConfigError, match="not a socket"):
             await ToolGateway(registry, path).start()
         path.unlink()
@@ -152,4 +161,5 @@ def test_socket_is_world_connectable_and_removed_on_close(registry, sock_dir):
         assert not path.exists()
         with pytest.raises(ConfigError, match="unix limit"):
             ToolGateway(registry, "/tmp/" + "x" * 120)
+
     run(main())

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from workbench.runtime import GatewayClient
 from workbench.runtime.protocol import MAX_DEPTH, decode
-from workbench.tools import ToolGateway, ToolRegistry, tool
 from workbench.safetext import safe_text
+from workbench.tools import ToolGateway, ToolRegistry, tool
 from workbench.tools.connections import ConnectionBudget
 
 
@@ -31,9 +31,15 @@ class Unprintable(Exception):
         raise ValueError("no message for you")
 
 
-RAISABLE = {"SystemExit": SystemExit, "KeyboardInterrupt": KeyboardInterrupt, "GeneratorExit": GeneratorExit,
-            "CustomBase": CustomBase, "StopIteration": StopIteration,
-            "CancelledError": asyncio.CancelledError, "Unprintable": Unprintable}
+RAISABLE = {
+    "SystemExit": SystemExit,
+    "KeyboardInterrupt": KeyboardInterrupt,
+    "GeneratorExit": GeneratorExit,
+    "CustomBase": CustomBase,
+    "StopIteration": StopIteration,
+    "CancelledError": asyncio.CancelledError,
+    "Unprintable": Unprintable,
+}
 
 
 @tool
@@ -173,8 +179,9 @@ def one_reply(gw, payload: bytes) -> dict:
 
 def still_serves(gw, n=2):
     client = GatewayClient(str(gw.socket_path), gw.token, timeout_s=20)
-    assert [client.request({"op": "call", "tool": "add", "args": [i], "kwargs": {}})["result"]
-            for i in range(n)] == [i + 1 for i in range(n)]
+    assert [client.request({"op": "call", "tool": "add", "args": [i], "kwargs": {}})["result"] for i in range(n)] == [
+        i + 1 for i in range(n)
+    ]
 
 
 def assert_truthful(record, reply):
@@ -200,13 +207,16 @@ def run_on_main_loop(coro):
 def test_base_exceptions_from_tools_become_error_replies(sock_dir, tool_name, kind):
     async def main():
         registry = ToolRegistry(TOOLS)
-        async with ToolGateway(registry, sock_dir / "a.sock") as gw, \
-                ToolGateway(registry, sock_dir / "b.sock") as other:  # another rollout, same loop
+        async with (
+            ToolGateway(registry, sock_dir / "a.sock") as gw,
+            ToolGateway(registry, sock_dir / "b.sock") as other,
+        ):  # another rollout, same loop
             reply = await asyncio.to_thread(one_reply, gw, line(gw, tool=tool_name, args=[kind]))
             assert reply == {"id": 1, "ok": False, "error": f"{tool_name}() failed: {kind}"}
             assert_truthful(gw.calls[-1], reply)
             await asyncio.to_thread(still_serves, gw)
             await asyncio.to_thread(still_serves, other)
+
     run_on_main_loop(main())
 
 
@@ -226,8 +236,9 @@ def test_an_exception_whose_str_raises_is_an_error_not_a_success(served):
     s = served()
     for tool_name in ("raise_sync", "raise_async"):
         reply = one_reply(s.gw, line(s.gw, tool=tool_name, args=["Unprintable"]))
-        assert reply["error"] == (f"{tool_name}() failed: Unprintable: "
-                                  "(its message could not be read: str() raised ValueError)")
+        assert reply["error"] == (
+            f"{tool_name}() failed: Unprintable: (its message could not be read: str() raised ValueError)"
+        )
         assert_truthful(s.gw.calls[-1], reply)
 
 
@@ -247,13 +258,14 @@ def test_any_token_gets_a_bad_token_reply(served, token):
 @pytest.mark.parametrize("depth", [MAX_DEPTH, 1_000, 100_000])
 def test_deep_json_gets_an_error_reply(served, depth):
     s = served()
-    for payload in (b"[" * depth + b"]" * depth + b"\n",
-                    b'{"id":1,"args":' + b"[" * depth + b"]" * depth + b"}\n",
-                    b'{"id":1,"args":' + b"[" * depth + b"\n"):  # unterminated
+    for payload in (
+        b"[" * depth + b"]" * depth + b"\n",
+        b'{"id":1,"args":' + b"[" * depth + b"]" * depth + b"}\n",
+        b'{"id":1,"args":' + b"[" * depth + b"\n",
+    ):  # unterminated
         reply = one_reply(s.gw, payload)
         assert reply["ok"] is False and reply["id"] is None
-        assert ("nested deeper than" in reply["error"] or reply["error"] == "requests are JSON objects, "
-                "one per line")
+        assert "nested deeper than" in reply["error"] or reply["error"] == "requests are JSON objects, one per line"
     assert s.gw.calls == []
     still_serves(s.gw)
 
@@ -341,8 +353,11 @@ def test_a_kernel_that_never_reads_stalls_only_itself(served):
 # -- size cap and malformed lines ------------------------------------------------------------------
 def test_an_oversize_line_gets_one_reply_then_hangup(served):
     s = served(max_request_bytes=10_000)
-    for payload in (b"x" * 50_000, line(s.gw, tool="echo", args=["q" * 20_000]),
-                    b'{"id": 1, "args": ["' + b"\xff" * 30_000 + b'"]}\n'):
+    for payload in (
+        b"x" * 50_000,
+        line(s.gw, tool="echo", args=["q" * 20_000]),
+        b'{"id": 1, "args": ["' + b"\xff" * 30_000 + b'"]}\n',
+    ):
         assert exchange(s.gw, payload) == [b'{"id":null,"ok":false,"error":"request over 10000 bytes"}\n']
     client = GatewayClient(str(s.gw.socket_path), s.gw.token, timeout_s=20)
     reply = client.request({"op": "call", "tool": "echo", "args": ["q" * 2_000_000], "kwargs": {}})
@@ -371,7 +386,14 @@ def test_pipelined_requests_get_one_reply_each_in_order(served):
 
 def test_large_lines_are_parsed_off_the_event_loop(served):
     s = served(max_request_bytes=4_000_000)
-    reply = one_reply(s.gw, line(s.gw, tool="echo", args=[[0] * 500_000], ))
+    reply = one_reply(
+        s.gw,
+        line(
+            s.gw,
+            tool="echo",
+            args=[[0] * 500_000],
+        ),
+    )
     assert reply["ok"] is False and "chars of JSON" in reply["error"]  # result over 20,000 chars
     assert len(s.gw._parser._threads) == 1  # the parser thread did it
 
@@ -444,14 +466,15 @@ def test_each_gateway_holds_at_most_its_share_of_the_process_budget(served):
 
 
 # -- properties ------------------------------------------------------------------------------------
-ANY_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()),
-                   max_size=60)
+ANY_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()), max_size=60)
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.floats(allow_nan=False) | ANY_TEXT,
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False) | ANY_TEXT,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(ANY_TEXT, inner, max_size=4),
-    max_leaves=20)
-PROPERTY = settings(max_examples=150, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    max_leaves=20,
+)
+PROPERTY = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 
 
 @pytest.fixture
@@ -477,8 +500,7 @@ CODEPOINTS = st.lists(st.integers(0xD800, 0xDFFF) | st.integers(0, 0x10FFFF) | s
 
 @PROPERTY
 @given(codepoints=CODEPOINTS, fail=st.booleans())
-def test_any_result_or_error_text_gets_one_well_formed_reply_and_a_truthful_record(one_gateway, codepoints,
-                                                                                   fail):
+def test_any_result_or_error_text_gets_one_well_formed_reply_and_a_truthful_record(one_gateway, codepoints, fail):
     gw = one_gateway.gw
     gw.calls.clear()
     reply = one_reply(gw, line(gw, tool="fail_with" if fail else "produce", args=[codepoints]))

@@ -34,19 +34,18 @@ def good_client(gw, n=20):
 
 
 def request(gw, **fields) -> bytes:
-    return (json.dumps({"id": 1, "op": "call", "token": gw.token, "args": [], "kwargs": {}, **fields})
-            + "\n").encode()
+    return (json.dumps({"id": 1, "op": "call", "token": gw.token, "args": [], "kwargs": {}, **fields}) + "\n").encode()
 
 
 def test_garbage_gets_an_error_then_hangup(registry, sock_dir):
     async def main():
         async with ToolGateway(registry, sock_dir / "gw.sock") as gw:
             reply = await raw(gw.socket_path, b"\xff\xfe\x00garbage\nmore after it\n")
-            assert json.loads(reply) == {"id": None, "ok": False,
-                                         "error": "requests are JSON objects, one per line"}
+            assert json.loads(reply) == {"id": None, "ok": False, "error": "requests are JSON objects, one per line"}
             assert b'"ok":false' in await raw(gw.socket_path, b"[1, 2, 3]\n")
             assert len(gw.rejected) >= 2 and gw.calls == []
             assert (await asyncio.to_thread(good_client, gw, 3))[-1]["result"] == 3
+
     run(main())
 
 
@@ -58,6 +57,7 @@ def test_oversize_request_is_refused(registry, sock_dir):
             big = request(gw, tool="search", args=["q" * 20_000])
             assert b"request over 10000 bytes" in await raw(gw.socket_path, big)
             assert gw.calls == [] and "request over 10000 bytes" in gw.rejected
+
     run(main())
 
 
@@ -76,6 +76,7 @@ def test_unknown_tool_wrong_args_bad_token_are_replied_and_recorded(registry, so
             assert "unknown op" in r["error"]
             assert [c.name for c in gw.calls] == ["rm_rf", "add", "add"]
             assert all(c.error for c in gw.calls) and "bad token" in gw.rejected
+
     run(main())
 
 
@@ -83,8 +84,12 @@ def test_200_concurrent_connections_while_a_good_client_works(registry, sock_dir
     async def main():
         async with ToolGateway(registry, sock_dir / "gw.sock", call_budget=10_000) as gw:
             good = asyncio.create_task(asyncio.to_thread(good_client, gw, 30))
-            payloads = ([request(gw, tool="nope")] * 80 + [b"\x00\x01garbage\n"] * 40
-                        + [request(gw, tool="add", args=["x"])] * 40 + [request(gw, tool="nap", args=[0.01])] * 40)
+            payloads = (
+                [request(gw, tool="nope")] * 80
+                + [b"\x00\x01garbage\n"] * 40
+                + [request(gw, tool="add", args=["x"])] * 40
+                + [request(gw, tool="nap", args=[0.01])] * 40
+            )
             replies = await asyncio.gather(*(raw(gw.socket_path, p) for p in payloads))
             assert all(b'"ok":' in r for r in replies)
             results = await good
@@ -92,6 +97,7 @@ def test_200_concurrent_connections_while_a_good_client_works(registry, sock_dir
             names = [c.name for c in gw.calls]
             assert names.count("add") == 30 + 40 and names.count("nope") == 80 and names.count("nap") == 40
             assert sum(c.error is None for c in gw.calls if c.name == "nap") == 40
+
     run(main())
 
 
@@ -114,13 +120,16 @@ def test_idle_connections_make_room_and_busy_ones_make_new_ones_wait(registry, s
             assert (await asyncio.to_thread(good_client, gw, 1))[0]["result"] == 1
             assert all(b'"rested"' in r for r in await busy)
             assert [c.name for c in gw.calls][0] == "nap"  # add ran once a nap's connection closed
+
     run(main())
 
 
 def test_a_flooded_gateway_does_not_disturb_another_rollout(registry, sock_dir):
     async def main():
-        async with ToolGateway(registry, sock_dir / "a.sock", rollout_id="a", call_timeout_s=5) as a, \
-                ToolGateway(registry, sock_dir / "b.sock", rollout_id="b") as b:
+        async with (
+            ToolGateway(registry, sock_dir / "a.sock", rollout_id="a", call_timeout_s=5) as a,
+            ToolGateway(registry, sock_dir / "b.sock", rollout_id="b") as b,
+        ):
             # rollout a: every worker thread stuck in a slow tool, plus garbage
             flood = [raw(a.socket_path, request(a, tool="nap", args=[0.4])) for _ in range(20)]
             flood += [raw(a.socket_path, b"\xff" * 1000 + b"\n") for _ in range(20)]
@@ -131,6 +140,7 @@ def test_a_flooded_gateway_does_not_disturb_another_rollout(registry, sock_dir):
             assert [r["result"] for r in results] == list(range(1, 11))
             await flood_task
             assert {c.name for c in b.calls} == {"add"} and {c.name for c in a.calls} == {"nap"}
+
     run(main())
 
 
@@ -141,4 +151,5 @@ def test_odd_but_valid_json(registry, sock_dir, payload):
             reply = await raw(gw.socket_path, payload)
             assert reply == b"" or json.loads(reply.splitlines()[0])["ok"] is False
             assert (await asyncio.to_thread(good_client, gw, 1))[0]["ok"]
+
     run(main())

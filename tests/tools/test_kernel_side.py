@@ -29,17 +29,24 @@ def test_subprocess_kernel_uses_the_env_socket(registry, sock_dir):
         async with ToolGateway(registry, sock_dir / "gateway.sock") as gw:
             code = setup_code(registry, token=gw.token) + KERNEL_CODE  # socket from $WORKBENCH_GATEWAY
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", code, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                env={**os.environ, "WORKBENCH_GATEWAY": str(gw.socket_path)})
+                sys.executable,
+                "-c",
+                code,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "WORKBENCH_GATEWAY": str(gw.socket_path)},
+            )
             out = (await proc.communicate())[0].decode()
             assert proc.returncode == 0, out
             assert out.splitlines() == [
                 "(query: str, top_k: int = 3) -> str",
                 "Doc 1 (Title: Paris) Paris is the capital and largest city of France.",
                 "ToolCallError boom() failed: RuntimeError: no",
-                "Final answer submitted: Paris"]
+                "Final answer submitted: Paris",
+            ]
             assert gw.final_answer == "Paris" and gw.notepad["todos"][0]["status"] == "done"
             assert [c.name for c in gw.take_calls()] == ["search", "boom", "submit_final_answer"]
+
     asyncio.run(main())
 
 
@@ -60,8 +67,12 @@ def test_under_ipython_one_push_per_cell_and_short_tracebacks(registry, sock_dir
         async with ToolGateway(registry, sock_dir / "gw.sock") as gw:
             setup = setup_code(registry, token=gw.token, socket_path=str(gw.socket_path))
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", f"SETUP = {setup!r}\n" + IPYTHON_SCRIPT,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                sys.executable,
+                "-c",
+                f"SETUP = {setup!r}\n" + IPYTHON_SCRIPT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
             out = (await proc.communicate())[0].decode()
             assert proc.returncode == 0, out
             assert "NotepadError: no todo with id 99; valid todos: 1 ('step 0')" in out
@@ -69,6 +80,7 @@ def test_under_ipython_one_push_per_cell_and_short_tracebacks(registry, sock_dir
             assert "notepad.py" not in out and "stubs.py" not in out and "bridge.py" not in out
             assert gw.notepad_pushes == 2  # one cell of 20 edits, one cell after the reinstall
             assert gw.notepad["facts"] == ["after reinstall"]
+
     asyncio.run(main())
 
 
@@ -90,8 +102,7 @@ def test_sandboxed_kernel_round_trip(registry):
         except SandboxError as exc:
             pytest.skip(f"no sandbox here: {exc}")
         try:
-            async with ToolGateway(registry, kernel.rollout_dir / "run" / "gateway.sock",
-                                   rollout_id="it") as gw:
+            async with ToolGateway(registry, kernel.rollout_dir / "run" / "gateway.sock", rollout_id="it") as gw:
                 setup = await kernel.execute(gw.setup_code(), silent=True)
                 assert setup.ok, setup.text
                 obs = await kernel.execute(KERNEL_CODE)
@@ -103,8 +114,9 @@ def test_sandboxed_kernel_round_trip(registry):
                 assert not failed.ok and "argument 'a' must be int, got str" in failed.text
                 assert "stubs.py" not in failed.text  # runtime frames are trimmed for the model
                 bad = await kernel.execute("notepad.update_todo(7, 'done')")
-                assert bad.text.strip().endswith("NotepadError: no todo with id 7; valid todos: "
-                                                 "1 ('search'), 2 ('answer')")
+                assert bad.text.strip().endswith(
+                    "NotepadError: no todo with id 7; valid todos: 1 ('search'), 2 ('answer')"
+                )
                 assert "notepad.py" not in bad.text
                 pushes = gw.notepad_pushes
                 many = await kernel.execute("for i in range(50): notepad.add_fact(f'fact {i}')")
@@ -113,4 +125,5 @@ def test_sandboxed_kernel_round_trip(registry):
                 assert [c.name for c in gw.take_calls()] == ["search", "boom", "submit_final_answer", "add"]
         finally:
             await kernel.close()
+
     asyncio.run(main())

@@ -16,10 +16,16 @@ def test_registry_always_has_submit_final_answer(registry):
 
 def test_spec_and_prompt_text(registry):
     spec = {s["name"]: s for s in registry.specs()}["add"]
-    assert spec == {"name": "add", "doc": "Add two integers.", "returns": "int", "final": False,
-                    "parameters": [
-                        {"name": "a", "kind": "POSITIONAL_OR_KEYWORD", "annotation": "int"},
-                        {"name": "b", "kind": "POSITIONAL_OR_KEYWORD", "annotation": "int", "default": 1}]}
+    assert spec == {
+        "name": "add",
+        "doc": "Add two integers.",
+        "returns": "int",
+        "final": False,
+        "parameters": [
+            {"name": "a", "kind": "POSITIONAL_OR_KEYWORD", "annotation": "int"},
+            {"name": "b", "kind": "POSITIONAL_OR_KEYWORD", "annotation": "int", "default": 1},
+        ],
+    }
     text = registry.prompt_text()
     assert "add(a: int, b: int = 1) -> int\n    Add two integers." in text
     assert "search(query: str, top_k: int = 3) -> str" in text
@@ -57,16 +63,19 @@ def star(*xs: int) -> int:
     """Doc."""
 
 
-def bad_default(x: set = frozenset()) -> None:  # noqa: B008
+def bad_default(x: set = frozenset()) -> None:
     """Doc."""
 
 
-@pytest.mark.parametrize("fn, message", [
-    (undocumented, "has no docstring"),
-    (unannotated, "has no type annotation"),
-    (star, "tools take plain named parameters"),
-    (bad_default, "not JSON-able"),
-])
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (undocumented, "has no docstring"),
+        (unannotated, "has no type annotation"),
+        (star, "tools take plain named parameters"),
+        (bad_default, "not JSON-able"),
+    ],
+)
 def test_registration_errors(fn, message):
     with pytest.raises(ConfigError, match=message):
         tool(fn)
@@ -102,7 +111,8 @@ def test_search_accepts_both_retriever_protocols():
 
     for backend in (OnlySearch(), OnlyRetrieve()):
         assert search_tool(backend)("capital of France", top_k=1) == (
-            "Doc 1 (Title: Paris) Paris is the capital of France.")
+            "Doc 1 (Title: Paris) Paris is the capital of France."
+        )
     with pytest.raises(ConfigError, match="neither retrieve"):
         search_tool(object())
     with pytest.raises(ToolError, match="top_k must be between 1 and 10"):

@@ -11,17 +11,25 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
-from workbench.trajectory import Task  # noqa: E402
+from train_helpers import DOCS, TEXTS, KeywordRetriever, ScriptedPolicy  # noqa: F401
 
-from train_helpers import DOCS, TEXTS, KeywordRetriever, ScriptedPolicy  # noqa: E402,F401
+from workbench.trajectory import Task
 
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from workbench.models.tiny import build_tiny_model
 
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", TEXTS * 4, vocab_size=320, n_layer=2,
-                            n_embd=32, n_head=2, max_positions=512, seed=0)
+    return build_tiny_model(
+        tmp_path_factory.mktemp("tiny") / "model",
+        TEXTS * 4,
+        vocab_size=320,
+        n_layer=2,
+        n_embd=32,
+        n_head=2,
+        max_positions=512,
+        seed=0,
+    )
 
 
 @pytest.fixture()
@@ -34,8 +42,10 @@ def tiny(tiny_model_dir: Path):
 @pytest.fixture()
 def tasks() -> list[Task]:
     caps = [("France", "Paris", 1), ("Germany", "Berlin", 2), ("Italy", "Rome", 1), ("Spain", "Madrid", 3)]
-    return [Task(id=f"t{i}", question=f"What is the capital of {c}?", golden_answers=[a], metadata={"hops": h})
-            for i, (c, a, h) in enumerate(caps * 2)]
+    return [
+        Task(id=f"t{i}", question=f"What is the capital of {c}?", golden_answers=[a], metadata={"hops": h})
+        for i, (c, a, h) in enumerate(caps * 2)
+    ]
 
 
 @pytest.fixture()

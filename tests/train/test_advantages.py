@@ -12,8 +12,7 @@ from workbench.train import advantages as A
 
 
 def close(a, b, tol=1e-4):
-    return torch.allclose(torch.as_tensor(a, dtype=torch.float32), torch.as_tensor(b, dtype=torch.float32),
-                          atol=tol)
+    return torch.allclose(torch.as_tensor(a, dtype=torch.float32), torch.as_tensor(b, dtype=torch.float32), atol=tol)
 
 
 def test_grpo_per_question_groups():

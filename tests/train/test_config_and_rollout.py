@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from train_helpers import ScriptedPolicy
 
 from workbench.errors import ConfigError
 from workbench.train.config import TrainConfig
@@ -12,8 +13,6 @@ from workbench.train.episodes import SearchR1Episodes
 from workbench.train.rewards import resolve_reward
 from workbench.train.rollout import dynamic_sampling, trajectory_sample
 from workbench.trajectory import Step, Task, Trajectory
-
-from train_helpers import ScriptedPolicy
 
 
 def test_config_loads_from_toml_yaml_and_kwargs(tmp_path):
@@ -25,11 +24,16 @@ def test_config_loads_from_toml_yaml_and_kwargs(tmp_path):
     assert all(TrainConfig.fields_help().values())  # every field documented
 
 
-@pytest.mark.parametrize("kw, match", [
-    ({"estimator": "ppo"}, "estimator"), ({"num_generations": 1}, "num_generations"),
-    ({"per_device_train_batch_size": 3}, "multiple"), ({"episode_kind": "web"}, "episode_kind"),
-    ({"use_vllm": True, "estimator": "hrpo", "vllm_mode": "server"}, "colocate"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"estimator": "ppo"}, "estimator"),
+        ({"num_generations": 1}, "num_generations"),
+        ({"per_device_train_batch_size": 3}, "multiple"),
+        ({"episode_kind": "web"}, "episode_kind"),
+        ({"use_vllm": True, "estimator": "hrpo", "vllm_mode": "server"}, "colocate"),
+    ],
+)
 def test_config_errors_name_the_fix(kw, match):
     with pytest.raises(ConfigError, match=match):
         TrainConfig(**kw)
@@ -39,15 +43,18 @@ def test_config_errors_name_the_fix(kw, match):
 
 def test_trajectory_sample_masks_observations_and_ends_with_eos():
     t = Trajectory(task=Task(id="a", question="q"), termination="submitted")
-    t.steps = [Step(index=0, raw="", prompt_ids=[1, 2], completion_ids=[5, 6], logprobs=[-.1, -.2],
-                    observation_ids=[7, 8, 9]),
-               Step(index=1, raw="", completion_ids=[10], logprobs=[-.3], observation_ids=[11])]
+    t.steps = [
+        Step(
+            index=0, raw="", prompt_ids=[1, 2], completion_ids=[5, 6], logprobs=[-0.1, -0.2], observation_ids=[7, 8, 9]
+        ),
+        Step(index=1, raw="", completion_ids=[10], logprobs=[-0.3], observation_ids=[11]),
+    ]
     s = trajectory_sample(t, eos_token_id=99, max_completion_length=50)
     assert s["prompt_ids"] == [1, 2]
     assert s["completion_ids"] == [5, 6, 7, 8, 9, 10, 99]  # trailing observation dropped, EOS added
     assert s["env_mask"] == [1, 1, 0, 0, 0, 1, 0]
     assert s["step_index"] == [0, 0, -1, -1, -1, 1, -1]
-    assert s["logprobs"][:2] == [-.1, -.2]
+    assert s["logprobs"][:2] == [-0.1, -0.2]
     # a trim starts a new segment: the last one is trained on
     t.steps[1].prompt_ids = [3]
     s = trajectory_sample(t, eos_token_id=99, max_completion_length=2)
@@ -75,8 +82,9 @@ def test_dynamic_sampling_counts_prompts_and_keeps_what_stays_flat():
 
 
 def test_search_r1_episode_is_token_exact(retriever):
-    policy = ScriptedPolicy(["<think>look</think><search> capital of France </search> trailing",
-                             "<answer> Paris </answer>"])
+    policy = ScriptedPolicy(
+        ["<think>look</think><search> capital of France </search> trailing", "<answer> Paris </answer>"]
+    )
     runner = SearchR1Episodes(retriever, max_turns=3, top_k=2)
     task = Task(id="a", question="What is the capital of France?", golden_answers=["Paris"])
     [traj] = asyncio.run(runner([task], policy))

@@ -3,10 +3,7 @@ each checked against values worked out by hand from the papers' equations."""
 
 from __future__ import annotations
 
-import math
-
 import pytest
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,9 +22,17 @@ def three_turns(trim_before: int | None = None) -> Trajectory:
     """Turn k emits tokens [10k+1, 10k+2] then sees observation [10k+5]; Step.reward = (.1, .2, 1.0)."""
     t = Trajectory(task=Task(id="q", question="q"), termination="submitted", rewards={"total": 1.3})
     for k, r in enumerate((0.1, 0.2, 1.0)):
-        t.steps.append(Step(index=k, raw="", completion_ids=[10 * k + 1, 10 * k + 2], logprobs=[-0.1, -0.2],
-                            observation_ids=[10 * k + 5], reward=r,
-                            prompt_ids=[1, 2] if k == 0 else ([3, 4, k] if k == trim_before else None)))
+        t.steps.append(
+            Step(
+                index=k,
+                raw="",
+                completion_ids=[10 * k + 1, 10 * k + 2],
+                logprobs=[-0.1, -0.2],
+                observation_ids=[10 * k + 5],
+                reward=r,
+                prompt_ids=[1, 2] if k == 0 else ([3, 4, k] if k == trim_before else None),
+            )
+        )
     return t
 
 
@@ -41,8 +46,16 @@ def row_adv(trajs, estimator="reinforce_pp", segments="all", **cfg):
             samples.append(s)
             row_traj.append(i)
     width = max(len(s["completion_ids"]) for s in samples)
-    adv, eps_high, keep = row_advantages(estimator, config, trajs, 0, row_traj, [s["step_index"] for s in samples],
-                                         width, group_size=config.num_generations)
+    adv, eps_high, keep = row_advantages(
+        estimator,
+        config,
+        trajs,
+        0,
+        row_traj,
+        [s["step_index"] for s in samples],
+        width,
+        group_size=config.num_generations,
+    )
     return samples, adv, eps_high, keep
 
 
@@ -139,18 +152,41 @@ def test_hop_group_sampler_repeats_each_batch_like_trls_sampler():
     assert order[:2] * 3 == order[:6] and len(order) == 12
 
 
-@pytest.mark.parametrize("name, key", [
-    ("drzero_proposer", {"estimator": "hrpo", "max_steps": 50, "beta": 0.0, "warmup_ratio": 0.03}),
-    ("drzero_solver", {"estimator": "grpo", "num_generations": 5, "epsilon": 0.2, "learning_rate": 1e-6}),
-    ("zerosearch", {"estimator": "reinforce", "num_generations": 5, "sim_b": 4.0, "sim_p_end": 0.25,
-                    "search_engine": "simulated", "reward": "zerosearch"}),
-    ("agent0_executor", {"estimator": "adpo", "num_generations": 16, "beta": 0.01, "max_steps": 40,
-                         "adpo_min_scale": 0.6}),
-    ("agent0_curriculum", {"estimator": "grpo", "num_generations": 4, "max_steps": 5, "beta": 0.01}),
-    ("asearcher", {"estimator": "asearcher", "num_generations": 16, "epsilon": 0.4, "max_turns": 32,
-                   "asearcher_reward_bias": -0.5, "asearcher_reward_scaling": 10.0}),
-    ("l0", {"estimator": "reinforce_pp", "gamma": 0.95, "segments": "all", "beta": 0.001}),
-])
+@pytest.mark.parametrize(
+    "name, key",
+    [
+        ("drzero_proposer", {"estimator": "hrpo", "max_steps": 50, "beta": 0.0, "warmup_ratio": 0.03}),
+        ("drzero_solver", {"estimator": "grpo", "num_generations": 5, "epsilon": 0.2, "learning_rate": 1e-6}),
+        (
+            "zerosearch",
+            {
+                "estimator": "reinforce",
+                "num_generations": 5,
+                "sim_b": 4.0,
+                "sim_p_end": 0.25,
+                "search_engine": "simulated",
+                "reward": "zerosearch",
+            },
+        ),
+        (
+            "agent0_executor",
+            {"estimator": "adpo", "num_generations": 16, "beta": 0.01, "max_steps": 40, "adpo_min_scale": 0.6},
+        ),
+        ("agent0_curriculum", {"estimator": "grpo", "num_generations": 4, "max_steps": 5, "beta": 0.01}),
+        (
+            "asearcher",
+            {
+                "estimator": "asearcher",
+                "num_generations": 16,
+                "epsilon": 0.4,
+                "max_turns": 32,
+                "asearcher_reward_bias": -0.5,
+                "asearcher_reward_scaling": 10.0,
+            },
+        ),
+        ("l0", {"estimator": "reinforce_pp", "gamma": 0.95, "segments": "all", "beta": 0.001}),
+    ],
+)
 def test_presets_load_with_the_papers_values(name, key):
     cfg = TrainConfig.preset(name)
     for field, value in key.items():
@@ -163,8 +199,15 @@ def test_presets_load_with_the_papers_values(name, key):
 def test_preset_global_batches_match_the_papers():
     """prompts × rollouts per step: Dr. Zero 256×1 and 256×5, ZeroSearch 64×5, Agent0 128×16 and 128×4,
     ASearcher 128×16, L0 64×4."""
-    sizes = {"drzero_proposer": 256, "drzero_solver": 1280, "zerosearch": 320, "agent0_executor": 2048,
-             "agent0_curriculum": 512, "asearcher": 2048, "l0": 256}
+    sizes = {
+        "drzero_proposer": 256,
+        "drzero_solver": 1280,
+        "zerosearch": 320,
+        "agent0_executor": 2048,
+        "agent0_curriculum": 512,
+        "asearcher": 2048,
+        "l0": 256,
+    }
     for name, n in sizes.items():
         c = TrainConfig.preset(name)
         assert c.per_device_train_batch_size * c.gradient_accumulation_steps == n, name
@@ -174,7 +217,7 @@ def test_cli_preset_then_file_then_overrides(tmp_path):
     from workbench.train.cli import load_config
 
     path = tmp_path / "t.toml"
-    path.write_text('[train]\nmax_steps = 7\n')
+    path.write_text("[train]\nmax_steps = 7\n")
     cfg = load_config(str(path), "zerosearch", {"sim_p_end": 0.75})
     assert (cfg.estimator, cfg.max_steps, cfg.sim_p_end) == ("reinforce", 7, 0.75)
     with pytest.raises(ConfigError, match="unknown training preset"):
@@ -191,8 +234,15 @@ def trajectories(draw):
         comp = draw(st.lists(st.integers(0, 98), max_size=4))
         obs = draw(st.lists(st.integers(0, 98), max_size=3))
         trim = k == 0 or draw(st.booleans())
-        t.steps.append(Step(index=k, raw="", completion_ids=comp, observation_ids=obs,
-                            prompt_ids=draw(st.lists(st.integers(0, 98), min_size=1, max_size=3)) if trim else None))
+        t.steps.append(
+            Step(
+                index=k,
+                raw="",
+                completion_ids=comp,
+                observation_ids=obs,
+                prompt_ids=draw(st.lists(st.integers(0, 98), min_size=1, max_size=3)) if trim else None,
+            )
+        )
     return t
 
 
@@ -215,13 +265,25 @@ def test_l0_spec_per_turn_rewards_reach_the_returns():
     γ = .95: G_3 = .866667; G_2 = .066667 + .95·.866667 = .89; G_1 = .066667 + .95·.89 = .912167."""
     from workbench.train.rewards import resolve_reward, score_trajectory
 
-    t = Trajectory(task=Task(id="a", question="Capital of France?", golden_answers=["Paris"]),
-                   termination="submitted", final_answer="Paris")
+    t = Trajectory(
+        task=Task(id="a", question="Capital of France?", golden_answers=["Paris"]),
+        termination="submitted",
+        final_answer="Paris",
+    )
     for k in range(3):
-        t.steps.append(Step(index=k, raw="<think>I should look this up now.</think><code>print(search('France'))</code>",
-                            think="I should look this up now.", code="print(search('France'))",
-                            observation={"outputs": [{"type": "stream", "name": "stdout", "text": "Paris"}],
-                                         "ok": True, "error": None}))
+        t.steps.append(
+            Step(
+                index=k,
+                raw="<think>I should look this up now.</think><code>print(search('France'))</code>",
+                think="I should look this up now.",
+                code="print(search('France'))",
+                observation={
+                    "outputs": [{"type": "stream", "name": "stdout", "text": "Paris"}],
+                    "ok": True,
+                    "error": None,
+                },
+            )
+        )
     assert score_trajectory(resolve_reward("l0"), t)["total"] == pytest.approx(1.0)
     assert step_rewards(t) == pytest.approx([0.2 / 3, 0.2 / 3, 0.2 / 3 + 0.8])
     assert A.discounted_returns(step_rewards(t), 0.95) == pytest.approx([0.912167, 0.89, 0.866667], abs=1e-6)

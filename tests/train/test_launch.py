@@ -18,14 +18,27 @@ def write_inputs(tmp_path, tasks, docs):
     from dataclasses import asdict
 
     (tmp_path / "tasks.jsonl").write_text("".join(json.dumps(asdict(t)) + "\n" for t in tasks))
-    (tmp_path / "corpus.jsonl").write_text("".join(
-        json.dumps({"id": str(i), "contents": f"\"{d['title']}\"\n{d['text']}"}) + "\n" for i, d in enumerate(docs)))
+    (tmp_path / "corpus.jsonl").write_text(
+        "".join(
+            json.dumps({"id": str(i), "contents": f'"{d["title"]}"\n{d["text"]}'}) + "\n" for i, d in enumerate(docs)
+        )
+    )
 
 
 def config(tmp_path, model_dir, **kw) -> TrainConfig:
-    base = dict(model_path=str(model_dir), output_dir=str(tmp_path / "run"), tasks_path=str(tmp_path / "tasks.jsonl"),
-                corpus_path=str(tmp_path / "corpus.jsonl"), num_generations=2, per_device_train_batch_size=4,
-                max_steps=2, max_turns=2, max_turn_tokens=12, max_completion_length=64, learning_rate=1e-3)
+    base = dict(
+        model_path=str(model_dir),
+        output_dir=str(tmp_path / "run"),
+        tasks_path=str(tmp_path / "tasks.jsonl"),
+        corpus_path=str(tmp_path / "corpus.jsonl"),
+        num_generations=2,
+        per_device_train_batch_size=4,
+        max_steps=2,
+        max_turns=2,
+        max_turn_tokens=12,
+        max_completion_length=64,
+        learning_rate=1e-3,
+    )
     return TrainConfig(**{**base, **kw})
 
 
@@ -75,8 +88,13 @@ def test_child_ignores_the_parents_rendezvous_variables(tmp_path, tiny_model_dir
     held = socket.socket()
     held.bind(("127.0.0.1", 0))
     held.listen()
-    for name, value in {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1",
-                        "MASTER_PORT": str(held.getsockname()[1])}.items():
+    for name, value in {
+        "RANK": "0",
+        "LOCAL_RANK": "0",
+        "WORLD_SIZE": "1",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(held.getsockname()[1]),
+    }.items():
         monkeypatch.setenv(name, value)
     write_inputs(tmp_path, tasks, DOCS)
     handle = launch(config(tmp_path, tiny_model_dir, max_steps=1))

@@ -11,8 +11,12 @@ from workbench.train.config import TrainConfig
 
 
 def test_report_to_and_vllm_fields_pass_through_to_trl(tmp_path):
-    cfg = TrainConfig(output_dir=str(tmp_path / "r"), report_to=["tensorboard", "trackio"],
-                      vllm_importance_sampling_correction=True, vllm_importance_sampling_mode="token_mask")
+    cfg = TrainConfig(
+        output_dir=str(tmp_path / "r"),
+        report_to=["tensorboard", "trackio"],
+        vllm_importance_sampling_correction=True,
+        vllm_importance_sampling_mode="token_mask",
+    )
     args = cfg.to_grpo_config()
     assert list(args.report_to) == ["tensorboard", "trackio"]
     assert args.project == "r" and args.trackio_static_space_id is False  # nothing goes to the Hub
@@ -42,8 +46,10 @@ def test_a_string_report_to_is_one_integration():
 
 @pytest.mark.slow
 def test_tensorboard_events_hold_every_logged_step(tiny, tasks, retriever, tmp_path):
-    pytest.importorskip("tensorboard", reason="TensorBoard logging needs the tensorboard package (a project "
-                                              "dependency: `make setup` installs it)")
+    pytest.importorskip(
+        "tensorboard",
+        reason="TensorBoard logging needs the tensorboard package (a project dependency: `make setup` installs it)",
+    )
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     from workbench.train.episodes import SearchR1Episodes
@@ -51,8 +57,16 @@ def test_tensorboard_events_hold_every_logged_step(tiny, tasks, retriever, tmp_p
 
     model, tok = tiny
     out = tmp_path / "tb"
-    cfg = TrainConfig(output_dir=str(out), report_to=["tensorboard"], max_steps=2, num_generations=2,
-                      per_device_train_batch_size=4, max_turns=2, max_turn_tokens=8, max_completion_length=48)
+    cfg = TrainConfig(
+        output_dir=str(out),
+        report_to=["tensorboard"],
+        max_steps=2,
+        num_generations=2,
+        per_device_train_batch_size=4,
+        max_turns=2,
+        max_turn_tokens=8,
+        max_completion_length=48,
+    )
     runner = SearchR1Episodes(retriever, max_turns=2, max_turn_tokens=8, top_k=1, max_total_tokens=48)
     train(cfg, tasks=tasks, episodes=runner, model=model, tokenizer=tok)
     events = list((out / "tensorboard").glob("events.out.tfevents.*"))

@@ -20,16 +20,27 @@ def trimmed_episodes(tok):
     prompt P1 and turn 1 (the answer). Rollouts alternate reward 1 and 0, so grpo advantages are ±0.707."""
     enc = lambda text: tok.encode(text, add_special_tokens=False)  # noqa: E731
     p0, p1 = enc("Question: capital of France"), enc("Question: capital of France. Notes: Paris")
-    turn0, obs, turn1 = enc("<search> capital of France </search>"), enc("<information> Paris </information>"), \
-        enc("<answer> Paris </answer>")
+    turn0, obs, turn1 = (
+        enc("<search> capital of France </search>"),
+        enc("<information> Paris </information>"),
+        enc("<answer> Paris </answer>"),
+    )
 
     async def run(tasks, policy):
         out = []
         for i, task in enumerate(tasks):
             t = Trajectory(task=task, termination="submitted", metadata={"r": float(i % 2 == 0)})
-            t.steps = [Step(index=0, raw="", prompt_ids=p0, completion_ids=turn0, logprobs=[-1.0] * len(turn0),
-                            observation_ids=obs),
-                       Step(index=1, raw="", prompt_ids=p1, completion_ids=turn1, logprobs=[-1.0] * len(turn1))]
+            t.steps = [
+                Step(
+                    index=0,
+                    raw="",
+                    prompt_ids=p0,
+                    completion_ids=turn0,
+                    logprobs=[-1.0] * len(turn0),
+                    observation_ids=obs,
+                ),
+                Step(index=1, raw="", prompt_ids=p1, completion_ids=turn1, logprobs=[-1.0] * len(turn1)),
+            ]
             out.append(t)
         return out
 
@@ -42,10 +53,18 @@ def test_gradient_reaches_a_turn_before_the_trim(tmp_path, tiny, tasks, segments
 
     model, tok = tiny
     run, p0, turn0 = trimmed_episodes(tok)
-    cfg = TrainConfig(output_dir=str(tmp_path / "out"), num_generations=2, per_device_train_batch_size=2,
-                      max_steps=1, learning_rate=1e-3, max_completion_length=96, segments=segments)
-    trainer = WorkbenchGRPOTrainer(model, tok, tasks, episodes=run, config=cfg,
-                                   reward=lambda traj: {"total": traj.metadata["r"]})
+    cfg = TrainConfig(
+        output_dir=str(tmp_path / "out"),
+        num_generations=2,
+        per_device_train_batch_size=2,
+        max_steps=1,
+        learning_rate=1e-3,
+        max_completion_length=96,
+        segments=segments,
+    )
+    trainer = WorkbenchGRPOTrainer(
+        model, tok, tasks, episodes=run, config=cfg, reward=lambda traj: {"total": traj.metadata["r"]}
+    )
     seen: list[dict] = []
     base = trainer._compute_loss
 
@@ -67,16 +86,19 @@ def test_gradient_reaches_a_turn_before_the_trim(tmp_path, tiny, tasks, segments
     [batch] = seen
     inputs, grad = batch["inputs"], batch["h"].grad.abs().sum(-1)
     P = inputs["prompt_ids"].size(1)
-    rows = [r for r in range(inputs["prompt_ids"].size(0))
-            if inputs["completion_ids"][r, :len(turn0)].tolist() == turn0
-            and inputs["prompt_ids"][r, P - len(p0):].tolist() == p0]
+    rows = [
+        r
+        for r in range(inputs["prompt_ids"].size(0))
+        if inputs["completion_ids"][r, : len(turn0)].tolist() == turn0
+        and inputs["prompt_ids"][r, P - len(p0) :].tolist() == p0
+    ]
     if segments == "last":
         assert rows == []  # the turn before the trim is never trained
         return
     assert len(rows) == 2  # one per rollout
     for r in rows:
-        assert inputs["advantages"][r].abs().item() == pytest.approx(0.5 / (0.5 ** 0.5 + 1e-4), abs=1e-4)
-        predicts = grad[r, P - 1:P - 1 + len(turn0)]  # position t predicts completion token t - P + 1
+        assert inputs["advantages"][r].abs().item() == pytest.approx(0.5 / (0.5**0.5 + 1e-4), abs=1e-4)
+        predicts = grad[r, P - 1 : P - 1 + len(turn0)]  # position t predicts completion token t - P + 1
         assert torch.all(predicts > 0)
 
 
@@ -98,12 +120,22 @@ def test_zerosearch_curriculum_follows_eq1_over_a_real_run(tmp_path, tiny, tasks
     model, tok = tiny
     sim = SimulatedSearch(ScriptedPolicy(sim_writer), p_start=0.0, p_end=0.5, b=4.0, total_steps=3, seed=0, top_k=2)
     runner = SearchR1Episodes(sim, max_turns=2, max_turn_tokens=16, max_total_tokens=160)
-    acting = ScriptedPolicy.from_turns(["<search> capital city </search>", "<answer> Paris </answer>"],
-                                       codec=TokenizerCodec(tok))
-    cfg = TrainConfig(output_dir=str(tmp_path / "out"), num_generations=2, per_device_train_batch_size=4,
-                      max_steps=3, learning_rate=1e-3, max_completion_length=160, max_turns=2, max_turn_tokens=16)
-    trainer = WorkbenchGRPOTrainer(model, tok, tasks, episodes=runner, config=cfg, reward="zerosearch",
-                                   policy_factory=lambda _trainer: acting)
+    acting = ScriptedPolicy.from_turns(
+        ["<search> capital city </search>", "<answer> Paris </answer>"], codec=TokenizerCodec(tok)
+    )
+    cfg = TrainConfig(
+        output_dir=str(tmp_path / "out"),
+        num_generations=2,
+        per_device_train_batch_size=4,
+        max_steps=3,
+        learning_rate=1e-3,
+        max_completion_length=160,
+        max_turns=2,
+        max_turn_tokens=16,
+    )
+    trainer = WorkbenchGRPOTrainer(
+        model, tok, tasks, episodes=runner, config=cfg, reward="zerosearch", policy_factory=lambda _trainer: acting
+    )
     assert trainer.curricula == [sim]
     trainer.train()
     assert trainer.state.global_step == 3

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
 
@@ -27,11 +25,23 @@ def make(tmp_path, tiny, tasks, retriever, reward=spread_reward, **kw):
 
     model, tok = tiny
     torch.manual_seed(1234)  # sampling draws from the global RNG: make it independent of test order
-    base = dict(output_dir=str(tmp_path / "out"), num_generations=2, per_device_train_batch_size=4,
-                max_steps=2, learning_rate=1e-3, max_completion_length=96, max_turns=2, max_turn_tokens=16)
+    base = dict(
+        output_dir=str(tmp_path / "out"),
+        num_generations=2,
+        per_device_train_batch_size=4,
+        max_steps=2,
+        learning_rate=1e-3,
+        max_completion_length=96,
+        max_turns=2,
+        max_turn_tokens=16,
+    )
     cfg = TrainConfig(**{**base, **kw})
-    runner = SearchR1Episodes(retriever, max_turns=cfg.max_turns, max_turn_tokens=cfg.max_turn_tokens,
-                              max_total_tokens=cfg.max_completion_length)
+    runner = SearchR1Episodes(
+        retriever,
+        max_turns=cfg.max_turns,
+        max_turn_tokens=cfg.max_turn_tokens,
+        max_total_tokens=cfg.max_completion_length,
+    )
     return WorkbenchGRPOTrainer(model, tok, tasks, episodes=runner, config=cfg, reward=reward)
 
 
@@ -66,9 +76,12 @@ def test_env_mask_keeps_observation_tokens_out_of_the_loss(tmp_path, tiny, tasks
     P, C = 5, 8
     env = torch.tensor([[1, 1, 0, 0, 0, 1, 1, 1], [1, 0, 0, 1, 1, 1, 0, 1]])
     inputs = {
-        "prompt_ids": torch.randint(3, 300, (2, P)), "prompt_mask": torch.ones(2, P, dtype=torch.long),
-        "completion_ids": torch.randint(3, 300, (2, C)), "completion_mask": torch.ones(2, C, dtype=torch.long),
-        "tool_mask": env, "advantages": torch.tensor([1.0, -1.0]),
+        "prompt_ids": torch.randint(3, 300, (2, P)),
+        "prompt_mask": torch.ones(2, P, dtype=torch.long),
+        "completion_ids": torch.randint(3, 300, (2, C)),
+        "completion_mask": torch.ones(2, C, dtype=torch.long),
+        "tool_mask": env,
+        "advantages": torch.tensor([1.0, -1.0]),
         "num_items_in_batch": env.sum(),
     }
     captured = {}
@@ -86,7 +99,7 @@ def test_env_mask_keeps_observation_tokens_out_of_the_loss(tmp_path, tiny, tasks
     finally:
         handle.remove()
     grad = captured["h"].grad.abs().sum(-1)  # (B, P+C): position t predicts token t+1
-    predicts = grad[:, P - 1:P - 1 + C]
+    predicts = grad[:, P - 1 : P - 1 + C]
     assert torch.all(predicts[env == 0] == 0)
     assert torch.all(predicts[env == 1] > 0)
 
@@ -97,11 +110,15 @@ def test_dynamic_sampling_refills_flat_groups(tmp_path, tiny, tasks, retriever):
             return {"total": 0.0}  # every rollout of these questions scores the same
         return spread_reward(traj)
 
-    trainer = make(tmp_path, tiny, tasks, retriever, reward=reward, dynamic_sampling=True, max_refill_rounds=3,
-                   max_steps=1, seed=3)
+    trainer = make(
+        tmp_path, tiny, tasks, retriever, reward=reward, dynamic_sampling=True, max_refill_rounds=3, max_steps=1, seed=3
+    )
     trainer.train()
-    refilled = [row["dynamic_sampling/refill_prompts"] for row in trainer.state.log_history
-                if "dynamic_sampling/refill_prompts" in row]
+    refilled = [
+        row["dynamic_sampling/refill_prompts"]
+        for row in trainer.state.log_history
+        if "dynamic_sampling/refill_prompts" in row
+    ]
     assert refilled and refilled[0] >= 1
     # refills count prompts, not optimizer steps
     assert trainer.state.global_step == 1

@@ -12,11 +12,10 @@ import json
 from pathlib import Path
 
 import pytest
-
-from vllm_fixtures import require_vllm
-from workbench.trajectory import Task
-
 from train_helpers import KeywordRetriever
+from vllm_fixtures import require_vllm
+
+from workbench.trajectory import Task
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
@@ -31,8 +30,10 @@ def spread(traj) -> dict[str, float]:
 
 def capital_tasks() -> list[Task]:
     caps = [("France", "Paris"), ("Germany", "Berlin"), ("Italy", "Rome"), ("Spain", "Madrid")]
-    return [Task(id=f"c{i}", question=f"What is the capital of {c}?", golden_answers=[a], metadata={"hops": 1})
-            for i, (c, a) in enumerate(caps)]
+    return [
+        Task(id=f"c{i}", question=f"What is the capital of {c}?", golden_answers=[a], metadata={"hops": 1})
+        for i, (c, a) in enumerate(caps)
+    ]
 
 
 class Recording:
@@ -41,8 +42,7 @@ class Recording:
     def __init__(self) -> None:
         from workbench.train.episodes import SearchR1Episodes
 
-        self.inner = SearchR1Episodes(KeywordRetriever(), max_turns=2, max_turn_tokens=12, top_k=1,
-                                      max_total_tokens=64)
+        self.inner = SearchR1Episodes(KeywordRetriever(), max_turns=2, max_turn_tokens=12, top_k=1, max_total_tokens=64)
         self.policies: list[dict] = []
 
     async def __call__(self, tasks, policy):
@@ -69,9 +69,17 @@ def model_and_engine(vllm_model_dir, vllm_engine):
 def config(tmp_path: Path, name: str, **kw):
     from workbench.train.config import TrainConfig
 
-    return TrainConfig(output_dir=str(tmp_path / name), use_vllm=True, num_generations=2,
-                       per_device_train_batch_size=4, max_turns=2, max_turn_tokens=12, max_completion_length=64,
-                       learning_rate=1e-2, **kw)
+    return TrainConfig(
+        output_dir=str(tmp_path / name),
+        use_vllm=True,
+        num_generations=2,
+        per_device_train_batch_size=4,
+        max_turns=2,
+        max_turn_tokens=12,
+        max_completion_length=64,
+        learning_rate=1e-2,
+        **kw,
+    )
 
 
 def test_weights_reach_vllm_after_each_step_and_the_gap_is_logged(model_and_engine, tmp_path):
@@ -84,8 +92,14 @@ def test_weights_reach_vllm_after_each_step_and_the_gap_is_logged(model_and_engi
     assert max(abs(a - b) for a, b in zip(before, model_sequence_logprobs(model, seq))) < 1e-3
 
     runner = Recording()
-    summary = train(config(tmp_path, "run", max_steps=2), tasks=capital_tasks(), episodes=runner, model=model,
-                    tokenizer=tok, reward=spread)
+    summary = train(
+        config(tmp_path, "run", max_steps=2),
+        tasks=capital_tasks(),
+        episodes=runner,
+        model=model,
+        tokenizer=tok,
+        reward=spread,
+    )
     assert summary["global_step"] == 2
     assert runner.policies and all(p["backend"] == "vllm-colocate" for p in runner.policies)
 
@@ -106,8 +120,13 @@ def test_importance_sampling_correction_switches_on_and_shares_the_engine(model_
     from workbench.train.run import train
 
     model, tok, llm = model_and_engine
-    cfg = config(tmp_path, "is", max_steps=1, vllm_importance_sampling_correction=True,
-                 vllm_importance_sampling_mode="token_truncate")
+    cfg = config(
+        tmp_path,
+        "is",
+        max_steps=1,
+        vllm_importance_sampling_correction=True,
+        vllm_importance_sampling_mode="token_truncate",
+    )
     assert cfg.to_grpo_config().vllm_importance_sampling_correction is True
     train(cfg, tasks=capital_tasks(), episodes=Recording(), model=model, tokenizer=tok, reward=spread)
     [row] = [r for r in rows(tmp_path / "is") if "loss" in r]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from workbench.policies.base import ByteCodec, Completion, SamplingParams, truncate_at_stop
 
@@ -50,5 +50,7 @@ class ScriptedPolicy:
         self.calls += 1
         text, hit = truncate_at_stop(text, params.stop)
         ids = self.codec.encode(text)
-        return [Completion(text=text, token_ids=ids, logprobs=[-0.5] * len(ids),
-                           finish_reason="stop" if hit else "eos") for _ in prompts]
+        return [
+            Completion(text=text, token_ids=ids, logprobs=[-0.5] * len(ids), finish_reason="stop" if hit else "eos")
+            for _ in prompts
+        ]

@@ -29,8 +29,11 @@ def test_access_answers_rows_and_nulls_and_retrieve_hits_carry_urls(world, site,
             assert got[1] is None and got[3] is None
             for row, i in ((got[0], 5), (got[2], 9)):
                 url = site.url_for(i)
-                assert row == {"url": url, "title": world.entities[i].name,
-                               "contents": extract(site.pages[url], url).markdown}
+                assert row == {
+                    "url": url,
+                    "title": world.entities[i].name,
+                    "contents": extract(site.pages[url], url).markdown,
+                }
             hits = httpx.post(base + "/retrieve", json={"queries": [world.entities[5].name]}).json()
             assert hits["result"][0][0]["url"] == site.url_for(5)
             for bad in ({"urls": "one"}, {"urls": [1]}, {"url": []}, [], {"urls": ["x"] * 300}):

@@ -35,7 +35,7 @@ def test_preset_tools_refuse_a_retriever_without_search():
 
 
 class _Env:
-    class prompt:  # noqa: N801 (the Environment protocol's attribute)
+    class prompt:
         tools_text, tool_names, notepad_api = "TOOLS", ("search", "access", "answer"), "NOTEPAD"
 
 
@@ -68,8 +68,11 @@ def test_short_text_shrinks_a_read_page_after_the_next_turn(trouble):
 
     task = Task(id="needle", question="Where is the needle?", golden_answers=["needle"])
     fetcher = HttpFetcher(allow_hosts=[trouble.removeprefix("http://")])
-    agent = NBAgent(ScriptedPolicy(script), tools=asearcher_tools(fetcher, window_chars=1500),
-                    config=asearcher_config(max_context_tokens=65536))
+    agent = NBAgent(
+        ScriptedPolicy(script),
+        tools=asearcher_tools(fetcher, window_chars=1500),
+        config=asearcher_config(max_context_tokens=65536),
+    )
     [traj] = agent.run([task], progress=False)
     fetcher.close()
     assert traj.termination == "submitted" and traj.final_answer == "needle", traj.error

@@ -15,13 +15,16 @@ from workbench.web import browsing_solver
 def test_browsing_solver_answers_world_questions_over_http(world, served):
     site, base = served
     bm25 = BM25Retriever.build(Corpus.from_rows(world.corpus()), show_progress=False)
-    tasks = [t for hops in (1, 2, 3, 4)
-             for t in [t for t in world.tasks("test") if t.metadata["hops"] == hops][:2]]
+    tasks = [t for hops in (1, 2, 3, 4) for t in [t for t in world.tasks("test") if t.metadata["hops"] == hops][:2]]
     assert len({t.metadata["hops"] for t in tasks}) >= 3
     with site.http_fetcher(base) as fetcher:
         registry = ToolRegistry(web_tools(fetcher, retriever=bm25))
-        agent = NBAgent(browsing_solver(), tools=registry, concurrency=4,
-                        config=AgentConfig(max_steps=8, output_cap=6000, max_context_tokens=16384))
+        agent = NBAgent(
+            browsing_solver(),
+            tools=registry,
+            concurrency=4,
+            config=AgentConfig(max_steps=8, output_cap=6000, max_context_tokens=16384),
+        )
         trajectories = agent.run(tasks, progress=False)
     for task, traj in zip(tasks, trajectories):
         assert traj.termination == "submitted", (traj.termination, traj.error)

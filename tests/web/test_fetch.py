@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from web_trouble import serve_trouble
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from web_trouble import serve_trouble
 
 from workbench.errors import ConfigError, ToolError
-from workbench.web import (Browser, CachingFetcher, HttpFetcher, LocalSiteFetcher, normalize_url,
-                           open_page)
+from workbench.web import Browser, CachingFetcher, HttpFetcher, LocalSiteFetcher, normalize_url, open_page
 
 
 def _fetcher(base: str, **kw) -> HttpFetcher:
@@ -25,15 +24,18 @@ def test_an_allow_listed_loopback_page_opens(trouble):
     assert "navigation" not in page.markdown and "tracker" not in page.markdown
 
 
-@pytest.mark.parametrize("path, message", [
-    ("/missing", r"HTTP 404 \(the page does not exist"),
-    ("/pdf", "it is application/pdf, not an HTML page"),
-    ("/big", "over the 50,000-byte limit"),
-    ("/big-chunked", "over the 50,000-byte limit"),
-    ("/loop-a", r"redirect loop \(.*/loop-a -> .*/loop-b -> .*/loop-a\)"),
-    ("/hop0", "more than 3 redirects"),
-    ("/slow", r"no complete answer within 0.5 s \(timeout_s\)"),
-])
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        ("/missing", r"HTTP 404 \(the page does not exist"),
+        ("/pdf", "it is application/pdf, not an HTML page"),
+        ("/big", "over the 50,000-byte limit"),
+        ("/big-chunked", "over the 50,000-byte limit"),
+        ("/loop-a", r"redirect loop \(.*/loop-a -> .*/loop-b -> .*/loop-a\)"),
+        ("/hop0", "more than 3 redirects"),
+        ("/slow", r"no complete answer within 0.5 s \(timeout_s\)"),
+    ],
+)
 def test_each_failure_is_a_clear_tool_error(trouble, path, message):
     with _fetcher(trouble, max_bytes=50_000, timeout_s=0.5) as f:
         with pytest.raises(ToolError, match=message):
@@ -46,12 +48,24 @@ def test_charset_and_plain_text(trouble):
         assert open_page(f, trouble + "/text").markdown == "plain words"
 
 
-@pytest.mark.parametrize("url", [
-    "http://127.0.0.1:9/x", "http://[::1]:9/", "http://10.0.0.1/", "http://192.168.1.1/",
-    "http://172.16.0.5/", "http://169.254.169.254/latest/meta-data/", "http://localhost:9/",
-    "http://metadata.google.internal/computeMetadata/v1/", "http://0.0.0.0/", "http://100.64.0.1/",
-    "http://[::ffff:127.0.0.1]/", "http://[fe80::1]/", "http://2130706433/",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9/x",
+        "http://[::1]:9/",
+        "http://10.0.0.1/",
+        "http://192.168.1.1/",
+        "http://172.16.0.5/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://localhost:9/",
+        "http://metadata.google.internal/computeMetadata/v1/",
+        "http://0.0.0.0/",
+        "http://100.64.0.1/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://[fe80::1]/",
+        "http://2130706433/",
+    ],
+)
 def test_private_loopback_and_metadata_addresses_are_refused(url):
     with HttpFetcher(timeout_s=1) as f:
         with pytest.raises(ToolError, match="refused|does not resolve"):

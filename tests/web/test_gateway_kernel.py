@@ -48,8 +48,7 @@ def test_access_and_find_in_page_from_a_sandboxed_kernel(trouble):
     async def main():
         kernel = await _kernel()
         try:
-            async with ToolGateway(registry, kernel.rollout_dir / "run" / "gateway.sock",
-                                   rollout_id="web") as gw:
+            async with ToolGateway(registry, kernel.rollout_dir / "run" / "gateway.sock", rollout_id="web") as gw:
                 assert (await kernel.execute(gw.setup_code(), silent=True)).ok
                 code = f"URL = {trouble + '/long'!r}\nBASE = {trouble!r}\n" + KERNEL_CODE
                 obs = await kernel.execute(code, timeout=60)
@@ -72,6 +71,7 @@ def test_access_and_find_in_page_from_a_sandboxed_kernel(trouble):
         finally:
             await kernel.close()
             fetcher.close()
+
     asyncio.run(main())
 
 
@@ -93,4 +93,5 @@ def test_in_kernel_http_is_refused_under_the_default_profile(trouble, profile, e
             assert obs.text.split()[0] == expected, obs.text
         finally:
             await kernel.close()
+
     asyncio.run(main())

@@ -10,11 +10,20 @@ from hypothesis import strategies as st
 
 from workbench.errors import ConfigError
 from workbench.web import Page, extract, find, has_trafilatura, windows
-from workbench.worlds import RELATIONS
 
 EXTRACTORS = ["fallback"] + (["trafilatura"] if has_trafilatura() else [])
-BOILERPLATE = ("Main page", "Random page", "Recently edited", "cookies", "Privacy policy",
-               "dataLayer", "track(", "Search the wiki", "fictional encyclopedia", "font-family")
+BOILERPLATE = (
+    "Main page",
+    "Random page",
+    "Recently edited",
+    "cookies",
+    "Privacy policy",
+    "dataLayer",
+    "track(",
+    "Search the wiki",
+    "fictional encyclopedia",
+    "font-family",
+)
 
 
 def _facts(world, entity):
@@ -88,10 +97,44 @@ def test_any_text_extracts_to_valid_text(html, extractor):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["<p>", "</p>", "<div>", "</div>", "<table>", "<tr>", "<td>", "</td>",
-                                 "</table>", "<a href='/x'>", "</a>", "<ul>", "<li>", "</ul>", "<h2>",
-                                 "</h2>", "<script>", "</script>", "<nav>", "</nav>", "<pre>", "</pre>",
-                                 "<br>", "word", " ", "\n", "&amp;", "<", ">"]), max_size=60))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "<p>",
+                "</p>",
+                "<div>",
+                "</div>",
+                "<table>",
+                "<tr>",
+                "<td>",
+                "</td>",
+                "</table>",
+                "<a href='/x'>",
+                "</a>",
+                "<ul>",
+                "<li>",
+                "</ul>",
+                "<h2>",
+                "</h2>",
+                "<script>",
+                "</script>",
+                "<nav>",
+                "</nav>",
+                "<pre>",
+                "</pre>",
+                "<br>",
+                "word",
+                " ",
+                "\n",
+                "&amp;",
+                "<",
+                ">",
+            ]
+        ),
+        max_size=60,
+    )
+)
 def test_broken_tag_soup_never_raises(parts):
     extract("".join(parts), "https://ex.org/", "fallback")
 
@@ -123,7 +166,7 @@ def test_find_gives_passages_with_context_and_merges_overlaps():
     md = "alpha beta gamma. " * 3 + "x" * 500 + " The Director is Ann. " + "y" * 500
     page = Page("https://ex.org/", "T", md)
     found = find(page, "director", 20)
-    assert found == ["…" + md[md.index("Director") - 20: md.index("Director") + 8 + 20].strip() + "…"]
+    assert found == ["…" + md[md.index("Director") - 20 : md.index("Director") + 8 + 20].strip() + "…"]
     assert len(find(page, "beta", 10)) == 1  # three close matches merge into one passage
     assert find(page, "born in Paris", 10) == []
     assert find(page, "   ", 10) == []

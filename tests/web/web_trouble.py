@@ -21,8 +21,14 @@ def _handler(slow_s: float, big_bytes: int):
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True
 
-        def _send(self, status: int, body: bytes, ctype: str = "text/html; charset=utf-8",
-                  headers: dict[str, str] | None = None, length: bool = True) -> None:
+        def _send(
+            self,
+            status: int,
+            body: bytes,
+            ctype: str = "text/html; charset=utf-8",
+            headers: dict[str, str] | None = None,
+            length: bool = True,
+        ) -> None:
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             for k, v in (headers or {}).items():
@@ -34,14 +40,17 @@ def _handler(slow_s: float, big_bytes: int):
             self.end_headers()
             self.wfile.write(body)
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             path = self.path
             if path in ("/ok", "/other"):
                 self._send(200, ARTICLE.encode())
             elif path == "/long":
                 paras = "".join(f"<p>Paragraph {i}: {'word ' * 60}</p>" for i in range(40))
-                self._send(200, f"<html><title>Long</title><body><h1>Long</h1>{paras}"
-                                f"<p>The needle is here.</p></body></html>".encode())
+                self._send(
+                    200,
+                    f"<html><title>Long</title><body><h1>Long</h1>{paras}"
+                    f"<p>The needle is here.</p></body></html>".encode(),
+                )
             elif path == "/pdf":
                 self._send(200, b"%PDF-1.4 binary", "application/pdf")
             elif path == "/big":

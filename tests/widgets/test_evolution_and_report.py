@@ -28,14 +28,16 @@ def evolve_run(tmp_path, make_traj):
                     prop.rewards = {"difficulty": 0.2 * it, "format": 1.0, "total": prop.reward}
                     store.write(prop)
                     for k in range(4):
-                        passed = k < it + (hops == 1)            # it1: 2/1 of 4, it2: 3/2 of 4
-                        store.write(make_traj(n * 10 + k, hops=hops, origin=prop.id,
-                                              reward=1.0 if passed else 0.0))
-        for it in (1, 2):                                   # steps restart at 1 in each iteration
+                        passed = k < it + (hops == 1)  # it1: 2/1 of 4, it2: 3/2 of 4
+                        store.write(make_traj(n * 10 + k, hops=hops, origin=prop.id, reward=1.0 if passed else 0.0))
+        for it in (1, 2):  # steps restart at 1 in each iteration
             store.log_event("evolve", "iteration_start", {"iteration": it})
             for step in (1, 2, 3):
-                store.log_metrics("evolve/solver", step, {"entropy": 2.0 - step * 0.1 - it,
-                                                          "completions/mean_length": 40 + step, "loss": 0.5})
+                store.log_metrics(
+                    "evolve/solver",
+                    step,
+                    {"entropy": 2.0 - step * 0.1 - it, "completions/mean_length": 40 + step, "loss": 0.5},
+                )
     return run_dir
 
 
@@ -54,16 +56,16 @@ def test_dashboard_plots_samples_and_refresh(evolve_run, make_traj, states):
     rate = dash.panes["solver_pass_rate"].figure
     assert {t.name for t in rate.data} == {"hops=1", "hops=2"}
     assert list(rate.data[0].y) == [0.5, 0.75]
-    assert [list(c) for c in rate.data[0].customdata] == [[1, 1], [2, 1]]   # (iteration, hops)
+    assert [list(c) for c in rate.data[0].customdata] == [[1, 1], [2, 1]]  # (iteration, hops)
     for fig in (p.figure for p in dash.panes.values()):
-        assert fig.layout.width is None and fig.layout.autosize        # takes its cell's width
+        assert fig.layout.width is None and fig.layout.autosize  # takes its cell's width
         assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
     assert dash.iteration_menu.value == 2 and "wb-samples" in dash.samples_view.value
     assert len(dash.samples(1, per_hop=1)) == 2
     for state in [dash.plots.get_state(), *states(dash.plots)]:
         json.dumps(state, allow_nan=False)
 
-    with Store(evolve_run) as writer:                                      # iteration 3 arrives
+    with Store(evolve_run) as writer:  # iteration 3 arrives
         prop = make_traj(999, role="proposer", hops=1, reward=0.9)
         prop.metadata = {"iteration": 3}
         writer.write(prop)
@@ -77,7 +79,7 @@ def test_per_step_curves_use_one_global_step_axis(evolve_run):
     lines = {t.name: t for t in fig.data}
     assert set(lines) == {"solver · entropy (nats/token)", "solver · completions/mean_length (tokens)"}
     entropy = lines["solver · entropy (nats/token)"]
-    assert list(entropy.x) == [1, 2, 3, 4, 5, 6]                           # no zig-zag back to 1
+    assert list(entropy.x) == [1, 2, 3, 4, 5, 6]  # no zig-zag back to 1
     assert lines["solver · completions/mean_length (tokens)"].yaxis == "y2"
     marks = [a.text for a in fig.layout.annotations]
     assert marks == ["iter 1", "iter 2"] and [s.x0 for s in fig.layout.shapes] == [0.5, 3.5]
@@ -90,12 +92,15 @@ def test_a_click_on_a_point_opens_the_trajectories_behind_it(evolve_run):
     viewer = dash.viewer
     assert dash.viewer_box.children == (viewer,)
     with Store.open_readonly(evolve_run) as store:
-        props = [t for t in store.iter_trajectories(role="proposer")
-                 if t.metadata["iteration"] == 2 and t.metadata["hops"] == 2]
+        props = [
+            t
+            for t in store.iter_trajectories(role="proposer")
+            if t.metadata["iteration"] == 2 and t.metadata["hops"] == 2
+        ]
         expected = {a.id for p in props for a in store.children(p.id)}
     assert len(expected) == 8 and set(viewer.rows.id) == expected
     assert "iteration 2" in viewer.link_label and viewer.selected in expected
-    dash.plots.click("difficulty", {"customdata": [1, 1]})                 # proposers this time
+    dash.plots.click("difficulty", {"customdata": [1, 1]})  # proposers this time
     assert set(viewer.rows.role) == {"proposer"} and len(viewer.rows) == 2
     viewer.clear_link()
     assert len(viewer.rows) == len(viewer.table["id"])
@@ -104,15 +109,14 @@ def test_a_click_on_a_point_opens_the_trajectories_behind_it(evolve_run):
 def test_report_is_standalone_html(evolve_run):
     text = report_html(evolve_run, title="my run", max_trajectories=5)
     assert text.startswith("<!doctype html>") and "<title>my run</title>" in text
-    assert text.count("* plotly.js v") == 1                                # inlined, once
-    assert not re.search(r"<script[^>]*\bsrc=", text)                     # nothing to download
-    data = json.loads(re.search(r'<script type="application/json" id="wb-data">(.*?)</script>', text,
-                                re.S).group(1))
+    assert text.count("* plotly.js v") == 1  # inlined, once
+    assert not re.search(r"<script[^>]*\bsrc=", text)  # nothing to download
+    data = json.loads(re.search(r'<script type="application/json" id="wb-data">(.*?)</script>', text, re.S).group(1))
     assert data["viewer"]["table_json"]["n"] == 40 and len(data["details"]) == 5
     assert data["viewer"]["detail"]["id"] == data["viewer"]["selected"]
     names = [f["name"] for s in data["sections"] for f in s["figures"]]
     assert {"solver_pass_rate", "entropy_length", "proposer_pass_rate"} <= set(names)
-    assert len(data["links"]["solver_pass_rate|2|1"]) == 8                 # a click's trajectories
+    assert len(data["links"]["solver_pass_rate|2|1"]) == 8  # a click's trajectories
     assert "renderViewer" in text and "export default" not in text
 
 
@@ -122,9 +126,10 @@ def test_report_command_writes_file(evolve_run, tmp_path, capsys):
     out = tmp_path / "out" / "r.html"
     args = parser.parse_args(["report", str(evolve_run), "--out", str(out)])
     assert args.func(args) == 0
-    assert out.stat().st_size > 1_000_000                                  # plotly.js is inside
+    assert out.stat().st_size > 1_000_000  # plotly.js is inside
     assert "wrote" in capsys.readouterr().out
     args = parser.parse_args(["report", str(tmp_path / "missing")])
     from workbench.errors import StoreError
+
     with pytest.raises(StoreError, match="no trajectories.sqlite"):
         args.func(args)

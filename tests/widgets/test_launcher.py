@@ -15,7 +15,7 @@ from workbench.widgets import TrainingLauncher
 def test_form_is_the_config(tmp_path):
     ui = TrainingLauncher(model_path="m", tasks_path="t.jsonl", max_steps=3, refresh_s=0)
     assert ui.config == TrainConfig(model_path="m", tasks_path="t.jsonl", max_steps=3)
-    ui.fields["estimator"].value = "hrpo"                      # as the dropdown would
+    ui.fields["estimator"].value = "hrpo"  # as the dropdown would
     ui.set(learning_rate=1e-4, extra_grpo_args={"seed": 3})
     cfg = ui.config
     assert (cfg.estimator, cfg.learning_rate, cfg.extra_grpo_args) == ("hrpo", 1e-4, {"seed": 3})
@@ -25,10 +25,10 @@ def test_form_is_the_config(tmp_path):
     path.write_text('model_path = "m2"\nestimator = "adpo"\n')
     assert TrainingLauncher(path, max_steps=7, refresh_s=0).config.max_steps == 7
 
-    ui.set(per_device_train_batch_size=3)                      # not a multiple of num_generations
+    ui.set(per_device_train_batch_size=3)  # not a multiple of num_generations
     with pytest.raises(ConfigError, match="per_device_train_batch_size"):
         ui.config
-    ui.launch_button.click()                                   # the button shows it, no crash
+    ui.launch_button.click()  # the button shows it, no crash
     assert "per_device_train_batch_size" in ui.status.value and ui.handle is None
     with pytest.raises(ConfigError, match="no field"):
         ui.set(colour="red")
@@ -43,30 +43,51 @@ def tiny_inputs(tmp_path_factory):
     root = tmp_path_factory.mktemp("launch")
     docs = [("Paris", "Paris is the capital of France."), ("Rome", "Rome is the capital of Italy.")]
     texts = [f"{t}: {d}" for t, d in docs] + ["<search> capital </search> <answer> Paris </answer>"]
-    model = build_tiny_model(root / "model", texts * 4, vocab_size=320, n_layer=2, n_embd=32,
-                             n_head=2, max_positions=512, seed=0)
-    (root / "tasks.jsonl").write_text("".join(json.dumps(
-        {"id": f"t{i}", "question": f"What is the capital of {c}?", "golden_answers": [a],
-         "metadata": {"hops": 1 + i % 2}}) + "\n" for i, (c, a) in enumerate([("France", "Paris"),
-                                                                               ("Italy", "Rome")] * 2)))
-    (root / "corpus.jsonl").write_text("".join(json.dumps({"id": str(i), "contents": f'"{t}"\n{d}'})
-                                               + "\n" for i, (t, d) in enumerate(docs)))
+    model = build_tiny_model(
+        root / "model", texts * 4, vocab_size=320, n_layer=2, n_embd=32, n_head=2, max_positions=512, seed=0
+    )
+    (root / "tasks.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"t{i}",
+                    "question": f"What is the capital of {c}?",
+                    "golden_answers": [a],
+                    "metadata": {"hops": 1 + i % 2},
+                }
+            )
+            + "\n"
+            for i, (c, a) in enumerate([("France", "Paris"), ("Italy", "Rome")] * 2)
+        )
+    )
+    (root / "corpus.jsonl").write_text(
+        "".join(json.dumps({"id": str(i), "contents": f'"{t}"\n{d}'}) + "\n" for i, (t, d) in enumerate(docs))
+    )
     return root, model
 
 
 @pytest.mark.slow
 def test_launch_shows_live_curves_and_stops(tiny_inputs, tmp_path):
     root, model = tiny_inputs
-    ui = TrainingLauncher(model_path=str(model), tasks_path=str(root / "tasks.jsonl"),
-                          corpus_path=str(root / "corpus.jsonl"), output_dir=str(tmp_path / "run"),
-                          store_path=str(tmp_path / "run"), num_generations=2,
-                          per_device_train_batch_size=4, max_steps=500, max_turns=2,
-                          max_turn_tokens=12, max_completion_length=64, refresh_s=0.5)
+    ui = TrainingLauncher(
+        model_path=str(model),
+        tasks_path=str(root / "tasks.jsonl"),
+        corpus_path=str(root / "corpus.jsonl"),
+        output_dir=str(tmp_path / "run"),
+        store_path=str(tmp_path / "run"),
+        num_generations=2,
+        per_device_train_batch_size=4,
+        max_steps=500,
+        max_turns=2,
+        max_turn_tokens=12,
+        max_completion_length=64,
+        refresh_s=0.5,
+    )
     handle = ui.launch()
     assert ui.launch_button.disabled and not ui.stop_button.disabled
     deadline = time.time() + 240
     while time.time() < deadline and handle.status in ("starting", "running"):
-        names = {t.name for t in ui.curves.figure.data}        # redrawn by auto-refresh
+        names = {t.name for t in ui.curves.figure.data}  # redrawn by auto-refresh
         if "reward" in names and len(ui.curves.figure.data[0].x) >= 1:
             break
         time.sleep(0.5)
@@ -76,4 +97,4 @@ def test_launch_shows_live_curves_and_stops(tiny_inputs, tmp_path):
     assert handle.status == "stopped", handle.log_tail()
     assert "stopped" in ui.status.value and not ui.launch_button.disabled
     time.sleep(1.5)
-    assert ui._ticker is None or not ui._ticker.running       # auto-refresh ended with the run
+    assert ui._ticker is None or not ui._ticker.running  # auto-refresh ended with the run

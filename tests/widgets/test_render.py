@@ -5,26 +5,42 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from workbench.trajectory import Step, ToolCall
-from workbench.widgets import _figures, _render
+from workbench.widgets import _render
 
 
 def test_notepad_diff_states():
     before = {"facts": ["a"], "plan": "p", "gone": 1}
     after = {"facts": ["a", "b"], "plan": "p", "new": True}
-    assert _render.notepad_diff(before, after) == {"facts": "changed", "plan": "same", "new": "added",
-                                                   "gone": "removed"}
+    assert _render.notepad_diff(before, after) == {
+        "facts": "changed",
+        "plan": "same",
+        "new": "added",
+        "gone": "removed",
+    }
     html = _render.notepad_html(before, after)
     assert 'wb-note wb-removed" data-key="gone"' in html and "line-through" in html
     assert _render.notepad_html({}, {}).endswith("empty</i>")
 
 
 def test_observation_rendering_covers_text_errors_images_and_truncation():
-    step = Step(index=0, raw="", code="1/0", observation={"outputs": [
-        {"output_type": "stream", "name": "stderr", "text": "warn\n"},
-        {"output_type": "execute_result", "data": {"text/html": "<b>bold</b>", "text/plain": "b"}},
-        {"output_type": "error", "ename": "ZeroDivisionError", "evalue": "division by zero",
-         "traceback": ["\x1b[31mZeroDivisionError\x1b[0m: division by zero"]}]},
-        observation_text="…[output truncated]…")
+    step = Step(
+        index=0,
+        raw="",
+        code="1/0",
+        observation={
+            "outputs": [
+                {"output_type": "stream", "name": "stderr", "text": "warn\n"},
+                {"output_type": "execute_result", "data": {"text/html": "<b>bold</b>", "text/plain": "b"}},
+                {
+                    "output_type": "error",
+                    "ename": "ZeroDivisionError",
+                    "evalue": "division by zero",
+                    "traceback": ["\x1b[31mZeroDivisionError\x1b[0m: division by zero"],
+                },
+            ]
+        },
+        observation_text="…[output truncated]…",
+    )
     html = _render.observation_html(step)
     assert "warn" in html and "<b>bold</b>" in html
     assert "ZeroDivisionError: division by zero" in html and "\x1b" not in html
@@ -55,7 +71,7 @@ def test_figure_grid_redraws_in_place_and_reports_clicks():
     grid.on_click(lambda name, point: clicks.append((name, point["customdata"])))
     grid._on_message(grid, {"type": "click", "name": "b", "point": {"customdata": [1, 2]}}, [])
     assert clicks == [("b", [1, 2])]
-    grid._on_message(grid, {"type": "need_plotly"}, [])        # plotly.js from the plotly package
+    grid._on_message(grid, {"type": "need_plotly"}, [])  # plotly.js from the plotly package
     sent = grid.comm.messages[-1][1]["data"]
     assert sent["method"] == "custom" and sent["content"]["source"] == plotly_js()
     assert "plotly.js v" in plotly_js()[:200]

@@ -36,25 +36,25 @@ def test_starts_from_the_runs_preset_and_scores_in_memory(qa_run):
 
 
 def test_weights_and_variants_rescore_live_without_writing(qa_run):
-    tuner = RewardTuner(qa_run, spec="zerosearch", role="solver")     # f1 + cover_em (weight 0)
+    tuner = RewardTuner(qa_run, spec="zerosearch", role="solver")  # f1 + cover_em (weight 0)
     f1_only = tuner.scores["rescored"].round(3).tolist()
     assert f1_only == [1.0, 0.8, pytest.approx(0.667, abs=1e-3), 0.0, 1.0]
 
-    tuner.set_weight("cover_em", 1.0)                          # as dragging the slider does
+    tuner.set_weight("cover_em", 1.0)  # as dragging the slider does
     assert tuner.spec.components[1].weight == 1.0
-    assert tuner.scores["rescored"].round(3).tolist()[:2] == [2.0, 1.8]   # "the Founder 1 himself"
+    assert tuner.scores["rescored"].round(3).tolist()[:2] == [2.0, 1.8]  # "the Founder 1 himself"
     assert tuner.scores["cover_em"].tolist() == [1.0, 1.0, 0.0, 0.0, 1.0]
     changes = tuner.panes["rank_changes"].figure.data[0]
-    assert len(changes.y) > 0                                  # some trajectories changed rank
+    assert len(changes.y) > 0  # some trajectories changed rank
 
     tuner.set_param("f1", "normalizer", "unicode")
     assert tuner.spec.components[0].params == {"normalizer": "unicode"}
-    tuner.set_param("f1", "normalizer", "bogus")               # an invalid variant: shown, not raised
+    tuner.set_param("f1", "normalizer", "bogus")  # an invalid variant: shown, not raised
     assert "normalizer" in tuner.error and "bogus" in tuner.status.value
     tuner.set_param("f1", "normalizer", "squad")
     assert tuner.error is None
 
-    with Store.open_readonly(qa_run) as store:                 # nothing reached the store
+    with Store.open_readonly(qa_run) as store:  # nothing reached the store
         assert store.query(role="solver")["reward_spec"].unique().tolist() == ["search_r1"]
 
 
@@ -65,7 +65,7 @@ def test_presets_and_components_can_be_swapped(qa_run):
     tuner.add_menu.value = "has_answer"
     assert [c.name for c in tuner.spec.components][-1] == "has_answer"
     assert tuner.scores["has_answer"].tolist() == [1.0] * 5
-    tuner.rows_box.children[-1].children[-1].click()            # its ✕ button
+    tuner.rows_box.children[-1].children[-1].click()  # its ✕ button
     assert "has_answer" not in [c.name for c in tuner.spec.components]
     with pytest.raises(ConfigError, match="no component"):
         tuner.set_weight("nope", 1.0)
@@ -95,7 +95,7 @@ def test_apply_records_scores_with_provenance(qa_run):
         assert history["spec_name"].tolist() == ["search_r1", "zerosearch"]
         assert history["author"].iloc[-1] == "tester"
         assert history["provenance"].iloc[-1]["via"] == "RewardTuner"
-        assert store.query(role="proposer")["reward_spec"].tolist() == ["em"]   # filter respected
+        assert store.query(role="proposer")["reward_spec"].tolist() == ["em"]  # filter respected
     assert tuner.scores["stored"].round(3).tolist() == tuner.scores["rescored"].round(3).tolist()
 
 

@@ -26,13 +26,13 @@ def test_filters_search_and_sort_narrow_the_list(run):
     viewer = TrajectoryViewer(run_dir)
     viewer.set_filters(role="proposer")
     assert set(viewer.rows.id) == set(ids["proposer"])
-    assert viewer.selected in ids["proposer"]                 # selection follows the filter
+    assert viewer.selected in ids["proposer"]  # selection follows the filter
     viewer.filters = {"role": "solver", "hops": 2, "min_reward": 0.5}
     assert viewer.filters == {"role": "solver", "hops": 2, "min_reward": 0.5}
     assert (viewer.rows.reward >= 0.5).all() and len(viewer.rows) == 1
     viewer.filters = {"run": "run-b", "sort": "-reward"}
-    assert viewer.rows.id.tolist() == ids["loose"][::-1]      # 0.5, 0.25, 0.0
-    viewer.filters = {"search": "MUSEUM #51"}                  # case-insensitive, in the question
+    assert viewer.rows.id.tolist() == ids["loose"][::-1]  # 0.5, 0.25, 0.0
+    viewer.filters = {"search": "MUSEUM #51"}  # case-insensitive, in the question
     assert viewer.rows.id.tolist() == [ids["loose"][1]]
     with pytest.raises(ConfigError, match="not in this run"):
         viewer.set_filters(role="critic")
@@ -45,7 +45,7 @@ def test_filters_search_and_sort_narrow_the_list(run):
 def test_a_browser_side_filter_change_reaches_python(run):
     run_dir, ids = run
     viewer = TrajectoryViewer(run_dir)
-    viewer.set_state({"query": {"role": "proposer", "sort": "-reward"}})   # as the front end does
+    viewer.set_state({"query": {"role": "proposer", "sort": "-reward"}})  # as the front end does
     assert viewer.rows.id.tolist() == ids["proposer"][::-1]
     viewer.set_state({"selected": ids["solver"][2]})
     assert viewer.trajectory.id == ids["solver"][2] and viewer.detail["id"] == ids["solver"][2]
@@ -54,19 +54,18 @@ def test_a_browser_side_filter_change_reaches_python(run):
 def test_stepping_and_the_turn_data(run):
     run_dir, ids = run
     viewer = TrajectoryViewer(run_dir)
-    viewer.select(ids["solver"][1][:10])                       # a unique prefix is enough
+    viewer.select(ids["solver"][1][:10])  # a unique prefix is enough
     steps = viewer.detail["steps"]
     assert [s["index"] for s in steps] == [0, 1, 2]
     one = steps[1]
     assert "x_1" in one["code"]["text"] and "x_1" in one["code_html"]
     assert any(p["kind"] == "image" and p["src"].startswith("data:image/png;base64,") for p in one["outputs"])
-    assert {n["key"]: n["state"] for n in one["notepad"]} == {"facts": "changed", "plan": "same",
-                                                               "scratch": "removed"}
+    assert {n["key"]: n["state"] for n in one["notepad"]} == {"facts": "changed", "plan": "same", "scratch": "removed"}
     assert one["tools"][0]["name"] == "search" and one["tools"][0]["ms"] == 10.0
     assert one["tokens"]["mask"] == [1] * 41 + [0] * 20 and steps[2]["output_cut"]
     assert viewer.next_step() == 1 and viewer.next_step() == 2 and viewer.next_step() == 2
     assert viewer.prev_step() == 1
-    viewer.set_state({"step": 0})                              # h in the browser
+    viewer.set_state({"step": 0})  # h in the browser
     assert viewer.step_index == 0
 
 
@@ -78,7 +77,7 @@ def test_origin_children_and_back(run):
     proposer = viewer.goto_origin()
     assert proposer.role == "proposer"
     assert [c["id"] for c in viewer.detail["children"]] == ids["solver"][3:6]
-    viewer._on_message(viewer, {"action": "child", "id": ids["solver"][5]}, [])   # a click on an attempt
+    viewer._on_message(viewer, {"action": "child", "id": ids["solver"][5]}, [])  # a click on an attempt
     assert viewer.trajectory.id == ids["solver"][5]
     assert viewer.go_back().id == ids["proposer"][1]
     assert viewer.go_back().id == ids["solver"][4]
@@ -88,7 +87,7 @@ def test_origin_children_and_back(run):
     assert viewer.detail["origin"] is None
     with pytest.raises(StoreError, match="no origin"):
         viewer.goto_origin()
-    viewer._on_message(viewer, {"action": "origin"}, [])        # from the browser: shown, not raised
+    viewer._on_message(viewer, {"action": "origin"}, [])  # from the browser: shown, not raised
     assert "no origin" in viewer.notice
 
 
@@ -131,8 +130,7 @@ def test_proposer_rows_show_the_question_they_wrote(tmp_path, make_traj):
 def test_rows_without_hops_or_rewards_do_not_break_the_viewer(tmp_path, states):
     with Store(tmp_path) as store:
         for i in range(3):
-            store.write(Trajectory(task=Task(f"t{i}", f"q{i}"), termination="submitted",
-                                   steps=[Step(0, "", code="1")]))
+            store.write(Trajectory(task=Task(f"t{i}", f"q{i}"), termination="submitted", steps=[Step(0, "", code="1")]))
     viewer = TrajectoryViewer(tmp_path)
     assert viewer.table["hops"] == [None] * 3 and viewer.table["reward"] == [None] * 3
     assert viewer.choices["hops"] == [] and viewer.detail["hops"] is None
@@ -140,7 +138,7 @@ def test_rows_without_hops_or_rewards_do_not_break_the_viewer(tmp_path, states):
     assert len(viewer.rows) == 1
     for state in [viewer.get_state(), *states(viewer)]:
         table = state.pop("table_json", None)
-        json.dumps(state, allow_nan=False)                     # strict JSON: no NaN reaches the page
+        json.dumps(state, allow_nan=False)  # strict JSON: no NaN reaches the page
         if table is not None:
             json.loads(bytes(table), parse_constant=lambda c: pytest.fail(f"{c} in the table"))
 
@@ -155,7 +153,7 @@ def test_refresh_sees_a_run_that_is_still_writing(tmp_path, make_traj):
 
         growing = make_traj(0, steps=3)
         growing.id = traj_id
-        writer.write(growing)                                  # the episode got two more steps
+        writer.write(growing)  # the episode got two more steps
         writer.write(make_traj(1, role="proposer", reward=0.2))
         assert viewer.refresh() == 2
         assert viewer.table["n"] == 2 and viewer.choices["role"] == ["proposer", "solver"]
@@ -164,6 +162,7 @@ def test_refresh_sees_a_run_that_is_still_writing(tmp_path, make_traj):
         ticker = viewer.auto_refresh(0.05)
         writer.write(make_traj(2))
         import time
+
         deadline = time.time() + 10
         while len(viewer.rows) < 3 and time.time() < deadline:
             time.sleep(0.05)

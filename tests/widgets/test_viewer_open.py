@@ -15,12 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import workbench.store.store as store_module
+import workbench.widgets.viewer as viewer_module
 from workbench.safetext import safe_text
 from workbench.store import Store
-import workbench.widgets.viewer as viewer_module
 from workbench.widgets import TrajectoryViewer, _table
 from workbench.widgets._detail import NO_QUESTION
-
 
 
 @pytest.fixture
@@ -60,7 +59,7 @@ def test_the_widget_opens_with_its_list_and_first_trajectory_in_one_message(run,
     assert state["choices"]["role"] == ["proposer", "solver"]
     table = json.loads(bytes(opened[-1]["buffers"][opened[-1]["data"]["buffer_paths"].index(["table_json"])]))
     assert table == viewer.table and table["n"] == 11 and table["id"][0] == first
-    assert states(viewer) == []                                # no follow-up updates
+    assert states(viewer) == []  # no follow-up updates
 
 
 def test_a_big_run_opens_with_its_first_page_and_reads_the_rest_when_asked(run, opened, monkeypatch, decodes):
@@ -72,12 +71,12 @@ def test_a_big_run_opens_with_its_first_page_and_reads_the_rest_when_asked(run, 
     assert (page["n"], page["total"], page["partial"]) == (4, 11, True)
     assert sent["data"]["state"]["selected"] == page["id"][0] == sent["data"]["state"]["detail"]["id"]
     assert decodes[0] <= 2 and tables_sent(viewer) == 0
-    viewer._on_message(viewer, {"action": "table"}, [])         # what the drawn page asks for
+    viewer._on_message(viewer, {"action": "table"}, [])  # what the drawn page asks for
     assert tables_sent(viewer) == 1 and viewer.table["n"] == 11 and not viewer.table["partial"]
     assert viewer.table["id"][:4] == page["id"] and viewer.selected == page["id"][0]
-    viewer._on_message(viewer, {"action": "table"}, [])         # a second view asks again: nothing new
+    viewer._on_message(viewer, {"action": "table"}, [])  # a second view asks again: nothing new
     assert tables_sent(viewer) == 1
-    proposers = TrajectoryViewer(run_dir)                       # Python asking reads the rest too
+    proposers = TrajectoryViewer(run_dir)  # Python asking reads the rest too
     proposers.set_filters(role="proposer")
     assert set(proposers.rows.id) == set(ids["proposer"]) and proposers.choices["hops"] == [1, 2, 3]
 
@@ -90,7 +89,7 @@ def test_the_list_decodes_no_trajectory_but_the_one_shown(tmp_path, make_traj, d
             store.write(prop)
             store.write(make_traj(p, origin=prop.id))
     viewer = TrajectoryViewer(tmp_path)
-    assert decodes[0] <= 2                                     # the first row (and its origin)
+    assert decodes[0] <= 2  # the first row (and its origin)
     shown = dict(zip(viewer.table["id"], viewer.table["question"]))
     props = viewer.rows[viewer.rows.role == "proposer"]
     assert len(props) == 30 and all(shown[i].startswith("Which river crosses town") for i in props.id)
@@ -126,9 +125,16 @@ def test_rows_keep_their_types_and_order(run):
 
 def test_the_table_gate_catches_what_json_refuses():
     cols = {name: [None, None] for name in _table.LIST_COLUMNS}
-    cols.update(id=["a", "b\ud800"], shown_question=["q\udcff", "ok"], reward=[math.inf, math.nan],
-                final_answer=["x" * 500, None], role=["solver", "solver"], num_steps=[1, 2],
-                num_tool_calls=[0, 0], started_at=[1.0, -math.inf])
+    cols.update(
+        id=["a", "b\ud800"],
+        shown_question=["q\udcff", "ok"],
+        reward=[math.inf, math.nan],
+        final_answer=["x" * 500, None],
+        role=["solver", "solver"],
+        num_steps=[1, 2],
+        num_tool_calls=[0, 0],
+        started_at=[1.0, -math.inf],
+    )
     table, payload = _table.encode_table(cols)
     assert json.loads(payload, parse_constant=pytest.fail) == table
     assert table["reward"] == [None, None] and table["started_at"] == [1.0, None]
@@ -136,20 +142,18 @@ def test_the_table_gate_catches_what_json_refuses():
     assert len(table["answer"][0]) == _table.ANSWER_CHARS and table["role"]["codes"] == [0, 0]
 
 
-_text = st.one_of(st.text(), st.text().map(lambda s: s + "\ud800"))   # lone surrogates too
+_text = st.one_of(st.text(), st.text().map(lambda s: s + "\ud800"))  # lone surrogates too
 _rewards = st.one_of(st.none(), st.floats(), st.sampled_from([math.inf, -math.inf, math.nan]))
 
 
 @pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(rows=st.lists(st.tuples(_text, st.text(max_size=100), _text, _rewards,
-                               st.booleans()), min_size=1, max_size=4))
+@given(rows=st.lists(st.tuples(_text, st.text(max_size=100), _text, _rewards, st.booleans()), min_size=1, max_size=4))
 def test_any_text_and_rewards_reach_the_page_as_strict_json(make_traj, rows):
     with tempfile.TemporaryDirectory() as tmp:
         with Store(Path(tmp)) as store:
             for i, (question, answer, policy, reward, proposer) in enumerate(rows):
-                t = make_traj(i, role="proposer" if proposer else "solver", policy=policy or "p", steps=1,
-                              reward=None)
+                t = make_traj(i, role="proposer" if proposer else "solver", policy=policy or "p", steps=1, reward=None)
                 t.task.question, t.final_answer = question, answer
                 if proposer:
                     t.metadata = {"question": question[::-1]}
@@ -161,8 +165,8 @@ def test_any_text_and_rewards_reach_the_page_as_strict_json(make_traj, rows):
         assert table == viewer.table and table["n"] == len(rows)
         for i, (question, answer, policy, reward, proposer) in enumerate(rows):
             want = (safe_text(question[::-1]) or NO_QUESTION) if proposer else safe_text(question)
-            assert table["question"][i] == want[:_table.QUESTION_CHARS]
-            assert table["answer"][i] == safe_text(answer)[:_table.ANSWER_CHARS]
+            assert table["question"][i] == want[: _table.QUESTION_CHARS]
+            assert table["answer"][i] == safe_text(answer)[: _table.ANSWER_CHARS]
             ok = reward is not None and math.isfinite(reward)
             assert table["reward"][i] == (reward if ok else None)
         assert viewer.detail["id"] == table["id"][0]

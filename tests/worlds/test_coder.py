@@ -26,4 +26,3 @@ def test_generic_code_solves_every_hop_count_in_real_kernels():
         assert traj.termination == "submitted" and traj.final_answer in traj.task.golden_answers
         assert len(traj.steps) == traj.hops + 2  # plan, one generic cell per hop, the same cell submits
         assert all(s.code == traj.steps[1].code for s in traj.steps[1:])  # the same cell every turn
-

@@ -99,15 +99,15 @@ def test_lookup_and_chain_for_a_scripted_solver(world):
 
 def test_save_load_round_trip(world, tmp_path):
     world.save(tmp_path)
-    assert {p.name for p in tmp_path.iterdir()} == {"corpus.jsonl", "qa_train.jsonl",
-                                                  "qa_test.jsonl", "world.json"}
+    assert {p.name for p in tmp_path.iterdir()} == {"corpus.jsonl", "qa_train.jsonl", "qa_test.jsonl", "world.json"}
     back = World.load(tmp_path)
     assert back.corpus() == world.corpus()
     assert back.qa_rows("train") == world.qa_rows("train")
     assert [p.to_row() for p in iter_corpus(tmp_path / "corpus.jsonl")] == world.corpus()
     tasks = load_qa(tmp_path / "qa_test.jsonl")
-    assert [t.to_dict() if hasattr(t, "to_dict") else t.__dict__ for t in tasks] == \
-        [t.__dict__ for t in world.tasks("test")]
+    assert [t.to_dict() if hasattr(t, "to_dict") else t.__dict__ for t in tasks] == [
+        t.__dict__ for t in world.tasks("test")
+    ]
     (tmp_path / "world.json").write_text(json.dumps({"seed": 1}))
     with pytest.raises(ConfigError, match="World.generate"):
         World.load(tmp_path)

@@ -10,6 +10,24 @@ from workbench.agent.parsing import ParsedTurn, parse_turn
 from workbench.agent.recorder import Recorder, Scorer, TrajectoryStore
 from workbench.agent.runner import NBAgent, run_sync
 
-__all__ = ["AgentConfig", "Environment", "EpisodeEnv", "EpisodeJob", "Executor", "LocalEnvironment", "LocalExecutor",
-           "NBAgent", "ParsedTurn", "Recorder", "Scorer", "StepResult", "ToolPrompt", "TrajectoryStore", "make_jobs",
-           "parse_turn", "run_episode", "run_jobs", "run_sync"]
+__all__ = [
+    "AgentConfig",
+    "Environment",
+    "EpisodeEnv",
+    "EpisodeJob",
+    "Executor",
+    "LocalEnvironment",
+    "LocalExecutor",
+    "NBAgent",
+    "ParsedTurn",
+    "Recorder",
+    "Scorer",
+    "StepResult",
+    "ToolPrompt",
+    "TrajectoryStore",
+    "make_jobs",
+    "parse_turn",
+    "run_episode",
+    "run_jobs",
+    "run_sync",
+]

@@ -7,13 +7,17 @@ from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="run NB-Agent episodes over a task file",
-                       description="Run NB-Agent episodes, one sandboxed kernel each, into RUN_DIR's store. "
-                                   "A model dir's own agent settings (prompt, window, turns) apply unless "
-                                   "flags or --config set them.")
+    p = sub.add_parser(
+        "run",
+        help="run NB-Agent episodes over a task file",
+        description="Run NB-Agent episodes, one sandboxed kernel each, into RUN_DIR's store. "
+        "A model dir's own agent settings (prompt, window, turns) apply unless "
+        "flags or --config set them.",
+    )
     p.add_argument("--tasks", required=True, help="JSONL with id, question, golden_answers (+ metadata)")
-    p.add_argument("--policy", default="scripted",
-                   help="scripted | scripted:NAME | transformers:PATH | openai:URL | vllm:PATH")
+    p.add_argument(
+        "--policy", default="scripted", help="scripted | scripted:NAME | transformers:PATH | openai:URL | vllm:PATH"
+    )
     p.add_argument("--profile", default="default", help="sandbox profile name or TOML path")
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--out", required=True, help="run directory (created)")
@@ -22,9 +26,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", help="agent config TOML/YAML")
     p.add_argument("--max-steps", type=int)
     p.add_argument("--temperature", type=float)
-    p.add_argument("--reward", default=None,
-                   help="reward preset, component or spec file to score with; default: em when every task "
-                        "has golden_answers; 'none': no scoring")
+    p.add_argument(
+        "--reward",
+        default=None,
+        help="reward preset, component or spec file to score with; default: em when every task "
+        "has golden_answers; 'none': no scoring",
+    )
     p.add_argument("--limit", type=int, help="only the first N tasks")
     p.add_argument("--isolation", choices=["bwrap", "none"], default="bwrap")
     from workbench.cluster.select import add_executor_arguments
@@ -54,7 +61,9 @@ def pick_reward(name: str | None, tasks: list) -> tuple[Any, str]:
     if name:
         return resolve_reward(name), f"reward: {name}"
     if tasks and all(task.golden_answers for task in tasks):
-        return resolve_reward("em"), "reward: em (exact match against golden_answers; --reward NAME to change, --reward none to skip)"
+        return resolve_reward(
+            "em"
+        ), "reward: em (exact match against golden_answers; --reward NAME to change, --reward none to skip)"
     return None, "reward: none (not every task has golden_answers; --reward NAME to score anyway)"
 
 
@@ -66,9 +75,16 @@ def _run(args: argparse.Namespace) -> int:
     from workbench.agent.runner import NBAgent
     from workbench.store import Store
 
-    overrides = {k: v for k, v in {"max_steps": args.max_steps, "temperature": args.temperature,
-                                   "profile": args.profile, "isolation": args.isolation}.items()
-                 if v is not None}
+    overrides = {
+        k: v
+        for k, v in {
+            "max_steps": args.max_steps,
+            "temperature": args.temperature,
+            "profile": args.profile,
+            "isolation": args.isolation,
+        }.items()
+        if v is not None
+    }
     config = AgentConfig.load(args.config, **overrides) if args.config else AgentConfig.from_dict(overrides)
     tasks = load_tasks(args.tasks, limit=args.limit)
     reward, reward_line = pick_reward(args.reward, tasks)
@@ -83,8 +99,9 @@ def _run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     with Store(out) as store:
         if executor is None:
-            agent = NBAgent(policy, tools=registry, config=config, store=store, reward_spec=reward,
-                            concurrency=args.concurrency)
+            agent = NBAgent(
+                policy, tools=registry, config=config, store=store, reward_spec=reward, concurrency=args.concurrency
+            )
         else:
             agent = NBAgent(policy, config=config, store=store, reward_spec=reward, executor=executor)
         try:

@@ -36,7 +36,8 @@ class AgentConfig(BaseModel):
     wall_clock_s: float = Field(300.0, gt=0, description="Wall-clock budget of one episode, seconds.")
     exec_timeout_s: float = Field(30.0, gt=0, description="Timeout of one code execution, seconds.")
     trim: Literal["hard", "soft", "none"] = Field(
-        "hard", description="hard: keep only task + notepad; soft: drop oldest turns first; none: end instead.")
+        "hard", description="hard: keep only task + notepad; soft: drop oldest turns first; none: end instead."
+    )
     temperature: float = Field(1.0, ge=0, description="Sampling temperature; 0 = greedy.")
     top_p: float = Field(1.0, gt=0, le=1)
     top_k: int = Field(0, ge=0)
@@ -49,23 +50,29 @@ class AgentConfig(BaseModel):
     search_top_k: int = Field(3, ge=1, description="Passages returned by the search tool.")
     show_notepad: bool = Field(True, description="Render the notepad into every observation.")
     task_variable: str | None = Field(
-        "task", description="Notebook variable holding the task's question (None: the prompt only).")
+        "task", description="Notebook variable holding the task's question (None: the prompt only)."
+    )
     prompt: Literal["full", "compact", "asearcher"] = Field(
-        "full", description="System prompt: full (rules, tool docs, notepad API), compact (one line each, "
-                            "for tiny models trained from scratch) or asearcher (search, read pages, keep notes; "
-                            "see workbench.web.asearcher).")
+        "full",
+        description="System prompt: full (rules, tool docs, notepad API), compact (one line each, "
+        "for tiny models trained from scratch) or asearcher (search, read pages, keep notes; "
+        "see workbench.web.asearcher).",
+    )
     short_text: int | None = Field(
-        None, ge=20, description="ASearcher's short_text: after the next turn, the observation of a turn that "
-                                 "called a page tool shrinks to its first N characters (None: keep it whole).")
+        None,
+        ge=20,
+        description="ASearcher's short_text: after the next turn, the observation of a turn that "
+        "called a page tool shrinks to its first N characters (None: keep it whole).",
+    )
     page_tools: tuple[str, ...] = Field(("access",), description="Tools whose observations short_text shrinks.")
 
     @classmethod
-    def load(cls, path: str | Path, **overrides: object) -> "AgentConfig":
+    def load(cls, path: str | Path, **overrides: object) -> AgentConfig:
         """Read a TOML, YAML or JSON file (optionally under an [agent] table), then apply overrides."""
         return cls.from_dict({**read_config_file(path, what="agent config", table="agent"), **overrides})
 
     @classmethod
-    def from_dict(cls, data: dict) -> "AgentConfig":
+    def from_dict(cls, data: dict) -> AgentConfig:
         from pydantic import ValidationError
 
         try:
@@ -79,8 +86,18 @@ class AgentConfig(BaseModel):
         return {name: getattr(self, name) for name in MODEL_SETTINGS}
 
 
-MODEL_SETTINGS = ("prompt", "max_context_tokens", "max_new_tokens", "max_steps", "trim", "output_cap",
-                  "show_notepad", "task_variable", "search_top_k", "short_text")
+MODEL_SETTINGS = (
+    "prompt",
+    "max_context_tokens",
+    "max_new_tokens",
+    "max_steps",
+    "trim",
+    "output_cap",
+    "show_notepad",
+    "task_variable",
+    "search_top_k",
+    "short_text",
+)
 """AgentConfig fields a model learns under (prompt, window, turn length, turns, observation form)."""
 
 MODEL_KEY = AGENT_SETTINGS_KEY  # the key in a model's config.json that holds its agent settings
@@ -122,8 +139,11 @@ def with_model_settings(config: AgentConfig | None, settings: dict[str, Any]) ->
     Returns (config, the settings taken). Explicit values (keywords, a config file, CLI flags) win;
     a field left at its default takes the model's value."""
     config = config or AgentConfig()
-    taken = {k: v for k, v in settings.items()
-             if k in MODEL_SETTINGS and k not in config.model_fields_set and getattr(config, k) != v}
+    taken = {
+        k: v
+        for k, v in settings.items()
+        if k in MODEL_SETTINGS and k not in config.model_fields_set and getattr(config, k) != v
+    }
     if not taken:
         return config, {}
     merged = AgentConfig.from_dict({**config.model_dump(include=config.model_fields_set), **taken})

@@ -23,8 +23,8 @@ The window is the configured `max_context_tokens`, never more than the policy's 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 Encoder = Callable[[str], list[int]]
 
@@ -68,8 +68,9 @@ class ContextWatcher:
         """Tokens the next turn may generate without overflowing the window."""
         return min(self.max_new_tokens, self.max_context_tokens - len(self))
 
-    def append(self, completion_ids: Sequence[int], observation_ids: Sequence[int],
-               notepad_ids: Sequence[int] = ()) -> None:
+    def append(
+        self, completion_ids: Sequence[int], observation_ids: Sequence[int], notepad_ids: Sequence[int] = ()
+    ) -> None:
         """Add a turn: its completion, its observation, and the notepad block that replaces the last one."""
         if self.notepad_ids:
             self.rebuilt = True  # the old notepad leaves the middle of the context
@@ -123,10 +124,12 @@ class ContextWatcher:
 
     def no_room(self, min_new_tokens: int) -> str:
         """Why a turn cannot run even after trimming, and what to change."""
-        return (f"no room for a turn: the context (after any trim) holds {len(self)} tokens and a turn needs "
-                f"{min_new_tokens}, but the window is {self.max_context_tokens} (the configured "
-                "max_context_tokens or the model's context size, whichever is smaller); use "
-                "prompt='compact', a smaller max_new_tokens or a model with more positions")
+        return (
+            f"no room for a turn: the context (after any trim) holds {len(self)} tokens and a turn needs "
+            f"{min_new_tokens}, but the window is {self.max_context_tokens} (the configured "
+            "max_context_tokens or the model's context size, whichever is smaller); use "
+            "prompt='compact', a smaller max_new_tokens or a model with more positions"
+        )
 
 
 __all__ = ["ContextWatcher", "window"]

@@ -2,7 +2,7 @@
 about `n` characters. `parse_turn` handles all of them in linear time; the tests pin it and
 `bench/bench_parse.py` measures it."""
 
-from typing import Callable
+from collections.abc import Callable
 
 DEGENERATE_TURNS: dict[str, Callable[[int], str]] = {
     "repeated <think>": lambda n: "<think>" * (n // 7),
@@ -15,6 +15,7 @@ DEGENERATE_TURNS: dict[str, Callable[[int], str]] = {
     "one huge indent": lambda n: "<code>" + " " * n + "x</code>",
     "indented lines": lambda n: "<code>" + "    x = 1\n" * (n // 10) + "</code>",
     "blank and code lines alternating": lambda n: "<code>" + "\t\n\t x\n" * (n // 6) + "</code>",
-    "blank lines of many widths": lambda n: "<code>" + "".join(" " * (i % 20 + 1) + "\nx\n"
-                                                            for i in range(n // 13)) + "</code>",
+    "blank lines of many widths": lambda n: (
+        "<code>" + "".join(" " * (i % 20 + 1) + "\nx\n" for i in range(n // 13)) + "</code>"
+    ),
 }

@@ -86,8 +86,7 @@ class LocalEnvironment:
 
     async def step(self, code: str | None, timeout: float) -> StepResult:
         obs = None if code is None else await self.kernel.execute(code, timeout=timeout)
-        return StepResult(obs, self.gateway.take_calls(), dict(self.gateway.notepad or {}),
-                          self.gateway.final_answer)
+        return StepResult(obs, self.gateway.take_calls(), dict(self.gateway.notepad or {}), self.gateway.final_answer)
 
 
 EpisodeEnv = LocalEnvironment  # the earlier name, kept for scripts that build one by hand

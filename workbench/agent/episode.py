@@ -17,9 +17,10 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache, partial
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from workbench.agent.config import AgentConfig
 from workbench.agent.context import ContextWatcher, window
@@ -54,8 +55,9 @@ def render_notepad(snapshot: dict[str, Any]) -> str:
     return Notepad.from_snapshot(snapshot).render()
 
 
-def _observation_parts(codec: Any, output: str, notepad: str, *, steps_left: int,
-                      tokens_left: int) -> tuple[str, list[int], str, list[int]]:
+def _observation_parts(
+    codec: Any, output: str, notepad: str, *, steps_left: int, tokens_left: int
+) -> tuple[str, list[int], str, list[int]]:
     """(observation text, its ids, notepad block text, its ids): each encoded once, the notepad apart
     (no block when the notepad text is empty)."""
     body = render("observation", output=output, steps_left=steps_left, tokens_left=tokens_left)
@@ -65,8 +67,11 @@ def _observation_parts(codec: Any, output: str, notepad: str, *, steps_left: int
 
 def _stub_ids(codec: Any, output: str, chars: int, *, steps_left: int, tokens_left: int) -> list[int]:
     """A read page's observation shrunk to its first `chars` characters (ASearcher's short_text)."""
-    short = output if len(output) <= chars else (
-        output[:chars].rstrip() + " … [page shortened after you read it; what you kept is in the notepad]")
+    short = (
+        output
+        if len(output) <= chars
+        else (output[:chars].rstrip() + " … [page shortened after you read it; what you kept is in the notepad]")
+    )
     return codec.encode(render("observation", output=short, steps_left=steps_left, tokens_left=tokens_left))
 
 
@@ -78,14 +83,21 @@ def opening_messages(task: Task, env: Environment, config: AgentConfig) -> list[
         system = render("system_compact", max_steps=config.max_steps, tool_names=names)
     else:
         name = "system" if config.prompt == "full" else f"system_{config.prompt}"
-        system = render(name, max_steps=config.max_steps, max_tokens=budget, tools=prompt.tools_text,
-                        notepad_api=prompt.notepad_api)
-    return [{"role": "system", "content": system},
-            {"role": "user", "content": render("task", question=task.question)}]
+        system = render(
+            name, max_steps=config.max_steps, max_tokens=budget, tools=prompt.tools_text, notepad_api=prompt.notepad_api
+        )
+    return [{"role": "system", "content": system}, {"role": "user", "content": render("task", question=task.question)}]
 
 
-async def run_episode(task: Task, policy: Policy, env: Environment, config: AgentConfig, *,
-                      trajectory: Trajectory | None = None, seed: int | None = None) -> Trajectory:
+async def run_episode(
+    task: Task,
+    policy: Policy,
+    env: Environment,
+    config: AgentConfig,
+    *,
+    trajectory: Trajectory | None = None,
+    seed: int | None = None,
+) -> Trajectory:
     """Run one episode of `task` and return its trajectory (never raises for episode failures)."""
     traj = trajectory or Trajectory(task=task)
     traj.lineage.setdefault("policy", policy.describe())
@@ -97,13 +109,16 @@ async def run_episode(task: Task, policy: Policy, env: Environment, config: Agen
     return traj
 
 
-async def _loop(traj: Trajectory, policy: Policy, env: Environment, config: AgentConfig,
-                seed: int | None) -> None:
+async def _loop(traj: Trajectory, policy: Policy, env: Environment, config: AgentConfig, seed: int | None) -> None:
     codec = policy.codec
     started = time.monotonic()
     messages = opening_messages(traj.task, env, config)
-    ctx = ContextWatcher(codec.chat(messages), window(config.max_context_tokens, policy_context_size(policy)),
-                         config.max_new_tokens, config.trim)
+    ctx = ContextWatcher(
+        codec.chat(messages),
+        window(config.max_context_tokens, policy_context_size(policy)),
+        config.max_new_tokens,
+        config.trim,
+    )
     generated = 0
     last_output = ""
     stub: tuple[Any, list[int]] | None = None  # (turn, its short observation), applied after the next turn
@@ -130,9 +145,14 @@ async def _loop(traj: Trajectory, policy: Policy, env: Environment, config: Agen
         max_new = ctx.room_for_generation()
         if budget_left is not None:
             max_new = min(max_new, budget_left)
-        params = SamplingParams(max_new_tokens=max_new, temperature=config.temperature, top_p=config.top_p,
-                                top_k=config.top_k, stop=STOP,
-                                seed=None if seed is None else seed * 1009 + index)
+        params = SamplingParams(
+            max_new_tokens=max_new,
+            temperature=config.temperature,
+            top_p=config.top_p,
+            top_k=config.top_k,
+            stop=STOP,
+            seed=None if seed is None else seed * 1009 + index,
+        )
 
         t0 = time.monotonic()
         try:
@@ -142,10 +162,19 @@ async def _loop(traj: Trajectory, policy: Policy, env: Environment, config: Agen
             return
         generated += len(out.token_ids)
         parsed = await _off_loop(parse_turn, out.text)
-        step = Step(index=index, raw=out.text, think=parsed.think, code=parsed.code,
-                    format_flags=parsed.flags, prompt_ids=prompt_ids, completion_ids=list(out.token_ids),
-                    logprobs=out.logprobs, finish_reason=out.finish_reason,
-                    generate_s=time.monotonic() - t0, context_tokens=len(ctx))
+        step = Step(
+            index=index,
+            raw=out.text,
+            think=parsed.think,
+            code=parsed.code,
+            format_flags=parsed.flags,
+            prompt_ids=prompt_ids,
+            completion_ids=list(out.token_ids),
+            logprobs=out.logprobs,
+            finish_reason=out.finish_reason,
+            generate_s=time.monotonic() - t0,
+            context_tokens=len(ctx),
+        )
         traj.steps.append(step)
 
         t1 = time.monotonic()
@@ -178,8 +207,11 @@ async def _loop(traj: Trajectory, policy: Policy, env: Environment, config: Agen
         steps_left = config.max_steps - index - 1
         tokens_left = (ctx.max_context_tokens - len(ctx) if budget_left is None else budget_left) - len(out.token_ids)
         notepad_text = await _off_loop(render_notepad, step.notepad) if config.show_notepad else ""
-        body, body_ids, block, block_ids = await _off_loop(partial(
-            _observation_parts, codec, output, notepad_text, steps_left=steps_left, tokens_left=max(0, tokens_left)))
+        body, body_ids, block, block_ids = await _off_loop(
+            partial(
+                _observation_parts, codec, output, notepad_text, steps_left=steps_left, tokens_left=max(0, tokens_left)
+            )
+        )
         # the step records what the model saw after its turn: the observation, then the notepad
         step.observation_text, step.observation_ids = body + block, body_ids + block_ids
         last_output = output
@@ -189,9 +221,19 @@ async def _loop(traj: Trajectory, policy: Policy, env: Environment, config: Agen
                 ctx.shrink(*stub)
             stub = None
             if any(call.name in config.page_tools for call in step.tool_calls):
-                stub = (ctx.turns[-1], await _off_loop(partial(
-                    _stub_ids, codec, output, config.short_text, steps_left=steps_left,
-                    tokens_left=max(0, tokens_left))))
+                stub = (
+                    ctx.turns[-1],
+                    await _off_loop(
+                        partial(
+                            _stub_ids,
+                            codec,
+                            output,
+                            config.short_text,
+                            steps_left=steps_left,
+                            tokens_left=max(0, tokens_left),
+                        )
+                    ),
+                )
     traj.termination = "max_steps"
 
 

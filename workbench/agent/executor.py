@@ -32,9 +32,14 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import (TYPE_CHECKING, Any, AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Protocol,
-                    Sequence, runtime_checkable)
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Protocol,
+    runtime_checkable,
+)
 
 from workbench.agent.config import AgentConfig, policy_settings, with_model_settings
 from workbench.agent.recorder import Scorer
@@ -96,18 +101,36 @@ def config_for(policy: Policy, config: AgentConfig | None) -> AgentConfig:
     return with_model_settings(config, policy_settings(policy))[0]
 
 
-def make_jobs(tasks: Iterable[Task], config: AgentConfig, *, role: str = "solver", tools: str = DEFAULT_TOOLS,
-              reward_spec: Scorer | None = None, run_id: str = "",
-              lineage: Mapping[str, Any] | None = None) -> list[EpisodeJob]:
+def make_jobs(
+    tasks: Iterable[Task],
+    config: AgentConfig,
+    *,
+    role: str = "solver",
+    tools: str = DEFAULT_TOOLS,
+    reward_spec: Scorer | None = None,
+    run_id: str = "",
+    lineage: Mapping[str, Any] | None = None,
+) -> list[EpisodeJob]:
     """One job per task; episode i samples with seed `config.seed + i` (unseeded without one)."""
     base = config.seed
-    return [EpisodeJob(task=task, agent=config, role=role, tools=tools, reward_spec=reward_spec,
-                       seed=None if base is None else base + i, run_id=run_id, lineage=dict(lineage or {}))
-            for i, task in enumerate(tasks)]
+    return [
+        EpisodeJob(
+            task=task,
+            agent=config,
+            role=role,
+            tools=tools,
+            reward_spec=reward_spec,
+            seed=None if base is None else base + i,
+            run_id=run_id,
+            lineage=dict(lineage or {}),
+        )
+        for i, task in enumerate(tasks)
+    ]
 
 
-async def stream_as_done(jobs: Sequence[EpisodeJob], run: Callable[[EpisodeJob], Awaitable[Trajectory]]
-                         ) -> TrajectoryStream:
+async def stream_as_done(
+    jobs: Sequence[EpisodeJob], run: Callable[[EpisodeJob], Awaitable[Trajectory]]
+) -> TrajectoryStream:
     """Start `run(job)` for every job; yield `(index, trajectory)` as each ends, exactly one per job
     (an exception becomes an error trajectory). Leaving the loop early cancels the rest."""
     from workbench.agent.recorder import describe
@@ -132,8 +155,14 @@ async def stream_as_done(jobs: Sequence[EpisodeJob], run: Callable[[EpisodeJob],
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def stream_recorded(executor: Executor, jobs: Sequence[EpisodeJob], policy: Policy, recorder: Recorder | None = None, *,
-                          progress: bool = False) -> TrajectoryStream:
+async def stream_recorded(
+    executor: Executor,
+    jobs: Sequence[EpisodeJob],
+    policy: Policy,
+    recorder: Recorder | None = None,
+    *,
+    progress: bool = False,
+) -> TrajectoryStream:
     """`executor.stream`, each trajectory made safe text and recorded (scored with its job's spec,
     written) as it ends."""
     import contextlib
@@ -154,21 +183,34 @@ async def stream_recorded(executor: Executor, jobs: Sequence[EpisodeJob], policy
         bar.close()
 
 
-async def gather_jobs(executor: Executor, jobs: Sequence[EpisodeJob], policy: Policy, recorder: Recorder | None = None, *,
-                      progress: bool = False) -> list[Trajectory]:
+async def gather_jobs(
+    executor: Executor,
+    jobs: Sequence[EpisodeJob],
+    policy: Policy,
+    recorder: Recorder | None = None,
+    *,
+    progress: bool = False,
+) -> list[Trajectory]:
     """Every job's trajectory, in the order of `jobs`, each recorded as it ended."""
     done: list[Trajectory | None] = [None] * len(jobs)
     async for i, traj in stream_recorded(executor, jobs, policy, recorder, progress=progress):
         done[i] = traj
     missing = [jobs[i].task.id for i, t in enumerate(done) if t is None]
     if missing:
-        raise RuntimeError(f"the executor returned no trajectory for task(s) {missing[:5]}; "
-                           "an executor must yield exactly one per job")
+        raise RuntimeError(
+            f"the executor returned no trajectory for task(s) {missing[:5]}; an executor must yield exactly one per job"
+        )
     return done  # type: ignore[return-value]
 
 
-def run_jobs(executor: Executor, jobs: Sequence[EpisodeJob], policy: Policy, recorder: Recorder | None = None, *,
-             progress: bool = False) -> list[Trajectory]:
+def run_jobs(
+    executor: Executor,
+    jobs: Sequence[EpisodeJob],
+    policy: Policy,
+    recorder: Recorder | None = None,
+    *,
+    progress: bool = False,
+) -> list[Trajectory]:
     """Sync `gather_jobs` (on workbench's background event loop, so it also works inside Jupyter)."""
     from workbench.kernel.sync import run_sync
 
@@ -181,5 +223,14 @@ def _progress(total: int, enabled: bool) -> Any:
     return tqdm(total=total, desc="episodes", unit="ep", disable=not enabled, leave=False)
 
 
-__all__ = ["DEFAULT_TOOLS", "EpisodeJob", "Executor", "TrajectoryStream", "config_for", "gather_jobs", "make_jobs",
-           "run_jobs", "stream_recorded"]
+__all__ = [
+    "DEFAULT_TOOLS",
+    "EpisodeJob",
+    "Executor",
+    "TrajectoryStream",
+    "config_for",
+    "gather_jobs",
+    "make_jobs",
+    "run_jobs",
+    "stream_recorded",
+]

@@ -17,7 +17,8 @@ import asyncio
 import contextlib
 import secrets
 import time
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Union
 
 from workbench.agent.config import AgentConfig
 from workbench.agent.environment import LocalEnvironment
@@ -58,8 +59,13 @@ class _Kernels:
             if key not in self.pools:
                 from workbench.kernel import KernelPool
 
-                pool = KernelPool(size=self.concurrency, profile=agent.profile, isolation=agent.isolation,
-                                  output_cap=agent.output_cap, startup_code="import workbench.runtime")
+                pool = KernelPool(
+                    size=self.concurrency,
+                    profile=agent.profile,
+                    isolation=agent.isolation,
+                    output_cap=agent.output_cap,
+                    startup_code="import workbench.runtime",
+                )
                 await pool.start()
                 self.pools[key] = pool
             return self.pools[key]
@@ -69,8 +75,9 @@ class _Kernels:
         await asyncio.gather(*(p.close() for p in pools), return_exceptions=True)
 
 
-async def open_environment(stack: contextlib.AsyncExitStack, pool: KernelPool, tools: ToolRegistry, job: EpisodeJob,
-                           rollout_id: str) -> LocalEnvironment:
+async def open_environment(
+    stack: contextlib.AsyncExitStack, pool: KernelPool, tools: ToolRegistry, job: EpisodeJob, rollout_id: str
+) -> LocalEnvironment:
     """A kernel from `pool` with this rollout's gateway started and the setup cell run (tools, notepad,
     the task variable); both close with `stack`. Used here and by remote kernel workers."""
     from workbench.runtime import notepad_api_doc
@@ -79,8 +86,14 @@ async def open_environment(stack: contextlib.AsyncExitStack, pool: KernelPool, t
     config = job.agent
     kernel = await stack.enter_async_context(pool.acquire())
     token = secrets.token_hex(16)
-    gateway = ToolGateway(tools, kernel.rollout_dir / "run" / "gateway.sock", rollout_id=rollout_id,
-                          token=token, call_timeout_s=config.tool_timeout_s, call_budget=config.tool_call_budget)
+    gateway = ToolGateway(
+        tools,
+        kernel.rollout_dir / "run" / "gateway.sock",
+        rollout_id=rollout_id,
+        token=token,
+        call_timeout_s=config.tool_timeout_s,
+        call_budget=config.tool_call_budget,
+    )
     await stack.enter_async_context(gateway)
     code = setup_code(tools, token=token)
     if config.task_variable:
@@ -98,16 +111,20 @@ class LocalExecutor:
     The pools live on the event loop that first used the executor; a batch streamed from another
     loop (say `asyncio.run` inside a training hook) gets pools of its own, closed when it ends."""
 
-    def __init__(self, tools: ToolSet | Mapping[str, ToolSet] | None = None, *, concurrency: int = 4,
-                 pool: KernelPool | None = None) -> None:
+    def __init__(
+        self,
+        tools: ToolSet | Mapping[str, ToolSet] | None = None,
+        *,
+        concurrency: int = 4,
+        pool: KernelPool | None = None,
+    ) -> None:
         from workbench.tools import ToolRegistry
 
         if concurrency < 1:
             raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
         if tools is None:
             tools = ToolRegistry([])
-        self.toolsets: dict[str, ToolSet] = (dict(tools) if isinstance(tools, Mapping)
-                                             else {DEFAULT_TOOLS: tools})
+        self.toolsets: dict[str, ToolSet] = dict(tools) if isinstance(tools, Mapping) else {DEFAULT_TOOLS: tools}
         self.concurrency = concurrency
         self._given_pool = pool
         self._home: _Kernels | None = None
@@ -120,8 +137,10 @@ class LocalExecutor:
         try:
             tools = self.toolsets[job.tools]
         except KeyError:
-            raise ConfigError(f"no tool set {job.tools!r} in this executor (it has {sorted(self.toolsets)}); "
-                              "name one of them in EpisodeJob.tools or pass it to LocalExecutor") from None
+            raise ConfigError(
+                f"no tool set {job.tools!r} in this executor (it has {sorted(self.toolsets)}); "
+                "name one of them in EpisodeJob.tools or pass it to LocalExecutor"
+            ) from None
         return tools if isinstance(tools, ToolRegistry) else tools(job.task)
 
     # -- episodes --------------------------------------------------------------------------
@@ -159,8 +178,7 @@ class LocalExecutor:
             if kernels is not self._home:
                 await kernels.close()
 
-    async def _stream(self, jobs: list[EpisodeJob], policy: Policy,
-                      kernels: _Kernels) -> TrajectoryStream:
+    async def _stream(self, jobs: list[EpisodeJob], policy: Policy, kernels: _Kernels) -> TrajectoryStream:
         pools: dict[PoolKey, KernelPool] = {}
         for job in jobs:
             key = pool_key(job.agent)
@@ -189,10 +207,17 @@ class LocalExecutor:
         pools = list(self._home.pools.values()) if self._home is not None else []
         if self._given_pool is not None:
             pools = [self._given_pool]
-        kernels = {name: sum(getattr(p, name, 0) for p in pools)
-                   for name in ("warm", "in_use", "started", "failed_starts")}
-        return {"started": self.started, "finished": self.finished, "in_flight": self.in_flight,
-                "high_water": self.high_water, "pools": len(pools), "kernels": kernels}
+        kernels = {
+            name: sum(getattr(p, name, 0) for p in pools) for name in ("warm", "in_use", "started", "failed_starts")
+        }
+        return {
+            "started": self.started,
+            "finished": self.finished,
+            "in_flight": self.in_flight,
+            "high_water": self.high_water,
+            "pools": len(pools),
+            "kernels": kernels,
+        }
 
     async def aclose(self) -> None:
         """Close the pools this executor started (a pool passed in stays open). Using the executor
@@ -206,7 +231,7 @@ class LocalExecutor:
 
         run_sync(self.aclose())
 
-    async def __aenter__(self) -> "LocalExecutor":
+    async def __aenter__(self) -> LocalExecutor:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -74,7 +74,7 @@ def _blocks(text: str, open_tag: str, close_tag: str) -> tuple[str | None, bool]
             break  # no close after this opening, so none after any later one either
         if first is not None:
             return first, True
-        first, pos = text[start + len(open_tag):end], end + len(close_tag)
+        first, pos = text[start + len(open_tag) : end], end + len(close_tag)
     return first, False
 
 
@@ -89,7 +89,7 @@ def _parse_think(text: str, flags: list[str]) -> str | None:
         flags.append("missing_think")
         return None
     flags.append("unclosed_think")
-    rest = text[start + len(THINK_OPEN):]
+    rest = text[start + len(THINK_OPEN) :]
     end = rest.find(CODE_OPEN)
     return (rest if end == -1 else rest[:end]).strip()
 
@@ -125,7 +125,7 @@ def _unfence(code: str) -> str | None:
     close = end - 3
     if close < opening.end() or not code.startswith("```", close):
         return None
-    return code[opening.end():close].rstrip()
+    return code[opening.end() : close].rstrip()
 
 
 def _dedent_block(code: str) -> str:
@@ -147,7 +147,7 @@ def _dedent(text: str) -> str:
     if not margin:
         return text
     text = text.replace("\n" + margin, "\n")
-    return text[len(margin):] if text.startswith(margin) else text
+    return text[len(margin) :] if text.startswith(margin) else text
 
 
 def _margin(text: str) -> str:
@@ -170,7 +170,7 @@ def _margin(text: str) -> str:
     # all lines is that of the least and the greatest
     lines = list(filter(None, text.split("\n")))
     low, high = min(lines), max(lines)
-    return _common_prefix(low[:len(low) - len(low.lstrip(" \t"))], high[:len(high) - len(high.lstrip(" \t"))])
+    return _common_prefix(low[: len(low) - len(low.lstrip(" \t"))], high[: len(high) - len(high.lstrip(" \t"))])
 
 
 def _empty_blank_lines(text: str) -> str:

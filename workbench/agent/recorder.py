@@ -20,7 +20,8 @@ import json
 import logging
 import time
 import uuid
-from typing import Any, Mapping, Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
 
 from workbench.errors import ConfigError, StoreError
 from workbench.safetext import safe_text
@@ -46,9 +47,14 @@ class TrajectoryStore(Protocol):
         """Store `traj` durably (replacing one with the same id); raise when it cannot."""
         ...
 
-    def record_rewards(self, traj_id: str, rewards: dict[str, float], spec_name: str,
-                       spec_json: str | dict[str, Any] | None = None,
-                       provenance: dict[str, Any] | None = None) -> None:
+    def record_rewards(
+        self,
+        traj_id: str,
+        rewards: dict[str, float],
+        spec_name: str,
+        spec_json: str | dict[str, Any] | None = None,
+        provenance: dict[str, Any] | None = None,
+    ) -> None:
         """Make `rewards` the stored trajectory's current rewards and keep them in its history."""
         ...
 
@@ -58,15 +64,23 @@ class Recorder:
 
     def __init__(self, store: TrajectoryStore | None = None) -> None:
         if store is not None and not isinstance(store, TrajectoryStore):
-            raise ConfigError(f"Recorder: {type(store).__name__} is not a trajectory store; pass a "
-                              "workbench.store.Store (or an object with write(traj) and "
-                              "record_rewards(traj_id, rewards, spec_name, spec_json, provenance=...)), "
-                              "or None to score only")
+            raise ConfigError(
+                f"Recorder: {type(store).__name__} is not a trajectory store; pass a "
+                "workbench.store.Store (or an object with write(traj) and "
+                "record_rewards(traj_id, rewards, spec_name, spec_json, provenance=...)), "
+                "or None to score only"
+            )
         self.store = store
         self.written: set[str] = set()
 
-    def record(self, traj: Trajectory, reward_spec: Scorer | None = None, *,
-               rewards: Mapping[str, float] | None = None, provenance: Mapping[str, Any] | None = None) -> Trajectory:
+    def record(
+        self,
+        traj: Trajectory,
+        reward_spec: Scorer | None = None,
+        *,
+        rewards: Mapping[str, float] | None = None,
+        provenance: Mapping[str, Any] | None = None,
+    ) -> Trajectory:
         """Sanitise `traj`, score it with `reward_spec` (or take `rewards` as scored by `reward_spec`)
         and write it. With `provenance`, the rewards also go to the store's reward history with the
         spec's JSON and that provenance. Returns the trajectory as recorded."""
@@ -79,16 +93,19 @@ class Recorder:
         if self.store is None:
             return traj
         if traj.id in self.written:
-            raise StoreError(f"trajectory {traj.id} was already recorded; record each trajectory once "
-                             "(rescore a stored one with store.record_rewards)")
+            raise StoreError(
+                f"trajectory {traj.id} was already recorded; record each trajectory once "
+                "(rescore a stored one with store.record_rewards)"
+            )
         self.written.add(traj.id)
         if store_trajectory(self.store, traj) and provenance is not None and traj.rewards:
             to_json = getattr(reward_spec, "to_json", None)
             spec_json = to_json() if callable(to_json) else None
             try:
-                self.store.record_rewards(traj.id, traj.rewards, traj.reward_spec or "", spec_json,
-                                          provenance=dict(provenance))
-            except Exception as exc:  # noqa: BLE001 - the trajectory is stored; the history line is not
+                self.store.record_rewards(
+                    traj.id, traj.rewards, traj.reward_spec or "", spec_json, provenance=dict(provenance)
+                )
+            except Exception as exc:
                 note(traj, "store_error", f"reward history: {describe(exc)}")
         return traj
 
@@ -121,7 +138,7 @@ def describe(exc: BaseException) -> str:
     """`Type: message`, even for an exception whose `__str__` fails."""
     try:
         return f"{type(exc).__name__}: {exc}"
-    except Exception:  # noqa: BLE001
+    except Exception:
         return f"{type(exc).__name__}: (its message could not be rendered)"
 
 
@@ -141,10 +158,9 @@ def store_trajectory(store: TrajectoryStore, traj: Trajectory) -> bool:
     try:
         store.write(traj)
         return True
-    except Exception as exc:  # noqa: BLE001 - a store failure must not end the batch
+    except Exception as exc:
         reason = describe(exc)
-    log.warning("trajectory %s could not be stored as it is (%s); storing a reduced copy",
-                traj.id, reason)
+    log.warning("trajectory %s could not be stored as it is (%s); storing a reduced copy", traj.id, reason)
     note(traj, "store_error", reason)
     if traj.termination != "error":
         note(traj, "termination_before_store_error", traj.termination)
@@ -155,7 +171,7 @@ def store_trajectory(store: TrajectoryStore, traj: Trajectory) -> bool:
         try:
             store.write(reduce(traj))
             return False
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             note(traj, "store_error", f"{reason}; reduced copy: {describe(exc)}")
     log.error("trajectory %s could not be stored at all: %s", traj.id, traj.metadata["store_error"])
     return False
@@ -168,16 +184,26 @@ def _repr_copy(traj: Trajectory) -> Trajectory:
 
 def _minimal_copy(traj: Trajectory) -> Trajectory:
     """Only plain fields, each forced to text: what is left when the full trajectory will not go."""
+
     def text(value: Any) -> str | None:
         return None if value is None else safe_text(value if isinstance(value, str) else repr(value))
 
     task = Task(id=text(traj.task.id) or "", question=text(traj.task.question) or "")
-    return Trajectory(task=task, id=text(traj.id) or uuid.uuid4().hex, run_id=text(traj.run_id) or "",
-                      role=text(traj.role) or "", final_answer=text(traj.final_answer),
-                      termination="error", error=text(traj.error),
-                      metadata={"minimal": True, "store_error": text(traj.metadata.get("store_error"))
-                                if isinstance(traj.metadata, dict) else None},
-                      started_at=_number(traj.started_at), ended_at=_number(traj.ended_at))
+    return Trajectory(
+        task=task,
+        id=text(traj.id) or uuid.uuid4().hex,
+        run_id=text(traj.run_id) or "",
+        role=text(traj.role) or "",
+        final_answer=text(traj.final_answer),
+        termination="error",
+        error=text(traj.error),
+        metadata={
+            "minimal": True,
+            "store_error": text(traj.metadata.get("store_error")) if isinstance(traj.metadata, dict) else None,
+        },
+        started_at=_number(traj.started_at),
+        ended_at=_number(traj.ended_at),
+    )
 
 
 def _number(value: Any) -> float:
@@ -187,5 +213,14 @@ def _number(value: Any) -> float:
         return time.time()
 
 
-__all__ = ["Recorder", "Scorer", "TrajectoryStore", "describe", "note", "sanitized", "score", "spec_name",
-           "store_trajectory"]
+__all__ = [
+    "Recorder",
+    "Scorer",
+    "TrajectoryStore",
+    "describe",
+    "note",
+    "sanitized",
+    "score",
+    "spec_name",
+    "store_trajectory",
+]

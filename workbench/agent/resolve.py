@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,9 @@ def search_registry(retriever: Any, task: Task | None = None) -> Any:
     return ToolRegistry([search_tool(retriever, task=task)])
 
 
-def load_search_tool(*, corpus: str | Path | None = None, index: str | Path | None = None,
-                     tasks_path: str | Path | None = None) -> Any:
+def load_search_tool(
+    *, corpus: str | Path | None = None, index: str | Path | None = None, tasks_path: str | Path | None = None
+) -> Any:
     """Registry with a `search` tool: a saved index, else BM25 over a corpus, else over the
     `corpus.jsonl` that sits next to the task file (a saved world). No corpus: no search tool."""
     from workbench.tools import ToolRegistry

@@ -16,7 +16,8 @@ import contextlib
 import dataclasses
 import time
 import uuid
-from typing import Any, AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import Any
 
 from workbench.agent.config import AgentConfig, policy_settings, with_model_settings
 from workbench.agent.executor import EpisodeJob, Executor, gather_jobs, make_jobs, stream_recorded
@@ -31,10 +32,21 @@ class NBAgent:
     """Runs NB-Agent episodes concurrently with one policy. Owns its executor unless one is passed in
     (`pool=`: a started kernel pool for the executor it builds)."""
 
-    def __init__(self, policy: Policy, *, tools: Any = None, config: AgentConfig | None = None,
-                 store: Any = None, reward_spec: Any = None, pool: Any = None, run_id: str | None = None,
-                 concurrency: int = 4, role: str = "solver", lineage: dict[str, Any] | None = None,
-                 executor: Executor | None = None) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        tools: Any = None,
+        config: AgentConfig | None = None,
+        store: Any = None,
+        reward_spec: Any = None,
+        pool: Any = None,
+        run_id: str | None = None,
+        concurrency: int = 4,
+        role: str = "solver",
+        lineage: dict[str, Any] | None = None,
+        executor: Executor | None = None,
+    ) -> None:
         from workbench.agent.local import LocalExecutor
         from workbench.tools import ToolRegistry
 
@@ -56,8 +68,14 @@ class NBAgent:
 
     def jobs(self, tasks: Iterable[Task], lineage: dict[str, Any] | None = None) -> list[EpisodeJob]:
         """This agent's episode jobs for `tasks` (episode i seeded with `config.seed + i`)."""
-        return make_jobs(tasks, self.config, role=self.role, reward_spec=self.reward_spec, run_id=self.run_id,
-                         lineage={**self.lineage, **(lineage or {})})
+        return make_jobs(
+            tasks,
+            self.config,
+            role=self.role,
+            reward_spec=self.reward_spec,
+            run_id=self.run_id,
+            lineage={**self.lineage, **(lineage or {})},
+        )
 
     async def aclose(self) -> None:
         """Release the kernels of the executor this agent built (one passed in stays open)."""
@@ -65,8 +83,9 @@ class NBAgent:
             await self.executor.aclose()
 
     # -- episodes ------------------------------------------------------------------------------
-    async def run_one(self, task: Task, *, seed: int | None = None,
-                      lineage: dict[str, Any] | None = None) -> Trajectory:
+    async def run_one(
+        self, task: Task, *, seed: int | None = None, lineage: dict[str, Any] | None = None
+    ) -> Trajectory:
         """One episode in a fresh kernel; the trajectory is recorded as soon as it ends. Never raises
         for an episode's failure (`termination`, `error`, `metadata` say what went wrong)."""
         [job] = self.jobs([task], lineage)
@@ -82,8 +101,9 @@ class NBAgent:
     async def stream(self, tasks: Iterable[Task], *, progress: bool = True) -> AsyncIterator[Trajectory]:
         """Yield trajectories as they finish; every task yields exactly one, so the stream ends."""
         jobs = self.jobs(tasks)
-        async with contextlib.aclosing(stream_recorded(self.executor, jobs, self.policy, self.recorder,
-                                                       progress=progress)) as pairs:
+        async with contextlib.aclosing(
+            stream_recorded(self.executor, jobs, self.policy, self.recorder, progress=progress)
+        ) as pairs:
             async for _, traj in pairs:
                 yield traj
 
@@ -94,6 +114,7 @@ class NBAgent:
     def run(self, tasks: Sequence[Task], *, progress: bool = True) -> list[Trajectory]:
         """Sync wrapper for notebooks and scripts (runs on workbench's background event loop, so it
         also works inside Jupyter); closes the kernels it opened."""
+
         async def go() -> list[Trajectory]:
             try:
                 return await self.arun(tasks, progress=progress)

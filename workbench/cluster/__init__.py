@@ -15,9 +15,13 @@ from typing import Any
 
 from workbench.cluster.spec import PolicySpec, ToolsSpec
 
-_LAZY = {"RayExecutor": "workbench.cluster.executor", "RayWorkers": "workbench.cluster.workers",
-         "connect": "workbench.cluster.workers", "EnvHost": "workbench.cluster.host",
-         "make_executor": "workbench.cluster.select"}
+_LAZY = {
+    "RayExecutor": "workbench.cluster.executor",
+    "RayWorkers": "workbench.cluster.workers",
+    "connect": "workbench.cluster.workers",
+    "EnvHost": "workbench.cluster.host",
+    "make_executor": "workbench.cluster.select",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from workbench.errors import ConfigError
 
@@ -15,8 +16,9 @@ def require_ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise ConfigError(f"executor='ray' needs Ray, which is not installed here ({exc}); "
-                          f"install the extra: {INSTALL}") from None
+        raise ConfigError(
+            f"executor='ray' needs Ray, which is not installed here ({exc}); install the extra: {INSTALL}"
+        ) from None
     return ray
 
 

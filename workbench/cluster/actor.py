@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from workbench.cluster._ray import require_ray
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from workbench.agent.environment import StepResult, ToolPrompt
 from workbench.agent.executor import DEFAULT_TOOLS, EpisodeJob, TrajectoryStream, stream_as_done
@@ -71,13 +72,22 @@ class RayExecutor:
     `worker_policy` (episode mode): what the workers run with, whatever policy a batch is given
     (say `"openai:http://host:8000/v1"`, while the driver's front holds a client for the same server)."""
 
-    def __init__(self, tools: WorkerTools | Mapping[str, WorkerTools] | None = None, *, mode: str = "env",
-                 workers: int | RayWorkers = 1, retries: int = 1, worker_policy: WorkerPolicy | str | None = None,
-                 **placement: Any) -> None:
+    def __init__(
+        self,
+        tools: WorkerTools | Mapping[str, WorkerTools] | None = None,
+        *,
+        mode: str = "env",
+        workers: int | RayWorkers = 1,
+        retries: int = 1,
+        worker_policy: WorkerPolicy | str | None = None,
+        **placement: Any,
+    ) -> None:
         require_ray()  # without the extra: a ConfigError naming it, now rather than mid-run
         if mode not in MODES:
-            raise ConfigError(f"mode must be 'env' (policy here, kernels on workers) or 'episode' "
-                              f"(whole episodes on workers), got {mode!r}")
+            raise ConfigError(
+                f"mode must be 'env' (policy here, kernels on workers) or 'episode' "
+                f"(whole episodes on workers), got {mode!r}"
+            )
         if retries < 0:
             raise ConfigError(f"retries must be >= 0, got {retries}")
         if worker_policy is not None and mode != "episode":
@@ -110,7 +120,7 @@ class RayExecutor:
             self._workers = RayWorkers.start(self._tools, **self._placement)
         return self._workers
 
-    def start(self) -> "RayExecutor":
+    def start(self) -> RayExecutor:
         """Place and warm the workers now (else the first batch does)."""
         _ = self.workers
         return self
@@ -128,6 +138,7 @@ class RayExecutor:
 
             chosen = self.worker_policy if self.worker_policy is not None else policy
             remote_policy = require_ray().put(policy_for_workers(chosen))
+
         async def run(job: EpisodeJob) -> Trajectory:
             self.started += 1
             try:
@@ -138,8 +149,9 @@ class RayExecutor:
         async for done in stream_as_done(jobs, run):
             yield done
 
-    async def _with_retries(self, pool: RayWorkers, job: EpisodeJob, policy: Policy,
-                            remote_policy: ObjectRef | None) -> Trajectory:
+    async def _with_retries(
+        self, pool: RayWorkers, job: EpisodeJob, policy: Policy, remote_policy: ObjectRef | None
+    ) -> Trajectory:
         lost: list[str] = []
         wire_job = dataclasses.replace(job, reward_spec=None)  # scoring is the driver's
         worker_gone: tuple[type[BaseException], ...] = (WorkerLost, *actor_died_errors())
@@ -233,8 +245,14 @@ class RayExecutor:
     def stats(self) -> dict[str, Any]:
         """Episodes started and finished, in flight on a worker now and at most (`high_water`, never
         above the workers' kernels), retries, `worker_died`, and `workers`: each worker's own figures."""
-        counts = {"started": self.started, "finished": self.finished, "in_flight": self.in_flight,
-                  "high_water": self.high_water, "retried": self.retried, "worker_died": self.worker_died}
+        counts = {
+            "started": self.started,
+            "finished": self.finished,
+            "in_flight": self.in_flight,
+            "high_water": self.high_water,
+            "retried": self.retried,
+            "worker_died": self.worker_died,
+        }
         return {**counts, "workers": self._workers.stats() if self._workers is not None else []}
 
     async def aclose(self) -> None:
@@ -248,7 +266,7 @@ class RayExecutor:
 
         run_sync(self.aclose())
 
-    async def __aenter__(self) -> "RayExecutor":
+    async def __aenter__(self) -> RayExecutor:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

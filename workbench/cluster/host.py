@@ -21,8 +21,9 @@ import contextlib
 import os
 import socket
 import time
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from workbench.agent.config import AgentConfig
 from workbench.agent.environment import LocalEnvironment, StepResult, ToolPrompt
@@ -45,8 +46,15 @@ def build_toolsets(tools: Mapping[str, WorkerTools]) -> dict[str, ToolSet]:
 class EnvHost:
     """A worker's kernels, gateways and episodes; see the module docstring."""
 
-    def __init__(self, tools: Mapping[str, WorkerTools], *, kernels: int, identity: Mapping[str, Any] | None = None,
-                 root: Path | None = None, watchdog: bool = True) -> None:
+    def __init__(
+        self,
+        tools: Mapping[str, WorkerTools],
+        *,
+        kernels: int,
+        identity: Mapping[str, Any] | None = None,
+        root: Path | None = None,
+        watchdog: bool = True,
+    ) -> None:
         from workbench.agent.local import LocalExecutor
         from workbench.sandbox import default_root
 
@@ -83,9 +91,14 @@ class EnvHost:
             if key not in self._pools:
                 from workbench.kernel import KernelPool
 
-                pool = KernelPool(size=self.kernels, profile=agent.profile, isolation=agent.isolation,
-                                  output_cap=agent.output_cap, startup_code="import workbench.runtime",
-                                  root=self.root)
+                pool = KernelPool(
+                    size=self.kernels,
+                    profile=agent.profile,
+                    isolation=agent.isolation,
+                    output_cap=agent.output_cap,
+                    startup_code="import workbench.runtime",
+                    root=self.root,
+                )
                 await pool.start()
                 self._pools[key] = pool
             return self._pools[key]
@@ -172,16 +185,26 @@ class EnvHost:
 
     def stamp(self, traj: Trajectory) -> None:
         """Record in `traj.lineage["worker"]` where it ran."""
-        traj.lineage["worker"] = {k: self.identity[k] for k in ("node", "worker", "actor_id", "host")
-                                  if k in self.identity}
+        traj.lineage["worker"] = {
+            k: self.identity[k] for k in ("node", "worker", "actor_id", "host") if k in self.identity
+        }
 
     def stats(self) -> dict[str, Any]:
         pools = list(self._pools.values())
-        return {**self.identity, "alive": True, "kernels": self.kernels,
-                "warm": sum(p.warm for p in pools), "in_use": self.in_use, "high_water": self.high_water,
-                "started": sum(p.started for p in pools), "failed": sum(p.failed_starts for p in pools),
-                "episodes": self.episodes, "steps": self.steps, "nice": os.getpriority(os.PRIO_PROCESS, 0),
-                "at": time.time()}
+        return {
+            **self.identity,
+            "alive": True,
+            "kernels": self.kernels,
+            "warm": sum(p.warm for p in pools),
+            "in_use": self.in_use,
+            "high_water": self.high_water,
+            "started": sum(p.started for p in pools),
+            "failed": sum(p.failed_starts for p in pools),
+            "episodes": self.episodes,
+            "steps": self.steps,
+            "nice": os.getpriority(os.PRIO_PROCESS, 0),
+            "at": time.time(),
+        }
 
 
 __all__ = ["EnvHost", "build_toolsets"]

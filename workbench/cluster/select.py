@@ -10,7 +10,8 @@ exist on every node, so they are made absolute here).
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
 
@@ -22,9 +23,14 @@ if TYPE_CHECKING:
 EXECUTORS = ("local", "ray")
 
 
-def make_executor(kind: str = "local", tools: WorkerTools | Mapping[str, WorkerTools] | None = None, *,
-                  concurrency: int = 4, ray_address: str | None = None,
-                  **ray_options: Any) -> LocalExecutor | RayExecutor:
+def make_executor(
+    kind: str = "local",
+    tools: WorkerTools | Mapping[str, WorkerTools] | None = None,
+    *,
+    concurrency: int = 4,
+    ray_address: str | None = None,
+    **ray_options: Any,
+) -> LocalExecutor | RayExecutor:
     """`LocalExecutor(tools, concurrency)` (a `ToolsSpec` built here), or a `RayExecutor` joining
     `ray_address` ("auto": the cluster `ray start` runs here; None: start a local one) with
     `concurrency` kernels per worker. `ray_options` (mode, workers, cpus_per_kernel, strategy,
@@ -48,22 +54,37 @@ def make_executor(kind: str = "local", tools: WorkerTools | Mapping[str, WorkerT
 
 def add_executor_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("where episodes run")
-    g.add_argument("--executor", choices=EXECUTORS, default="local",
-                   help="local: kernels on this machine; ray: kernel workers on a Ray cluster "
-                        "(pip install 'workbench[ray]')")
-    g.add_argument("--ray-address", default=None,
-                   help="with --executor ray: 'auto' joins the cluster `ray start` runs here, HOST:PORT or "
-                        "ray://HOST:PORT another; unset starts a local one")
-    g.add_argument("--ray-workers", type=int, default=1, help="with --executor ray: kernel workers to place "
-                                                              "(each with --concurrency kernels)")
-    g.add_argument("--ray-mode", choices=("env", "episode"), default="env",
-                   help="with --executor ray: env = the policy runs here, kernels on the workers; episode = "
-                        "whole episodes on the workers, which build the policy from --policy (an openai:URL "
-                        "server they can reach)")
+    g.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help="local: kernels on this machine; ray: kernel workers on a Ray cluster (pip install 'workbench[ray]')",
+    )
+    g.add_argument(
+        "--ray-address",
+        default=None,
+        help="with --executor ray: 'auto' joins the cluster `ray start` runs here, HOST:PORT or "
+        "ray://HOST:PORT another; unset starts a local one",
+    )
+    g.add_argument(
+        "--ray-workers",
+        type=int,
+        default=1,
+        help="with --executor ray: kernel workers to place (each with --concurrency kernels)",
+    )
+    g.add_argument(
+        "--ray-mode",
+        choices=("env", "episode"),
+        default="env",
+        help="with --executor ray: env = the policy runs here, kernels on the workers; episode = "
+        "whole episodes on the workers, which build the policy from --policy (an openai:URL "
+        "server they can reach)",
+    )
 
 
-def executor_from_args(args: argparse.Namespace, *, worker_tools: WorkerTools | Mapping[str, WorkerTools] | None,
-                       policy: str | None = None) -> LocalExecutor | RayExecutor | None:
+def executor_from_args(
+    args: argparse.Namespace, *, worker_tools: WorkerTools | Mapping[str, WorkerTools] | None, policy: str | None = None
+) -> LocalExecutor | RayExecutor | None:
     """The executor the flags ask for, or None for local (the caller's default path)."""
     if getattr(args, "executor", "local") == "local":
         if args.ray_address is not None:
@@ -84,14 +105,25 @@ def absolute(path: str | None) -> str | None:
     return str(Path(path).resolve()) if path else None
 
 
-def search_tools_spec(*, corpus: str | None = None, index: str | None = None,
-                      tasks_path: str | None = None) -> ToolsSpec:
+def search_tools_spec(
+    *, corpus: str | None = None, index: str | None = None, tasks_path: str | None = None
+) -> ToolsSpec:
     """The `ToolsSpec` of `load_search_tool` with these paths, for the workers."""
     from workbench.cluster.spec import ToolsSpec
 
-    return ToolsSpec("workbench.agent.resolve:load_search_tool", corpus=absolute(corpus), index=absolute(index),
-                     tasks_path=absolute(tasks_path))
+    return ToolsSpec(
+        "workbench.agent.resolve:load_search_tool",
+        corpus=absolute(corpus),
+        index=absolute(index),
+        tasks_path=absolute(tasks_path),
+    )
 
 
-__all__ = ["EXECUTORS", "absolute", "add_executor_arguments", "executor_from_args", "make_executor",
-           "search_tools_spec"]
+__all__ = [
+    "EXECUTORS",
+    "absolute",
+    "add_executor_arguments",
+    "executor_from_args",
+    "make_executor",
+    "search_tools_spec",
+]

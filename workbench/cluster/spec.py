@@ -16,8 +16,9 @@ from __future__ import annotations
 import importlib
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from workbench.errors import ConfigError
 
@@ -33,7 +34,8 @@ def _check(where: str, kwargs: Mapping[str, Any], env: Mapping[str, str]) -> Non
         if _SECRET.search(str(name)):
             raise ConfigError(
                 f"{where}: keyword {name!r} looks like a secret, and a spec travels to every worker; "
-                f"pass env={{{name!r}: 'ENV_VAR_NAME'}} so each worker reads it from its own environment")
+                f"pass env={{{name!r}: 'ENV_VAR_NAME'}} so each worker reads it from its own environment"
+            )
     for name, var in env.items():
         if not isinstance(var, str) or not var:
             raise ConfigError(f"{where}: env[{name!r}] must name an environment variable, got {var!r}")
@@ -45,8 +47,10 @@ def _from_env(where: str, env: Mapping[str, str]) -> dict[str, str]:
     values = {}
     for name, var in env.items():
         if var not in os.environ:
-            raise ConfigError(f"{where}: environment variable {var} (for {name!r}) is not set on this "
-                              "worker; export it where `ray start` runs on every node")
+            raise ConfigError(
+                f"{where}: environment variable {var} (for {name!r}) is not set on this "
+                "worker; export it where `ray start` runs on every node"
+            )
         values[name] = os.environ[var]
     return values
 
@@ -61,8 +65,9 @@ def import_object(path: str) -> Any:
         for part in attr.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"cannot import {path!r} ({exc}); is workbench (and that module) installed "
-                          "on every node of the cluster?") from None
+        raise ConfigError(
+            f"cannot import {path!r} ({exc}); is workbench (and that module) installed on every node of the cluster?"
+        ) from None
     return obj
 
 
@@ -75,8 +80,9 @@ class ToolsSpec:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=dict)
 
-    def __init__(self, factory: str | Callable[..., Any], *, env: Mapping[str, str] | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, factory: str | Callable[..., Any], *, env: Mapping[str, str] | None = None, **kwargs: Any
+    ) -> None:
         object.__setattr__(self, "factory", factory)
         object.__setattr__(self, "kwargs", dict(kwargs))
         object.__setattr__(self, "env", dict(env or {}))
@@ -102,7 +108,7 @@ class PolicySpec:
     env: Mapping[str, str] = field(default_factory=dict)
 
     def __init__(self, spec: str, *, env: Mapping[str, str] | None = None, **kwargs: Any) -> None:
-        if not isinstance(spec, str) or ":" not in spec and spec.strip() != "scripted":
+        if not isinstance(spec, str) or (":" not in spec and spec.strip() != "scripted"):
             raise ConfigError(f"PolicySpec takes a policy spec like 'openai:http://host:8000/v1', got {spec!r}")
         object.__setattr__(self, "spec", spec)
         object.__setattr__(self, "kwargs", dict(kwargs))
@@ -136,7 +142,8 @@ def policy_for_workers(policy: WorkerPolicy | str) -> WorkerPolicy:
     if getattr(policy, "headers", None):
         raise ConfigError(
             f"{type(policy).__name__} carries request headers (an API key?) that would travel to every "
-            "worker; pass PolicySpec('openai:URL', env={'api_key': 'ENV_VAR'}) instead")
+            "worker; pass PolicySpec('openai:URL', env={'api_key': 'ENV_VAR'}) instead"
+        )
     return policy
 
 

@@ -26,9 +26,14 @@ from workbench.kernel.procs import process_tree
 def start_watchdog(root: Path) -> int:
     """Start the watchdog for `root`; returns the pipe's write fd (close it to reap at once)."""
     read_fd, write_fd = os.pipe()  # both non-inheritable; the child gets read_fd as its stdin
-    launcher = subprocess.Popen([sys.executable, "-m", "workbench.cluster.watchdog", str(root)], stdin=read_fd,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                                close_fds=True)
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "workbench.cluster.watchdog", str(root)],
+        stdin=read_fd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
     os.close(read_fd)
     launcher.wait()  # it forks the watchdog and exits at once
     return write_fd

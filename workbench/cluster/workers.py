@@ -15,8 +15,9 @@ joins the cluster this process is connected to, else starts a local one; "auto" 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from workbench.cluster._ray import actor_died_errors, require_ray, startup_share
 from workbench.errors import ConfigError, PoolError
@@ -65,18 +66,32 @@ class Worker:
 class RayWorkers:
     """Started kernel-worker actors; see the module docstring."""
 
-    def __init__(self, workers: list[Worker], kernels_per_worker: int, placement_group: PlacementGroup | None = None,
-                 tools: Mapping[str, WorkerTools] | None = None) -> None:
+    def __init__(
+        self,
+        workers: list[Worker],
+        kernels_per_worker: int,
+        placement_group: PlacementGroup | None = None,
+        tools: Mapping[str, WorkerTools] | None = None,
+    ) -> None:
         self.workers = workers
         self.tools = dict(tools or {})  # the tool sets' specs, as sent
         self.kernels_per_worker = kernels_per_worker
         self.placement_group = placement_group
 
     @classmethod
-    def start(cls, tools: Mapping[str, WorkerTools], *, workers: int = 1, kernels_per_worker: int = 2,
-              cpus_per_kernel: float = 0.5, strategy: str | None = "SPREAD", address: str | None = None,
-              warm: AgentConfig | None = None, timeout: float = 300.0,
-              init_options: Mapping[str, Any] | None = None) -> "RayWorkers":
+    def start(
+        cls,
+        tools: Mapping[str, WorkerTools],
+        *,
+        workers: int = 1,
+        kernels_per_worker: int = 2,
+        cpus_per_kernel: float = 0.5,
+        strategy: str | None = "SPREAD",
+        address: str | None = None,
+        warm: AgentConfig | None = None,
+        timeout: float = 300.0,
+        init_options: Mapping[str, Any] | None = None,
+    ) -> RayWorkers:
         """Place and start `workers` actors, each warming `kernels_per_worker` kernels."""
         if workers < 1 or kernels_per_worker < 1:
             raise ConfigError(f"workers and kernels_per_worker must be >= 1, got {workers} and {kernels_per_worker}")
@@ -102,16 +117,26 @@ class RayWorkers:
                 raise ConfigError(
                     f"the cluster found no room for {workers} worker(s) × {cpus:g} CPUs with strategy {strategy} "
                     f"within {timeout:g} s (it has {ray.available_resources().get('CPU', 0):g} CPUs free); use "
-                    "fewer workers, kernels_per_worker or cpus_per_kernel, another strategy, or add nodes") from None
-            options = [{"num_cpus": cpus, "scheduling_strategy": PlacementGroupSchedulingStrategy(
-                group, placement_group_bundle_index=i)} for i in range(workers)]
+                    "fewer workers, kernels_per_worker or cpus_per_kernel, another strategy, or add nodes"
+                ) from None
+            options = [
+                {
+                    "num_cpus": cpus,
+                    "scheduling_strategy": PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=i),
+                }
+                for i in range(workers)
+            ]
         actor = worker_class()
         try:
-            handles = [actor.options(**options[i]).remote(dict(tools), kernels_per_worker, f"worker-{i}")
-                       for i in range(workers)]
+            handles = [
+                actor.options(**options[i]).remote(dict(tools), kernels_per_worker, f"worker-{i}")
+                for i in range(workers)
+            ]
         except TypeError as exc:  # a tool set that cannot be pickled
-            raise ConfigError(f"the tool sets cannot be sent to the workers ({exc}); describe each with "
-                              "ToolsSpec('module:function', ...) so every worker builds its own") from None
+            raise ConfigError(
+                f"the tool sets cannot be sent to the workers ({exc}); describe each with "
+                "ToolsSpec('module:function', ...) so every worker builds its own"
+            ) from None
         pool = cls([Worker(h, i) for i, h in enumerate(handles)], kernels_per_worker, group, tools)
         try:
             infos = ray.get([h.start.remote(warm) for h in handles], timeout=timeout)
@@ -139,8 +164,7 @@ class RayWorkers:
                     w.alive = False
                 except ray.exceptions.GetTimeoutError:
                     pass  # busy beyond reason: its last figures stand
-            row = {**w.info, **w.last, "alive": w.alive, "in_flight": w.in_flight,
-                   "driver_high_water": w.high_water}
+            row = {**w.info, **w.last, "alive": w.alive, "in_flight": w.in_flight, "driver_high_water": w.high_water}
             out.append(row)
         return out
 
@@ -152,20 +176,20 @@ class RayWorkers:
         for ref in refs:
             try:
                 ray.get(ref, timeout=max(0.1, deadline - time.monotonic()))
-            except Exception:  # noqa: BLE001 - a dead or stuck worker: killed below
+            except Exception:
                 pass
         for w in self.workers:
             try:
                 ray.kill(w.handle)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
             w.alive = False
         if self.placement_group is not None:
             try:
                 ray.util.remove_placement_group(self.placement_group)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
             self.placement_group = None
 
 
-__all__ = ["RayWorkers", "STRATEGIES", "Worker", "connect"]
+__all__ = ["STRATEGIES", "RayWorkers", "Worker", "connect"]

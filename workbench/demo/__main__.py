@@ -17,16 +17,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--fresh", action="store_true", help="rebuild everything instead of using the cache")
     parser.add_argument("--fast", action="store_true", help="a smoke run: every stage, tiny sizes")
-    parser.add_argument("--engine", choices=("transformers", "vllm"), default="transformers",
-                        help="what generates RL rollouts and evaluations: the live model, or one in-process vLLM "
-                             "engine synced with it (vLLM's CPU build on a CPU)")
-    parser.add_argument("--proposer", choices=("scripted", "learned"), default="scripted",
-                        help="learned: the proposer is a tiny model too (SFT on a code-style proposer teacher, then HRPO)")
+    parser.add_argument(
+        "--engine",
+        choices=("transformers", "vllm"),
+        default="transformers",
+        help="what generates RL rollouts and evaluations: the live model, or one in-process vLLM "
+        "engine synced with it (vLLM's CPU build on a CPU)",
+    )
+    parser.add_argument(
+        "--proposer",
+        choices=("scripted", "learned"),
+        default="scripted",
+        help="learned: the proposer is a tiny model too (SFT on a code-style proposer teacher, then HRPO)",
+    )
     args = parser.parse_args(argv)
     if args.proposer == "learned":
         return learned_main(args)
-    cfg = DemoConfig(run_dir=args.run_dir or "runs/demo", seed=args.seed, engine=args.engine,
-                     **(FAST if args.fast else {}))
+    cfg = DemoConfig(
+        run_dir=args.run_dir or "runs/demo", seed=args.seed, engine=args.engine, **(FAST if args.fast else {})
+    )
     run_demo(cfg, fresh=args.fresh)
     return 0
 
@@ -37,8 +46,7 @@ def learned_main(args: argparse.Namespace) -> int:
     from workbench.demo.config import FAST_LEARNED
     from workbench.demo.learned import run_learned_demo
 
-    cfg = DemoConfig(run_dir=args.run_dir or "runs/demo_learned", seed=args.seed,
-                     **(FAST_LEARNED if args.fast else {}))
+    cfg = DemoConfig(run_dir=args.run_dir or "runs/demo_learned", seed=args.seed, **(FAST_LEARNED if args.fast else {}))
     run_learned_demo(cfg, fresh=args.fresh)
     return 0
 

@@ -68,12 +68,30 @@ class DemoConfig:
         return dataclasses.asdict(self)
 
 
-FAST = dict(teacher_tasks=60, sft_epochs=2, iterations=1, proposer_prompts=4, solver_attempts=2,
-            rl_steps_per_iteration=1, rl_questions_per_step=2, rl_generations=2, eval_tasks=12, concurrency=4)
+FAST = dict(
+    teacher_tasks=60,
+    sft_epochs=2,
+    iterations=1,
+    proposer_prompts=4,
+    solver_attempts=2,
+    rl_steps_per_iteration=1,
+    rl_questions_per_step=2,
+    rl_generations=2,
+    eval_tasks=12,
+    concurrency=4,
+)
 """Settings for a smoke run (tests): every stage runs, in about a minute; no learning is expected."""
 
-FAST_LEARNED = dict(FAST, proposer_teacher_tasks=16, proposer_hop_weights={1: 1.0, 2: 1.0}, proposer_sft_epochs=1,
-                    proposer_rl_steps=1, proposer_rl_batch=2, proposer_hop_group=2, eval_tasks=4)
+FAST_LEARNED = dict(
+    FAST,
+    proposer_teacher_tasks=16,
+    proposer_hop_weights={1: 1.0, 2: 1.0},
+    proposer_sft_epochs=1,
+    proposer_rl_steps=1,
+    proposer_rl_batch=2,
+    proposer_hop_group=2,
+    eval_tasks=4,
+)
 """A smoke run of `--proposer learned`: 4 prompts over two hop counts always hold one hop group of 2;
 the solver's held-out evaluations shrink to 4 questions (the stages this run checks are the proposer's)."""
 

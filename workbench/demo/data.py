@@ -13,11 +13,11 @@ from __future__ import annotations
 import copy
 import hashlib
 import random
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from workbench.trajectory import Step, Trajectory
 from workbench.worlds import World
-
 from workbench.worlds.coder import HOP_TURN, PLAN_TURN, SUBMIT_TURN
 
 TEACHER_ID = hashlib.sha1((PLAN_TURN + HOP_TURN + SUBMIT_TURN).encode()).hexdigest()[:6]
@@ -42,9 +42,18 @@ def short_horizon_twin(traj: Trajectory, codec: Any) -> Trajectory | None:
     twin.id = traj.id + "-short"
     keep = twin.steps[:2]  # plan, then hop 1
     ids = codec.encode(SUBMIT_TURN)
-    keep.append(Step(index=2, raw=SUBMIT_TURN, think="Answer now.", code="submit_final_answer(e)",
-                     completion_ids=ids, logprobs=[0.0] * len(ids), finish_reason="stop",
-                     prompt_ids=traj.steps[2].prompt_ids))  # the context hop 2 saw (its notepad the newest)
+    keep.append(
+        Step(
+            index=2,
+            raw=SUBMIT_TURN,
+            think="Answer now.",
+            code="submit_final_answer(e)",
+            completion_ids=ids,
+            logprobs=[0.0] * len(ids),
+            finish_reason="stop",
+            prompt_ids=traj.steps[2].prompt_ids,
+        )
+    )  # the context hop 2 saw (its notepad the newest)
     twin.steps = keep
     first_hop = (keep[1].observation or {}).get("stdout", "").split(" | todo:")[0].strip()
     twin.final_answer = first_hop or None
@@ -52,8 +61,9 @@ def short_horizon_twin(traj: Trajectory, codec: Any) -> Trajectory | None:
     return twin
 
 
-def sft_mix(trajectories: Sequence[Trajectory], codec: Any, *, give_up: float, copies: int,
-            seed: int) -> list[Trajectory]:
+def sft_mix(
+    trajectories: Sequence[Trajectory], codec: Any, *, give_up: float, copies: int, seed: int
+) -> list[Trajectory]:
     """`copies` draws per task: multi-hop tasks give the short twin with probability `give_up`."""
     rng = random.Random(seed)
     out: list[Trajectory] = []

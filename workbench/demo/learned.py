@@ -27,8 +27,9 @@ import hashlib
 import json
 import random
 from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from workbench.demo.config import DemoConfig
 from workbench.demo.pipeline import DemoResult, Printer, Stages, solver_stages
@@ -41,9 +42,16 @@ PROPOSER_TEACHER_ID = hashlib.sha1((PLAN_TURN + HOP_TURN + STUCK_TURN).encode())
 
 def proposer_agent(cfg: DemoConfig, **update: Any) -> dict[str, Any]:
     """AgentConfig keywords of every proposer episode (teacher, HRPO rollouts, QA generation)."""
-    return {"max_steps": cfg.max_steps, "max_context_tokens": cfg.proposer_context_tokens,
-            "max_new_tokens": cfg.proposer_max_new_tokens, "prompt": "compact", "temperature": cfg.rl_temperature,
-            "top_p": cfg.rl_top_p, "seed": cfg.seed, **update}
+    return {
+        "max_steps": cfg.max_steps,
+        "max_context_tokens": cfg.proposer_context_tokens,
+        "max_new_tokens": cfg.proposer_max_new_tokens,
+        "prompt": "compact",
+        "temperature": cfg.rl_temperature,
+        "top_p": cfg.rl_top_p,
+        "seed": cfg.seed,
+        **update,
+    }
 
 
 def proposer_tokenizer_texts(world: Any, trajectories: Sequence[Any]) -> list[str]:
@@ -71,10 +79,12 @@ def hop_stats(trajs: Sequence[Any]) -> dict[str, dict[str, float]]:
     out = {}
     for hop in sorted(groups, key=lambda h: (h == "all", h)):
         ts = groups[hop]
-        out[hop] = {"proposals": float(len(ts)),
-                    "format": sum(t.rewards.get("format", 0.0) for t in ts) / len(ts),
-                    "difficulty": sum(t.rewards.get("difficulty", 0.0) for t in ts) / len(ts),
-                    "spread": max(float(t.reward or 0.0) for t in ts) - min(float(t.reward or 0.0) for t in ts)}
+        out[hop] = {
+            "proposals": float(len(ts)),
+            "format": sum(t.rewards.get("format", 0.0) for t in ts) / len(ts),
+            "difficulty": sum(t.rewards.get("difficulty", 0.0) for t in ts) / len(ts),
+            "spread": max(float(t.reward or 0.0) for t in ts) - min(float(t.reward or 0.0) for t in ts),
+        }
     return out
 
 
@@ -98,8 +108,9 @@ def whole_hop_groups(tasks: Sequence[Any], group: int) -> tuple[list[Any], list[
     return kept, sorted(h for h, n in counts.items() if n < group)
 
 
-def proposer_train_fn(model: Any, tokenizer: Any, cfg: DemoConfig, solver_fn: Callable[[Any], Any], *,
-                      on_step: Printer = print) -> Callable[[Any], Any]:
+def proposer_train_fn(
+    model: Any, tokenizer: Any, cfg: DemoConfig, solver_fn: Callable[[Any], Any], *, on_step: Printer = print
+) -> Callable[[Any], Any]:
     """`run_drzero`'s train_fn: HRPO on the proposer model, `solver_fn` (GRPO) for the solver."""
     from workbench.train import TrainConfig
     from workbench.train.run import train
@@ -113,17 +124,30 @@ def proposer_train_fn(model: Any, tokenizer: Any, cfg: DemoConfig, solver_fn: Ca
         if len(tasks) < batch:
             return {"skipped": f"only {len(tasks)} prompts in hop groups of {group}"}
         runner = RecordedEpisodes(req.episodes)
-        config = TrainConfig(output_dir=str(req.output_dir), run_id=f"{req.run_id}/proposer", estimator=req.estimator,
-                             num_generations=group, per_device_train_batch_size=batch,
-                             max_steps=cfg.proposer_rl_steps, learning_rate=cfg.proposer_rl_lr,
-                             temperature=cfg.rl_temperature, beta=cfg.rl_beta,
-                             max_completion_length=cfg.proposer_context_tokens, logging_steps=1,
-                             seed=cfg.seed + req.iteration, episode_kind="nbagent")
-        summary = train(config, tasks=tasks, episodes=runner, model=model, tokenizer=tokenizer,
-                        reward=req.reward, store=req.store)
-        on_step(f"  iteration {req.iteration}: {summary['global_step']} HRPO steps on the proposer "
-                f"({len(tasks)} prompts" + (f"; hop {left_out} left out: fewer than {group} prompts" if left_out else "")
-                + ")")
+        config = TrainConfig(
+            output_dir=str(req.output_dir),
+            run_id=f"{req.run_id}/proposer",
+            estimator=req.estimator,
+            num_generations=group,
+            per_device_train_batch_size=batch,
+            max_steps=cfg.proposer_rl_steps,
+            learning_rate=cfg.proposer_rl_lr,
+            temperature=cfg.rl_temperature,
+            beta=cfg.rl_beta,
+            max_completion_length=cfg.proposer_context_tokens,
+            logging_steps=1,
+            seed=cfg.seed + req.iteration,
+            episode_kind="nbagent",
+        )
+        summary = train(
+            config, tasks=tasks, episodes=runner, model=model, tokenizer=tokenizer, reward=req.reward, store=req.store
+        )
+        on_step(
+            f"  iteration {req.iteration}: {summary['global_step']} HRPO steps on the proposer "
+            f"({len(tasks)} prompts"
+            + (f"; hop {left_out} left out: fewer than {group} prompts" if left_out else "")
+            + ")"
+        )
         return {**summary, "rollouts": runner.batches, "hops_left_out": left_out}
 
     return train_fn
@@ -148,17 +172,38 @@ class LearnedStages(Stages):
 
         store = Store(store_dir) if store_dir is not None else None
         try:
-            agent = NBAgent(policy, tools=proposer_tools(self.retriever), role="proposer", store=store,
-                            config=AgentConfig(**proposer_agent(self.cfg, **config)), concurrency=self.cfg.concurrency)
+            agent = NBAgent(
+                policy,
+                tools=proposer_tools(self.retriever),
+                role="proposer",
+                store=store,
+                config=AgentConfig(**proposer_agent(self.cfg, **config)),
+                concurrency=self.cfg.concurrency,
+            )
             return agent.run(tasks)
         finally:
             if store is not None:
                 store.close()
 
     def _proposer_key(self, *extra: str) -> str:
-        return PROPOSER_TEACHER_ID + "-" + self.cfg.key(
-            "seed", "world_size", "proposer_teacher_tasks", "proposer_hop_weights", "proposer_context_tokens",
-            "proposer_max_new_tokens", "max_steps", "proposer_vocab_size", "n_layer", "n_embd", "n_head", *extra)
+        return (
+            PROPOSER_TEACHER_ID
+            + "-"
+            + self.cfg.key(
+                "seed",
+                "world_size",
+                "proposer_teacher_tasks",
+                "proposer_hop_weights",
+                "proposer_context_tokens",
+                "proposer_max_new_tokens",
+                "max_steps",
+                "proposer_vocab_size",
+                "n_layer",
+                "n_embd",
+                "n_head",
+                *extra,
+            )
+        )
 
     def proposer_model0(self) -> Path:
         """The proposer's tokenizer (world text + its prompts, turns, observations) and a random tiny Qwen2."""
@@ -168,10 +213,22 @@ class LearnedStages(Stages):
         c = self.cfg
         path = self.cache / f"proposer-model0-{self._proposer_key()}"
         if not (path / "config.json").exists():
-            sample = self.run_proposer(coder_proposer(seed=c.seed), self.proposer_prompts()[:60], None,
-                                       max_new_tokens=4096, max_context_tokens=16384)
-            build_tiny_model(path, proposer_tokenizer_texts(self.world, sample), vocab_size=c.proposer_vocab_size,
-                             n_layer=c.n_layer, n_embd=c.n_embd, n_head=c.n_head, seed=c.seed)
+            sample = self.run_proposer(
+                coder_proposer(seed=c.seed),
+                self.proposer_prompts()[:60],
+                None,
+                max_new_tokens=4096,
+                max_context_tokens=16384,
+            )
+            build_tiny_model(
+                path,
+                proposer_tokenizer_texts(self.world, sample),
+                vocab_size=c.proposer_vocab_size,
+                n_layer=c.n_layer,
+                n_embd=c.n_embd,
+                n_head=c.n_head,
+                seed=c.seed,
+            )
         return path
 
     def proposer_teacher(self, codec: Any) -> list:
@@ -203,7 +260,9 @@ class LearnedStages(Stages):
             tok.save_pretrained(path)
             losses_file.write_text(json.dumps(losses))
         losses = json.loads(losses_file.read_text())
-        self.out(f"  {len(teacher)} proposer episodes, {len(losses)} SFT steps, loss {losses[0]:.3f} → {losses[-1]:.4f}")
+        self.out(
+            f"  {len(teacher)} proposer episodes, {len(losses)} SFT steps, loss {losses[0]:.3f} → {losses[-1]:.4f}"
+        )
         return path, losses
 
     def evolve_both(self, solver: tuple[Any, Any], proposer: tuple[Any, Any]) -> list[dict[str, Any]]:
@@ -213,14 +272,30 @@ class LearnedStages(Stages):
         from workbench.policies import TransformersPolicy
 
         c = self.cfg
-        config = self.drzero_config("final_proposer", hop_weights=c.proposer_hop_weights,
-                                    proposer_group_size=c.proposer_hop_group, proposer_agent=proposer_agent(c))
+        config = self.drzero_config(
+            "final_proposer",
+            hop_weights=c.proposer_hop_weights,
+            proposer_group_size=c.proposer_hop_group,
+            proposer_agent=proposer_agent(c),
+        )
         train_fn = proposer_train_fn(*proposer, c, demo_train_fn(*solver, c, on_step=self.out), on_step=self.out)
-        result = run_drzero(config, proposer_policy=TransformersPolicy.from_model(*proposer, name="demo-proposer"),
-                            solver_policy=TransformersPolicy.from_model(*solver, name="demo-solver"),
-                            corpus=self.world.corpus(), retriever=self.retriever, train_fn=train_fn)
-        return [{"iteration": it.iteration, "qa_size": it.qa_size, **it.metrics,
-                 "proposer_update": it.training.get("proposer", {})} for it in result.iterations]
+        result = run_drzero(
+            config,
+            proposer_policy=TransformersPolicy.from_model(*proposer, name="demo-proposer"),
+            solver_policy=TransformersPolicy.from_model(*solver, name="demo-solver"),
+            corpus=self.world.corpus(),
+            retriever=self.retriever,
+            train_fn=train_fn,
+        )
+        return [
+            {
+                "iteration": it.iteration,
+                "qa_size": it.qa_size,
+                **it.metrics,
+                "proposer_update": it.training.get("proposer", {}),
+            }
+            for it in result.iterations
+        ]
 
 
 def proposer_lines(iterations: Sequence[dict[str, Any]]) -> list[str]:
@@ -230,18 +305,25 @@ def proposer_lines(iterations: Sequence[dict[str, Any]]) -> list[str]:
     for it in iterations:
         rollouts = (it.get("proposer_update") or {}).get("rollouts") or []
         lines.append(f"  iteration {it['iteration']}: {it['qa_size']} questions in the QA set")
-        hops = sorted({k.rsplit("hop", 1)[1] for k in it if k.startswith("evolve/format/hop")}
-                      | {h for b in rollouts for h in b if h != "all"}, key=int)
+        hops = sorted(
+            {k.rsplit("hop", 1)[1] for k in it if k.startswith("evolve/format/hop")}
+            | {h for b in rollouts for h in b if h != "all"},
+            key=int,
+        )
         for h in hops:
             line = f"    hop {h}:"
             if rollouts:
                 first, last = rollouts[0].get(h), rollouts[-1].get(h)
                 show = lambda s, k: f"{s[k]:.2f}" if s else "  - "  # noqa: E731
-                line += (f" HRPO rollouts format {show(first, 'format')} → {show(last, 'format')}, "
-                         f"difficulty {show(first, 'difficulty')} → {show(last, 'difficulty')} |")
-            line += (f" QA generation format {it.get(f'evolve/format/hop{h}', 0.0):.2f}, "
-                     f"difficulty {it.get(f'evolve/difficulty/hop{h}', 0.0):.2f}, "
-                     f"solver pass rate {it.get(f'evolve/solver_pass_rate/hop{h}', 0.0):5.1%}")
+                line += (
+                    f" HRPO rollouts format {show(first, 'format')} → {show(last, 'format')}, "
+                    f"difficulty {show(first, 'difficulty')} → {show(last, 'difficulty')} |"
+                )
+            line += (
+                f" QA generation format {it.get(f'evolve/format/hop{h}', 0.0):.2f}, "
+                f"difficulty {it.get(f'evolve/difficulty/hop{h}', 0.0):.2f}, "
+                f"solver pass rate {it.get(f'evolve/solver_pass_rate/hop{h}', 0.0):5.1%}"
+            )
             lines.append(line)
     return lines
 
@@ -252,13 +334,25 @@ def proposer_summary(iterations: Sequence[dict[str, Any]]) -> list[dict[str, Any
     for it in iterations:
         rollouts = (it.get("proposer_update") or {}).get("rollouts") or []
         hops = sorted({k.rsplit("hop", 1)[1] for k in it if k.startswith("evolve/format/hop")}, key=int)
-        rows.append({"iteration": it["iteration"], "qa_size": it["qa_size"], "hrpo_rollouts": rollouts,
-                     "per_hop": {h: {"format": it.get(f"evolve/format/hop{h}", 0.0),
-                                     "difficulty": it.get(f"evolve/difficulty/hop{h}", 0.0),
-                                     "solver_pass_rate": it.get(f"evolve/solver_pass_rate/hop{h}", 0.0),
-                                     "question_mix": it.get(f"evolve/question_mix/hop{h}", 0.0)} for h in hops},
-                     "format": it.get("evolve/format", 0.0), "difficulty": it.get("evolve/difficulty", 0.0),
-                     "valid_rate": it.get("evolve/valid_rate", 0.0)})
+        rows.append(
+            {
+                "iteration": it["iteration"],
+                "qa_size": it["qa_size"],
+                "hrpo_rollouts": rollouts,
+                "per_hop": {
+                    h: {
+                        "format": it.get(f"evolve/format/hop{h}", 0.0),
+                        "difficulty": it.get(f"evolve/difficulty/hop{h}", 0.0),
+                        "solver_pass_rate": it.get(f"evolve/solver_pass_rate/hop{h}", 0.0),
+                        "question_mix": it.get(f"evolve/question_mix/hop{h}", 0.0),
+                    }
+                    for h in hops
+                },
+                "format": it.get("evolve/format", 0.0),
+                "difficulty": it.get("evolve/difficulty", 0.0),
+                "valid_rate": it.get("evolve/valid_rate", 0.0),
+            }
+        )
     return rows
 
 
@@ -271,15 +365,19 @@ def run_learned_demo(cfg: DemoConfig | None = None, *, fresh: bool = False, out:
 
     cfg = cfg or DemoConfig(run_dir="runs/demo_learned")
     st = LearnedStages(cfg, out, fresh)
-    out(f"workbench CPU demo, both roles learning: world seed {cfg.seed} ({len(st.world.corpus())} passages), "
-        f"run dir {st.run}")
+    out(
+        f"workbench CPU demo, both roles learning: world seed {cfg.seed} ({len(st.world.corpus())} passages), "
+        f"run dir {st.run}"
+    )
     tok, model, _, before = solver_stages(st, out)
     with st.timed("P1-2. proposer: the code-style proposer teacher's episodes, its own tokenizer and tiny Qwen2"):
         p_model0 = st.proposer_model0()
         p_tok = AutoTokenizer.from_pretrained(p_model0)
         p_teacher = st.proposer_teacher(TokenizerCodec(p_tok))
-        out(f"  {p_model0}  vocab {len(p_tok)}; {len(p_teacher)} teacher episodes, "
-            f"{sum(t.termination == 'submitted' for t in p_teacher)} submitted")
+        out(
+            f"  {p_model0}  vocab {len(p_tok)}; {len(p_teacher)} teacher episodes, "
+            f"{sum(t.termination == 'submitted' for t in p_teacher)} submitted"
+        )
     with st.timed("P3. proposer SFT on the teacher's episodes"):
         p_sft, p_losses = st.proposer_sft(p_model0, p_teacher)
         p_model = AutoModelForCausalLM.from_pretrained(p_sft)
@@ -294,15 +392,33 @@ def run_learned_demo(cfg: DemoConfig | None = None, *, fresh: bool = False, out:
         after = st.evaluate(model, tok, "eval_final")
         out(hop_table(after, before))
     result = DemoResult(st.run, before, after, evolution, st.seconds)
-    summary = {"config": cfg.to_dict(), "proposer": "learned", "before": before, "after": after,
-               "evolution": evolution, "proposer_per_iteration": proposer_summary(evolution),
-               "proposer_sft_losses": [p_losses[0], p_losses[-1]], "seconds": st.seconds}
+    summary = {
+        "config": cfg.to_dict(),
+        "proposer": "learned",
+        "before": before,
+        "after": after,
+        "evolution": evolution,
+        "proposer_per_iteration": proposer_summary(evolution),
+        "proposer_sft_losses": [p_losses[0], p_losses[-1]],
+        "seconds": st.seconds,
+    }
     (st.run / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     gain = result.accuracy("after") - result.accuracy("before")
-    out(f"\nheld-out accuracy {result.accuracy('before'):.1%} → {result.accuracy('after'):.1%} "
-        f"({gain * 100:+.1f} points) in {sum(st.seconds.values()) / 60:.1f} min; run dir {st.run}")
+    out(
+        f"\nheld-out accuracy {result.accuracy('before'):.1%} → {result.accuracy('after'):.1%} "
+        f"({gain * 100:+.1f} points) in {sum(st.seconds.values()) / 60:.1f} min; run dir {st.run}"
+    )
     return result
 
 
-__all__ = ["LearnedStages", "RecordedEpisodes", "hop_stats", "proposer_lines", "proposer_summary",
-           "proposer_tokenizer_texts", "proposer_train_fn", "run_learned_demo", "whole_hop_groups"]
+__all__ = [
+    "LearnedStages",
+    "RecordedEpisodes",
+    "hop_stats",
+    "proposer_lines",
+    "proposer_summary",
+    "proposer_tokenizer_texts",
+    "proposer_train_fn",
+    "run_learned_demo",
+    "whole_hop_groups",
+]

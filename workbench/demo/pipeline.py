@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from workbench.demo.config import DemoConfig
 from workbench.demo.data import TEACHER_ID, sft_mix, tokenizer_texts
@@ -55,11 +56,17 @@ class Stages:
         self.world.save(self.run / "world")
         self.retriever = BM25Retriever.build(Corpus.from_rows(self.world.corpus()), show_progress=False)
         self.tools = search_registry(self.retriever)
-        self.agent_config = AgentConfig(max_steps=cfg.max_steps, max_context_tokens=2048, max_new_tokens=400,
-                                        prompt="compact", temperature=0.0, seed=cfg.seed)
+        self.agent_config = AgentConfig(
+            max_steps=cfg.max_steps,
+            max_context_tokens=2048,
+            max_new_tokens=400,
+            prompt="compact",
+            temperature=0.0,
+            seed=cfg.seed,
+        )
         self.seconds: dict[str, float] = {}
 
-    def timed(self, name: str) -> "_Timer":
+    def timed(self, name: str) -> _Timer:
         return _Timer(self, name)
 
     def run_agent(self, policy: Any, tasks: list, store_dir: Path | None, **config: Any) -> list:
@@ -68,8 +75,13 @@ class Stages:
 
         store = Store(store_dir) if store_dir is not None else None
         try:
-            agent = NBAgent(policy, tools=self.tools, config=self.agent_config.model_copy(update=config),
-                            store=store, concurrency=self.cfg.concurrency)
+            agent = NBAgent(
+                policy,
+                tools=self.tools,
+                config=self.agent_config.model_copy(update=config),
+                store=store,
+                concurrency=self.cfg.concurrency,
+            )
             return agent.run(tasks)
         finally:
             if store is not None:
@@ -82,13 +94,24 @@ class Stages:
         from workbench.worlds.coder import world_coder
 
         c = self.cfg
-        path = self.cache / f"model0-{TEACHER_ID}-v2-{c.key('seed', 'world_size', 'vocab_size', 'n_layer', 'n_embd', 'n_head')}"
+        path = (
+            self.cache
+            / f"model0-{TEACHER_ID}-v2-{c.key('seed', 'world_size', 'vocab_size', 'n_layer', 'n_embd', 'n_head')}"
+        )
         if not (path / "config.json").exists():
             # byte-level sampling: room for a whole cell, or the tokenizer never sees the teacher's code
-            sample = self.run_agent(world_coder(), self.world.tasks("train")[:40], None,
-                                    max_new_tokens=4096, max_context_tokens=16384)
-            build_tiny_model(path, tokenizer_texts(self.world, sample), vocab_size=c.vocab_size,
-                             n_layer=c.n_layer, n_embd=c.n_embd, n_head=c.n_head, seed=c.seed)
+            sample = self.run_agent(
+                world_coder(), self.world.tasks("train")[:40], None, max_new_tokens=4096, max_context_tokens=16384
+            )
+            build_tiny_model(
+                path,
+                tokenizer_texts(self.world, sample),
+                vocab_size=c.vocab_size,
+                n_layer=c.n_layer,
+                n_embd=c.n_embd,
+                n_head=c.n_head,
+                seed=c.seed,
+            )
         return path
 
     def teacher(self, codec: Any) -> list:
@@ -101,7 +124,7 @@ class Stages:
         if (store_dir / "done").exists():
             with Store.open_readonly(store_dir) as store:
                 return list(store.iter_trajectories())
-        trajs = self.run_agent(world_coder(codec=codec), self.world.tasks("train")[:c.teacher_tasks], store_dir)
+        trajs = self.run_agent(world_coder(codec=codec), self.world.tasks("train")[: c.teacher_tasks], store_dir)
         (store_dir / "done").touch()
         return trajs
 
@@ -112,7 +135,10 @@ class Stages:
         from workbench.train.sft import sft
 
         c = self.cfg
-        path = self.cache / f"sft-{TEACHER_ID}-{c.key('seed', 'world_size', 'vocab_size', 'n_layer', 'n_embd', 'n_head', 'teacher_tasks', 'give_up', 'sft_copies', 'sft_epochs', 'sft_lr')}"
+        path = (
+            self.cache
+            / f"sft-{TEACHER_ID}-{c.key('seed', 'world_size', 'vocab_size', 'n_layer', 'n_embd', 'n_head', 'teacher_tasks', 'give_up', 'sft_copies', 'sft_epochs', 'sft_lr')}"
+        )
         if not (path / "config.json").exists():
             model = AutoModelForCausalLM.from_pretrained(model_path)
             tok = AutoTokenizer.from_pretrained(model_path)
@@ -135,8 +161,9 @@ class Stages:
         tasks = self.world.tasks("test")[: self.cfg.eval_tasks]
         with Store(self.run / name) as store:
             policy = demo_policy(model, tok, name, self.cfg.engine, self.cfg.seed)
-            report = evaluate(tasks, policy, tools=self.tools,
-                              config=self.agent_config, store=store, concurrency=self.cfg.concurrency)
+            report = evaluate(
+                tasks, policy, tools=self.tools, config=self.agent_config, store=store, concurrency=self.cfg.concurrency
+            )
         report.save(self.run / name / "eval.json")
         if cached is not None:
             report.save(cached)
@@ -152,11 +179,22 @@ class Stages:
             shutil.rmtree(self.run / name, ignore_errors=True)
         solver_agent = {**self.agent_config.model_dump(), "temperature": c.rl_temperature, "top_p": c.rl_top_p}
         solver_agent.pop("seed", None)
-        return DrZeroConfig(**{**dict(run_dir=str(self.run / "evolve"), iterations=c.iterations,
-                                      prompts_per_iteration=c.proposer_prompts, samples_per_prompt=c.proposer_samples,
-                                      solver_attempts=c.solver_attempts, solver_group_size=c.rl_generations,
-                                      concurrency=c.concurrency, seed=c.seed, solver_agent=solver_agent),
-                               **fields})
+        return DrZeroConfig(
+            **{
+                **dict(
+                    run_dir=str(self.run / "evolve"),
+                    iterations=c.iterations,
+                    prompts_per_iteration=c.proposer_prompts,
+                    samples_per_prompt=c.proposer_samples,
+                    solver_attempts=c.solver_attempts,
+                    solver_group_size=c.rl_generations,
+                    concurrency=c.concurrency,
+                    seed=c.seed,
+                    solver_agent=solver_agent,
+                ),
+                **fields,
+            }
+        )
 
     def evolve(self, model: Any, tok: Any) -> list[dict[str, Any]]:
         from workbench.demo.rl import demo_train_fn
@@ -166,8 +204,14 @@ class Stages:
         config = self.drzero_config()
         solver = demo_policy(model, tok, "demo-solver", c.engine, c.seed)
         train_fn = demo_train_fn(model, tok, c, on_step=self.out)
-        result = run_drzero(config, proposer_policy=world_proposer(seed=c.seed), solver_policy=solver,
-                            corpus=self.world.corpus(), retriever=self.retriever, train_fn=train_fn)
+        result = run_drzero(
+            config,
+            proposer_policy=world_proposer(seed=c.seed),
+            solver_policy=solver,
+            corpus=self.world.corpus(),
+            retriever=self.retriever,
+            train_fn=train_fn,
+        )
         return [{"iteration": it.iteration, "qa_size": it.qa_size, **it.metrics} for it in result.iterations]
 
 
@@ -228,12 +272,18 @@ def run_demo(cfg: DemoConfig | None = None, *, fresh: bool = False, out: Printer
         after = st.evaluate(model, tok, "eval_final")
         out(hop_table(after, before))
     result = DemoResult(st.run, before, after, evolution, st.seconds)
-    (st.run / "summary.json").write_text(json.dumps({"config": cfg.to_dict(), "before": before, "after": after,
-                                                     "evolution": evolution, "seconds": st.seconds},
-                                                    indent=2, default=str))
+    (st.run / "summary.json").write_text(
+        json.dumps(
+            {"config": cfg.to_dict(), "before": before, "after": after, "evolution": evolution, "seconds": st.seconds},
+            indent=2,
+            default=str,
+        )
+    )
     gain = result.accuracy("after") - result.accuracy("before")
-    out(f"\nheld-out accuracy {result.accuracy('before'):.1%} → {result.accuracy('after'):.1%} "
-        f"({gain * 100:+.1f} points) in {sum(st.seconds.values()) / 60:.1f} min; run dir {st.run}")
+    out(
+        f"\nheld-out accuracy {result.accuracy('before'):.1%} → {result.accuracy('after'):.1%} "
+        f"({gain * 100:+.1f} points) in {sum(st.seconds.values()) / 60:.1f} min; run dir {st.run}"
+    )
     out(f"look at it: workbench show {st.run / 'eval_final'}   |   notebooks/00_teaching_demo.ipynb")
     return result
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 def hop_table(rows: Sequence[dict[str, Any]], before: Sequence[dict[str, Any]] | None = None) -> str:

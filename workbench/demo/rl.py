@@ -8,7 +8,8 @@ sandboxed kernels sampled from the live weights, scored against the proposer's a
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from workbench.demo.config import DemoConfig
 
@@ -23,16 +24,31 @@ def demo_train_fn(model: Any, tokenizer: Any, cfg: DemoConfig, *, on_step: Calla
             return {"skipped": "the demo's proposer is scripted"}
         if len(req.tasks) < cfg.rl_questions_per_step:
             return {"skipped": f"only {len(req.tasks)} valid questions"}
-        config = TrainConfig(output_dir=str(req.output_dir), run_id=req.run_id, estimator=req.estimator,
-                             num_generations=cfg.rl_generations,
-                             per_device_train_batch_size=cfg.rl_questions_per_step * cfg.rl_generations,
-                             max_steps=cfg.rl_steps_per_iteration, learning_rate=cfg.rl_lr,
-                             temperature=cfg.rl_temperature, beta=cfg.rl_beta, max_completion_length=1024,
-                             logging_steps=1,
-                             seed=cfg.seed + req.iteration, episode_kind="nbagent",
-                             use_vllm=cfg.engine == "vllm")
-        summary = train(config, tasks=req.tasks, episodes=req.episodes, model=model, tokenizer=tokenizer,
-                        reward=resolve_reward(cfg.rl_reward), store=req.store)
+        config = TrainConfig(
+            output_dir=str(req.output_dir),
+            run_id=req.run_id,
+            estimator=req.estimator,
+            num_generations=cfg.rl_generations,
+            per_device_train_batch_size=cfg.rl_questions_per_step * cfg.rl_generations,
+            max_steps=cfg.rl_steps_per_iteration,
+            learning_rate=cfg.rl_lr,
+            temperature=cfg.rl_temperature,
+            beta=cfg.rl_beta,
+            max_completion_length=1024,
+            logging_steps=1,
+            seed=cfg.seed + req.iteration,
+            episode_kind="nbagent",
+            use_vllm=cfg.engine == "vllm",
+        )
+        summary = train(
+            config,
+            tasks=req.tasks,
+            episodes=req.episodes,
+            model=model,
+            tokenizer=tokenizer,
+            reward=resolve_reward(cfg.rl_reward),
+            store=req.store,
+        )
         on_step(f"  iteration {req.iteration}: {summary['global_step']} GRPO steps on {len(req.tasks)} questions")
         return summary
 

@@ -6,12 +6,18 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("eval", help="evaluate a policy on a QA set (EM, cover-EM, F1, Avg@k, Pass@k)",
-                       description="Run the solver over a QA JSONL file; greedy by default, as the seeds evaluate.")
+    p = sub.add_parser(
+        "eval",
+        help="evaluate a policy on a QA set (EM, cover-EM, F1, Avg@k, Pass@k)",
+        description="Run the solver over a QA JSONL file; greedy by default, as the seeds evaluate.",
+    )
     p.add_argument("--dataset", required=True, nargs="+", help="QA JSONL file(s): question, golden_answers, ...")
     p.add_argument("--policy", default="scripted", help="scripted | transformers:PATH | openai:URL | vllm:PATH")
-    p.add_argument("--retriever", help="saved index dir, bm25:CORPUS.jsonl, or http://HOST:PORT (Search-R1 server); "
-                                       "default: BM25 over corpus.jsonl next to the dataset")
+    p.add_argument(
+        "--retriever",
+        help="saved index dir, bm25:CORPUS.jsonl, or http://HOST:PORT (Search-R1 server); "
+        "default: BM25 over corpus.jsonl next to the dataset",
+    )
     p.add_argument("-k", type=int, default=1, help="attempts per question (Avg@k, Pass@k)")
     p.add_argument("--temperature", type=float, help="default 0 (greedy) for k=1, 1.0 for k>1")
     p.add_argument("--max-steps", type=int, help="turns per episode (default: the model's own setting, else 8)")
@@ -36,7 +42,7 @@ def _retriever_tools(spec: str | None, dataset: str):
 
         return search_registry(RemoteRetriever(spec))
     if spec.startswith("bm25:"):
-        return load_search_tool(corpus=spec[len("bm25:"):])
+        return load_search_tool(corpus=spec[len("bm25:") :])
     return load_search_tool(index=spec)
 
 
@@ -61,9 +67,14 @@ def _run(args: argparse.Namespace) -> int:
     if retriever and not retriever.startswith(("http://", "https://", "bm25:")):
         retriever = absolute(retriever)
     elif retriever and retriever.startswith("bm25:"):
-        retriever = "bm25:" + str(absolute(retriever[len("bm25:"):]))
-    executor = executor_from_args(args, policy=args.policy, worker_tools=ToolsSpec(
-        "workbench.cluster.recipes:eval_tools", retriever=retriever, dataset=absolute(args.dataset[0])))
+        retriever = "bm25:" + str(absolute(retriever[len("bm25:") :]))
+    executor = executor_from_args(
+        args,
+        policy=args.policy,
+        worker_tools=ToolsSpec(
+            "workbench.cluster.recipes:eval_tools", retriever=retriever, dataset=absolute(args.dataset[0])
+        ),
+    )
     tools = _retriever_tools(args.retriever, args.dataset[0]) if executor is None else None
     policy = resolve_policy(args.policy)
     flags = {"isolation": args.isolation, **({"max_steps": args.max_steps} if args.max_steps is not None else {})}
@@ -71,8 +82,17 @@ def _run(args: argparse.Namespace) -> int:
     config = agent_config_for(policy, config, args.policy)
     store = Store(args.out) if args.out else None
     try:
-        report = evaluate(tasks, policy, tools=tools, k=args.k, temperature=args.temperature, config=config,
-                          store=store, concurrency=args.concurrency, executor=executor)
+        report = evaluate(
+            tasks,
+            policy,
+            tools=tools,
+            k=args.k,
+            temperature=args.temperature,
+            config=config,
+            store=store,
+            concurrency=args.concurrency,
+            executor=executor,
+        )
     finally:
         if store is not None:
             store.close()
@@ -80,6 +100,8 @@ def _run(args: argparse.Namespace) -> int:
             executor.close()
     print(report.format())
     if args.out:
-        print(f"saved {report.save(Path(args.out) / 'eval.json')}; each trajectory is stored with its metrics "
-              "as rewards (em, cover_em, f1; total = em)")
+        print(
+            f"saved {report.save(Path(args.out) / 'eval.json')}; each trajectory is stored with its metrics "
+            "as rewards (em, cover_em, f1; total = em)"
+        )
     return 0

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from workbench.agent.config import AgentConfig
 from workbench.agent.runner import NBAgent
@@ -54,10 +55,21 @@ class EvalReport:
         return path
 
 
-def evaluate(tasks: Sequence[Task], policy: Any, *, tools: Any = None, k: int = 1,
-             temperature: float | None = None, config: AgentConfig | None = None, store: Any = None,
-             judge: Judge | None = None, concurrency: int = 4, progress: bool = True,
-             normalizer: str = "squad", executor: Any = None) -> EvalReport:
+def evaluate(
+    tasks: Sequence[Task],
+    policy: Any,
+    *,
+    tools: Any = None,
+    k: int = 1,
+    temperature: float | None = None,
+    config: AgentConfig | None = None,
+    store: Any = None,
+    judge: Judge | None = None,
+    concurrency: int = 4,
+    progress: bool = True,
+    normalizer: str = "squad",
+    executor: Any = None,
+) -> EvalReport:
     """Run `k` attempts per task and summarise (see the module docstring). `executor`: where the
     episodes run (it holds the tools then; default: local kernels with `tools`)."""
     if k < 1:
@@ -70,8 +82,16 @@ def evaluate(tasks: Sequence[Task], policy: Any, *, tools: Any = None, k: int = 
     config = base.model_copy(update={"temperature": temperature})
     attempts = [task for task in tasks for _ in range(k)]
     scorer = EvalRewards(normalizer)
-    agent = NBAgent(policy, tools=tools, config=config, store=store, concurrency=concurrency, role="eval",
-                    reward_spec=scorer, executor=executor)
+    agent = NBAgent(
+        policy,
+        tools=tools,
+        config=config,
+        store=store,
+        concurrency=concurrency,
+        role="eval",
+        reward_spec=scorer,
+        executor=executor,
+    )
     trajectories = agent.run(attempts, progress=progress)
     scores = None
     if judge is not None:  # judged after the run (a judge may be a model call), then stored with the rest

@@ -9,8 +9,8 @@ hop count.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from math import comb
-from typing import Callable, Iterable, Mapping, Sequence
 
 from workbench.rewards import cover_em, exact_match, token_f1
 from workbench.trajectory import Trajectory
@@ -20,8 +20,11 @@ Judge = Callable[[str, str | None, Sequence[str]], float]  # (question, predicti
 
 def answer_scores(traj: Trajectory, normalizer: str = "squad", judge: Judge | None = None) -> dict[str, float]:
     pred, golds = traj.final_answer, traj.task.golden_answers
-    scores = {"em": exact_match(pred, golds, normalizer), "cover_em": cover_em(pred, golds, normalizer),
-              "f1": token_f1(pred, golds, normalizer)}
+    scores = {
+        "em": exact_match(pred, golds, normalizer),
+        "cover_em": cover_em(pred, golds, normalizer),
+        "f1": token_f1(pred, golds, normalizer),
+    }
     if judge is not None:
         scores["judge"] = float(judge(traj.task.question, pred, golds))
     return scores
@@ -59,9 +62,15 @@ def dataset_of(traj: Trajectory) -> str:
     return str(meta.get("dataset") or meta.get("data_source") or meta.get("source") or "default")
 
 
-def summarize(trajectories: Iterable[Trajectory], *, k: int = 1, metric: str = "em",
-              normalizer: str = "squad", judge: Judge | None = None,
-              scores: Mapping[str, dict[str, float]] | None = None) -> list[dict[str, object]]:
+def summarize(
+    trajectories: Iterable[Trajectory],
+    *,
+    k: int = 1,
+    metric: str = "em",
+    normalizer: str = "squad",
+    judge: Judge | None = None,
+    scores: Mapping[str, dict[str, float]] | None = None,
+) -> list[dict[str, object]]:
     """One row per (dataset, hops) group plus an 'all' row per dataset: mean EM / cover-EM / F1
     over attempts, Avg@k and Pass@k of `metric` over questions. `scores` (trajectory id → its
     `answer_scores`) saves computing them again (and calling the judge twice)."""
@@ -79,8 +88,12 @@ def summarize(trajectories: Iterable[Trajectory], *, k: int = 1, metric: str = "
     rows = []
     for (dataset, hops), questions in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] == "all", kv[0][1])):
         attempts = [a for q in questions for a in q]
-        row: dict[str, object] = {"dataset": dataset, "hops": hops, "questions": len(questions),
-                                  "attempts": len(attempts)}
+        row: dict[str, object] = {
+            "dataset": dataset,
+            "hops": hops,
+            "questions": len(questions),
+            "attempts": len(attempts),
+        }
         for name in attempts[0]:
             row[name] = sum(a[name] for a in attempts) / len(attempts)
         correct = [[a[metric] >= 1.0 for a in q] for q in questions]

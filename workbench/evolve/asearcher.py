@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import workbench.synth.reward  # noqa: F401  (the synthesizer spec's component)
 from workbench.evolve.config import EvolveConfig, _f, _spec
 from workbench.evolve.loop import EvolveResult, IterationResult, TrainFn, TrainRequest
-import workbench.synth.reward  # noqa: F401  (the synthesizer spec's component)
 from workbench.rewards.spec import RewardSpec
 
 
@@ -38,19 +38,34 @@ class ASearcherConfig(EvolveConfig):
     mode = "asearcher"
 
     def proposer_spec(self) -> RewardSpec:
-        return RewardSpec.from_dict({"name": "synthesis", "description": "accepted × (1 − direct accuracy), "
-                                     "recorded by the synthesis loop", "components": [{"name": "synth.recorded"}]})
+        return RewardSpec.from_dict(
+            {
+                "name": "synthesis",
+                "description": "accepted × (1 − direct accuracy), recorded by the synthesis loop",
+                "components": [{"name": "synth.recorded"}],
+            }
+        )
 
     def solver_spec(self) -> RewardSpec:
         return _spec("drzero_solver", lambda d: None)
 
 
-def run_asearcher(config: ASearcherConfig, *, graph: Any, synthesizer: Any, direct_policy: Any, retriever: Any = None,
-                  store: Any = None, train_fn: TrainFn | None = None, solver_tools: Any = None) -> EvolveResult:
+def run_asearcher(
+    config: ASearcherConfig,
+    *,
+    graph: Any,
+    synthesizer: Any,
+    direct_policy: Any,
+    retriever: Any = None,
+    store: Any = None,
+    train_fn: TrainFn | None = None,
+    solver_tools: Any = None,
+) -> EvolveResult:
     """The loop of the module docstring (sync)."""
     from workbench.evolve.modes import asearcher_mode
     from workbench.evolve.phases import Proposed, SolverEpisodes
-    from workbench.evolve.proposer import Proposal, solver_tools as search_tools
+    from workbench.evolve.proposer import Proposal
+    from workbench.evolve.proposer import solver_tools as search_tools
     from workbench.store import Store
     from workbench.synth import SynthesisConfig, run_synthesis
 
@@ -64,12 +79,32 @@ def run_asearcher(config: ASearcherConfig, *, graph: Any, synthesizer: Any, dire
     for i in range(config.iterations):
         t0 = time.monotonic()
         it_dir = run_dir / f"iter_{i}"
-        synth = run_synthesis(graph, synthesizer, direct_policy, store=store, config=SynthesisConfig(
-            run_dir=str(it_dir / "synthesis"), run_id=run_id, seeds=config.prompts_per_iteration,
-            max_edits=config.max_edits, min_hops=config.min_hops, direct_attempts=config.solver_attempts,
-            max_direct_accuracy=config.max_direct_accuracy, seed=config.seed * 7919 + i, iteration=i))
-        items = [Proposed(s.trajectory, Proposal(s.qa.question, s.qa.answer) if s.qa else None, list(s.attempts),
-                          dict(s.trajectory.rewards)) for s in synth.syntheses]
+        synth = run_synthesis(
+            graph,
+            synthesizer,
+            direct_policy,
+            store=store,
+            config=SynthesisConfig(
+                run_dir=str(it_dir / "synthesis"),
+                run_id=run_id,
+                seeds=config.prompts_per_iteration,
+                max_edits=config.max_edits,
+                min_hops=config.min_hops,
+                direct_attempts=config.solver_attempts,
+                max_direct_accuracy=config.max_direct_accuracy,
+                seed=config.seed * 7919 + i,
+                iteration=i,
+            ),
+        )
+        items = [
+            Proposed(
+                s.trajectory,
+                Proposal(s.qa.question, s.qa.answer) if s.qa else None,
+                list(s.attempts),
+                dict(s.trajectory.rewards),
+            )
+            for s in synth.syntheses
+        ]
         mode.gate(items)
         mode.select(items)
         qa = mode.qa_set(items)
@@ -80,17 +115,35 @@ def run_asearcher(config: ASearcherConfig, *, graph: Any, synthesizer: Any, dire
         metrics = {**mode.metrics(items), **synth.stats(), "evolve/qa_size": float(len(qa))}
         training: dict[str, Any] = {}
         if train_fn is not None and qa and tools is not None:
-            runner = SolverEpisodes(tools, config.agent_config("solver"), reward_spec=mode.solver_spec, store=store,
-                                    run_id=run_id, concurrency=config.concurrency)
+            runner = SolverEpisodes(
+                tools,
+                config.agent_config("solver"),
+                reward_spec=mode.solver_spec,
+                store=store,
+                run_id=run_id,
+                concurrency=config.concurrency,
+            )
             try:
-                training["solver"] = train_fn(TrainRequest("solver", config.solver_estimator, qa, runner,
-                                                           mode.solver_spec, it_dir / "solver", i, run_id, store,
-                                                           config.group_size("solver")))
+                training["solver"] = train_fn(
+                    TrainRequest(
+                        "solver",
+                        config.solver_estimator,
+                        qa,
+                        runner,
+                        mode.solver_spec,
+                        it_dir / "solver",
+                        i,
+                        run_id,
+                        store,
+                        config.group_size("solver"),
+                    )
+                )
             finally:
                 runner.close()
         store.log_metrics(run_id, i, metrics)
-        result.iterations.append(IterationResult(i, qa_path, len(qa), [it.traj.id for it in items], metrics, training,
-                                                 time.monotonic() - t0))
+        result.iterations.append(
+            IterationResult(i, qa_path, len(qa), [it.traj.id for it in items], metrics, training, time.monotonic() - t0)
+        )
     return result
 
 

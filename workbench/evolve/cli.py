@@ -7,13 +7,22 @@ from typing import Any
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("evolve", help="run proposer/solver self-evolution (Dr. Zero, Agent0)",
-                              description="Run self-evolution iterations from a TOML/YAML config: top-level "
-                                          "mode, corpus, proposer, solver; an [evolve] table; an optional [train] table.")
+    p = subparsers.add_parser(
+        "evolve",
+        help="run proposer/solver self-evolution (Dr. Zero, Agent0)",
+        description="Run self-evolution iterations from a TOML/YAML config: top-level "
+        "mode, corpus, proposer, solver; an [evolve] table; an optional [train] table.",
+    )
     p.add_argument("config", nargs="?", help="evolve config (.toml / .yaml); see --help-config")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
-                   help="override a field: a job field (mode, corpus, ...), train.FIELD, or an [evolve] field "
-                        "(JSON values parse: --set iterations=2)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a field: a job field (mode, corpus, ...), train.FIELD, or an [evolve] field "
+        "(JSON values parse: --set iterations=2)",
+    )
     p.add_argument("--mode", choices=["drzero", "agent0"], help="with --help-config: that mode's fields")
     p.add_argument("--resume", action="store_true", help="skip iterations whose state file exists")
     p.add_argument("--help-config", action="store_true", help="list every config field and exit")
@@ -33,9 +42,13 @@ def _executor(args: argparse.Namespace, job: Any, config: Any) -> Any:
         raise ConfigError("evolve samples its proposer and solver in this process: use --ray-mode env")
     args.concurrency = config.concurrency
     corpus = absolute(job.corpus)
-    return executor_from_args(args, worker_tools={
-        role: ToolsSpec("workbench.cluster.recipes:evolve_tools", role=role, corpus=corpus)
-        for role in ("proposer", "solver")})
+    return executor_from_args(
+        args,
+        worker_tools={
+            role: ToolsSpec("workbench.cluster.recipes:evolve_tools", role=role, corpus=corpus)
+            for role in ("proposer", "solver")
+        },
+    )
 
 
 def _help(mode: str) -> None:
@@ -66,8 +79,10 @@ def _run(args: argparse.Namespace) -> int:
         _help(mode or "drzero")
         return 0
     if not args.config:
-        raise ConfigError("workbench evolve needs a CONFIG file (see --help-config for the fields; "
-                          "examples/evolve.toml is a small one)")
+        raise ConfigError(
+            "workbench evolve needs a CONFIG file (see --help-config for the fields; "
+            "examples/evolve.toml is a small one)"
+        )
     from workbench.evolve.job import EvolveJob, run_job
 
     if args.mode:
@@ -75,8 +90,11 @@ def _run(args: argparse.Namespace) -> int:
     job = EvolveJob.load(args.config, **overrides)
     config = job.evolve_config()
     trained = "no updates" if job.train is None else "updates with [train]"
-    print(f"evolve ({job.mode}): proposer {job.proposer}, solver {job.solver}, {config.iterations} iteration(s), "
-          f"{trained}; run dir {config.run_dir}", flush=True)
+    print(
+        f"evolve ({job.mode}): proposer {job.proposer}, solver {job.solver}, {config.iterations} iteration(s), "
+        f"{trained}; run dir {config.run_dir}",
+        flush=True,
+    )
     executor = _executor(args, job, config)
     try:
         result = run_job(job, resume=args.resume, executor=executor)
@@ -84,8 +102,7 @@ def _run(args: argparse.Namespace) -> int:
         if executor is not None:
             executor.close()
     for it in result.iterations:
-        shown = ", ".join(f"{k.split('/', 1)[-1]}={v:.3f}" for k, v in sorted(it.metrics.items())
-                          if "/hop" not in k)
+        shown = ", ".join(f"{k.split('/', 1)[-1]}={v:.3f}" for k, v in sorted(it.metrics.items()) if "/hop" not in k)
         print(f"iteration {it.iteration}: {it.qa_size} questions in {it.qa_path}; {shown}")
     print(f"look at it: workbench show {result.run_dir}   |   EvolutionDashboard({str(result.run_dir)!r})")
     return 0

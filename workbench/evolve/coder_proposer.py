@@ -58,7 +58,8 @@ PLAN_TURN = (
     "        if options():\n"
     "            return show()\n"
     f"    submit_question(f\"{{'Who' if r in {PERSON_PHRASES!r} else 'What'}} is {{q}}?\", e)\n"
-    "show()\n</code>")
+    "show()\n</code>"
+)
 HOP_TURN = "<think>Follow one fact.</think>\n<code>\nhop({})\n</code>"
 STUCK_TURN = "<think>No fact to follow.</think>\n<code>\nsubmit_question('', '')\n</code>"
 _OPTIONS = re.compile(r"^hop \d+ of \d+ \| options: (.+)$", re.MULTILINE)
@@ -80,8 +81,9 @@ def next_turn(context: str, turn: int, *, seed: int = 0, sample: object = None) 
 def coder_proposer(*, seed: int = 0, codec=None, name: str = "coder-proposer") -> ScriptedPolicy:
     """The code-style proposer (module docstring). It needs the task in the notebook as `task`
     (`AgentConfig(task_variable="task")`, the default)."""
-    return SampledScript(lambda context, turn, sample: next_turn(context, turn, seed=seed, sample=sample),
-                         codec=codec, name=name)
+    return SampledScript(
+        lambda context, turn, sample: next_turn(context, turn, seed=seed, sample=sample), codec=codec, name=name
+    )
 
 
 __all__ = ["HOP_TURN", "PLAN_TURN", "STUCK_TURN", "coder_proposer", "next_turn"]

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from workbench.configfile import check_fields, read_config_file
 from workbench.errors import ConfigError
@@ -37,8 +38,9 @@ class EvolveConfig(abc.ABC):
     run_id: str = _f("", "Run id for trajectories and metrics; defaults to run_dir's name.")
     iterations: int = _f(1, "Proposer/solver iterations.")
     prompts_per_iteration: int = _f(8, "Proposer prompts (document + hop count) per iteration.")
-    samples_per_prompt: int = _f(1, "Proposer episodes per prompt; the solver attempts and the QA set keep the "
-                                    "best-format one (Dr. Zero mode).")
+    samples_per_prompt: int = _f(
+        1, "Proposer episodes per prompt; the solver attempts and the QA set keep the best-format one (Dr. Zero mode)."
+    )
     hop_weights: dict = _f({1: 4.0, 2: 3.0, 3: 2.0, 4: 1.0}, "Hop-count sampling weights (Dr. Zero: 4:3:2:1).")
     solver_attempts: int = _f(5, "Solver episodes per valid question (n).")
     max_question_words: int = _f(50, "QA-set questions are cut to this many words.")
@@ -46,13 +48,15 @@ class EvolveConfig(abc.ABC):
     shared_model: bool = _f(False, "Proposer and solver are one model: the solver policy is the proposer's.")
     concurrency: int = _f(4, "Episodes run at once (one sandboxed kernel each).")
     seed: int = _f(0, "Seed for document and hop sampling.")
-    proposer_agent: dict = _f({"max_steps": 6, "max_context_tokens": 8192},
-                              "AgentConfig keywords for proposer episodes.")
+    proposer_agent: dict = _f(
+        {"max_steps": 6, "max_context_tokens": 8192}, "AgentConfig keywords for proposer episodes."
+    )
     solver_agent: dict = _f({"max_steps": 6, "max_context_tokens": 8192}, "AgentConfig keywords for solver episodes.")
     proposer_estimator: str = _f("hrpo", "Estimator of the proposer update (workbench.train).")
     solver_estimator: str = _f("grpo", "Estimator of the solver update (workbench.train).")
-    proposer_group_size: int = _f(1, "Rollouts per prompt in the proposer update (TrainConfig.num_generations; "
-                                     "hrpo always samples 1 per prompt).")
+    proposer_group_size: int = _f(
+        1, "Rollouts per prompt in the proposer update (TrainConfig.num_generations; hrpo always samples 1 per prompt)."
+    )
     solver_group_size: int = _f(4, "Rollouts per question in the solver update (TrainConfig.num_generations).")
     progress: bool = _f(True, "Show tqdm progress bars.")
 
@@ -66,14 +70,24 @@ class EvolveConfig(abc.ABC):
         def bad(name: str, why: str) -> ConfigError:
             return ConfigError(f"{type(self).__name__}.{name}: {why}")
 
-        for name in ("iterations", "prompts_per_iteration", "samples_per_prompt", "concurrency",
-                     "max_question_words", "proposer_group_size", "solver_group_size"):
+        for name in (
+            "iterations",
+            "prompts_per_iteration",
+            "samples_per_prompt",
+            "concurrency",
+            "max_question_words",
+            "proposer_group_size",
+            "solver_group_size",
+        ):
             if getattr(self, name) < 1:
                 raise bad(name, "must be >= 1")
         if self.solver_attempts < 2:
             raise bad("solver_attempts", "must be >= 2: difficulty and majority vote compare attempts")
-        if not self.hop_weights or any(h < 1 or w < 0 for h, w in self.hop_weights.items()) \
-                or sum(self.hop_weights.values()) <= 0:
+        if (
+            not self.hop_weights
+            or any(h < 1 or w < 0 for h, w in self.hop_weights.items())
+            or sum(self.hop_weights.values()) <= 0
+        ):
             raise bad("hop_weights", f"{self.hop_weights}: keys are hop counts >= 1, weights >= 0, not all 0")
         from workbench.train.config import ESTIMATORS
 
@@ -111,13 +125,13 @@ class EvolveConfig(abc.ABC):
         return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> "EvolveConfig":
+    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> EvolveConfig:
         merged = {**data, **overrides}
         check_fields(cls.__name__, merged, {f.name for f in dataclasses.fields(cls)})
         return cls(**merged)
 
     @classmethod
-    def load(cls, path: str | Path, **overrides: Any) -> "EvolveConfig":
+    def load(cls, path: str | Path, **overrides: Any) -> EvolveConfig:
         """Read TOML/YAML/JSON; an `[evolve]` table is used if present."""
         return cls.from_dict(read_config_file(path, what="evolve config", table="evolve"), **overrides)
 
@@ -178,14 +192,20 @@ class Agent0Config(EvolveConfig):
     p_denominator: str = _f("valid", "Band p over 'valid' answers (Agent0 curation) or 'all' attempts.")
     proposer_group_size: int = _f(4, "Curriculum rollouts per prompt (Agent0 App. A.1: 4).")
     solver_group_size: int = _f(16, "Executor rollouts per question (Agent0 App. A.1: 16).")
-    uncertainty_form: str = _f("paper", "'paper': preset agent0_paper, R_format·max(0, 1 - 2|p - 0.5| + "
-                                        "λ_tool·R_tool - R_rep) (eq. 5); 'code': preset agent0, min(p, 1 - p) "
-                                        "gated on agreement - R_rep + R_tool, -1 without a question.")
+    uncertainty_form: str = _f(
+        "paper",
+        "'paper': preset agent0_paper, R_format·max(0, 1 - 2|p - 0.5| + "
+        "λ_tool·R_tool - R_rep) (eq. 5); 'code': preset agent0, min(p, 1 - p) "
+        "gated on agreement - R_rep + R_tool, -1 without a question.",
+    )
     tool_gamma: float = _f(0.05, "Tool-use reward per call, γ in R_tool = γ·min(N, C) (Agent0 code: 0.05).")
     tool_lambda: float = _f(0.6, "λ_tool, the weight of R_tool in the paper's form (Agent0 §4: 0.6).")
     tool_cap: int = _f(4, "Tool calls counted at most, C (Agent0: 4).")
-    tool_count: str = _f("cells", "What N counts per executor attempt: 'cells' (executed cells that did not "
-                                  "submit the answer) or 'calls' (host tool calls but the submission).")
+    tool_count: str = _f(
+        "cells",
+        "What N counts per executor attempt: 'cells' (executed cells that did not "
+        "submit the answer) or 'calls' (host tool calls but the submission).",
+    )
     repetition_threshold: float = _f(0.5, "BLEU distance threshold of the repetition clusters.")
     mode = "agent0"
 
@@ -211,7 +231,9 @@ class Agent0Config(EvolveConfig):
     def validate(self) -> None:
         super().validate()
         if not 0.0 <= self.p_low <= self.p_high <= 1.0:
-            raise ConfigError(f"Agent0Config.p_low/p_high: need 0 <= p_low <= p_high <= 1, got {self.p_low}, {self.p_high}")
+            raise ConfigError(
+                f"Agent0Config.p_low/p_high: need 0 <= p_low <= p_high <= 1, got {self.p_low}, {self.p_high}"
+            )
         if self.p_denominator not in ("valid", "all"):
             raise ConfigError(f"Agent0Config.p_denominator: {self.p_denominator!r}; use 'valid' or 'all'")
         if self.uncertainty_form not in ("paper", "code"):

@@ -38,21 +38,33 @@ class EvolveJob:
 
     mode: str = field(default="drzero", metadata={"help": "drzero (Dr. Zero) | agent0 (Agent0)."})
     corpus: str = field(default="", metadata={"help": "JSONL corpus: the proposer's documents, searched with BM25."})
-    proposer: str = field(default="scripted:proposer", metadata={
-        "help": "Proposer policy spec: scripted:proposer (the world proposer), transformers:PATH, openai:URL."})
-    solver: str = field(default="scripted:world", metadata={
-        "help": "Solver policy spec: scripted:world, transformers:PATH (trained with [train]), openai:URL."})
+    proposer: str = field(
+        default="scripted:proposer",
+        metadata={
+            "help": "Proposer policy spec: scripted:proposer (the world proposer), transformers:PATH, openai:URL."
+        },
+    )
+    solver: str = field(
+        default="scripted:world",
+        metadata={"help": "Solver policy spec: scripted:world, transformers:PATH (trained with [train]), openai:URL."},
+    )
     evolve: dict = field(default_factory=dict, metadata={"help": "[evolve] table: DrZeroConfig / Agent0Config fields."})
-    train: dict | None = field(default=None, metadata={
-        "help": "[train] table: TrainConfig fields of each update (see `workbench train --help-config`); "
-                "without it nothing is trained."})
+    train: dict | None = field(
+        default=None,
+        metadata={
+            "help": "[train] table: TrainConfig fields of each update (see `workbench train --help-config`); "
+            "without it nothing is trained."
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ConfigError(f"evolve job: mode {self.mode!r} is not one of {', '.join(MODES)}")
         if not self.corpus:
-            raise ConfigError("evolve job: set corpus = 'PATH/corpus.jsonl' (the proposer's documents); "
-                              "a saved world has one (workbench.worlds.make_world(...).save(dir))")
+            raise ConfigError(
+                "evolve job: set corpus = 'PATH/corpus.jsonl' (the proposer's documents); "
+                "a saved world has one (workbench.worlds.make_world(...).save(dir))"
+            )
         self.evolve_config()  # a bad [evolve] field gets its error now
         if self.train is not None:
             self.train_config()
@@ -72,7 +84,7 @@ class EvolveJob:
         return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> "EvolveJob":
+    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> EvolveJob:
         """Top-level fields, `[evolve]` and `[train]` tables; overrides name a job field, `train.FIELD`
         or (anything else) an evolve field."""
         data = {**data, "evolve": dict(data.get("evolve") or {})}
@@ -83,15 +95,19 @@ class EvolveJob:
             if key in jobs:
                 data[key] = value
             elif key.startswith("train."):
-                data["train"] = {**(data.get("train") or {}), key[len("train."):]: value}
+                data["train"] = {**(data.get("train") or {}), key[len("train.") :]: value}
             else:
                 data["evolve"][key] = value
-        check_fields("evolve job", data, {f.name for f in dataclasses.fields(cls)},
-                     "top-level fields are mode, corpus, proposer, solver; others go under [evolve] or [train]")
+        check_fields(
+            "evolve job",
+            data,
+            {f.name for f in dataclasses.fields(cls)},
+            "top-level fields are mode, corpus, proposer, solver; others go under [evolve] or [train]",
+        )
         return cls(**data)
 
     @classmethod
-    def load(cls, path: str | Path, **overrides: Any) -> "EvolveJob":
+    def load(cls, path: str | Path, **overrides: Any) -> EvolveJob:
         return cls.from_dict(read_config_file(path, what="evolve config"), **overrides)
 
 
@@ -107,7 +123,10 @@ def _policy(spec: str) -> tuple[Any, tuple[Any, Any] | None]:
         from workbench.train.run import load_model
 
         model, tokenizer = load_model(spec.split(":", 1)[1])
-        return TransformersPolicy.from_model(model, tokenizer, name=Path(spec.split(":", 1)[1]).name), (model, tokenizer)
+        return TransformersPolicy.from_model(model, tokenizer, name=Path(spec.split(":", 1)[1]).name), (
+            model,
+            tokenizer,
+        )
     return resolve_policy(spec), None
 
 
@@ -123,12 +142,21 @@ def run_job(job: EvolveJob, *, resume: bool = False, executor: Any = None) -> An
     train_fn = None
     if job.train is not None:
         if p_model is None and s_model is None:
-            raise ConfigError("[train] is set but no role is a transformers:PATH model; nothing can be trained "
-                              "(drop [train] to evolve without updates)")
+            raise ConfigError(
+                "[train] is set but no role is a transformers:PATH model; nothing can be trained "
+                "(drop [train] to evolve without updates)"
+            )
         train_fn = trl_train_fn(job.train_config(), proposer=p_model, solver=s_model)
     run = run_drzero if job.mode == "drzero" else run_agent0
-    return run(config, proposer_policy=proposer, solver_policy=solver, corpus=job.corpus, train_fn=train_fn,
-               resume=resume, executor=executor)
+    return run(
+        config,
+        proposer_policy=proposer,
+        solver_policy=solver,
+        corpus=job.corpus,
+        train_fn=train_fn,
+        resume=resume,
+        executor=executor,
+    )
 
 
-__all__ = ["EvolveJob", "MODES", "run_job"]
+__all__ = ["MODES", "EvolveJob", "run_job"]

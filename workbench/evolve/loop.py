@@ -28,9 +28,10 @@ import dataclasses
 import json
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from workbench.errors import ConfigError
 from workbench.evolve.config import Agent0Config, DrZeroConfig, EvolveConfig
@@ -84,14 +85,17 @@ def _resolve_corpus(corpus: Any, retriever: Any) -> tuple[list[dict[str, Any]], 
     if corpus is None and retriever is not None and hasattr(retriever, "corpus"):
         corpus = retriever.corpus
     if corpus is None:
-        raise ConfigError("pass corpus= (rows, a Corpus or a JSONL path) or a retriever with a .corpus: "
-                          "the proposer needs source documents")
+        raise ConfigError(
+            "pass corpus= (rows, a Corpus or a JSONL path) or a retriever with a .corpus: "
+            "the proposer needs source documents"
+        )
     if isinstance(corpus, (str, Path)):
         corpus = Corpus.from_jsonl(corpus)
     rows = list(corpus.rows) if isinstance(corpus, Corpus) else list(corpus)
     if retriever is None:
-        retriever = BM25Retriever.build(corpus if isinstance(corpus, Corpus) else Corpus.from_rows(rows),
-                                        show_progress=False)
+        retriever = BM25Retriever.build(
+            corpus if isinstance(corpus, Corpus) else Corpus.from_rows(rows), show_progress=False
+        )
     return rows, retriever
 
 
@@ -101,9 +105,19 @@ def _bar(total: int, enabled: bool) -> Any:
     return tqdm(total=total, desc="evolve", unit="iter", disable=not enabled)
 
 
-def run_evolution(config: EvolveConfig, mode: Mode, *, proposer_policy: Any, solver_policy: Any = None,
-                  corpus: Any = None, retriever: Any = None, store: Any = None, train_fn: TrainFn | None = None,
-                  resume: bool = False, executor: Any = None) -> EvolveResult:
+def run_evolution(
+    config: EvolveConfig,
+    mode: Mode,
+    *,
+    proposer_policy: Any,
+    solver_policy: Any = None,
+    corpus: Any = None,
+    retriever: Any = None,
+    store: Any = None,
+    train_fn: TrainFn | None = None,
+    resume: bool = False,
+    executor: Any = None,
+) -> EvolveResult:
     """The loop of the module docstring, for either mode."""
     from workbench.store import Store
 
@@ -117,8 +131,9 @@ def run_evolution(config: EvolveConfig, mode: Mode, *, proposer_policy: Any, sol
     run_dir.mkdir(parents=True, exist_ok=True)
     store = store if store is not None else Store(run_dir)
     (run_dir / "evolve_config.json").write_text(json.dumps(config.to_dict(), indent=2, default=str))
-    (run_dir / "reward_specs.json").write_text(json.dumps(
-        {"proposer": mode.proposer_spec.to_dict(), "solver": mode.solver_spec.to_dict()}, indent=2))
+    (run_dir / "reward_specs.json").write_text(
+        json.dumps({"proposer": mode.proposer_spec.to_dict(), "solver": mode.solver_spec.to_dict()}, indent=2)
+    )
     result = EvolveResult(run_dir, run_id, store)
     owned = executor is None
     if owned:
@@ -132,8 +147,9 @@ def run_evolution(config: EvolveConfig, mode: Mode, *, proposer_policy: Any, sol
             if resume and state_path.is_file():
                 result.iterations.append(_load_state(state_path))
             else:
-                result.iterations.append(_iteration(i, config, mode, phases, rows, proposer_policy, solver,
-                                                    train_fn, bar))
+                result.iterations.append(
+                    _iteration(i, config, mode, phases, rows, proposer_policy, solver, train_fn, bar)
+                )
             bar.update(1)
     finally:
         bar.close()
@@ -142,8 +158,17 @@ def run_evolution(config: EvolveConfig, mode: Mode, *, proposer_policy: Any, sol
     return result
 
 
-def _iteration(i: int, config: EvolveConfig, mode: Mode, phases: Phases, rows: list[dict[str, Any]],
-               proposer_policy: Any, solver: Any, train_fn: TrainFn | None, bar: Any) -> IterationResult:
+def _iteration(
+    i: int,
+    config: EvolveConfig,
+    mode: Mode,
+    phases: Phases,
+    rows: list[dict[str, Any]],
+    proposer_policy: Any,
+    solver: Any,
+    train_fn: TrainFn | None,
+    bar: Any,
+) -> IterationResult:
     """One iteration: proposer update, propose, gate, attempt, score, QA set, solver update, state."""
     store, run_id = phases.store, phases.run_id
     it_dir = Path(config.run_dir) / f"iter_{i}"
@@ -153,19 +178,35 @@ def _iteration(i: int, config: EvolveConfig, mode: Mode, phases: Phases, rows: l
     rng = random.Random(config.seed * 7919 + i)
     docs = sample_documents(rows, config.prompts_per_iteration, rng, max_chars=config.max_document_chars)
     hops = sample_hops(config.hop_weights, len(docs), rng)
-    prompts = [proposer_task(d, h, iteration=i, mode=mode.name, prompt_index=j)
-               for j, (d, h) in enumerate(zip(docs, hops))]
+    prompts = [
+        proposer_task(d, h, iteration=i, mode=mode.name, prompt_index=j) for j, (d, h) in enumerate(zip(docs, hops))
+    ]
     training: dict[str, Any] = {}
     if train_fn is not None:
         bar.set_postfix_str("proposer update")
-        runner = ProposerEpisodes(phases, solver_policy=None if config.shared_model else solver,
-                                  attempts=config.solver_attempts, mode=mode)
-        training["proposer"] = train_fn(TrainRequest(
-            "proposer", config.proposer_estimator, prompts, runner, PrecomputedReward(), it_dir / "proposer", i,
-            run_id, store, config.group_size("proposer")))
+        runner = ProposerEpisodes(
+            phases, solver_policy=None if config.shared_model else solver, attempts=config.solver_attempts, mode=mode
+        )
+        training["proposer"] = train_fn(
+            TrainRequest(
+                "proposer",
+                config.proposer_estimator,
+                prompts,
+                runner,
+                PrecomputedReward(),
+                it_dir / "proposer",
+                i,
+                run_id,
+                store,
+                config.group_size("proposer"),
+            )
+        )
         training["proposer_solver_episodes"] = runner.solver_episodes
-    samples = [dataclasses.replace(t, id=f"{t.id}-s{s}", metadata={**t.metadata, "sample": s})
-               for t in prompts for s in range(config.samples_per_prompt)]
+    samples = [
+        dataclasses.replace(t, id=f"{t.id}-s{s}", metadata={**t.metadata, "sample": s})
+        for t in prompts
+        for s in range(config.samples_per_prompt)
+    ]
     bar.set_postfix_str("propose")
     items = phases.propose_sync(samples, proposer_policy, lineage={"iteration": i})
     mode.gate(items)
@@ -176,21 +217,35 @@ def _iteration(i: int, config: EvolveConfig, mode: Mode, phases: Phases, rows: l
     phases.record(items, mode.proposer_spec, provenance={"iteration": i})
     qa = mode.qa_set(items)
     qa_path = _write_jsonl(it_dir / "qa.jsonl", [dataclasses.asdict(t) for t in qa])
-    metrics = {**mode.metrics(items), "evolve/qa_size": float(len(qa)),
-               "evolve/solver_episodes": float(sum(len(it.attempts) for it in items))}
+    metrics = {
+        **mode.metrics(items),
+        "evolve/qa_size": float(len(qa)),
+        "evolve/solver_episodes": float(sum(len(it.attempts) for it in items)),
+    }
     if train_fn is not None:
         bar.set_postfix_str("solver update")
         if qa:
-            runner_s = SolverEpisodes(phases.executor, phases.solver_config, run_id=run_id,
-                                      concurrency=config.concurrency)
-            training["solver"] = train_fn(TrainRequest(
-                "solver", config.solver_estimator, qa, runner_s, mode.solver_spec, it_dir / "solver", i, run_id,
-                store, config.group_size("solver")))
+            runner_s = SolverEpisodes(
+                phases.executor, phases.solver_config, run_id=run_id, concurrency=config.concurrency
+            )
+            training["solver"] = train_fn(
+                TrainRequest(
+                    "solver",
+                    config.solver_estimator,
+                    qa,
+                    runner_s,
+                    mode.solver_spec,
+                    it_dir / "solver",
+                    i,
+                    run_id,
+                    store,
+                    config.group_size("solver"),
+                )
+            )
         else:
             training["solver"] = {"skipped": "empty QA set"}
     store.log_metrics(run_id, i, metrics)
-    res = IterationResult(i, qa_path, len(qa), [it.traj.id for it in items], metrics, training,
-                          time.monotonic() - t0)
+    res = IterationResult(i, qa_path, len(qa), [it.traj.id for it in items], metrics, training, time.monotonic() - t0)
     _save_state(it_dir / "state.json", res)
     store.log_event(run_id, "iteration_end", {"iteration": i, "qa_size": len(qa), "training": training})
     bar.set_postfix_str(f"qa={len(qa)}")
@@ -229,24 +284,62 @@ def load_qa(path: str | Path) -> list[Task]:
     return [Task(**json.loads(line)) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
-def run_drzero(config: DrZeroConfig | None = None, *, proposer_policy: Any, solver_policy: Any = None,
-               corpus: Any = None, retriever: Any = None, store: Any = None, train_fn: TrainFn | None = None,
-               resume: bool = False, executor: Any = None, **overrides: Any) -> EvolveResult:
+def run_drzero(
+    config: DrZeroConfig | None = None,
+    *,
+    proposer_policy: Any,
+    solver_policy: Any = None,
+    corpus: Any = None,
+    retriever: Any = None,
+    store: Any = None,
+    train_fn: TrainFn | None = None,
+    resume: bool = False,
+    executor: Any = None,
+    **overrides: Any,
+) -> EvolveResult:
     """Dr. Zero self-evolution (see the module docstring); keyword overrides build/patch the config."""
     config = _config(DrZeroConfig, config, overrides)
-    return run_evolution(config, drzero_mode(config), proposer_policy=proposer_policy, solver_policy=solver_policy,
-                         corpus=corpus, retriever=retriever, store=store, train_fn=train_fn, resume=resume,
-                         executor=executor)
+    return run_evolution(
+        config,
+        drzero_mode(config),
+        proposer_policy=proposer_policy,
+        solver_policy=solver_policy,
+        corpus=corpus,
+        retriever=retriever,
+        store=store,
+        train_fn=train_fn,
+        resume=resume,
+        executor=executor,
+    )
 
 
-def run_agent0(config: Agent0Config | None = None, *, proposer_policy: Any, solver_policy: Any = None,
-               corpus: Any = None, retriever: Any = None, store: Any = None, train_fn: TrainFn | None = None,
-               resume: bool = False, executor: Any = None, **overrides: Any) -> EvolveResult:
+def run_agent0(
+    config: Agent0Config | None = None,
+    *,
+    proposer_policy: Any,
+    solver_policy: Any = None,
+    corpus: Any = None,
+    retriever: Any = None,
+    store: Any = None,
+    train_fn: TrainFn | None = None,
+    resume: bool = False,
+    executor: Any = None,
+    **overrides: Any,
+) -> EvolveResult:
     """Agent0 self-evolution: curriculum reward, majority-vote pseudo-labels, band filter, executor ADPO."""
     config = _config(Agent0Config, config, overrides)
-    return run_evolution(config, agent0_mode(config), proposer_policy=proposer_policy, solver_policy=solver_policy,
-                         corpus=corpus, retriever=retriever, store=store, train_fn=train_fn, resume=resume,
-                         executor=executor)
+    return run_evolution(
+        config,
+        agent0_mode(config),
+        proposer_policy=proposer_policy,
+        solver_policy=solver_policy,
+        corpus=corpus,
+        retriever=retriever,
+        store=store,
+        train_fn=train_fn,
+        resume=resume,
+        executor=executor,
+    )
 
 
 def _config(cls: type, config: Any, overrides: dict[str, Any]) -> Any:
@@ -260,5 +353,14 @@ def _config(cls: type, config: Any, overrides: dict[str, Any]) -> Any:
     return cls.from_dict(data, **overrides)
 
 
-__all__ = ["EvolveResult", "IterationResult", "TrainFn", "TrainRequest", "arun_evolution", "load_qa", "run_evolution",
-           "run_agent0", "run_drzero"]
+__all__ = [
+    "EvolveResult",
+    "IterationResult",
+    "TrainFn",
+    "TrainRequest",
+    "arun_evolution",
+    "load_qa",
+    "run_agent0",
+    "run_drzero",
+    "run_evolution",
+]

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from workbench.evolve.config import Agent0Config, DrZeroConfig, EvolveConfig
 from workbench.evolve.phases import Proposed
@@ -66,10 +67,19 @@ def _cut(question: str, words: int) -> str:
 
 def _qa_task(it: Proposed, answer: str, config: EvolveConfig, **meta: Any) -> Task:
     m = it.traj.task.metadata
-    return Task(id=f"qa-{it.traj.id[:12]}", question=_cut(it.proposal.question, config.max_question_words),  # type: ignore[union-attr]
-                golden_answers=[answer],
-                metadata={"hops": it.hops, "origin": it.traj.id, "iteration": m.get("iteration"),
-                          "doc_id": m.get("doc_id"), "source": f"evolve_{m.get('mode', '')}", **meta})
+    return Task(
+        id=f"qa-{it.traj.id[:12]}",
+        question=_cut(it.proposal.question, config.max_question_words),  # type: ignore[union-attr]
+        golden_answers=[answer],
+        metadata={
+            "hops": it.hops,
+            "origin": it.traj.id,
+            "iteration": m.get("iteration"),
+            "doc_id": m.get("doc_id"),
+            "source": f"evolve_{m.get('mode', '')}",
+            **meta,
+        },
+    )
 
 
 def _by_hop(items: list[Proposed], name: str, value: Callable[[Proposed], float | None]) -> dict[str, float]:
@@ -91,8 +101,13 @@ def _common_metrics(items: list[Proposed]) -> dict[str, float]:
     for h in sorted({it.hops for it in items}):
         out[f"evolve/question_mix/hop{h}"] = sum(it.hops == h for it in valid) / max(len(valid), 1)
     out.update(_by_hop(items, "proposer_reward", lambda it: it.rewards.get("total")))
-    out.update(_by_hop(valid, "solver_pass_rate",
-                       lambda it: sum(t.reward or 0.0 for t in it.attempts) / len(it.attempts) if it.attempts else None))
+    out.update(
+        _by_hop(
+            valid,
+            "solver_pass_rate",
+            lambda it: sum(t.reward or 0.0 for t in it.attempts) / len(it.attempts) if it.attempts else None,
+        )
+    )
     return out
 
 
@@ -116,14 +131,19 @@ def drzero_mode(config: DrZeroConfig) -> Mode:
 
     def qa_set(items: list[Proposed]) -> list[Task]:
         kept = [it for it in items if it.valid and it.chosen]
-        return [_qa_task(it, it.proposal.answer, config, proposer_format=it.extra["format"]["format"])  # type: ignore[union-attr]
-                for it in sorted(kept, key=lambda it: str(it.traj.task.metadata.get("prompt_index")))]
+        return [
+            _qa_task(it, it.proposal.answer, config, proposer_format=it.extra["format"]["format"])  # type: ignore[union-attr]
+            for it in sorted(kept, key=lambda it: str(it.traj.task.metadata.get("prompt_index")))
+        ]
 
     def metrics(items: list[Proposed]) -> dict[str, float]:
         out = _common_metrics(items)
         out.update(_by_hop(items, "format", lambda it: it.rewards.get("format")))
-        out.update(_by_hop([it for it in items if it.valid and it.attempts], "difficulty",
-                           lambda it: it.rewards.get("difficulty")))
+        out.update(
+            _by_hop(
+                [it for it in items if it.valid and it.attempts], "difficulty", lambda it: it.rewards.get("difficulty")
+            )
+        )
         return out
 
     return Mode("drzero", config.proposer_spec(), config.solver_spec(), gate, select, qa_set, metrics)
@@ -151,12 +171,25 @@ def agent0_mode(config: Agent0Config) -> Mode:
         out = []
         for it in items:
             vote = vote_of(it)
-            if not it.valid or not it.attempts or vote.answer is None \
-                    or not in_band(band_p(it), config.p_low, config.p_high):
+            if (
+                not it.valid
+                or not it.attempts
+                or vote.answer is None
+                or not in_band(band_p(it), config.p_low, config.p_high)
+            ):
                 continue
             agrees = exact_match(vote.answer, [it.proposal.answer])  # type: ignore[union-attr]
-            out.append(_qa_task(it, vote.answer, config, self_consistency=band_p(it), pseudo_label=True,
-                                proposer_answer=it.proposal.answer, label_agrees_with_proposer=bool(agrees)))  # type: ignore[union-attr]
+            out.append(
+                _qa_task(
+                    it,
+                    vote.answer,
+                    config,
+                    self_consistency=band_p(it),
+                    pseudo_label=True,
+                    proposer_answer=it.proposal.answer,
+                    label_agrees_with_proposer=bool(agrees),
+                )
+            )  # type: ignore[union-attr]
         return out
 
     def metrics(items: list[Proposed]) -> dict[str, float]:
@@ -165,11 +198,21 @@ def agent0_mode(config: Agent0Config) -> Mode:
         out.update(_by_hop(valid, "self_consistency", band_p))
         out.update(_by_hop(valid, "uncertainty", lambda it: it.rewards.get("agent0.uncertainty")))
         out["evolve/repetition"] = sum(it.rewards.get("agent0.repetition", 0.0) for it in valid) / max(len(valid), 1)
-        out["evolve/in_band_rate"] = sum(in_band(band_p(it), config.p_low, config.p_high) for it in valid) / max(len(valid), 1)
+        out["evolve/in_band_rate"] = sum(in_band(band_p(it), config.p_low, config.p_high) for it in valid) / max(
+            len(valid), 1
+        )
         return out
 
-    return Mode("agent0", config.proposer_spec(), config.solver_spec(), gate, select, qa_set, metrics,
-                tool_count=config.tool_count)
+    return Mode(
+        "agent0",
+        config.proposer_spec(),
+        config.solver_spec(),
+        gate,
+        select,
+        qa_set,
+        metrics,
+        tool_count=config.tool_count,
+    )
 
 
 # -- ASearcher ----------------------------------------------------------------------------------
@@ -194,8 +237,14 @@ def asearcher_mode(config: Any) -> Mode:
             if it.valid:
                 r = record(it)
                 qa = r.get("qa") or {}
-                task = _qa_task(it, it.proposal.answer, config, self_consistency=r.get("direct_accuracy"),  # type: ignore[union-attr]
-                                statements=qa.get("statements", []), edit_history=r.get("edit_history", []))
+                task = _qa_task(
+                    it,
+                    it.proposal.answer,
+                    config,
+                    self_consistency=r.get("direct_accuracy"),  # type: ignore[union-attr]
+                    statements=qa.get("statements", []),
+                    edit_history=r.get("edit_history", []),
+                )
                 task.metadata["hops"] = r.get("hops", it.hops)
                 out.append(task)
         return out

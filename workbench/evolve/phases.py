@@ -19,8 +19,9 @@ attempts, as Dr. Zero does.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Sequence
+from typing import Any
 
 from workbench.agent.config import AgentConfig
 from workbench.agent.executor import Executor, config_for, gather_jobs, make_jobs
@@ -72,10 +73,18 @@ class Phases:
     def __post_init__(self) -> None:
         self.recorder = Recorder(self.store)
 
-    async def propose(self, tasks: Sequence[Task], policy: Any, lineage: dict[str, Any] | None = None) -> list[Proposed]:
+    async def propose(
+        self, tasks: Sequence[Task], policy: Any, lineage: dict[str, Any] | None = None
+    ) -> list[Proposed]:
         """Proposer episodes and their proposals (not yet recorded: `record` does, once scored)."""
-        jobs = make_jobs(tasks, config_for(policy, self.proposer_config), role="proposer", tools="proposer",
-                         run_id=self.run_id, lineage=lineage)
+        jobs = make_jobs(
+            tasks,
+            config_for(policy, self.proposer_config),
+            role="proposer",
+            tools="proposer",
+            run_id=self.run_id,
+            lineage=lineage,
+        )
         out = []
         for traj in await gather_jobs(self.executor, jobs, policy, progress=self.progress):
             proposal = proposal_of(traj)
@@ -85,9 +94,15 @@ class Phases:
             out.append(Proposed(traj, proposal))
         return out
 
-    async def attempt(self, items: Sequence[Proposed], policy: Any, n: int, reward_spec: Any,
-                      answer_of: Callable[[Proposed], list[str]] | None = None,
-                      lineage: dict[str, Any] | None = None) -> None:
+    async def attempt(
+        self,
+        items: Sequence[Proposed],
+        policy: Any,
+        n: int,
+        reward_spec: Any,
+        answer_of: Callable[[Proposed], list[str]] | None = None,
+        lineage: dict[str, Any] | None = None,
+    ) -> None:
         """Run `n` solver episodes for every valid, chosen item, each recorded with `reward_spec`;
         golden answers default to the proposer's."""
         todo = [it for it in items if it.valid and it.chosen and it.proposal]
@@ -95,24 +110,44 @@ class Phases:
         for it in todo:
             golds = answer_of(it) if answer_of else [it.proposal.answer]  # type: ignore[union-attr]
             for j in range(n):
-                meta = {"hops": it.hops, "origin": it.traj.id, "attempt": j, "source": "evolve",
-                        "iteration": it.traj.task.metadata.get("iteration")}
-                tasks.append(Task(id=f"{it.traj.id[:12]}-a{j}", question=it.proposal.question,  # type: ignore[union-attr]
-                                  golden_answers=list(golds), metadata=meta))
+                meta = {
+                    "hops": it.hops,
+                    "origin": it.traj.id,
+                    "attempt": j,
+                    "source": "evolve",
+                    "iteration": it.traj.task.metadata.get("iteration"),
+                }
+                tasks.append(
+                    Task(
+                        id=f"{it.traj.id[:12]}-a{j}",
+                        question=it.proposal.question,  # type: ignore[union-attr]
+                        golden_answers=list(golds),
+                        metadata=meta,
+                    )
+                )
                 owners.append(it)
         if not tasks:
             return
-        jobs = make_jobs(tasks, config_for(policy, self.solver_config), role="solver", tools="solver",
-                         reward_spec=reward_spec, run_id=self.run_id, lineage=lineage)
-        for it, traj in zip(owners, await gather_jobs(self.executor, jobs, policy, self.recorder,
-                                                      progress=self.progress)):
+        jobs = make_jobs(
+            tasks,
+            config_for(policy, self.solver_config),
+            role="solver",
+            tools="solver",
+            reward_spec=reward_spec,
+            run_id=self.run_id,
+            lineage=lineage,
+        )
+        for it, traj in zip(
+            owners, await gather_jobs(self.executor, jobs, policy, self.recorder, progress=self.progress)
+        ):
             it.attempts.append(traj)
 
     def propose_sync(self, tasks: Sequence[Task], policy: Any, lineage: dict[str, Any] | None = None) -> list[Proposed]:
         return run_sync(self.propose(tasks, policy, lineage))
 
-    def attempt_sync(self, items: Sequence[Proposed], policy: Any, n: int, reward_spec: Any,
-                     lineage: dict[str, Any] | None = None) -> None:
+    def attempt_sync(
+        self, items: Sequence[Proposed], policy: Any, n: int, reward_spec: Any, lineage: dict[str, Any] | None = None
+    ) -> None:
         run_sync(self.attempt(items, policy, n, reward_spec, lineage=lineage))
 
     def scored(self, items: Sequence[Proposed], spec: Any) -> None:
@@ -136,8 +171,15 @@ class ProposerEpisodes:
     With `solver_policy=None` the solver is the live policy being trained (one model).
     """
 
-    def __init__(self, phases: Phases, *, solver_policy: Any, attempts: int, mode: Any,
-                 answer_of: Callable[[Proposed], list[str]] | None = None) -> None:
+    def __init__(
+        self,
+        phases: Phases,
+        *,
+        solver_policy: Any,
+        attempts: int,
+        mode: Any,
+        answer_of: Callable[[Proposed], list[str]] | None = None,
+    ) -> None:
         self.phases = phases
         self.solver_policy = solver_policy
         self.attempts = attempts
@@ -148,8 +190,14 @@ class ProposerEpisodes:
         phases = self.phases
         items = await phases.propose(tasks, policy, lineage={"phase": "proposer_update"})
         self.mode.gate(items)
-        await phases.attempt(items, self.solver_policy or policy, self.attempts, self.mode.solver_spec,
-                             self.answer_of, lineage={"phase": "proposer_update"})
+        await phases.attempt(
+            items,
+            self.solver_policy or policy,
+            self.attempts,
+            self.mode.solver_spec,
+            self.answer_of,
+            lineage={"phase": "proposer_update"},
+        )
         self.solver_episodes += sum(len(it.attempts) for it in items)
         self.mode.score(items)
         phases.scored(items, self.mode.proposer_spec)
@@ -174,15 +222,29 @@ class SolverEpisodes(NBAgentEpisodes):
     by `close()`). `reward_spec` and `store` are accepted for older callers and unused: the trainer
     scores with the `TrainRequest`'s reward and writes to its store."""
 
-    def __init__(self, tools_or_executor: Any, agent_config: Any, *, run_id: str = "", concurrency: int = 4,
-                 reward_spec: Any = None, store: Any = None) -> None:
+    def __init__(
+        self,
+        tools_or_executor: Any,
+        agent_config: Any,
+        *,
+        run_id: str = "",
+        concurrency: int = 4,
+        reward_spec: Any = None,
+        store: Any = None,
+    ) -> None:
         from workbench.agent.executor import Executor
 
         shared = isinstance(tools_or_executor, Executor)
-        super().__init__(agent_config=agent_config, executor=tools_or_executor if shared else None,
-                         tools=None if shared else tools_or_executor, toolset="solver" if shared else "default",
-                         concurrency=concurrency, run_id=run_id or None, role="solver",
-                         lineage={"phase": "solver_update"})
+        super().__init__(
+            agent_config=agent_config,
+            executor=tools_or_executor if shared else None,
+            tools=None if shared else tools_or_executor,
+            toolset="solver" if shared else "default",
+            concurrency=concurrency,
+            run_id=run_id or None,
+            role="solver",
+            lineage={"phase": "solver_update"},
+        )
 
 
 @contextlib.asynccontextmanager
@@ -191,8 +253,13 @@ async def kernel_pool(agent_config: Any, size: int) -> AsyncIterator[Any]:
     itself; episode runs go through an executor (`evolve_executor`)."""
     from workbench.kernel import KernelPool
 
-    pool = KernelPool(size=size, profile=agent_config.profile, isolation=agent_config.isolation,
-                      output_cap=agent_config.output_cap, startup_code="import workbench.runtime")
+    pool = KernelPool(
+        size=size,
+        profile=agent_config.profile,
+        isolation=agent_config.isolation,
+        output_cap=agent_config.output_cap,
+        startup_code="import workbench.runtime",
+    )
     await pool.start()
     try:
         yield pool
@@ -200,5 +267,12 @@ async def kernel_pool(agent_config: Any, size: int) -> AsyncIterator[Any]:
         await pool.close()
 
 
-__all__ = ["Phases", "PrecomputedReward", "ProposerEpisodes", "Proposed", "SolverEpisodes", "evolve_executor",
-           "kernel_pool"]
+__all__ = [
+    "Phases",
+    "PrecomputedReward",
+    "Proposed",
+    "ProposerEpisodes",
+    "SolverEpisodes",
+    "evolve_executor",
+    "kernel_pool",
+]

@@ -16,9 +16,10 @@ the Dr. Zero format score (`workbench.evolve.scoring.format_components`).
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
 
 import jinja2
 
@@ -46,8 +47,9 @@ def proposer_tools(retriever: Any, *, top_k_max: int = 10) -> Any:
     """A registry with `search` over `retriever` and the final tool `submit_question`."""
     from workbench.tools import ToolRegistry, make_tool, search_tool
 
-    return ToolRegistry([search_tool(retriever, max_top_k=top_k_max),
-                         make_tool(_submit_question, name=SUBMIT, final=True)])
+    return ToolRegistry(
+        [search_tool(retriever, max_top_k=top_k_max), make_tool(_submit_question, name=SUBMIT, final=True)]
+    )
 
 
 def solver_tools(retriever: Any) -> Any:
@@ -59,8 +61,12 @@ def solver_tools(retriever: Any) -> Any:
 
 @lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.PackageLoader("workbench.evolve", "prompts"),
-                              keep_trailing_newline=False, undefined=jinja2.StrictUndefined, autoescape=False)
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("workbench.evolve", "prompts"),
+        keep_trailing_newline=False,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+    )
 
 
 def render_prompt(mode: str, **values: object) -> str:
@@ -75,14 +81,17 @@ def split_document(row: dict[str, Any]) -> dict[str, str]:
     if "text" in row:
         return {"id": str(row.get("id", "")), "title": str(row.get("title", "")), "text": str(row["text"])}
     if "contents" not in row:
-        raise ConfigError(f"corpus row {row.get('id', '?')!r} has neither 'contents' nor 'text'; "
-                          "use Search-R1 rows {id, contents} or {id, title, text}")
+        raise ConfigError(
+            f"corpus row {row.get('id', '?')!r} has neither 'contents' nor 'text'; "
+            "use Search-R1 rows {id, contents} or {id, title, text}"
+        )
     head, _, text = str(row["contents"]).partition("\n")
     return {"id": str(row.get("id", "")), "title": head.strip().strip('"'), "text": text.strip()}
 
 
-def sample_documents(rows: Sequence[dict[str, Any]], n: int, rng: random.Random, *,
-                     max_chars: int = 1200) -> list[dict[str, str]]:
+def sample_documents(
+    rows: Sequence[dict[str, Any]], n: int, rng: random.Random, *, max_chars: int = 1200
+) -> list[dict[str, str]]:
     """`n` distinct source documents (fewer if the corpus is smaller), text cut to `max_chars`."""
     if not rows:
         raise ConfigError("the corpus is empty; pass corpus rows or a retriever with a corpus")
@@ -99,16 +108,28 @@ def sample_hops(weights: dict[int, float], n: int, rng: random.Random) -> list[i
     return rng.choices(hops, w, k=n)
 
 
-def proposer_task(doc: dict[str, str], hops: int, *, iteration: int, mode: str = "drzero",
-                  prompt_index: int = 0) -> Task:
+def proposer_task(
+    doc: dict[str, str], hops: int, *, iteration: int, mode: str = "drzero", prompt_index: int = 0
+) -> Task:
     """The proposer's task: the rendered prompt; metadata carries the document, hops and iteration."""
     if hops < 1:
         raise ConfigError(f"hops={hops}: a question needs at least one hop")
     text = render_prompt(mode, hops=hops, title=doc["title"], text=doc["text"])
-    return Task(id=f"it{iteration}-p{prompt_index}-d{doc['id']}-h{hops}", question=text, golden_answers=[],
-                metadata={"hops": hops, "iteration": iteration, "doc_id": doc["id"], "doc_title": doc["title"],
-                          "document": f"(Title: {doc['title']}) {doc['text']}", "mode": mode,
-                          "prompt_index": prompt_index, "source": f"search_zero_{hops}"})
+    return Task(
+        id=f"it{iteration}-p{prompt_index}-d{doc['id']}-h{hops}",
+        question=text,
+        golden_answers=[],
+        metadata={
+            "hops": hops,
+            "iteration": iteration,
+            "doc_id": doc["id"],
+            "doc_title": doc["title"],
+            "document": f"(Title: {doc['title']}) {doc['text']}",
+            "mode": mode,
+            "prompt_index": prompt_index,
+            "source": f"search_zero_{hops}",
+        },
+    )
 
 
 def proposal_of(traj: Trajectory) -> Proposal | None:
@@ -126,5 +147,17 @@ def search_results(traj: Trajectory, tool: str = "search") -> list[str]:
     return [str(c.result) for s in traj.steps for c in s.tool_calls if c.name == tool and c.error is None]
 
 
-__all__ = ["MODES", "SUBMIT", "Proposal", "proposal_of", "proposer_task", "proposer_tools", "render_prompt",
-           "sample_documents", "sample_hops", "search_results", "solver_tools", "split_document"]
+__all__ = [
+    "MODES",
+    "SUBMIT",
+    "Proposal",
+    "proposal_of",
+    "proposer_task",
+    "proposer_tools",
+    "render_prompt",
+    "sample_documents",
+    "sample_hops",
+    "search_results",
+    "solver_tools",
+    "split_document",
+]

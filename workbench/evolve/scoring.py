@@ -12,8 +12,8 @@ on the proposer's trajectory, scores a batch of proposers, and computes the vote
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from workbench.errors import ConfigError
 from workbench.evolve.proposer import Proposal, proposal_of
@@ -35,11 +35,16 @@ def format_components(traj: Trajectory, proposal: Proposal | None = None, *, too
     proposal = proposal if proposal is not None else proposal_of(traj)
     calls = [c for s in traj.steps for c in s.tool_calls if c.name == tool]
     answered = [c for c in calls if c.error is None and c.result is not None]
-    return drzero_format([s.raw or "" for s in traj.steps],
-                         question=proposal.question if proposal else None,
-                         answer=proposal.answer if proposal else None, hops=traj.hops or 1,
-                         document=str(traj.task.metadata.get("document", "")), n_calls=len(calls),
-                         n_responses=len(answered), tool_results=[str(c.result) for c in answered])
+    return drzero_format(
+        [s.raw or "" for s in traj.steps],
+        question=proposal.question if proposal else None,
+        answer=proposal.answer if proposal else None,
+        hops=traj.hops or 1,
+        document=str(traj.task.metadata.get("document", "")),
+        n_calls=len(calls),
+        n_responses=len(answered),
+        tool_results=[str(c.result) for c in answered],
+    )
 
 
 def solver_hits(attempts: Sequence[Trajectory], answer: str) -> int:
@@ -95,7 +100,8 @@ def attach_attempts(traj: Trajectory, attempts: Sequence[Trajectory], *, tool_co
         solver_answers=answers,
         solver_correct=[exact_match(a, t.task.golden_answers) for a, t in zip(answers, attempts)],
         executor_answers=list(answers),
-        executor_tool_calls=[a0.tool_invocations(t, tool_count) for t in attempts])
+        executor_tool_calls=[a0.tool_invocations(t, tool_count) for t in attempts],
+    )
 
 
 def score_proposers(trajs: Sequence[Trajectory], spec: RewardSpec, batch: str) -> list[dict[str, float]]:
@@ -106,5 +112,14 @@ def score_proposers(trajs: Sequence[Trajectory], spec: RewardSpec, batch: str) -
     return spec.score_many(list(trajs))
 
 
-__all__ = ["Vote", "attach_attempts", "format_components", "in_band", "majority_vote", "repetition_shares",
-           "score_proposers", "solver_hits", "uncertainty"]
+__all__ = [
+    "Vote",
+    "attach_attempts",
+    "format_components",
+    "in_band",
+    "majority_vote",
+    "repetition_shares",
+    "score_proposers",
+    "solver_hits",
+    "uncertainty",
+]

@@ -116,11 +116,11 @@ def next_turn(context: str, *, noise: float = 0.0, seed: int = 0, sample: object
 class SampledScript(ScriptedPolicy):
     """A ScriptedPolicy whose function also gets the turn's sampling seed: `fn(context, turn, seed)`."""
 
-    def __init__(self, fn, **kwargs) -> None:  # noqa: ANN001
+    def __init__(self, fn, **kwargs) -> None:
         self._sample_seed: int | None = None
         super().__init__(lambda context, turn: fn(context, turn, self._sample_seed), **kwargs)
 
-    def complete(self, prompt, params: SamplingParams) -> Completion:  # noqa: ANN001
+    def complete(self, prompt, params: SamplingParams) -> Completion:
         self._sample_seed = params.seed  # set and used within this synchronous call
         return super().complete(prompt, params)
 
@@ -135,18 +135,32 @@ def _check_noise(noise: float) -> None:
 def world_proposer(*, noise: float = 0.0, seed: int = 0, codec=None, name: str = "world-proposer") -> ScriptedPolicy:
     """A scripted policy that proposes n-hop questions over a synthetic world's corpus."""
     _check_noise(noise)
-    return SampledScript(lambda context, _turn, sample: next_turn(context, noise=noise, seed=seed, sample=sample),
-                         codec=codec, name=name if not noise else f"{name}(noise={noise})")
+    return SampledScript(
+        lambda context, _turn, sample: next_turn(context, noise=noise, seed=seed, sample=sample),
+        codec=codec,
+        name=name if not noise else f"{name}(noise={noise})",
+    )
 
 
-def sampling_world_solver(*, noise: float = 0.0, seed: int = 0, codec=None,
-                          name: str = "world-solver") -> ScriptedPolicy:
+def sampling_world_solver(
+    *, noise: float = 0.0, seed: int = 0, codec=None, name: str = "world-solver"
+) -> ScriptedPolicy:
     """`workbench.worlds.solver.world_solver` with its noise drawn per sampling seed, so n attempts
     at one question disagree now and then (as a sampled model does) and difficulty can be 0 < k < n."""
     _check_noise(noise)
-    return SampledScript(lambda context, _turn, sample: solver_turn(context, noise=noise, seed=f"{seed}:{sample}"),
-                         codec=codec, name=name if not noise else f"{name}(noise={noise},sampled)")
+    return SampledScript(
+        lambda context, _turn, sample: solver_turn(context, noise=noise, seed=f"{seed}:{sample}"),
+        codec=codec,
+        name=name if not noise else f"{name}(noise={noise},sampled)",
+    )
 
 
-__all__ = ["ENTITY_PHRASES", "NOISE_KINDS", "SampledScript", "next_turn", "question_text", "sampling_world_solver",
-           "world_proposer"]
+__all__ = [
+    "ENTITY_PHRASES",
+    "NOISE_KINDS",
+    "SampledScript",
+    "next_turn",
+    "question_text",
+    "sampling_world_solver",
+    "world_proposer",
+]

@@ -26,8 +26,14 @@ from typing import Any
 from workbench.errors import ConfigError
 
 
-def trl_train_fn(config: Any, *, proposer: tuple[Any, Any] | None = None, solver: tuple[Any, Any] | None = None,
-                 overrides: dict[str, dict[str, Any]] | None = None, rewards: dict[str, Any] | None = None) -> Any:
+def trl_train_fn(
+    config: Any,
+    *,
+    proposer: tuple[Any, Any] | None = None,
+    solver: tuple[Any, Any] | None = None,
+    overrides: dict[str, dict[str, Any]] | None = None,
+    rewards: dict[str, Any] | None = None,
+) -> Any:
     """A `train_fn` for `run_drzero` / `run_agent0` that trains through `workbench.train.train`."""
     models = {"proposer": proposer, "solver": solver}
     overrides, rewards = dict(overrides or {}), dict(rewards or {})
@@ -50,11 +56,23 @@ def trl_train_fn(config: Any, *, proposer: tuple[Any, Any] | None = None, solver
             # the mode's group size; the micro-batch rounded up to hold whole groups
             batch = role_overrides.get("per_device_train_batch_size", config.per_device_train_batch_size)
             role_overrides.update(num_generations=group, per_device_train_batch_size=-(-batch // group) * group)
-        cfg = config.replace(estimator=request.estimator, output_dir=str(request.output_dir),
-                             run_id=f"{request.run_id}/{request.role}", store_path="",
-                             episode_kind="nbagent", **role_overrides)
-        summary = train(cfg, tasks=request.tasks, episodes=request.episodes, model=model, tokenizer=tokenizer,
-                        reward=rewards.get(request.role, request.reward), store=request.store)
+        cfg = config.replace(
+            estimator=request.estimator,
+            output_dir=str(request.output_dir),
+            run_id=f"{request.run_id}/{request.role}",
+            store_path="",
+            episode_kind="nbagent",
+            **role_overrides,
+        )
+        summary = train(
+            cfg,
+            tasks=request.tasks,
+            episodes=request.episodes,
+            model=model,
+            tokenizer=tokenizer,
+            reward=rewards.get(request.role, request.reward),
+            store=request.store,
+        )
         return {**summary, "estimator": request.estimator, "tasks": len(request.tasks)}
 
     return train_fn

@@ -1,8 +1,8 @@
 """Kernels: one sandboxed ipykernel per rollout, `Observation`s, and a warm pool.
 
-    from workbench.kernel import Kernel
-    with Kernel() as k:                       # sandboxed: no network, unprivileged, limited
-        print(k.execute("2 ** 10").text)      # 1024
+from workbench.kernel import Kernel
+with Kernel() as k:                       # sandboxed: no network, unprivileged, limited
+    print(k.execute("2 ** 10").text)      # 1024
 """
 
 from workbench.kernel.async_kernel import AsyncKernel

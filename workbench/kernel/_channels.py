@@ -46,8 +46,7 @@ def _describe(exc: BaseException) -> str:
 class Channels:
     def __init__(self, key: str) -> None:
         self.key = key.encode()
-        self.session = Session(key=self.key, signature_scheme="hmac-sha256", username="workbench",
-                               packer=PACKER)
+        self.session = Session(key=self.key, signature_scheme="hmac-sha256", username="workbench", packer=PACKER)
         self.replies: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.collectors: dict[str, tuple[OutputCollector, asyncio.Future[None]]] = {}
         self.socks: dict[str, zmq.asyncio.Socket] = {}
@@ -69,8 +68,9 @@ class Channels:
         self.welcome = asyncio.get_running_loop().create_future()
         self.readers = [asyncio.create_task(self._read(n)) for n in ("shell", "control", "iopub")]
 
-    async def request(self, channel: str, msg_type: str, content: dict[str, Any],
-                      collector: OutputCollector | None = None) -> tuple[str, asyncio.Future[dict[str, Any]], asyncio.Future[None]]:
+    async def request(
+        self, channel: str, msg_type: str, content: dict[str, Any], collector: OutputCollector | None = None
+    ) -> tuple[str, asyncio.Future[dict[str, Any]], asyncio.Future[None]]:
         """Send a request; returns (msg_id, reply future, iopub-idle future)."""
         loop = asyncio.get_running_loop()
         msg = self.session.msg(msg_type, content)
@@ -95,7 +95,7 @@ class Channels:
                 return
             try:
                 self._route(name, frames)
-            except Exception:  # noqa: BLE001 - no message, however broken, may end the reader
+            except Exception:
                 continue
 
     def _route(self, name: str, frames: list[bytes]) -> None:
@@ -105,7 +105,7 @@ class Channels:
         header, parent_header, content = msg
         try:
             parent = loads(parent_header)
-        except Exception:  # noqa: BLE001 - not JSON, or nested too deep
+        except Exception:
             return  # belongs to no request we can name
         parent_id = parent.get("msg_id") if isinstance(parent, dict) else None
         if not isinstance(parent_id, str):
@@ -129,24 +129,32 @@ class Channels:
                     idle.set_result(None)
                 return
             collector.feed(str(mtype), loads(content))
-        except Exception as exc:  # noqa: BLE001 - show it to the model rather than lose it
-            collector.feed("stream", {"name": "stderr", "text": (
-                f"[workbench: an output message from the kernel could not be read "
-                f"({_describe(exc)})]\n")})
+        except Exception as exc:
+            collector.feed(
+                "stream",
+                {
+                    "name": "stderr",
+                    "text": (f"[workbench: an output message from the kernel could not be read ({_describe(exc)})]\n"),
+                },
+            )
 
     @staticmethod
     def _reply(content: bytes) -> dict[str, Any]:
         try:
             reply = loads(content)
-        except Exception as exc:  # noqa: BLE001 - not JSON, or nested too deep
+        except Exception as exc:
             reply = None
             why = _describe(exc)
         else:
             why = f"not a JSON object: {type(reply).__name__}"
         if isinstance(reply, dict):
             return reply
-        return {"status": "error", "ename": "MalformedReply",
-                "evalue": f"the kernel's reply could not be read ({why})", "traceback": []}
+        return {
+            "status": "error",
+            "ename": "MalformedReply",
+            "evalue": f"the kernel's reply could not be read ({why})",
+            "traceback": [],
+        }
 
     def close(self) -> None:
         for task in self.readers:

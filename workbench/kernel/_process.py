@@ -33,10 +33,18 @@ def context() -> zmq.asyncio.Context:
     return _CTX
 
 
-def kernel_argv(rollout: RolloutDir, key: str, profile: SandboxProfile, *, uid: int | None,
-                env: dict[str, str], extra_ro_binds: tuple[str, ...] = (),
-                sandboxed: bool = True, signature_scheme: str = "hmac-sha256",
-                history: bool = False) -> tuple[list[str], str]:
+def kernel_argv(
+    rollout: RolloutDir,
+    key: str,
+    profile: SandboxProfile,
+    *,
+    uid: int | None,
+    env: dict[str, str],
+    extra_ro_binds: tuple[str, ...] = (),
+    sandboxed: bool = True,
+    signature_scheme: str = "hmac-sha256",
+    history: bool = False,
+) -> tuple[list[str], str]:
     """Write the ipc connection file into run/ and return (argv, host-side ipc path prefix).
 
     `history=False` (rollouts) turns IPython's input history off: it costs start time and a
@@ -46,23 +54,32 @@ def kernel_argv(rollout: RolloutDir, key: str, profile: SandboxProfile, *, uid: 
     """
     host_ip = str(rollout.run / "k")
     if len(host_ip) > _IPC_MAX:
-        raise KernelError(f"rollout dir path {rollout.run} is too long for a unix socket; "
-                          "pass a shorter root=")
-    info = {"transport": "ipc", "signature_scheme": signature_scheme, "key": key,
-            "kernel_name": "workbench", **{f"{c}_port": n for c, n in CHANNELS.items()}}
+        raise KernelError(f"rollout dir path {rollout.run} is too long for a unix socket; pass a shorter root=")
+    info = {
+        "transport": "ipc",
+        "signature_scheme": signature_scheme,
+        "key": key,
+        "kernel_name": "workbench",
+        **{f"{c}_port": n for c, n in CHANNELS.items()},
+    }
     cf = rollout.run / "kernel.json"
     cf.write_text(json.dumps({**info, "ip": f"{INSIDE_RUN}/k" if sandboxed else host_ip}))
     os.chmod(cf, 0o600)
     rollout.share(cf)
-    kernel = [sys.executable, "-m", "ipykernel_launcher", "-f",
-              f"{INSIDE_RUN}/kernel.json" if sandboxed else str(cf),
-              _HISTORY_ON if history else _HISTORY_OFF, f"--Session.packer={PACKER}", "--quiet"]
+    kernel = [
+        sys.executable,
+        "-m",
+        "ipykernel_launcher",
+        "-f",
+        f"{INSIDE_RUN}/kernel.json" if sandboxed else str(cf),
+        _HISTORY_ON if history else _HISTORY_OFF,
+        f"--Session.packer={PACKER}",
+        "--quiet",
+    ]
     if not sandboxed:
         return kernel, host_ip
-    spec = SandboxSpec(profile, rollout.run, rollout.work, uid=uid, env=env,
-                       extra_ro_binds=extra_ro_binds)
+    spec = SandboxSpec(profile, rollout.run, rollout.work, uid=uid, env=env, extra_ro_binds=extra_ro_binds)
     return build_argv(spec, kernel), host_ip
-
 
 
 def decode(frames: list[bytes], key: bytes) -> tuple[bytes, bytes, bytes] | None:
@@ -73,7 +90,7 @@ def decode(frames: list[bytes], key: bytes) -> tuple[bytes, bytes, bytes] | None
     """
     try:
         i = frames.index(DELIM)
-        signature, header, parent, metadata, content = frames[i + 1:i + 6]
+        signature, header, parent, metadata, content = frames[i + 1 : i + 6]
     except ValueError:
         return None
     mac = hmac.new(key, digestmod=hashlib.sha256)
@@ -116,8 +133,7 @@ async def all_gone(fds: list[int]) -> None:
             loop.remove_reader(fd)
 
 
-async def all_or_death(futs: list[asyncio.Future[Any]], died: asyncio.Future[int],
-                       timeout: float | None) -> bool:
+async def all_or_death(futs: list[asyncio.Future[Any]], died: asyncio.Future[int], timeout: float | None) -> bool:
     """Wait until every fut is done (True), or the kernel dies / time runs out (False)."""
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:

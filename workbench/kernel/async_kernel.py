@@ -28,8 +28,7 @@ from workbench.kernel._channels import Channels
 from workbench.kernel._process import all_gone, all_or_death, kernel_argv, kill_quietly, pidfds
 from workbench.kernel.observation import Observation, OutputCollector
 from workbench.kernel.procs import process_tree
-from workbench.sandbox import (RolloutDir, SandboxProfile, UidLease, check_sandbox, default_root,
-                               load_profile)
+from workbench.sandbox import RolloutDir, SandboxProfile, UidLease, check_sandbox, default_root, load_profile
 from workbench.sandbox.cgroups import Cgroup
 
 
@@ -117,8 +116,11 @@ class AsyncKernel:
             if os.geteuid() == 0:
                 self._lease = UidLease()
         else:
-            warnings.warn("isolation='none': model code runs UNSANDBOXED with your user's "
-                          "network, files and secrets", RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                "isolation='none': model code runs UNSANDBOXED with your user's network, files and secrets",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         self._dir = RolloutDir.create(self.root, self.uid)
         try:
             argv, host_ip = self._command(sandboxed)
@@ -126,10 +128,16 @@ class AsyncKernel:
                 self._cgroup = Cgroup.create(self._dir.path.name, self.profile.limits)
                 argv = self._cgroup.wrap(argv) if self._cgroup else argv
             log = open(self._dir.path / "kernel.log", "wb")
-            self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                          start_new_session=True, close_fds=True,
-                                          cwd=None if sandboxed else self._dir.work,
-                                          env=None if sandboxed else self._plain_env())
+            self._proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                close_fds=True,
+                cwd=None if sandboxed else self._dir.work,
+                env=None if sandboxed else self._plain_env(),
+            )
             log.close()
             self._died = loop.create_future()
             self._pidfd = os.pidfd_open(self._proc.pid)
@@ -151,14 +159,26 @@ class AsyncKernel:
         assert self._dir is not None
         key = secrets.token_hex(16)
         self._ch = Channels(key)
-        return kernel_argv(self._dir, key, self.profile, uid=self.uid, env=self.env,
-                           extra_ro_binds=self.extra_ro_binds, sandboxed=sandboxed)
+        return kernel_argv(
+            self._dir,
+            key,
+            self.profile,
+            uid=self.uid,
+            env=self.env,
+            extra_ro_binds=self.extra_ro_binds,
+            sandboxed=sandboxed,
+        )
 
     def _plain_env(self) -> dict[str, str]:
         assert self._dir is not None
-        return {**os.environ, **self.profile.env, **self.env,
-                "WORKBENCH_RUN_DIR": str(self._dir.run), "WORKBENCH_WORK_DIR": str(self._dir.work),
-                "WORKBENCH_GATEWAY": str(self._dir.run / "gateway.sock")}
+        return {
+            **os.environ,
+            **self.profile.env,
+            **self.env,
+            "WORKBENCH_RUN_DIR": str(self._dir.run),
+            "WORKBENCH_WORK_DIR": str(self._dir.work),
+            "WORKBENCH_GATEWAY": str(self._dir.run / "gateway.sock"),
+        }
 
     async def _wait_ready(self) -> None:
         assert self._died is not None and self._ch is not None and self._ch.welcome is not None
@@ -169,14 +189,20 @@ class AsyncKernel:
             pending = [f for f in (reply, welcome) if not f.done()]
             if not pending:
                 return
-            done, _ = await asyncio.wait([*pending, self._died], return_when=asyncio.FIRST_COMPLETED,
-                                         timeout=max(0.0, deadline - time.monotonic()))
+            done, _ = await asyncio.wait(
+                [*pending, self._died],
+                return_when=asyncio.FIRST_COMPLETED,
+                timeout=max(0.0, deadline - time.monotonic()),
+            )
             if self._died.done():
-                raise KernelError(f"the sandboxed kernel exited during start-up "
-                                  f"(status {self._died.result()}): {self._log_tail()}")
+                raise KernelError(
+                    f"the sandboxed kernel exited during start-up (status {self._died.result()}): {self._log_tail()}"
+                )
             if not done:
-                raise KernelError(f"the kernel did not answer within {self.startup_timeout:.0f} s; "
-                                  f"raise startup_timeout or check the log: {self._log_tail()}")
+                raise KernelError(
+                    f"the kernel did not answer within {self.startup_timeout:.0f} s; "
+                    f"raise startup_timeout or check the log: {self._log_tail()}"
+                )
             if reply.done() and not welcome.done():  # old ipykernel: no iopub welcome
                 _, reply, _ = await self._ch.request("shell", "kernel_info_request", {})
                 await asyncio.sleep(0.01)
@@ -201,8 +227,7 @@ class AsyncKernel:
         if self._died is None or self._closed:
             raise KernelError("the kernel is not running; start() it (or make a new one)")
         if self._died.done():
-            raise KernelDiedError(f"the kernel is dead (exit status {self._died.result()}); "
-                                  "start a new one")
+            raise KernelDiedError(f"the kernel is dead (exit status {self._died.result()}); start a new one")
         async with self._lock:
             return await self._execute(code, timeout, silent)
 
@@ -212,9 +237,19 @@ class AsyncKernel:
         collector = OutputCollector(self.output_cap, self._dir.outputs / f"output-{self._seq}.txt")
         assert self._ch is not None
         t0 = time.perf_counter()
-        msg_id, reply, idle = await self._ch.request("shell", "execute_request", {
-            "code": code, "silent": silent, "store_history": not silent,
-            "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}, collector)
+        msg_id, reply, idle = await self._ch.request(
+            "shell",
+            "execute_request",
+            {
+                "code": code,
+                "silent": silent,
+                "store_history": not silent,
+                "user_expressions": {},
+                "allow_stdin": False,
+                "stop_on_error": True,
+            },
+            collector,
+        )
         try:
             done = await all_or_death([reply, idle], self._died, timeout)
             if not done and not self._died.done():
@@ -235,11 +270,15 @@ class AsyncKernel:
                     if obs.killed:
                         obs.error_value = "the kernel was killed after the timeout"
                     elif self._cgroup is not None and self._cgroup.oom_killed():
-                        obs.error_value = (f"the kernel was killed by the sandbox memory limit "
-                                           f"(memory_mb={self.profile.limits.memory_mb})")
+                        obs.error_value = (
+                            f"the kernel was killed by the sandbox memory limit "
+                            f"(memory_mb={self.profile.limits.memory_mb})"
+                        )
                     else:
-                        obs.error_value = (f"the kernel process exited (status {status}); it "
-                                           "may have run out of memory or called os._exit")
+                        obs.error_value = (
+                            f"the kernel process exited (status {status}); it "
+                            "may have run out of memory or called os._exit"
+                        )
         finally:
             self._ch.forget(msg_id)
         obs = collector.finish(time.perf_counter() - t0)
@@ -270,7 +309,7 @@ class AsyncKernel:
         try:
             await asyncio.wait_for(asyncio.shield(self._died), 10)
             await asyncio.wait_for(all_gone(inner), 10)  # the pid namespace is torn down
-        except asyncio.TimeoutError:
+        except TimeoutError:
             kill_quietly(self._proc.pid)
             self._proc.wait()
         finally:

@@ -1,8 +1,8 @@
 """`workbench kernels install|demo`: the sandboxed kernelspec for JupyterLab, and a demo.
 
-    workbench kernels install --user               # "workbench (sandboxed)" in JupyterLab
-    workbench kernels install --prefix .venv --profile networked
-    workbench kernels demo                         # a printed tour of the sandbox
+workbench kernels install --user               # "workbench (sandboxed)" in JupyterLab
+workbench kernels install --prefix .venv --profile networked
+workbench kernels demo                         # a printed tour of the sandbox
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
 
-def install_kernelspec(*, user: bool = False, prefix: str | None = None,
-                       profile: str = "default", name: str = KERNEL_NAME) -> str:
+def install_kernelspec(
+    *, user: bool = False, prefix: str | None = None, profile: str = "default", name: str = KERNEL_NAME
+) -> str:
     """Install the kernelspec from `kernels/` with this interpreter; returns where it went."""
     import json
     import shutil

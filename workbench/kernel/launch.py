@@ -34,9 +34,13 @@ from workbench.kernel.procs import process_tree
 from workbench.sandbox import RolloutDir, UidLease, check_sandbox, default_root, load_profile
 from workbench.sandbox.cgroups import Cgroup
 
-_PAIRS = {"shell": (zmq.ROUTER, zmq.DEALER), "control": (zmq.ROUTER, zmq.DEALER),
-          "stdin": (zmq.ROUTER, zmq.DEALER), "hb": (zmq.ROUTER, zmq.DEALER),
-          "iopub": (zmq.XPUB, zmq.XSUB)}
+_PAIRS = {
+    "shell": (zmq.ROUTER, zmq.DEALER),
+    "control": (zmq.ROUTER, zmq.DEALER),
+    "stdin": (zmq.ROUTER, zmq.DEALER),
+    "hb": (zmq.ROUTER, zmq.DEALER),
+    "iopub": (zmq.XPUB, zmq.XSUB),
+}
 _HANDOVER = ("shell", "control", "stdin")  # as ipykernel: a client reconnecting with its old
 #                                            session id takes its identity over from the old socket
 _LINGER_MS = 1000  # ipykernel's: what the kernel said last still reaches the clients
@@ -55,8 +59,7 @@ def _curve_keys(info: dict[str, Any]) -> tuple[bytes, bytes] | None:
     pub, sec = info.get("curve_publickey"), info.get("curve_secretkey")
     if not pub or not sec:
         return None
-    return (pub.encode("ascii") if isinstance(pub, str) else pub,
-            sec.encode("ascii") if isinstance(sec, str) else sec)
+    return (pub.encode("ascii") if isinstance(pub, str) else pub, sec.encode("ascii") if isinstance(sec, str) else sec)
 
 
 class Relay:
@@ -90,8 +93,9 @@ class Relay:
                 peer = self.ctx.socket(zmq.PAIR)
                 peer.connect(ctl_addr)
                 self._controls.append(control)
-                self._threads.append(threading.Thread(
-                    target=_proxy, args=(front, back, peer), name=f"relay-{channel}", daemon=True))
+                self._threads.append(
+                    threading.Thread(target=_proxy, args=(front, back, peer), name=f"relay-{channel}", daemon=True)
+                )
         except BaseException:
             self.ctx.destroy(linger=0)
             raise
@@ -143,9 +147,15 @@ def main(argv: list[str] | None = None) -> int:
     relay: Relay | None = None
     cgroup = Cgroup.create(rollout.path.name, profile.limits)
     try:
-        cmd, host_ip = kernel_argv(rollout, info["key"], profile, uid=lease.uid if lease else None,
-                                   env={}, signature_scheme=info.get("signature_scheme", "hmac-sha256"),
-                                   history=True)
+        cmd, host_ip = kernel_argv(
+            rollout,
+            info["key"],
+            profile,
+            uid=lease.uid if lease else None,
+            env={},
+            signature_scheme=info.get("signature_scheme", "hmac-sha256"),
+            history=True,
+        )
         cmd = cgroup.wrap(cmd) if cgroup else cmd
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True)
 

@@ -122,7 +122,7 @@ class _Stream:
         if not text:
             return
         if len(text) > self.half:
-            text = text[-self.half:]
+            text = text[-self.half :]
         self.tail.append(text)
         self.tail_len += len(text)
         while self.tail_len - len(self.tail[0]) >= self.half:
@@ -133,7 +133,7 @@ class _Stream:
         omitted = self.total - len(self.head) - len(tail)
         if omitted <= 0:
             return self.head + tail
-        tail = tail[-self.half:]
+        tail = tail[-self.half :]
         return self.head + _marker(self.total - len(self.head) - len(tail), path) + tail
 
 

@@ -28,8 +28,16 @@ from workbench.kernel.sync import Kernel, run_sync
 class KernelPool:
     """An async pool of warm sandboxed kernels. Kernel keywords go to each `AsyncKernel`."""
 
-    def __init__(self, size: int = 4, *, max_concurrency: int | None = None, max_queue: int = 1024,
-                 start_retries: int = 3, retry_delay: float = 0.5, **kernel_options: Any) -> None:
+    def __init__(
+        self,
+        size: int = 4,
+        *,
+        max_concurrency: int | None = None,
+        max_queue: int = 1024,
+        start_retries: int = 3,
+        retry_delay: float = 0.5,
+        **kernel_options: Any,
+    ) -> None:
         if size < 1:
             raise PoolError(f"pool size must be >= 1, got {size}")
         self.size = size
@@ -88,7 +96,7 @@ class KernelPool:
                 kernel = AsyncKernel(**self.kernel_options)
                 try:
                     await kernel.start()
-                except Exception as exc:  # noqa: BLE001 - retried, then reported as PoolError
+                except Exception as exc:
                     last = exc
                     self.failed_starts += 1
                     await asyncio.sleep(self.retry_delay * 2**attempt)
@@ -101,9 +109,12 @@ class KernelPool:
                     kernel.died.add_done_callback(lambda _, k=kernel: self._on_death(k))
                     self._ready.put_nowait(kernel)
                 return
-            self._ready.put_nowait(PoolError(
-                f"a sandboxed kernel failed to start {self.start_retries + 1} times; last error: "
-                f"{last}. Check `workbench kernels demo` and the sandbox profile"))
+            self._ready.put_nowait(
+                PoolError(
+                    f"a sandboxed kernel failed to start {self.start_retries + 1} times; last error: "
+                    f"{last}. Check `workbench kernels demo` and the sandbox profile"
+                )
+            )
         finally:
             self._starting -= 1
 
@@ -151,8 +162,10 @@ class KernelPool:
         if self._closed:
             raise PoolError("the kernel pool is closed")
         if self._waiting >= self.max_queue:
-            raise PoolError(f"the kernel pool queue is full ({self.max_queue} waiting); "
-                            "submit fewer rollouts at once or raise max_queue")
+            raise PoolError(
+                f"the kernel pool queue is full ({self.max_queue} waiting); "
+                "submit fewer rollouts at once or raise max_queue"
+            )
         self._waiting += 1
         try:
             async with asyncio.timeout(timeout):
@@ -163,8 +176,9 @@ class KernelPool:
                     self._slots.release()
                     raise
         except TimeoutError:
-            raise PoolError(f"no kernel became free within {timeout} s; raise the timeout, "
-                            "the pool size or max_concurrency") from None
+            raise PoolError(
+                f"no kernel became free within {timeout} s; raise the timeout, the pool size or max_concurrency"
+            ) from None
         finally:
             self._waiting -= 1
         self._in_use.add(kernel)
@@ -214,9 +228,9 @@ class KernelPool:
 class BlockingKernelPool:
     """The sync twin of `KernelPool` (runs on the shared background loop).
 
-        with BlockingKernelPool(2) as pool:
-            with pool.acquire() as kernel:              # a sync `Kernel`
-                print(kernel.execute("6 * 7").text)     # 42
+    with BlockingKernelPool(2) as pool:
+        with pool.acquire() as kernel:              # a sync `Kernel`
+            print(kernel.execute("6 * 7").text)     # 42
     """
 
     def __init__(self, size: int = 4, **options: Any) -> None:

@@ -15,7 +15,7 @@ def _children_map() -> dict[int, list[int]]:
                 stat = f.read()
         except OSError:
             continue
-        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
         kids.setdefault(ppid, []).append(int(entry))
     return kids
 

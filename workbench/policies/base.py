@@ -13,9 +13,10 @@ Nothing is ever re-tokenized, so what training sees is what was sampled.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from workbench.errors import ConfigError
 from workbench.safetext import safe_text
@@ -98,8 +99,10 @@ def model_agent_settings(source: Any) -> dict[str, Any]:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{AGENT_SETTINGS_KEY!r} in the config of {source} must be a table of agent settings, "
-                          f"got {type(raw).__name__}: fix or remove it")
+        raise ConfigError(
+            f"{AGENT_SETTINGS_KEY!r} in the config of {source} must be a table of agent settings, "
+            f"got {type(raw).__name__}: fix or remove it"
+        )
     return dict(raw)
 
 
@@ -135,5 +138,14 @@ def truncate_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
     return text[: best + len(best_stop)], True
 
 
-__all__ = ["AGENT_SETTINGS_KEY", "ByteCodec", "Codec", "Completion", "Policy", "SamplingParams", "model_agent_settings",
-           "policy_context_size", "truncate_at_stop"]
+__all__ = [
+    "AGENT_SETTINGS_KEY",
+    "ByteCodec",
+    "Codec",
+    "Completion",
+    "Policy",
+    "SamplingParams",
+    "model_agent_settings",
+    "policy_context_size",
+    "truncate_at_stop",
+]

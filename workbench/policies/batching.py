@@ -66,12 +66,16 @@ class _Lane:
     task: asyncio.Task | None = None
 
 
-def make_rows(prompts: Sequence[Sequence[int]], params: SamplingParams, controls: LogitControls | None = None) -> list[Row]:
+def make_rows(
+    prompts: Sequence[Sequence[int]], params: SamplingParams, controls: LogitControls | None = None
+) -> list[Row]:
     validate_params(params)
     rows = []
     for i, p in enumerate(prompts):
         if isinstance(p, str) or not all(isinstance(t, int) for t in p):
-            raise PolicyError(f"prompt {i} must be a list of token ids: encode text with policy.codec.encode(...) first")
+            raise PolicyError(
+                f"prompt {i} must be a list of token ids: encode text with policy.codec.encode(...) first"
+            )
         seed = None if params.seed is None else params.seed + i
         if seed is not None and not _SEED_RANGE[0] <= seed <= _SEED_RANGE[1]:
             raise ConfigError(f"seed {params.seed} is out of range: use an integer between 0 and 2**63 - 1")
@@ -105,7 +109,9 @@ class BatchingBackend(abc.ABC):
     def _check_row(self, row: Row) -> None:
         """Raise a clear error for a row that cannot run (e.g. a prompt that is too long)."""
 
-    def validate(self, prompts: Sequence[Sequence[int]], params: SamplingParams, controls: LogitControls | None = None) -> list[Row]:
+    def validate(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams, controls: LogitControls | None = None
+    ) -> list[Row]:
         """The rows `generate` would run, or the error it would raise for this input (ConfigError
         or PolicyError), without generating anything."""
         if controls is not None and not self.supports_controls:
@@ -130,8 +136,9 @@ class BatchingBackend(abc.ABC):
     def _cancelled(self) -> bool:
         return self._cancels != self._batch_cancels
 
-    async def generate(self, prompts: Sequence[list[int]], params: SamplingParams, *,
-                       controls: LogitControls | None = None) -> list[Completion]:
+    async def generate(
+        self, prompts: Sequence[list[int]], params: SamplingParams, *, controls: LogitControls | None = None
+    ) -> list[Completion]:
         rows = self.validate(prompts, params, controls)
         if not rows:
             return []
@@ -145,8 +152,9 @@ class BatchingBackend(abc.ABC):
             lane.task = loop.create_task(self._drain(lane))
         return list(await asyncio.gather(*futures))
 
-    def generate_sync(self, prompts: Sequence[list[int]], params: SamplingParams, *,
-                      controls: LogitControls | None = None) -> list[Completion]:
+    def generate_sync(
+        self, prompts: Sequence[list[int]], params: SamplingParams, *, controls: LogitControls | None = None
+    ) -> list[Completion]:
         """Blocking `generate` (one batch, no merging). Works inside Jupyter's running loop."""
         rows = self.validate(prompts, params, controls)
         return self._run_locked(rows) if rows else []
@@ -161,7 +169,7 @@ class BatchingBackend(abc.ABC):
                 continue
             try:
                 outs = await asyncio.to_thread(self._run_locked, [r for r, _ in batch])
-            except Exception as exc:  # noqa: BLE001 - every waiting caller hears of it
+            except Exception as exc:
                 if len(batch) == 1:
                     _fail(batch, exc)
                 else:  # a bad row must not fail the rows merged with it
@@ -178,7 +186,7 @@ class BatchingBackend(abc.ABC):
         for item in batch:
             try:
                 outs = await asyncio.to_thread(self._run_locked, [item[0]])
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 _fail([item], exc)
             except BaseException as exc:
                 _fail(batch, exc)  # the rest of the batch would never run: tell every caller

@@ -19,14 +19,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
     p.add_argument("--dtype", default="auto", help="auto (default), float32, bfloat16, float16")
-    p.add_argument("--batch-window-ms", type=float, default=5.0, help="how long to gather concurrent requests into a batch")
+    p.add_argument(
+        "--batch-window-ms", type=float, default=5.0, help="how long to gather concurrent requests into a batch"
+    )
     p.add_argument("--max-batch-size", type=int, default=32, help="most rows in one batch")
-    p.add_argument("--max-body-bytes", type=int, default=16 << 20, help="larger request bodies get 413 (default 16 MiB)")
-    p.add_argument("--max-choices", type=int, default=256, help="most completions (prompts x n) in one request (default 256)")
-    p.add_argument("--engine", choices=("workbench", "vllm"), default="workbench",
-                   help="workbench (default): the in-house server; vllm: run `vllm serve` (CUDA or CPU build)")
-    p.add_argument("--kv-cache-gib", type=float, default=None,
-                   help="vllm on CPU: memory reserved for the KV cache, GiB (default 1)")
+    p.add_argument(
+        "--max-body-bytes", type=int, default=16 << 20, help="larger request bodies get 413 (default 16 MiB)"
+    )
+    p.add_argument(
+        "--max-choices", type=int, default=256, help="most completions (prompts x n) in one request (default 256)"
+    )
+    p.add_argument(
+        "--engine",
+        choices=("workbench", "vllm"),
+        default="workbench",
+        help="workbench (default): the in-house server; vllm: run `vllm serve` (CUDA or CPU build)",
+    )
+    p.add_argument(
+        "--kv-cache-gib",
+        type=float,
+        default=None,
+        help="vllm on CPU: memory reserved for the KV cache, GiB (default 1)",
+    )
     p.add_argument("--vllm-args", default="", help="vllm: more `vllm serve` flags, one quoted string")
     p.set_defaults(func=_serve)
 
@@ -36,8 +50,15 @@ def _serve_vllm(args: argparse.Namespace) -> int:
     from workbench.policies.vllm_engine import vllm_serve_argv
 
     _check_host(args.host)
-    argv = vllm_serve_argv(args.path, host=args.host, port=args.port, dtype=args.dtype, max_num_seqs=args.max_batch_size,
-                           kv_cache_gib=args.kv_cache_gib, extra=shlex.split(args.vllm_args))
+    argv = vllm_serve_argv(
+        args.path,
+        host=args.host,
+        port=args.port,
+        dtype=args.dtype,
+        max_num_seqs=args.max_batch_size,
+        kv_cache_gib=args.kv_cache_gib,
+        extra=shlex.split(args.vllm_args),
+    )
     print(f"serving {args.path} with vLLM at http://{args.host}:{args.port}/v1: {shlex.join(argv[1:])}", flush=True)
     os.execv(argv[0], argv)  # vLLM's server takes over this process (signals, exit code)
 
@@ -45,9 +66,8 @@ def _serve_vllm(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     if args.engine == "vllm":
         return _serve_vllm(args)
-    from workbench.policies.server import ModelLimits, serve_model
-
     from workbench.agent.config import read_model_settings
+    from workbench.policies.server import ModelLimits, serve_model
 
     settings = read_model_settings(args.path)
     if settings:  # /v1/models passes them on: OpenAIPolicy clients run the model as it was trained

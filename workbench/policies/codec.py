@@ -48,8 +48,7 @@ class TokenizerCodec:
 
     def chat_text(self, messages: Sequence[dict[str, str]]) -> str:
         _check_messages(messages)
-        messages = [{**m, "content": safe_text(m["content"])} if isinstance(m["content"], str) else m
-                    for m in messages]
+        messages = [{**m, "content": safe_text(m["content"])} if isinstance(m["content"], str) else m for m in messages]
         if not self.has_chat_template:
             return plain_chat_text(messages)
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)

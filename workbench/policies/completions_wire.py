@@ -89,9 +89,14 @@ def refuse_unsupported(req: CompletionRequest) -> None:
         "stream": (req.stream, "streaming is not supported; send stream=false"),
         "echo": (req.echo, "echo is not supported; the prompt is in prompt_token_ids (return_token_ids=true)"),
         "suffix": (bool(req.suffix), "suffix (insertion) is not supported"),
-        "best_of": (req.best_of not in (None, req.n), "best_of other than n is not supported; sample n and rank them yourself"),
-        "spaces_between_special_tokens": (req.spaces_between_special_tokens,
-                                          "spaces_between_special_tokens=true is not supported; special tokens decode without added spaces"),
+        "best_of": (
+            req.best_of not in (None, req.n),
+            "best_of other than n is not supported; sample n and rank them yourself",
+        ),
+        "spaces_between_special_tokens": (
+            req.spaces_between_special_tokens,
+            "spaces_between_special_tokens=true is not supported; special tokens decode without added spaces",
+        ),
     }
     for name, (bad, why) in refused.items():
         if bad:
@@ -117,7 +122,7 @@ def logit_controls(req: CompletionRequest) -> LogitControls | None:
         try:
             bias[int(key)] = value
         except ValueError:
-            raise BadRequest(f"logit_bias keys must be token ids (as strings, e.g. \"42\"), got {key!r}") from None
+            raise BadRequest(f'logit_bias keys must be token ids (as strings, e.g. "42"), got {key!r}') from None
     controls = LogitControls(
         logit_bias=bias,
         presence_penalty=0.0 if req.presence_penalty is None else req.presence_penalty,

@@ -25,7 +25,6 @@ from workbench.policies.batching import BatchingBackend, DetailedCompletion, Row
 from workbench.policies.codec import TokenizerCodec
 from workbench.policies.sampling import RowSampler, StopWatcher, sample_next
 
-
 UNSET_MAX_LENGTH = 10**8  # tokenizers without a limit report a huge model_max_length (2**30, 1e30)
 
 
@@ -102,7 +101,7 @@ class TransformersPolicy(BatchingBackend):
         batch_window_ms: float = 5.0,
         max_batch_size: int = 32,
         name: str = "in-memory",
-    ) -> "TransformersPolicy":
+    ) -> TransformersPolicy:
         """Wrap a live model (e.g. the one being trained). Generation uses its current weights,
         in eval mode and without gradients; its train/eval mode is restored afterwards."""
         self = cls.__new__(cls)
@@ -196,7 +195,9 @@ class TransformersPolicy(BatchingBackend):
         ids, mask = ids.to(dev), mask.to(dev)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         limits = [
-            min(r.params.max_new_tokens, self.context_size - len(r.prompt)) if self.context_size else r.params.max_new_tokens
+            min(r.params.max_new_tokens, self.context_size - len(r.prompt))
+            if self.context_size
+            else r.params.max_new_tokens
             for r in rows
         ]
         samplers = [RowSampler(r.params, self._generator(r), r.controls, r.prompt) for r in rows]
@@ -233,14 +234,20 @@ class TransformersPolicy(BatchingBackend):
             if self.max_positions:  # finished rows keep stepping on padding; keep them in range
                 pos = pos.clamp(max=self.max_positions - 1)
             out = self.model(
-                input_ids=step[:, None], attention_mask=mask, position_ids=pos, past_key_values=out.past_key_values, use_cache=True
+                input_ids=step[:, None],
+                attention_mask=mask,
+                position_ids=pos,
+                past_key_values=out.past_key_values,
+                use_cache=True,
             )
         return [
             self._completion(ids, f, lp, top if r.controls and r.controls.top_logprobs else None)
             for ids, f, lp, top, r in zip(out_ids, finish, out_lps, out_tops, rows)
         ]
 
-    def _completion(self, ids: list[int], finish: str, logprobs: list[float], top: list[dict[int, float]] | None) -> Completion:
+    def _completion(
+        self, ids: list[int], finish: str, logprobs: list[float], top: list[dict[int, float]] | None
+    ) -> Completion:
         shown = ids[:-1] if finish == "eos" else ids
         text = self.codec.decode(shown)
         if top is None:

@@ -52,7 +52,7 @@ def _explain(resp: httpx.Response) -> str:
 class RemoteCodec:
     """A codec that asks the server (`/tokenize`, `/detokenize`). Blocking calls: fine on loopback."""
 
-    def __init__(self, policy: "OpenAIPolicy", eos_token_id: int | None):
+    def __init__(self, policy: OpenAIPolicy, eos_token_id: int | None):
         self._policy = policy
         self._eos = eos_token_id
 
@@ -69,7 +69,9 @@ class RemoteCodec:
         return self._policy._post_sync("/tokenize", body).json()["tokens"]
 
     def decode(self, ids: Sequence[int]) -> str:
-        return self._policy._post_sync("/detokenize", {"model": self._policy.model, "tokens": list(ids)}).json()["prompt"]
+        return self._policy._post_sync("/detokenize", {"model": self._policy.model, "tokens": list(ids)}).json()[
+            "prompt"
+        ]
 
 
 class OpenAIPolicy:
@@ -137,11 +139,22 @@ class OpenAIPolicy:
                 "pass tokenizer=PATH to work in token space"
             )
             return ByteCodec(), False, note
-        return RemoteCodec(self, probe.get("eos_token_id")), True, "server /tokenize; token ids and logprobs from the server"
+        return (
+            RemoteCodec(self, probe.get("eos_token_id")),
+            True,
+            "server /tokenize; token ids and logprobs from the server",
+        )
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": "openai", "name": self.name, "url": self.root, "model": self.model, "token_space": self.token_space,
-                "context_size": self.context_size, "note": self.note}
+        return {
+            "backend": "openai",
+            "name": self.name,
+            "url": self.root,
+            "model": self.model,
+            "token_space": self.token_space,
+            "context_size": self.context_size,
+            "note": self.note,
+        }
 
     # -- HTTP -----------------------------------------------------------------------------
     def _request_sync(self, method: str, path: str, json: Any = None) -> httpx.Response:
@@ -192,7 +205,9 @@ class OpenAIPolicy:
 
             async def one(row) -> Completion:
                 async with limit:
-                    return await self._parse(client, await self._post(client, "/v1/completions", self._body(row)), params)
+                    return await self._parse(
+                        client, await self._post(client, "/v1/completions", self._body(row)), params
+                    )
 
             return list(await asyncio.gather(*(one(r) for r in rows)))
 
@@ -231,7 +246,9 @@ class OpenAIPolicy:
         reason, stop_reason = choice.get("finish_reason"), choice.get("stop_reason")
         if reason == "length":
             finish = "length"
-        elif isinstance(stop_reason, str) or (stop_reason is None and any(s in choice.get("text", "") for s in params.stop)):
+        elif isinstance(stop_reason, str) or (
+            stop_reason is None and any(s in choice.get("text", "") for s in params.stop)
+        ):
             finish = "stop"
         else:
             finish = "eos"

@@ -46,7 +46,9 @@ class LogitControls:
         if not (isinstance(rp, (int, float)) and math.isfinite(rp) and rp > 0):
             raise ConfigError(f"repetition_penalty must be a finite number > 0 (1 = off), got {rp!r}")
         if not (isinstance(self.top_logprobs, int) and 0 <= self.top_logprobs <= MAX_TOP_LOGPROBS):
-            raise ConfigError(f"top_logprobs must be an integer between 0 and {MAX_TOP_LOGPROBS}, got {self.top_logprobs!r}")
+            raise ConfigError(
+                f"top_logprobs must be an integer between 0 and {MAX_TOP_LOGPROBS}, got {self.top_logprobs!r}"
+            )
         for tok, bias in self.logit_bias.items():
             if not isinstance(tok, int) or isinstance(tok, bool):
                 raise ConfigError(f"logit_bias keys must be token ids (integers), got {tok!r}")
@@ -55,12 +57,19 @@ class LogitControls:
 
     @property
     def adjusts_logits(self) -> bool:
-        return bool(self.logit_bias) or self.presence_penalty != 0 or self.frequency_penalty != 0 or self.repetition_penalty != 1
+        return (
+            bool(self.logit_bias)
+            or self.presence_penalty != 0
+            or self.frequency_penalty != 0
+            or self.repetition_penalty != 1
+        )
 
     def check_vocab(self, vocab_size: int) -> None:
         bad = [t for t in self.logit_bias if not 0 <= t < vocab_size]
         if bad:
-            raise ConfigError(f"logit_bias names token id {bad[0]}, outside this model's vocabulary (0..{vocab_size - 1})")
+            raise ConfigError(
+                f"logit_bias names token id {bad[0]}, outside this model's vocabulary (0..{vocab_size - 1})"
+            )
 
 
 @dataclass

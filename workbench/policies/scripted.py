@@ -57,7 +57,9 @@ class ScriptedPolicy:
         self._seen: OrderedDict[tuple[int, int], int] = OrderedDict()  # (len, hash) of prompt+completion -> turns done
 
     @classmethod
-    def from_turns(cls, turns: Sequence[str], *, codec: Codec | None = None, name: str = "scripted", repeat_last: bool = True):
+    def from_turns(
+        cls, turns: Sequence[str], *, codec: Codec | None = None, name: str = "scripted", repeat_last: bool = True
+    ):
         """Play `turns` in order. Past the end, repeat the last turn (or, with
         `repeat_last=False`, return an empty completion that ends with EOS)."""
         turns = list(turns)
@@ -100,7 +102,7 @@ class ScriptedPolicy:
         if i < 0:
             return 0
         ids = self.codec.encode(context[i:])
-        return len(ids) if 0 < len(ids) < len(prompt) and list(prompt[-len(ids):]) == ids else 0
+        return len(ids) if 0 < len(ids) < len(prompt) and list(prompt[-len(ids) :]) == ids else 0
 
     def complete(self, prompt: Sequence[int], params: SamplingParams) -> Completion:
         turn, h = self._scan(prompt)
@@ -130,4 +132,4 @@ class ScriptedPolicy:
         return self.generate_sync(prompts, params)
 
 
-__all__ = ["ScriptedPolicy", "ScriptFn"]
+__all__ = ["ScriptFn", "ScriptedPolicy"]

@@ -34,10 +34,20 @@ from typing import Any
 
 from workbench.errors import ConfigError, PolicyError, WorkbenchError
 from workbench.policies.base import SamplingParams
-from workbench.policies.completions_wire import (CompletionRequest, DetokenizeRequest, ModelLimits, TokenizeRequest,
-                                                 choice, encode_text, logit_controls, parse_request, prompt_ids,
-                                                 refuse_unsupported)
+from workbench.policies.completions_wire import (
+    CompletionRequest,
+    DetokenizeRequest,
+    ModelLimits,
+    TokenizeRequest,
+    choice,
+    encode_text,
+    logit_controls,
+    parse_request,
+    prompt_ids,
+    refuse_unsupported,
+)
 from workbench.webio import BadRequest, BodyLimit
+
 
 def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | None = None):
     """A FastAPI app serving `policy` (a `TransformersPolicy`)."""
@@ -74,7 +84,13 @@ def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | 
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        card = {"id": name, "object": "model", "created": int(time.time()), "owned_by": "workbench", "max_model_len": max_len}
+        card = {
+            "id": name,
+            "object": "model",
+            "created": int(time.time()),
+            "owned_by": "workbench",
+            "max_model_len": max_len,
+        }
         if settings:
             card["workbench_agent"] = settings
         return {"object": "list", "data": [card]}
@@ -87,8 +103,10 @@ def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | 
             refuse_unsupported(req)
             prompts = prompt_ids(req, codec)
             if not 1 <= req.n <= lim.max_choices or len(prompts) * req.n > lim.max_choices:
-                raise BadRequest(f"n: {len(prompts)} prompt(s) x n={req.n} completions; the limit is {lim.max_choices} "
-                                 "per request (and n >= 1): split the request")
+                raise BadRequest(
+                    f"n: {len(prompts)} prompt(s) x n={req.n} completions; the limit is {lim.max_choices} "
+                    "per request (and n >= 1): split the request"
+                )
             stop = [req.stop] if isinstance(req.stop, str) else list(req.stop or [])
             longest = max(len(p) for p in prompts)
             room = (max_len - longest) if max_len else 16
@@ -113,21 +131,26 @@ def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | 
         choices = [choice(i, ids, c, req, stop, codec) for i, (ids, c) in enumerate(zip(rows, results))]
         n_prompt = sum(len(p) for p in prompts)
         n_out = sum(len(c.token_ids) for c in results)
-        return JSONResponse({
-            "id": f"cmpl-{uuid.uuid4().hex}",
-            "object": "text_completion",
-            "created": int(time.time()),
-            "model": name,
-            "choices": choices,
-            "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_out, "total_tokens": n_prompt + n_out},
-        })
+        return JSONResponse(
+            {
+                "id": f"cmpl-{uuid.uuid4().hex}",
+                "object": "text_completion",
+                "created": int(time.time()),
+                "model": name,
+                "choices": choices,
+                "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_out, "total_tokens": n_prompt + n_out},
+            }
+        )
 
     async def tokenize(request):
         try:
             req = parse_request(TokenizeRequest, await request.body())
             if req.messages is not None:
                 if not req.add_generation_prompt:
-                    return error(400, "add_generation_prompt=false is not supported; the chat prompt always ends ready for the assistant")
+                    return error(
+                        400,
+                        "add_generation_prompt=false is not supported; the chat prompt always ends ready for the assistant",
+                    )
                 if req.add_special_tokens and hasattr(codec, "chat_text"):
                     tokens = encode_text(codec, codec.chat_text(req.messages), True)
                 else:
@@ -138,7 +161,9 @@ def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | 
                 return error(400, "send 'prompt' (text) or 'messages' (chat)")
         except WorkbenchError as exc:
             return error(400, str(exc))
-        return JSONResponse({"count": len(tokens), "max_model_len": max_len, "tokens": tokens, "eos_token_id": codec.eos_token_id})
+        return JSONResponse(
+            {"count": len(tokens), "max_model_len": max_len, "tokens": tokens, "eos_token_id": codec.eos_token_id}
+        )
 
     async def detokenize(request):
         try:
@@ -164,8 +189,15 @@ def _check_host(host: str) -> None:
         )
 
 
-def serve_model(path: str | Path, host: str = "127.0.0.1", port: int = 8000, *, limits: ModelLimits | None = None,
-                shutdown_grace: float = 2.0, **policy_kwargs: Any) -> None:
+def serve_model(
+    path: str | Path,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    limits: ModelLimits | None = None,
+    shutdown_grace: float = 2.0,
+    **policy_kwargs: Any,
+) -> None:
     """Load the model at `path` and serve it until interrupted (Ctrl-C or SIGTERM; requests still
     running `shutdown_grace` seconds later are cancelled)."""
     import uvicorn
@@ -186,8 +218,16 @@ class ModelServer:
     `port=0` picks a free port; `server.url` is `http://HOST:PORT`.
     """
 
-    def __init__(self, path: str | Path | None = None, *, policy: Any = None, host: str = "127.0.0.1", port: int = 0,
-                 limits: ModelLimits | None = None, **policy_kwargs: Any):
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        policy: Any = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        limits: ModelLimits | None = None,
+        **policy_kwargs: Any,
+    ):
         if (path is None) == (policy is None):
             raise ConfigError("ModelServer needs either a model path or policy=..., not both")
         _check_host(host)
@@ -206,13 +246,15 @@ class ModelServer:
         self._server = None
         self._thread: threading.Thread | None = None
 
-    def start(self, timeout: float = 30.0) -> "ModelServer":
+    def start(self, timeout: float = 30.0) -> ModelServer:
         import uvicorn
 
         app = build_app(self.policy, limits=self.limits)
         config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2.0)
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True, name="workbench-serve-model")
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True, name="workbench-serve-model"
+        )
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self._server.started:
@@ -231,7 +273,7 @@ class ModelServer:
             self._thread.join(timeout=10)
         self._sock.close()
 
-    def __enter__(self) -> "ModelServer":
+    def __enter__(self) -> ModelServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

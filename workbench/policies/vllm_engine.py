@@ -56,14 +56,21 @@ def import_vllm():
     another torch) raises more than ImportError on import, so every error is caught."""
     try:
         import vllm
-    except Exception as exc:  # noqa: BLE001 - any import failure means the same fix
+    except Exception as exc:
         raise PolicyError(INSTALL_HINT.format(error=f"{type(exc).__name__}: {exc}")) from exc
     return vllm
 
 
-def vllm_serve_argv(model_path: str | Path, *, host: str = "127.0.0.1", port: int = 8000, dtype: str = "auto",
-                    max_num_seqs: int | None = None, kv_cache_gib: float | None = None,
-                    extra: Sequence[str] = ()) -> list[str]:
+def vllm_serve_argv(
+    model_path: str | Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    dtype: str = "auto",
+    max_num_seqs: int | None = None,
+    kv_cache_gib: float | None = None,
+    extra: Sequence[str] = (),
+) -> list[str]:
     """The `vllm serve` command that `workbench serve-model --engine vllm` runs: the same settings
     as `VLLMPolicy` (processed logprobs; on the CPU build eager float32 and a fixed KV cache of
     `kv_cache_gib`, default 1 GiB), then `extra` flags as given (they win over these)."""
@@ -95,7 +102,9 @@ def vllm_serve_argv(model_path: str | Path, *, host: str = "127.0.0.1", port: in
 
 
 class VLLMPolicy(BatchingBackend):
-    def __init__(self, model_path: str | Path, *, batch_window_ms: float = 5.0, max_batch_size: int = 256, **engine_kwargs: Any):
+    def __init__(
+        self, model_path: str | Path, *, batch_window_ms: float = 5.0, max_batch_size: int = 256, **engine_kwargs: Any
+    ):
         vllm = import_vllm()
         path = Path(model_path).expanduser()
         if not (path / "config.json").is_file():
@@ -126,8 +135,12 @@ class VLLMPolicy(BatchingBackend):
 
     def describe(self) -> dict[str, Any]:
         return {
-            "backend": "vllm", "name": self.name, "model_path": self.model_path, "vllm": self._vllm.__version__,
-            "device": "cpu" if self.on_cpu else "cuda", "dtype": str(self.engine_kwargs.get("dtype", "auto")),
+            "backend": "vllm",
+            "name": self.name,
+            "model_path": self.model_path,
+            "vllm": self._vllm.__version__,
+            "device": "cpu" if self.on_cpu else "cuda",
+            "dtype": str(self.engine_kwargs.get("dtype", "auto")),
             "logprobs": "processed",
         }
 

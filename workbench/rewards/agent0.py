@@ -58,8 +58,7 @@ def uncertainty_code(p: float) -> float:
     return min(p, 1.0 - p)
 
 
-def self_consistency(answers: Sequence[str | None], *,
-                     denominator: str = "all") -> tuple[str | None, float]:
+def self_consistency(answers: Sequence[str | None], *, denominator: str = "all") -> tuple[str | None, float]:
     """(majority answer, p). `denominator="all"` divides by every attempt (the reward's code),
     `"valid"` by the attempts that gave an answer (the data curation's code)."""
     valid = [a for a in answers if a is not None and normalize_answer(a)]
@@ -78,14 +77,12 @@ def tool_reward(n_calls: int, gamma: float = TOOL_GAMMA, cap: int = TOOL_CAP) ->
     return gamma * min(n_calls, cap)
 
 
-def adpo_scale(p: float, min_scale: float = ADPO_MIN_SCALE, low: float = 0.3,
-               high: float = 0.8) -> float:
+def adpo_scale(p: float, min_scale: float = ADPO_MIN_SCALE, low: float = 0.3, high: float = 0.8) -> float:
     """ADPO advantage scale `s(p) = m + (1 − m)·clip((p − low)/(high − low), 0, 1)`."""
     return min_scale + (1 - min_scale) * _clip01((p - low) / (high - low))
 
 
-def adpo_eps_high(p: float, eps: float = 0.2, extra: float = 0.1, high: float = 0.8,
-                  width: float = 0.5) -> float:
+def adpo_eps_high(p: float, eps: float = 0.2, extra: float = 0.1, high: float = 0.8, width: float = 0.5) -> float:
     """ADPO upper clip `ε + extra·clip((high − p)/width, 0, 1)`; lower clip stays 1 − ε."""
     return eps + extra * _clip01((high - p) / width)
 
@@ -94,8 +91,9 @@ def tool_invocations(traj: Trajectory, count: str = "cells") -> int:
     """N of one trajectory: `"cells"` = executed cells that did not submit an answer (one
     `<output>` each), `"calls"` = host tool calls other than the final-answer submission."""
     if count == "cells":
-        return sum(1 for s in traj.steps if s.observation is not None
-                   and not any(c.name in FINAL_TOOLS for c in s.tool_calls))
+        return sum(
+            1 for s in traj.steps if s.observation is not None and not any(c.name in FINAL_TOOLS for c in s.tool_calls)
+        )
     if count == "calls":
         return sum(1 for s in traj.steps for c in s.tool_calls if c.name not in FINAL_TOOLS)
     raise ConfigError(f"count={count!r}; use 'cells' or 'calls'")
@@ -124,14 +122,20 @@ def uncertainty_reward(traj: Trajectory, ctx: RewardContext, *, variant: str = "
         return uncertainty_paper(p)
     target = answer_of(traj) if traj.role == "proposer" else None
     golds = [target] if target else list(traj.task.golden_answers)
-    matches = majority is not None and normalize_answer(majority) in {normalize_answer(g)
-                                                                      for g in golds}
+    matches = majority is not None and normalize_answer(majority) in {normalize_answer(g) for g in golds}
     return uncertainty_code(p if matches and p > 0.1 else 0.0)
 
 
 @reward("agent0.tool")
-def tool_use_reward(traj: Trajectory, ctx: RewardContext, *, gamma: float = TOOL_GAMMA,
-                    cap: int = TOOL_CAP, source: str = "executor", count: str = "cells") -> float:
+def tool_use_reward(
+    traj: Trajectory,
+    ctx: RewardContext,
+    *,
+    gamma: float = TOOL_GAMMA,
+    cap: int = TOOL_CAP,
+    source: str = "executor",
+    count: str = "cells",
+) -> float:
     """γ·min(N, C), averaged over executor attempts (`source="executor"`, paper eq. 3) or on
     the trajectory's own tool use (`"self"`, upstream code)."""
     if source not in ("executor", "self"):
@@ -149,8 +153,9 @@ def tool_use_reward(traj: Trajectory, ctx: RewardContext, *, gamma: float = TOOL
 
 
 @reward("agent0.repetition", uses="batch")
-def repetition_reward(traj: Trajectory, ctx: RewardContext, *, threshold: float = BLEU_THRESHOLD,
-                      scale: float = 1.0) -> float:
+def repetition_reward(
+    traj: Trajectory, ctx: RewardContext, *, threshold: float = BLEU_THRESHOLD, scale: float = 1.0
+) -> float:
     """Repetition penalty λ·|cluster|/B over the batch's questions (positive; weight it −1).
 
     A proposer without a question is left out (penalty 0, not counted in B)."""
@@ -176,8 +181,9 @@ def _question_text(traj: Trajectory) -> str | None:
 
 
 @reward("agent0.format")
-def format_gate(traj: Trajectory, ctx: RewardContext, *, require_answer: bool = False,
-                reject_leak: bool = False) -> float:
+def format_gate(
+    traj: Trajectory, ctx: RewardContext, *, require_answer: bool = False, reject_leak: bool = False
+) -> float:
     """1 when a non-empty question (and, if asked, an answer; if asked, one the question does
     not contain) was produced, else 0."""
     question, answer = (question_of(traj) or "").strip(), (answer_of(traj) or "").strip()

@@ -28,9 +28,11 @@ from workbench.trajectory import Trajectory
 
 _TAGS = ("search", "access", "answer")
 _INVALID_WORDS = ("question", "invalid", "appropriate", "valid")
-INVALID_PROMPT = ("Note that when the Assistant finds the question is invalid, e.g. no answer could match all "
-                  "information in the question, the Assistant replies with '<answer> the question is invalid. "
-                  "</answer>'.")
+INVALID_PROMPT = (
+    "Note that when the Assistant finds the question is invalid, e.g. no answer could match all "
+    "information in the question, the Assistant replies with '<answer> the question is invalid. "
+    "</answer>'."
+)
 VALID_PROMPT = "You should try to find the most likely answer. "
 
 
@@ -80,8 +82,9 @@ def f1_reward(traj: Trajectory, ctx: RewardContext, *, aug_weight: float = 0.3) 
 
 
 @reward("asearcher.reward")
-def asearcher_reward(traj: Trajectory, ctx: RewardContext, *, aug_weight: float = 0.3,
-                     invalid_penalty: float = -0.5) -> float:
+def asearcher_reward(
+    traj: Trajectory, ctx: RewardContext, *, aug_weight: float = 0.3, invalid_penalty: float = -0.5
+) -> float:
     """ASearcher's score: set-F1 (aug blend) × format, then −0.5 for an 'invalid' answer to a
     prompt that asked for the most likely answer."""
     score = f1_reward(traj, ctx, aug_weight=aug_weight) * format_reward(traj, ctx)

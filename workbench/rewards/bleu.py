@@ -21,11 +21,12 @@ import numpy as np
 
 
 def _ngrams(tokens: Sequence[str], n: int) -> Counter:
-    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
 
 
-def sentence_bleu(references: Sequence[Sequence[str]], hypothesis: Sequence[str],
-                  max_n: int = 4, epsilon: float = 0.1) -> float:
+def sentence_bleu(
+    references: Sequence[Sequence[str]], hypothesis: Sequence[str], max_n: int = 4, epsilon: float = 0.1
+) -> float:
     """Smoothed (method1) sentence BLEU of token lists."""
     hyp_len = len(hypothesis)
     logs = []

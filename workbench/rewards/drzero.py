@@ -29,9 +29,17 @@ from workbench.trajectory import Trajectory
 _THINK_START = re.compile(r"^\s*<think>(.*?)</think>", re.DOTALL)
 
 
-def drzero_format(turns: Sequence[str], *, question: str | None, answer: str | None, hops: int,
-                  document: str = "", n_calls: int = 0, n_responses: int = 0,
-                  tool_results: Sequence[str] = ()) -> dict[str, float]:
+def drzero_format(
+    turns: Sequence[str],
+    *,
+    question: str | None,
+    answer: str | None,
+    hops: int,
+    document: str = "",
+    n_calls: int = 0,
+    n_responses: int = 0,
+    tool_results: Sequence[str] = (),
+) -> dict[str, float]:
     """The four parts and the combined format score of one proposer response."""
     think = sum(bool(_THINK_START.match(t)) for t in turns) / len(turns) if turns else 0.0
     hops = max(1, int(hops))
@@ -45,8 +53,7 @@ def drzero_format(turns: Sequence[str], *, question: str | None, answer: str | N
     if norm_answer and (norm_answer in ("yes", "no") or norm_answer in normalize_answer(context)):
         words = len(norm_answer.split())
         ans = 1.0 if words <= 5 else 0.5 if words <= 10 else 0.0
-    integrity = bool(question and question.strip() and norm_answer
-                     and norm_answer not in normalize_answer(question))
+    integrity = bool(question and question.strip() and norm_answer and norm_answer not in normalize_answer(question))
     fmt = (1 + think + tool + ans) / 4 if integrity else 0.0
     return {"think": think, "tool": tool, "ans": ans, "integrity": float(integrity), "format": fmt}
 
@@ -59,11 +66,16 @@ def difficulty_score(k: int, n: int) -> float:
 def _format_of(traj: Trajectory, tool: str) -> dict[str, float]:
     calls = [c for s in traj.steps for c in s.tool_calls if c.name == tool]
     answered = [c for c in calls if c.error is None and c.result is not None]
-    return drzero_format([s.raw or "" for s in traj.steps], question=question_of(traj),
-                         answer=answer_of(traj), hops=traj.hops or 1,
-                         document=str(traj.task.metadata.get("document", "")),
-                         n_calls=len(calls), n_responses=len(answered),
-                         tool_results=[str(c.result) for c in answered])
+    return drzero_format(
+        [s.raw or "" for s in traj.steps],
+        question=question_of(traj),
+        answer=answer_of(traj),
+        hops=traj.hops or 1,
+        document=str(traj.task.metadata.get("document", "")),
+        n_calls=len(calls),
+        n_responses=len(answered),
+        tool_results=[str(c.result) for c in answered],
+    )
 
 
 @reward("drzero.format")
@@ -92,8 +104,9 @@ def solver_hits(traj: Trajectory, ctx: RewardContext) -> list[float] | None:
 
 
 @reward("drzero.difficulty", uses="group")
-def difficulty_reward(traj: Trajectory, ctx: RewardContext, *, gate_on_format: bool = True,
-                      tool: str = "search") -> float:
+def difficulty_reward(
+    traj: Trajectory, ctx: RewardContext, *, gate_on_format: bool = True, tool: str = "search"
+) -> float:
     """Dr. Zero difficulty (n−k)/(n−1) for 0<k<n; for proposers only when format > 0."""
     hits = solver_hits(traj, ctx)
     if not hits:

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any
 
 from workbench.blocking import run_blocking
 from workbench.errors import ConfigError
@@ -40,8 +41,12 @@ def judge_prompt_template() -> str:
 
 def judge_prompt(question: str, prediction: str, golds: Sequence[str]) -> str:
     pred = prediction.split("</")[0][:1000]
-    return (judge_prompt_template().replace("{question}", question)
-            .replace("{gt_answer}", " / ".join(golds)).replace("{pred_answer}", pred))
+    return (
+        judge_prompt_template()
+        .replace("{question}", question)
+        .replace("{gt_answer}", " / ".join(golds))
+        .replace("{pred_answer}", pred)
+    )
 
 
 def parse_verdict(text: str) -> bool | None:
@@ -64,15 +69,15 @@ def parse_verdict(text: str) -> bool | None:
     return None
 
 
-
-
 class LLMJudge:
     """`judge(question, prediction, golds) -> 1.0 | 0.0` through any `Policy`."""
 
     def __init__(self, policy: Any, *, max_new_tokens: int = 512, temperature: float = 0.0) -> None:
         if not hasattr(policy, "generate") or not hasattr(policy, "codec"):
-            raise ConfigError("LLMJudge needs a workbench policy (with .generate and .codec), e.g. "
-                              "OpenAIPolicy(...) or ScriptedPolicy(fn)")
+            raise ConfigError(
+                "LLMJudge needs a workbench policy (with .generate and .codec), e.g. "
+                "OpenAIPolicy(...) or ScriptedPolicy(fn)"
+            )
         self.policy = policy
         self.max_new_tokens, self.temperature = max_new_tokens, temperature
         self.last_text = ""
@@ -92,8 +97,10 @@ class LLMJudge:
 def register_judge(name: str, judge: Any) -> None:
     """Make `judge(question, prediction, golds) -> float` available to `llm_judge` as `name`."""
     if not callable(judge):
-        raise ConfigError(f"register_judge({name!r}, ...): the judge must be callable "
-                          "(question, prediction, golds) -> float, e.g. LLMJudge(policy)")
+        raise ConfigError(
+            f"register_judge({name!r}, ...): the judge must be callable "
+            "(question, prediction, golds) -> float, e.g. LLMJudge(policy)"
+        )
     _JUDGES[name] = judge
 
 
@@ -108,8 +115,9 @@ def llm_judge_reward(traj: Trajectory, ctx: RewardContext, *, judge: str = "defa
     if cached is not None and cached.get("answer") == answer:
         return float(cached["score"])
     if judge not in _JUDGES:
-        raise ConfigError(f"no judge named {judge!r}: register one with "
-                          f"workbench.rewards.register_judge({judge!r}, LLMJudge(policy))")
+        raise ConfigError(
+            f"no judge named {judge!r}: register one with workbench.rewards.register_judge({judge!r}, LLMJudge(policy))"
+        )
     score = float(_JUDGES[judge](traj.task.question, answer, list(traj.task.golden_answers)))
     verdicts[judge] = {"answer": answer, "score": score}
     return score

@@ -35,8 +35,7 @@ _CODE = re.compile(r"<code>(.*?)</code>", re.DOTALL)
 def step_well_formed(raw: str) -> bool:
     """Exactly one think and one code block; think > 10 chars, code > 5 chars."""
     thinks, codes = _THINK.findall(raw), _CODE.findall(raw)
-    return (len(thinks) == 1 and len(codes) == 1 and len(thinks[0].strip()) > 10
-            and len(codes[0].strip()) > 5)
+    return len(thinks) == 1 and len(codes) == 1 and len(thinks[0].strip()) > 10 and len(codes[0].strip()) > 5
 
 
 def count_outputs(observation: dict[str, Any] | None) -> tuple[int, int]:
@@ -50,11 +49,14 @@ def count_outputs(observation: dict[str, Any] | None) -> tuple[int, int]:
     if isinstance(observation.get("outputs"), list):
         outs = observation["outputs"]
         return len(outs), sum(1 for o in outs if o.get("output_type") == "error")
-    errors = int(bool(observation.get("error_name") or observation.get("timed_out")
-                      or observation.get("kernel_died")))
-    outputs = (bool(observation.get("stdout")) + bool(observation.get("stderr"))
-               + len(observation.get("display") or []) + (observation.get("result") is not None)
-               + errors)
+    errors = int(bool(observation.get("error_name") or observation.get("timed_out") or observation.get("kernel_died")))
+    outputs = (
+        bool(observation.get("stdout"))
+        + bool(observation.get("stderr"))
+        + len(observation.get("display") or [])
+        + (observation.get("result") is not None)
+        + errors
+    )
     return outputs, errors
 
 
@@ -70,8 +72,7 @@ def step_code_score(step: Step, no_output: str = "success") -> float:
     return 1.0 - errors / outputs
 
 
-def l0_qa(answer: str | None, golds: list[str], *, has_answer: str = "fixed",
-          normalizer: str = "squad") -> float:
+def l0_qa(answer: str | None, golds: list[str], *, has_answer: str = "fixed", normalizer: str = "squad") -> float:
     """`0.9·EM + 0.1·has_answer`."""
     if has_answer not in ("fixed", "l0"):
         raise ConfigError(f"has_answer={has_answer!r}; use 'fixed' or 'l0'")
@@ -79,15 +80,19 @@ def l0_qa(answer: str | None, golds: list[str], *, has_answer: str = "fixed",
     return 0.9 * exact_match(answer, golds, normalizer) + 0.1 * float(has)
 
 
-def l0_step_rewards(traj: Trajectory, *, weights: tuple[float, float, float] = (0.8, 0.1, 0.1),
-                    has_answer: str = "fixed", no_output: str = "success",
-                    normalizer: str = "squad") -> list[float]:
+def l0_step_rewards(
+    traj: Trajectory,
+    *,
+    weights: tuple[float, float, float] = (0.8, 0.1, 0.1),
+    has_answer: str = "fixed",
+    no_output: str = "success",
+    normalizer: str = "squad",
+) -> list[float]:
     """L0's per-step rewards `w_qa·qa_i + w_fmt·format_i + w_code·code_i` (qa on the last step)."""
     T = len(traj.steps)
     if T == 0:
         return []
-    qa = l0_qa(answer_of(traj), traj.task.golden_answers, has_answer=has_answer,
-               normalizer=normalizer)
+    qa = l0_qa(answer_of(traj), traj.task.golden_answers, has_answer=has_answer, normalizer=normalizer)
     out = []
     for i, step in enumerate(traj.steps):
         fmt = float(step_well_formed(step.raw or "")) / T
@@ -97,11 +102,11 @@ def l0_step_rewards(traj: Trajectory, *, weights: tuple[float, float, float] = (
 
 
 @reward("l0.qa")
-def l0_qa_reward(traj: Trajectory, ctx: RewardContext, *, has_answer: str = "fixed",
-                 normalizer: str = "squad") -> float:
+def l0_qa_reward(
+    traj: Trajectory, ctx: RewardContext, *, has_answer: str = "fixed", normalizer: str = "squad"
+) -> float:
     """L0 answer score 0.9·EM + 0.1·has_answer."""
-    return l0_qa(answer_of(traj), traj.task.golden_answers, has_answer=has_answer,
-                 normalizer=normalizer)
+    return l0_qa(answer_of(traj), traj.task.golden_answers, has_answer=has_answer, normalizer=normalizer)
 
 
 @reward("l0.format", per_step=True)
@@ -112,8 +117,7 @@ def l0_format_reward(traj: Trajectory, ctx: RewardContext) -> list[float]:
 
 
 @reward("l0.code", per_step=True)
-def l0_code_reward(traj: Trajectory, ctx: RewardContext, *,
-                   no_output: str = "success") -> list[float]:
+def l0_code_reward(traj: Trajectory, ctx: RewardContext, *, no_output: str = "success") -> list[float]:
     """L0's per-step code-execution success (1 − errors/outputs)/T."""
     T = len(traj.steps)
     return [step_code_score(s, no_output) / T for s in traj.steps]

@@ -1,10 +1,10 @@
 """Answer-correctness components shared by every seed (gold aliases = `task.golden_answers`).
 
-    em        Search-R1 / Dr. Zero solver: strict EM of the last <answer> (or final_answer)
-    cover_em  ZeroSearch: a gold is a substring of the answer
-    f1        SQuAD token F1 (ZeroSearch's training reward); `yes_no_rule=True`: HotpotQA/FlashRAG
-    set_f1    ASearcher's set-based F1
-    has_answer  1 for a non-empty answer
+em        Search-R1 / Dr. Zero solver: strict EM of the last <answer> (or final_answer)
+cover_em  ZeroSearch: a gold is a substring of the answer
+f1        SQuAD token F1 (ZeroSearch's training reward); `yes_no_rule=True`: HotpotQA/FlashRAG
+set_f1    ASearcher's set-based F1
+has_answer  1 for a non-empty answer
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ def cover_em_reward(traj: Trajectory, ctx: RewardContext, *, normalizer: str = "
 
 
 @reward("f1")
-def f1_reward(traj: Trajectory, ctx: RewardContext, *, normalizer: str = "squad",
-              yes_no_rule: bool = False) -> float:
+def f1_reward(traj: Trajectory, ctx: RewardContext, *, normalizer: str = "squad", yes_no_rule: bool = False) -> float:
     """Token F1 (Counter overlap), max over gold aliases (HotpotQA's yes/no rule on request)."""
     return token_f1(answer_of(traj), traj.task.golden_answers, normalizer, yes_no_rule=yes_no_rule)
 

@@ -46,7 +46,7 @@ class RewardContext:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def for_one(cls, traj: Trajectory) -> "RewardContext":
+    def for_one(cls, traj: Trajectory) -> RewardContext:
         return cls(group=[traj], batch=[traj])
 
 
@@ -65,8 +65,7 @@ class RewardComponent:
         self._check_params(params)
         return float(self.fn(traj, ctx or RewardContext.for_one(traj), **params))
 
-    def steps(self, traj: Trajectory, ctx: RewardContext | None = None,
-              **params: Any) -> list[float]:
+    def steps(self, traj: Trajectory, ctx: RewardContext | None = None, **params: Any) -> list[float]:
         """One value per step: a per-step component's own values; for any other component,
         its value on the last step and 0 before (an empty list for a trajectory with no steps)."""
         if not self.per_step:
@@ -75,22 +74,27 @@ class RewardComponent:
         self._check_params(params)
         values = [float(v) for v in self.fn(traj, ctx or RewardContext.for_one(traj), **params)]
         if len(values) != len(traj.steps):
-            raise ConfigError(f"per-step reward {self.name!r} returned {len(values)} values for "
-                              f"{len(traj.steps)} steps; return exactly one per step")
+            raise ConfigError(
+                f"per-step reward {self.name!r} returned {len(values)} values for "
+                f"{len(traj.steps)} steps; return exactly one per step"
+            )
         return values
 
     def _check_params(self, params: dict[str, Any]) -> None:
         unknown = set(params) - set(self.params)
         if unknown:
-            raise ConfigError(f"reward {self.name!r} has no param(s) {sorted(unknown)}; "
-                              f"its params are {sorted(self.params) or 'none'}")
+            raise ConfigError(
+                f"reward {self.name!r} has no param(s) {sorted(unknown)}; "
+                f"its params are {sorted(self.params) or 'none'}"
+            )
 
 
 _REGISTRY: dict[str, RewardComponent] = {}
 
 
-def reward(name: str, *, uses: str = "trajectory", per_step: bool = False
-           ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def reward(
+    name: str, *, uses: str = "trajectory", per_step: bool = False
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register `fn(traj, ctx, **params) -> float` under `name` (re-registering replaces);
     with `per_step=True`, `fn` returns a list with one float per step."""
     if uses not in USES:
@@ -98,8 +102,7 @@ def reward(name: str, *, uses: str = "trajectory", per_step: bool = False
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         sig = inspect.signature(fn)
-        params = {p.name: p.default for p in sig.parameters.values()
-                  if p.kind is inspect.Parameter.KEYWORD_ONLY}
+        params = {p.name: p.default for p in sig.parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY}
         doc = (inspect.getdoc(fn) or "").split("\n")[0]
         _REGISTRY[name] = RewardComponent(name, fn, doc, params, uses, per_step)
         return fn
@@ -111,8 +114,7 @@ def get_reward(name: str) -> RewardComponent:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ConfigError(f"unknown reward component {name!r}; known: "
-                          f"{', '.join(list_rewards())}") from None
+        raise ConfigError(f"unknown reward component {name!r}; known: {', '.join(list_rewards())}") from None
 
 
 def list_rewards() -> list[str]:

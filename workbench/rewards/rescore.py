@@ -22,9 +22,13 @@ from workbench.rewards.spec import RewardSpec
 from workbench.trajectory import Trajectory
 
 
-def rescore(target: Iterable[Trajectory] | Any, spec: RewardSpec | str, *,
-            provenance: dict[str, Any] | None = None,
-            **filters: Any) -> dict[str, dict[str, float]]:
+def rescore(
+    target: Iterable[Trajectory] | Any,
+    spec: RewardSpec | str,
+    *,
+    provenance: dict[str, Any] | None = None,
+    **filters: Any,
+) -> dict[str, dict[str, float]]:
     """Score every trajectory with `spec`; returns {trajectory id: rewards}."""
     if isinstance(spec, str):
         spec = RewardSpec.preset(spec)
@@ -45,10 +49,23 @@ def rescore(target: Iterable[Trajectory] | Any, spec: RewardSpec | str, *,
                 store.write(traj)
         history = traj.metadata.setdefault("reward_history", [])
         if not history and traj.rewards:
-            history.append({"spec": traj.reward_spec, "rewards": dict(traj.rewards),
-                            "spec_json": None, "provenance": {"reason": "before rescoring"},
-                            "at": None})
-        history.append({"spec": spec.name, "rewards": dict(rewards), "spec_json": spec_json,
-                        "provenance": dict(provenance or {}), "at": time.time()})
+            history.append(
+                {
+                    "spec": traj.reward_spec,
+                    "rewards": dict(traj.rewards),
+                    "spec_json": None,
+                    "provenance": {"reason": "before rescoring"},
+                    "at": None,
+                }
+            )
+        history.append(
+            {
+                "spec": spec.name,
+                "rewards": dict(rewards),
+                "spec_json": spec_json,
+                "provenance": dict(provenance or {}),
+                "at": time.time(),
+            }
+        )
         traj.rewards, traj.reward_spec = dict(rewards), spec.name
     return {t.id: r for t, r in zip(trajs, results)}

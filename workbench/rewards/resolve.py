@@ -1,10 +1,10 @@
 """`resolve_reward`: whatever a config, CLI flag or caller names, as an object with `.score(traj)`.
 
-    resolve_reward("l0")                       # a preset (list_presets())
-    resolve_reward("em")                       # a single registered component (list_rewards())
-    resolve_reward("rewards/mine.toml")        # a spec file (.toml / .yaml / .json)
-    resolve_reward('{"name": "f1", "components": [{"name": "f1"}]}')
-    resolve_reward(my_spec) / resolve_reward(lambda traj: 1.0)
+resolve_reward("l0")                       # a preset (list_presets())
+resolve_reward("em")                       # a single registered component (list_rewards())
+resolve_reward("rewards/mine.toml")        # a spec file (.toml / .yaml / .json)
+resolve_reward('{"name": "f1", "components": [{"name": "f1"}]}')
+resolve_reward(my_spec) / resolve_reward(lambda traj: 1.0)
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ def resolve_reward(spec: Any) -> Any:
     if callable(spec):
         return CallableReward(spec)
     if not isinstance(spec, str) or not spec.strip():
-        raise ConfigError("reward: give a preset or component name, a spec file or JSON, or an object "
-                          "with .score(traj)")
+        raise ConfigError(
+            "reward: give a preset or component name, a spec file or JSON, or an object with .score(traj)"
+        )
     text = spec.strip()
     if text.startswith("{"):
         return RewardSpec.from_json(text)
@@ -51,8 +52,10 @@ def resolve_reward(spec: Any) -> Any:
     component = ALIASES.get(text, text)
     if component in list_rewards():
         return RewardSpec(name=text, components=[{"name": component}])
-    raise ConfigError(f"unknown reward {text!r}: presets are {', '.join(sorted(list_presets()))}; "
-                      f"components are {', '.join(sorted(list_rewards()))}")
+    raise ConfigError(
+        f"unknown reward {text!r}: presets are {', '.join(sorted(list_presets()))}; "
+        f"components are {', '.join(sorted(list_rewards()))}"
+    )
 
 
 __all__ = ["CallableReward", "resolve_reward"]

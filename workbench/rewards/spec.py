@@ -72,10 +72,8 @@ class RewardSpec(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'spec'}: {e['msg']}"
-                                 for e in exc.errors())
-            raise ConfigError(f"reward spec {data.get('name', '?')!r} is invalid: {problems}") \
-                from None
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'spec'}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(f"reward spec {data.get('name', '?')!r} is invalid: {problems}") from None
         self._check()
 
     def _check(self) -> None:
@@ -83,15 +81,18 @@ class RewardSpec(BaseModel):
         for c in self.components:
             comp = get_reward(c.name)  # ConfigError naming the unknown component
             if not math.isfinite(c.weight):
-                raise ConfigError(f"reward spec {self.name!r}: weight of {c.name!r} is {c.weight}; "
-                                  "use a finite number")
+                raise ConfigError(f"reward spec {self.name!r}: weight of {c.name!r} is {c.weight}; use a finite number")
             unknown = set(c.params) - set(comp.params)
             if unknown:
-                raise ConfigError(f"reward spec {self.name!r}: {c.name!r} has no param(s) "
-                                  f"{sorted(unknown)}; its params are {sorted(comp.params) or 'none'}")
+                raise ConfigError(
+                    f"reward spec {self.name!r}: {c.name!r} has no param(s) "
+                    f"{sorted(unknown)}; its params are {sorted(comp.params) or 'none'}"
+                )
             if c.out in seen or c.out == "total":
-                raise ConfigError(f"reward spec {self.name!r}: output key {c.out!r} repeats; give "
-                                  "one of the components a distinct `key`")
+                raise ConfigError(
+                    f"reward spec {self.name!r}: output key {c.out!r} repeats; give "
+                    "one of the components a distinct `key`"
+                )
             seen.add(c.out)
         for g in self.gate:
             if g not in seen:
@@ -113,8 +114,7 @@ class RewardSpec(BaseModel):
         the module docstring."""
         return self._evaluate(traj, ctx)[1]
 
-    def _evaluate(self, traj: Trajectory, ctx: RewardContext | None
-                  ) -> tuple[dict[str, float], list[float]]:
+    def _evaluate(self, traj: Trajectory, ctx: RewardContext | None) -> tuple[dict[str, float], list[float]]:
         ctx = ctx or RewardContext.for_one(traj)
         out: dict[str, float] = {}
         per_step: dict[str, list[float]] = {}
@@ -137,17 +137,16 @@ class RewardSpec(BaseModel):
         n = len(traj.steps)
         steps = [0.0] * (n - 1) + [total] if n else []
         if per_step and n and summed:
-            steps = [math.fsum(c.weight * per_step[c.out][t] for c in self.components
-                               if c.out in per_step) for t in range(n)]
-            steps[-1] += math.fsum(c.weight * out[c.out] for c in self.components
-                                   if c.out not in per_step)
+            steps = [
+                math.fsum(c.weight * per_step[c.out][t] for c in self.components if c.out in per_step) for t in range(n)
+            ]
+            steps[-1] += math.fsum(c.weight * out[c.out] for c in self.components if c.out not in per_step)
         if per_step:
             for step, r in zip(traj.steps, steps):
                 step.reward = r
         return out, steps
 
-    def score_many(self, trajs: list[Trajectory], extra: dict[str, Any] | None = None
-                   ) -> list[dict[str, float]]:
+    def score_many(self, trajs: list[Trajectory], extra: dict[str, Any] | None = None) -> list[dict[str, float]]:
         """Score a batch: groups are the trajectories sharing a task id; the batch is all of them,
         or, for trajectories with `metadata["reward_batch"]`, those sharing its value (so a rescore
         rebuilds the batches a run scored together, e.g. Agent0's repetition penalty)."""
@@ -157,10 +156,12 @@ class RewardSpec(BaseModel):
             groups[t.task.id].append(t)
             batches[t.metadata.get("reward_batch")].append(t)
         shared = dict(extra or {})
-        return [self.score(t, RewardContext(group=groups[t.task.id],
-                                            batch=batches[t.metadata.get("reward_batch")],
-                                            extra=shared))
-                for t in trajs]
+        return [
+            self.score(
+                t, RewardContext(group=groups[t.task.id], batch=batches[t.metadata.get("reward_batch")], extra=shared)
+            )
+            for t in trajs
+        ]
 
     # -- serialisation ------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -170,20 +171,20 @@ class RewardSpec(BaseModel):
         return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RewardSpec":
+    def from_dict(cls, data: dict[str, Any]) -> RewardSpec:
         if not isinstance(data, dict):
             raise ConfigError(f"a reward spec must be a mapping, got {type(data).__name__}")
         return cls(**data)
 
     @classmethod
-    def from_json(cls, text: str) -> "RewardSpec":
+    def from_json(cls, text: str) -> RewardSpec:
         try:
             return cls.from_dict(json.loads(text))
         except json.JSONDecodeError as exc:
             raise ConfigError(f"reward spec is not valid JSON: {exc}") from None
 
     @classmethod
-    def from_toml(cls, text: str) -> "RewardSpec":
+    def from_toml(cls, text: str) -> RewardSpec:
         import tomllib
 
         try:
@@ -192,7 +193,7 @@ class RewardSpec(BaseModel):
             raise ConfigError(f"reward spec is not valid TOML: {exc}") from None
 
     @classmethod
-    def from_yaml(cls, text: str) -> "RewardSpec":
+    def from_yaml(cls, text: str) -> RewardSpec:
         import yaml  # lazy: PyYAML comes with transformers/datasets
 
         try:
@@ -201,14 +202,14 @@ class RewardSpec(BaseModel):
             raise ConfigError(f"reward spec is not valid YAML: {exc}") from None
 
     @classmethod
-    def load(cls, path: str | Path) -> "RewardSpec":
+    def load(cls, path: str | Path) -> RewardSpec:
         """Read a spec from a .toml, .yaml/.yml or .json file."""
         from workbench.configfile import read_config_file
 
         return cls.from_dict(read_config_file(path, what="reward spec"))
 
     @classmethod
-    def preset(cls, name: str) -> "RewardSpec":
+    def preset(cls, name: str) -> RewardSpec:
         """A seed's reward: see `list_presets()`."""
         from workbench.rewards.presets import PRESETS
 

@@ -65,9 +65,11 @@ def light_form(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
-NORMALIZERS: dict[str, Callable[[str], str]] = {"squad": normalize_answer,
-                                                 "unicode": normalize_unicode,
-                                                 "l0": normalize_l0}
+NORMALIZERS: dict[str, Callable[[str], str]] = {
+    "squad": normalize_answer,
+    "unicode": normalize_unicode,
+    "l0": normalize_l0,
+}
 
 
 def get_normalizer(name: str) -> Callable[[str], str]:
@@ -96,8 +98,9 @@ def exact_match(pred: str | None, golds: str | Sequence[str], normalizer: str = 
         return 0.0
     norm = get_normalizer(normalizer)
     p = norm(pred)
-    return float(any(p == ng if ng else light_form(pred) == light_form(g)
-                     for g, ng in ((g, norm(g)) for g in _golds(golds))))
+    return float(
+        any(p == ng if ng else light_form(pred) == light_form(g) for g, ng in ((g, norm(g)) for g in _golds(golds)))
+    )
 
 
 def cover_em(pred: str | None, golds: str | Sequence[str], normalizer: str = "squad") -> float:
@@ -106,15 +109,17 @@ def cover_em(pred: str | None, golds: str | Sequence[str], normalizer: str = "sq
         return 0.0
     norm = get_normalizer(normalizer)
     p = norm(pred)
-    return float(any(ng in p if ng else light_form(pred) == light_form(g)
-                     for g, ng in ((g, norm(g)) for g in _golds(golds))))
+    return float(
+        any(ng in p if ng else light_form(pred) == light_form(g) for g, ng in ((g, norm(g)) for g in _golds(golds)))
+    )
 
 
 _YES_NO = ("yes", "no", "noanswer")
 
 
-def token_f1(pred: str | None, golds: str | Sequence[str], normalizer: str = "squad", *,
-             yes_no_rule: bool = False) -> float:
+def token_f1(
+    pred: str | None, golds: str | Sequence[str], normalizer: str = "squad", *, yes_no_rule: bool = False
+) -> float:
     """SQuAD token F1 (Counter intersection), max over golds; `yes_no_rule` adds HotpotQA's."""
     if pred is None:
         return 0.0

@@ -6,9 +6,9 @@ calls `install(globals(), specs, token=...)`; the model then sees `notepad`, one
 host tool, and `submit_final_answer`.
 """
 
+from workbench.runtime.bridge import current_notepad, install, push_error, snapshot_json
 from workbench.runtime.client import GatewayClient, ToolArgumentError, ToolCallError
 from workbench.runtime.notepad import NOTEPAD_API, STATUSES, Notepad, NotepadError, Todo
-from workbench.runtime.bridge import current_notepad, install, push_error, snapshot_json
 from workbench.runtime.stubs import FINAL_ANSWER_SPEC, make_stub
 
 

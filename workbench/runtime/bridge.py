@@ -32,8 +32,15 @@ def _ipython_shell() -> Any:
     return module.get_ipython() if module is not None else None
 
 
-def install(namespace: dict[str, Any], specs: list[dict[str, Any]], *, socket_path: str | None = None,
-            token: str | None = None, timeout_s: float = 60.0, push_notepad: bool = True) -> Notepad:
+def install(
+    namespace: dict[str, Any],
+    specs: list[dict[str, Any]],
+    *,
+    socket_path: str | None = None,
+    token: str | None = None,
+    timeout_s: float = 60.0,
+    push_notepad: bool = True,
+) -> Notepad:
     """Put `notepad`, one stub per tool spec and `submit_final_answer` into `namespace`.
 
     `socket_path` defaults to $WORKBENCH_GATEWAY. With `push_notepad`, notepad changes are sent
@@ -47,7 +54,7 @@ def install(namespace: dict[str, Any], specs: list[dict[str, Any]], *, socket_pa
         try:
             reply = client.request({"op": "notepad", "snapshot": safe_json(snapshot)})
             _STATE["push_error"] = None if reply.get("ok") else reply.get("error")
-        except Exception as exc:  # noqa: BLE001 - a failed push never disturbs the model's code
+        except Exception as exc:
             _STATE["push_error"] = str(exc) if isinstance(exc, ToolCallError) else repr(exc)
 
     def mark_dirty(snapshot: dict[str, Any]) -> None:
@@ -70,8 +77,7 @@ def install(namespace: dict[str, Any], specs: list[dict[str, Any]], *, socket_pa
             shell.events.unregister("post_execute", _STATE["hook"])
         shell.events.register("post_execute", push_if_dirty)
         _trim_tracebacks(shell)
-    _STATE.update(notepad=pad, push_error=None, dirty=False,
-                  hook=push_if_dirty if shell is not None else None)
+    _STATE.update(notepad=pad, push_error=None, dirty=False, hook=push_if_dirty if shell is not None else None)
     return pad
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -31,8 +32,7 @@ class ToolArgumentError(TypeError):
 class GatewayClient:
     """Sends requests to the gateway at `socket_path` (default: $WORKBENCH_GATEWAY)."""
 
-    def __init__(self, socket_path: str | None = None, token: str | None = None,
-                 timeout_s: float = 60.0) -> None:
+    def __init__(self, socket_path: str | None = None, token: str | None = None, timeout_s: float = 60.0) -> None:
         self.socket_path = socket_path or os.environ.get(ENV_SOCKET) or DEFAULT_SOCKET
         self.token = token
         self.timeout_s = timeout_s
@@ -52,7 +52,8 @@ class GatewayClient:
             except OSError as exc:
                 raise ToolCallError(
                     f"cannot reach the tool gateway at {self.socket_path} ({exc.strerror or exc}); "
-                    f"tools only work in a kernel started by workbench with {ENV_SOCKET} set") from None
+                    f"tools only work in a kernel started by workbench with {ENV_SOCKET} set"
+                ) from None
             try:
                 sock.sendall(payload)
             except (BrokenPipeError, ConnectionResetError):

@@ -27,14 +27,24 @@ from workbench.safetext import safe_json, safe_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from collections.abc import Callable
+    from typing import Any
 
 SNAPSHOT_VERSION = 1
 STATUSES = ("pending", "in_progress", "done", "blocked")
 _MARKS = {"pending": "[ ]", "in_progress": "[>]", "done": "[x]", "blocked": "[!]"}
-_ALIASES = {"todo": "pending", "open": "pending", "in progress": "in_progress", "doing": "in_progress",
-            "active": "in_progress", "started": "in_progress", "complete": "done",
-            "completed": "done", "finished": "done", "stuck": "blocked"}
+_ALIASES = {
+    "todo": "pending",
+    "open": "pending",
+    "in progress": "in_progress",
+    "doing": "in_progress",
+    "active": "in_progress",
+    "started": "in_progress",
+    "complete": "done",
+    "completed": "done",
+    "finished": "done",
+    "stuck": "blocked",
+}
 MAX_ITEMS = 200  # per section
 MAX_ITEM_CHARS = 2_000
 MAX_DRAFT_CHARS = 100_000
@@ -56,7 +66,7 @@ class NotepadError(ValueError):
 class Todo:
     """One plan step. Read-only: change it with `notepad.update_todo`."""
 
-    __slots__ = ("id", "text", "status")
+    __slots__ = ("id", "status", "text")
 
     def __init__(self, id: int, text: str, status: str = "pending") -> None:
         object.__setattr__(self, "id", id)
@@ -70,8 +80,7 @@ class Todo:
         return f"Todo(id={self.id}, text={self.text!r}, status={self.status!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Todo) and (self.id, self.text, self.status) == (
-            other.id, other.text, other.status)
+        return isinstance(other, Todo) and (self.id, self.text, self.status) == (other.id, other.text, other.status)
 
 
 def _text(value: Any, what: str, limit: int = MAX_ITEM_CHARS) -> str:
@@ -227,22 +236,32 @@ class Notepad:
 
     def snapshot(self) -> dict[str, Any]:
         """A JSON-able copy, valid Unicode throughout; `Notepad.from_snapshot` rebuilds it."""
-        return safe_json({"version": SNAPSHOT_VERSION,
-                          "todos": [{"id": t.id, "text": t.text, "status": t.status} for t in self._todos],
-                          "facts": list(self._facts), "draft": self._draft, "next_id": self._next_id})
+        return safe_json(
+            {
+                "version": SNAPSHOT_VERSION,
+                "todos": [{"id": t.id, "text": t.text, "status": t.status} for t in self._todos],
+                "facts": list(self._facts),
+                "draft": self._draft,
+                "next_id": self._next_id,
+            }
+        )
 
     @classmethod
-    def from_snapshot(cls, data: dict[str, Any],
-                      on_change: Callable[[dict[str, Any]], None] | None = None) -> "Notepad":
+    def from_snapshot(
+        cls, data: dict[str, Any], on_change: Callable[[dict[str, Any]], None] | None = None
+    ) -> Notepad:
         if not isinstance(data, dict):
             raise NotepadError(f"a notepad snapshot is a dict, got {type(data).__name__}")
         if int(data.get("version", SNAPSHOT_VERSION)) > SNAPSHOT_VERSION:
-            raise NotepadError(f"snapshot version {data['version']} is newer than this workbench "
-                               f"(v{SNAPSHOT_VERSION}); upgrade workbench to read it")
+            raise NotepadError(
+                f"snapshot version {data['version']} is newer than this workbench "
+                f"(v{SNAPSHOT_VERSION}); upgrade workbench to read it"
+            )
         pad = cls(on_change=on_change)
         try:
-            pad._todos = [Todo(int(t["id"]), safe_text(str(t["text"])), _status(t["status"]))
-                          for t in data.get("todos", [])]
+            pad._todos = [
+                Todo(int(t["id"]), safe_text(str(t["text"])), _status(t["status"])) for t in data.get("todos", [])
+            ]
             pad._facts = [safe_text(str(f)) for f in data.get("facts", [])]
             pad._draft = safe_text(str(data.get("draft", "")))
         except (KeyError, TypeError, ValueError) as exc:

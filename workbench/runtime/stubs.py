@@ -14,7 +14,8 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from collections.abc import Callable
+    from typing import Any
 
 from workbench.runtime.client import GatewayClient, ToolArgumentError, ToolCallError
 
@@ -48,8 +49,7 @@ def _signature(spec: dict[str, Any]) -> Any:
     for p in spec.get("parameters", []):
         kind = getattr(inspect.Parameter, p.get("kind", "POSITIONAL_OR_KEYWORD"))
         default = p["default"] if "default" in p else inspect.Parameter.empty
-        params.append(inspect.Parameter(p["name"], kind, default=default,
-                                        annotation=_annotation(p.get("annotation"))))
+        params.append(inspect.Parameter(p["name"], kind, default=default, annotation=_annotation(p.get("annotation"))))
     returns = _annotation(spec.get("returns"))
     return inspect.Signature(params, return_annotation=returns)
 
@@ -74,8 +74,10 @@ def make_stub(spec: dict[str, Any], client: GatewayClient) -> Callable[..., Any]
             try:
                 json.dumps(value)
             except (TypeError, ValueError):
-                raise ToolArgumentError(f"{name}() argument {key!r} is a {type(value).__name__}; tools take "
-                                "JSON values (str, int, float, bool, None, list, dict)") from None
+                raise ToolArgumentError(
+                    f"{name}() argument {key!r} is a {type(value).__name__}; tools take "
+                    "JSON values (str, int, float, bool, None, list, dict)"
+                ) from None
         reply = client.request({"op": "call", "tool": name, "args": list(args), "kwargs": kwargs})
         if not reply.get("ok"):
             raise ToolCallError(str(reply.get("error", "the tool failed")), tool=name)

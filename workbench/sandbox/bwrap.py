@@ -45,10 +45,24 @@ from workbench.sandbox.profile import SandboxProfile
 INSIDE_RUN = "/run/workbench"
 INSIDE_WORK = "/workspace"
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_ETC_BASE = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
-             "/etc/alternatives", "/etc/mime.types")
-_ETC_NET = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/ssl",
-            "/etc/ca-certificates", "/etc/pki", "/etc/gai.conf", "/etc/host.conf")
+_ETC_BASE = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/alternatives",
+    "/etc/mime.types",
+)
+_ETC_NET = (
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/nsswitch.conf",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+    "/etc/gai.conf",
+    "/etc/host.conf",
+)
 _MB = 1 << 20
 
 
@@ -67,8 +81,7 @@ class SandboxSpec:
 
 def python_paths() -> list[Path]:
     """Host paths the sandboxed Python needs, read-only: base prefix, venv, the package source."""
-    paths = [Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(),
-             Path(workbench.__file__).resolve().parent]
+    paths = [Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(workbench.__file__).resolve().parent]
     keep: list[Path] = []
     for p in paths:
         if any(str(p).startswith(d + "/") for d in _SYSTEM_DIRS if os.path.isdir(d)):
@@ -85,9 +98,16 @@ def sandbox_python() -> str:
 
 def rlimit_argv(profile: SandboxProfile) -> list[str]:
     lim = profile.limits
-    return [_which("prlimit"), f"--as={lim.memory_mb * _MB}", f"--nproc={lim.processes}",
-            f"--cpu={lim.cpu_seconds}", f"--fsize={lim.file_size_mb * _MB}",
-            f"--nofile={lim.open_files}", "--core=0", "--"]
+    return [
+        _which("prlimit"),
+        f"--as={lim.memory_mb * _MB}",
+        f"--nproc={lim.processes}",
+        f"--cpu={lim.cpu_seconds}",
+        f"--fsize={lim.file_size_mb * _MB}",
+        f"--nofile={lim.open_files}",
+        "--core=0",
+        "--",
+    ]
 
 
 def _system_binds() -> list[str]:
@@ -104,21 +124,23 @@ def base_env(spec: SandboxSpec) -> dict[str, str]:
     """The whole environment inside: allow-listed host vars, the profile's, then the caller's."""
     venv_bin = str(Path(sys.prefix) / "bin")
     env = {k: os.environ[k] for k in spec.profile.pass_env if k in os.environ}
-    env.update({
-        "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
-        "HOME": "/tmp",
-        "USER": "sandbox",
-        "LOGNAME": "sandbox",
-        "LANG": env.get("LANG", "C.UTF-8"),
-        "IPYTHONDIR": "/tmp/.ipython",
-        "JUPYTER_RUNTIME_DIR": "/tmp/.jupyter-runtime",
-        "JUPYTER_PLATFORM_DIRS": "1",
-        "PYTHONNOUSERSITE": "1",
-        "WORKBENCH_SANDBOX": "1",
-        "WORKBENCH_RUN_DIR": INSIDE_RUN,
-        "WORKBENCH_WORK_DIR": INSIDE_WORK,
-        "WORKBENCH_GATEWAY": f"{INSIDE_RUN}/gateway.sock",
-    })
+    env.update(
+        {
+            "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": "/tmp",
+            "USER": "sandbox",
+            "LOGNAME": "sandbox",
+            "LANG": env.get("LANG", "C.UTF-8"),
+            "IPYTHONDIR": "/tmp/.ipython",
+            "JUPYTER_RUNTIME_DIR": "/tmp/.jupyter-runtime",
+            "JUPYTER_PLATFORM_DIRS": "1",
+            "PYTHONNOUSERSITE": "1",
+            "WORKBENCH_SANDBOX": "1",
+            "WORKBENCH_RUN_DIR": INSIDE_RUN,
+            "WORKBENCH_WORK_DIR": INSIDE_WORK,
+            "WORKBENCH_GATEWAY": f"{INSIDE_RUN}/gateway.sock",
+        }
+    )
     env.update(spec.profile.env)
     env.update(spec.env or {})
     return env
@@ -137,8 +159,16 @@ def build_argv(spec: SandboxSpec, command: list[str]) -> list[str]:
     # As root, the outer bwrap keeps its pid-1 reaper: it runs as root, so its death signal
     # survives, and its death tears down the whole pid namespace. As a user, the command is pid 1.
     pid1 = [] if as_root else ["--as-pid-1"]
-    argv = rlimit_argv(p) + [_which("bwrap"), *ns, "--die-with-parent", "--new-session", *pid1,
-                             "--hostname", "sandbox", "--clearenv"]
+    argv = rlimit_argv(p) + [
+        _which("bwrap"),
+        *ns,
+        "--die-with-parent",
+        "--new-session",
+        *pid1,
+        "--hostname",
+        "sandbox",
+        "--clearenv",
+    ]
     for k, v in base_env(spec).items():
         argv += ["--setenv", k, v]
     argv += _system_binds()
@@ -159,12 +189,34 @@ def build_argv(spec: SandboxSpec, command: list[str]) -> list[str]:
         argv += ["--chdir", INSIDE_WORK]
     if as_root:
         gid = spec.gid if spec.gid is not None else spec.uid
-        argv += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
-                 "--cap-add", "CAP_SETPCAP", "--",
-                 _which("setpriv"), f"--reuid={spec.uid}", f"--regid={gid}", "--clear-groups",
-                 "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
-                 _which("bwrap"), "--unshare-user", "--disable-userns", "--die-with-parent",
-                 "--bind", "/", "/", "--chdir", INSIDE_WORK]
+        argv += [
+            "--cap-drop",
+            "ALL",
+            "--cap-add",
+            "CAP_SETUID",
+            "--cap-add",
+            "CAP_SETGID",
+            "--cap-add",
+            "CAP_SETPCAP",
+            "--",
+            _which("setpriv"),
+            f"--reuid={spec.uid}",
+            f"--regid={gid}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+            "--",
+            _which("bwrap"),
+            "--unshare-user",
+            "--disable-userns",
+            "--die-with-parent",
+            "--bind",
+            "/",
+            "/",
+            "--chdir",
+            INSIDE_WORK,
+        ]
     return argv + ["--", *command]
 
 
@@ -194,8 +246,10 @@ def _which(tool: str) -> str:
     path = shutil.which(tool) or (f"/usr/bin/{tool}" if os.path.exists(f"/usr/bin/{tool}") else None)
     if path is None:
         pkg = {"bwrap": "bubblewrap", "prlimit": "util-linux", "setpriv": "util-linux"}.get(tool, tool)
-        raise SandboxError(f"`{tool}` is not installed; install it with `sudo apt-get install {pkg}` "
-                           "(or run `make setup`), or pass isolation='none' to run unsandboxed")
+        raise SandboxError(
+            f"`{tool}` is not installed; install it with `sudo apt-get install {pkg}` "
+            "(or run `make setup`), or pass isolation='none' to run unsandboxed"
+        )
     return path
 
 
@@ -213,8 +267,10 @@ def check_sandbox() -> None:
         raise SandboxError(f"bubblewrap could not run ({exc}); check `bwrap --version`") from exc
     if r.returncode != 0:
         raise SandboxError(
-            "bubblewrap cannot create user namespaces here: " + r.stderr.strip()
+            "bubblewrap cannot create user namespaces here: "
+            + r.stderr.strip()
             + ". Enable them (`sysctl -w kernel.unprivileged_userns_clone=1` and "
             "`sysctl -w user.max_user_namespaces=10000`; in Docker run with "
             "`--security-opt seccomp=unconfined --security-opt apparmor=unconfined`), "
-            "or pass isolation='none' to run unsandboxed (unsafe)")
+            "or pass isolation='none' to run unsandboxed (unsafe)"
+        )

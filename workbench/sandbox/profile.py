@@ -96,8 +96,13 @@ def _check_type(value: Any, expected: type, where: str) -> None:
 
 def _validate(p: SandboxProfile) -> None:
     where = f"sandbox profile '{p.name}'"
-    for name, typ in (("name", str), ("description", str), ("network", bool),
-                      ("etc_network", bool), ("tmp_size_mb", int)):
+    for name, typ in (
+        ("name", str),
+        ("description", str),
+        ("network", bool),
+        ("etc_network", bool),
+        ("tmp_size_mb", int),
+    ):
         _check_type(getattr(p, name), typ, f"{where}: field '{name}'")
     if p.tmp_size_mb <= 0:
         raise ConfigError(f"{where}: field 'tmp_size_mb' must be > 0, got {p.tmp_size_mb}")
@@ -105,8 +110,9 @@ def _validate(p: SandboxProfile) -> None:
         _check_type(spec, str, f"{where}: field 'ro_binds[{i}]'")
         host, _, inside = spec.partition(":")
         if not host.startswith("/") or (inside and not inside.startswith("/")):
-            raise ConfigError(f"{where}: field 'ro_binds[{i}]' = {spec!r} must be an absolute "
-                              "'HOST' or 'HOST:INSIDE' path")
+            raise ConfigError(
+                f"{where}: field 'ro_binds[{i}]' = {spec!r} must be an absolute 'HOST' or 'HOST:INSIDE' path"
+            )
         if not Path(host).exists():
             raise ConfigError(f"{where}: field 'ro_binds[{i}]': host path {host} does not exist")
     for name in p.pass_env:
@@ -124,9 +130,11 @@ def _validate(p: SandboxProfile) -> None:
         if value <= 0:
             raise ConfigError(f"{where}: field 'limits.{f.name}' must be > 0, got {value}")
     if p.tmp_size_mb >= p.limits.disk_mb:
-        raise ConfigError(f"{where}: field 'tmp_size_mb' ({p.tmp_size_mb}) must be smaller than "
-                          f"'limits.disk_mb' ({p.limits.disk_mb}), the cap for /tmp and /workspace "
-                          "together; raise limits.disk_mb or lower tmp_size_mb")
+        raise ConfigError(
+            f"{where}: field 'tmp_size_mb' ({p.tmp_size_mb}) must be smaller than "
+            f"'limits.disk_mb' ({p.limits.disk_mb}), the cap for /tmp and /workspace "
+            "together; raise limits.disk_mb or lower tmp_size_mb"
+        )
 
 
 def _build(cls: type, data: dict[str, Any], where: str) -> Any:
@@ -134,8 +142,7 @@ def _build(cls: type, data: dict[str, Any], where: str) -> Any:
     unknown = sorted(set(data) - known)
     if unknown:
         prefix = "limits." if cls is Limits else ""
-        raise ConfigError(f"{where}: unknown field '{prefix}{unknown[0]}'; "
-                          f"known fields: {', '.join(sorted(known))}")
+        raise ConfigError(f"{where}: unknown field '{prefix}{unknown[0]}'; known fields: {', '.join(sorted(known))}")
     data = dict(data)
     if cls is SandboxProfile:
         if isinstance(data.get("limits"), dict):
@@ -166,8 +173,10 @@ def load_profile(profile: str | os.PathLike[str] | SandboxProfile = "default") -
             if str(profile) == "networked":
                 return SandboxProfile(name="networked", network=True, etc_network=True)
             names = sorted(p.stem for p in PROFILES_DIR.glob("*.toml"))
-            raise ConfigError(f"unknown sandbox profile {str(profile)!r}; built in: "
-                              f"{', '.join(names) or 'default, networked'}; or pass a .toml path")
+            raise ConfigError(
+                f"unknown sandbox profile {str(profile)!r}; built in: "
+                f"{', '.join(names) or 'default, networked'}; or pass a .toml path"
+            )
     if not path.exists():
         raise ConfigError(f"sandbox profile file {path} does not exist")
     try:

@@ -45,7 +45,8 @@ def _require_private_dir(path: Path) -> None:
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
         raise SandboxError(
             f"{path} is not a private directory of this user (it is a symlink, another user's, or open to "
-            f"others: uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}); remove it, or pass another root")
+            f"others: uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}); remove it, or pass another root"
+        )
 
 
 class UidLease:
@@ -65,8 +66,10 @@ class UidLease:
                 continue
             self.uid, self._fd = uid, fd
             return
-        raise SandboxError(f"all {UID_COUNT} sandbox uids from {UID_BASE} are in use; close "
-                           "some kernels or set WORKBENCH_UID_BASE to a free range")
+        raise SandboxError(
+            f"all {UID_COUNT} sandbox uids from {UID_BASE} are in use; close "
+            "some kernels or set WORKBENCH_UID_BASE to a free range"
+        )
 
     def release(self) -> None:
         if self._fd >= 0:
@@ -191,8 +194,7 @@ def sweep_stale_roots(base: str | os.PathLike[str] | None = None) -> list[Path]:
     removed = []
     try:
         with os.scandir(base_fd) as entries:
-            names = [e.name for e in entries
-                     if _ROOT_RE.fullmatch(e.name) and e.is_dir(follow_symlinks=False)]
+            names = [e.name for e in entries if _ROOT_RE.fullmatch(e.name) and e.is_dir(follow_symlinks=False)]
         for name in names:
             if _remove_if_stale(base_fd, name):
                 removed.append(base / name)
@@ -206,8 +208,7 @@ def _remove_if_stale(base_fd: int, name: str) -> bool:
     if match is None or int(match[1]) == os.getpid():
         return False
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     dir_fd=base_fd)
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=base_fd)
     except OSError:
         return False  # gone, a symlink, or not ours to open
     try:
@@ -242,7 +243,7 @@ def _owner_alive(pid: int, changed_at: float) -> bool:
         now = time.time()
     except (OSError, ValueError):
         return False  # no such process
-    fields = stat_line[stat_line.rindex(b")") + 2:].split()
+    fields = stat_line[stat_line.rindex(b")") + 2 :].split()
     if fields[0] in (b"Z", b"X"):
         return False  # exited, not yet reaped
     started = now - uptime + int(fields[19]) / os.sysconf("SC_CLK_TCK")

@@ -30,7 +30,6 @@ from workbench.search.corpus import Corpus
 from workbench.search.dense import FORMAT_VERSION, read_meta
 from workbench.search.hits import Hit, RetrieverBase, check_queries
 
-
 NUMBA_FROM = 20_000  # auto: bm25s's numba scorer from this many passages (its JIT costs seconds once)
 
 
@@ -53,8 +52,17 @@ class BM25Retriever(RetrieverBase):
             self._engine.compile(activate_numba=True)
 
     @classmethod
-    def build(cls, corpus: Corpus, *, k1: float = 1.5, b: float = 0.75, method: str = "lucene",
-              stopwords: str | None = "en", show_progress: bool = True, backend: str = "auto") -> BM25Retriever:
+    def build(
+        cls,
+        corpus: Corpus,
+        *,
+        k1: float = 1.5,
+        b: float = 0.75,
+        method: str = "lucene",
+        stopwords: str | None = "en",
+        show_progress: bool = True,
+        backend: str = "auto",
+    ) -> BM25Retriever:
         import bm25s
 
         if len(corpus) == 0:
@@ -73,8 +81,7 @@ class BM25Retriever(RetrieverBase):
         k = min(int(top_k), len(self.corpus))
         tokens = bm25s.tokenize(queries, stopwords=self.stopwords, return_ids=False, show_progress=False)
         ids, scores = self._engine.retrieve(tokens, k=k, show_progress=False, n_threads=0)
-        return [[self.corpus.hit(int(i), float(s)) for i, s in zip(irow, srow)]
-                for irow, srow in zip(ids, scores)]
+        return [[self.corpus.hit(int(i), float(s)) for i, s in zip(irow, srow)] for irow, srow in zip(ids, scores)]
 
     def save(self, directory: str | Path) -> Path:
         d = Path(directory)
@@ -84,8 +91,13 @@ class BM25Retriever(RetrieverBase):
             shutil.copyfile(self.corpus.path, d / "corpus.jsonl")
         else:
             self.corpus.to_jsonl(d / "corpus.jsonl")
-        meta = {"kind": "bm25", "format_version": FORMAT_VERSION, "count": len(self.corpus),
-                "corpus": "corpus.jsonl", "stopwords": self.stopwords}
+        meta = {
+            "kind": "bm25",
+            "format_version": FORMAT_VERSION,
+            "count": len(self.corpus),
+            "corpus": "corpus.jsonl",
+            "stopwords": self.stopwords,
+        }
         (d / "meta.json").write_text(json.dumps(meta, indent=2))
         return d
 

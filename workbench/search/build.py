@@ -26,11 +26,12 @@ import math
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,9 @@ FLAT_MAX = 200_000  # auto: exhaustive search up to here (~0.15 GB at 384-d in f
 class BuildConfig:
     """How `build_dense` encodes and indexes a corpus (the CLI's flags map one to one)."""
 
-    index: str = field(default="auto", metadata={"help": "auto | flat | flat16 | hnsw-sq | hnsw | ivfpq | ivf | factory string"})
+    index: str = field(
+        default="auto", metadata={"help": "auto | flat | flat16 | hnsw-sq | hnsw | ivfpq | ivf | factory string"}
+    )
     encoder: str | None = field(default=None, metadata={"help": "local encoder dir (default: packaged MiniLM)"})
     shard_size: int = field(default=20_000, metadata={"help": "passages per shard file (the unit of resume)"})
     workers: int | None = field(default=None, metadata={"help": "encoding processes on CPU (default: CPUs)"})
@@ -57,14 +60,21 @@ class BuildConfig:
     train_size: int = field(default=100_000, metadata={"help": "vectors sampled to train IVF / PQ / SQ"})
     recall_queries: int = field(default=200, metadata={"help": "queries for recall@k vs exact"})
     recall_k: int = field(default=10, metadata={"help": "k of the stored recall@k"})
-    nprobe: int | None = field(default=None, metadata={"help": "IVF lists probed per query (default: the "
-                                                                   "fewest that reach --target-recall)"})
-    ef_search: int | None = field(default=None, metadata={"help": "HNSW candidates per query (default: the "
-                                                                      "fewest that reach --target-recall)"})
-    target_recall: float = field(default=0.95, metadata={"help": "recall@k vs exact the search-time "
-                                                                 "parameter is tuned to reach"})
-    rerank: int = field(default=100, metadata={"help": "compressed types: candidates re-ranked exactly against "
-                                                       "the stored vectors, memory-mapped (0: off)"})
+    nprobe: int | None = field(
+        default=None, metadata={"help": "IVF lists probed per query (default: the fewest that reach --target-recall)"}
+    )
+    ef_search: int | None = field(
+        default=None, metadata={"help": "HNSW candidates per query (default: the fewest that reach --target-recall)"}
+    )
+    target_recall: float = field(
+        default=0.95, metadata={"help": "recall@k vs exact the search-time parameter is tuned to reach"}
+    )
+    rerank: int = field(
+        default=100,
+        metadata={
+            "help": "compressed types: candidates re-ranked exactly against the stored vectors, memory-mapped (0: off)"
+        },
+    )
     seed: int = field(default=0, metadata={"help": "seed of the training and recall samples"})
     fresh: bool = field(default=False, metadata={"help": "drop finished shards and start over"})
     show_progress: bool = field(default=True, metadata={"help": "tqdm bars with rate and ETA"})
@@ -166,8 +176,15 @@ def encode_shards(corpus: Path, shards: Path, cfg: BuildConfig, enc: Encoder) ->
     n_shards = math.ceil(total / cfg.shard_size)
     done = {i for i in range(n_shards) if shard_path(shards, i).is_file()}
     done_rows = sum(min(cfg.shard_size, total - i * cfg.shard_size) for i in done)
-    bar = tqdm(total=total, initial=done_rows, unit="passage", unit_scale=True, desc="encoding passages",
-               disable=not cfg.show_progress, smoothing=0.1)
+    bar = tqdm(
+        total=total,
+        initial=done_rows,
+        unit="passage",
+        unit_scale=True,
+        desc="encoding passages",
+        disable=not cfg.show_progress,
+        smoothing=0.1,
+    )
     if done:
         bar.write(f"resuming: {len(done)} of {n_shards} shards already encoded")
     workers = 1 if enc.device != "cpu" else (cfg.workers or available_cpus())
@@ -175,8 +192,9 @@ def encode_shards(corpus: Path, shards: Path, cfg: BuildConfig, enc: Encoder) ->
     encoded = ctx.Value("q", 0)
     pool = None
     if workers > 1 and len(done) < n_shards - 1:
-        pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
-                                   initargs=(cfg.encoder, cfg.batch_size, encoded))
+        pool = ProcessPoolExecutor(
+            workers, mp_context=ctx, initializer=_worker_init, initargs=(cfg.encoder, cfg.batch_size, encoded)
+        )
 
     def finish(fut: Future) -> None:
         while not fut.done():
@@ -216,8 +234,10 @@ def fill_index(vecs: ShardVectors, spec: str, cfg: BuildConfig) -> Any:
     try:
         index = faiss.index_factory(vecs.d, spec, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as exc:
-        raise ConfigError(f"bad index type {spec!r}: use auto, flat, hnsw-sq, hnsw, ivfpq, ivf or a "
-                          f"faiss.index_factory string ({exc})") from None
+        raise ConfigError(
+            f"bad index type {spec!r}: use auto, flat, hnsw-sq, hnsw, ivfpq, ivf or a "
+            f"faiss.index_factory string ({exc})"
+        ) from None
     if not index.is_trained:
         rng = np.random.default_rng(cfg.seed)
         nlist = getattr(faiss.try_extract_index_ivf(index), "nlist", 0)
@@ -250,14 +270,15 @@ def search_knob(index: Any) -> tuple[str, list[int]] | None:
 
     ivf = faiss.try_extract_index_ivf(index)
     if ivf is not None:
-        return "nprobe", sorted({min(2 ** i, ivf.nlist) for i in range(int(math.log2(ivf.nlist)) + 2)})
+        return "nprobe", sorted({min(2**i, ivf.nlist) for i in range(int(math.log2(ivf.nlist)) + 2)})
     if hasattr(index, "hnsw"):
         return "efSearch", [16, 32, 64, 128, 256, 512, 1024]
     return None
 
 
-def measure_recall(index: Any, vecs: ShardVectors, cfg: BuildConfig, spec: str,
-                   rerank: Rerank | None = None) -> dict[str, Any]:
+def measure_recall(
+    index: Any, vecs: ShardVectors, cfg: BuildConfig, spec: str, rerank: Rerank | None = None
+) -> dict[str, Any]:
     """Recall@k of `index` (re-ranked by `rerank` if given) against exact search, on stored vectors
     as queries (self excluded). The index's search-time knob (nprobe / efSearch) is swept upwards and
     left at the configured value, or else at the smallest one reaching `cfg.target_recall`."""
@@ -276,8 +297,12 @@ def measure_recall(index: Any, vecs: ShardVectors, cfg: BuildConfig, spec: str,
         hits = [len(set(a[a != s][:k]) & set(e[e != s][:k])) / k for a, e, s in zip(approx, exact, qids)]
         return float(np.mean(hits))
 
-    out: dict[str, Any] = {"k": k, "queries": len(qids), "index": spec,
-                           "queries_from": "stored vectors, each query's own row excluded"}
+    out: dict[str, Any] = {
+        "k": k,
+        "queries": len(qids),
+        "index": spec,
+        "queries_from": "stored vectors, each query's own row excluded",
+    }
     knob = search_knob(index)
     if knob is not None:
         name, values = knob
@@ -291,8 +316,11 @@ def measure_recall(index: Any, vecs: ShardVectors, cfg: BuildConfig, spec: str,
         reached = [v for v, r in sweep.items() if r >= cfg.target_recall]
         chosen = fixed or (reached[0] if reached else max(sweep))
         faiss.ParameterSpace().set_index_parameter(index, name, chosen)
-        out |= {name: chosen, f"recall_by_{name}": {str(v): r for v, r in sweep.items()},
-                "target_recall": cfg.target_recall}
+        out |= {
+            name: chosen,
+            f"recall_by_{name}": {str(v): r for v, r in sweep.items()},
+            "target_recall": cfg.target_recall,
+        }
         if fixed is None and not reached:
             out["note"] = f"target recall {cfg.target_recall} not reached at any {name}; the largest is kept"
     out["recall"] = recall()
@@ -322,8 +350,12 @@ def build_dense(corpus: str | Path, out: str | Path, config: BuildConfig | None 
         device = "cuda" if torch.cuda.is_available() else "cpu"
     enc = Encoder(cfg.encoder, device=device, batch_size=cfg.batch_size if device == "cpu" else 512)
     shards = out / "shards"
-    manifest = {"corpus": str(corpus.resolve()), "corpus_bytes": corpus.stat().st_size,
-                "shard_size": cfg.shard_size, **enc.describe()}
+    manifest = {
+        "corpus": str(corpus.resolve()),
+        "corpus_bytes": corpus.stat().st_size,
+        "shard_size": cfg.shard_size,
+        **enc.describe(),
+    }
     manifest.pop("query_backend", None)
     if cfg.fresh and shards.exists():
         shutil.rmtree(shards)
@@ -333,8 +365,10 @@ def build_dense(corpus: str | Path, out: str | Path, config: BuildConfig | None 
         old = json.loads(mpath.read_text())
         if old != manifest:
             diff = sorted(k for k in manifest if old.get(k) != manifest[k])
-            raise RetrievalError(f"{shards} holds shards of another build (differs in {', '.join(diff)}); "
-                                 "pass the same settings to resume, or fresh=True (--fresh) to start over")
+            raise RetrievalError(
+                f"{shards} holds shards of another build (differs in {', '.join(diff)}); "
+                "pass the same settings to resume, or fresh=True (--fresh) to start over"
+            )
     else:
         mpath.write_text(json.dumps(manifest, indent=2))
     t0 = time.perf_counter()
@@ -348,8 +382,11 @@ def build_dense(corpus: str | Path, out: str | Path, config: BuildConfig | None 
     index = fill_index(vecs, spec, cfg)
     index_s = time.perf_counter() - t1
     rerank = Rerank(vecs, cfg.rerank) if cfg.rerank and lossy(index) else None
-    rec = ({"k": cfg.recall_k, "recall": 1.0, "index": spec, "note": "exact search"} if spec == "Flat"
-           else measure_recall(index, vecs, cfg, spec, rerank))
+    rec = (
+        {"k": cfg.recall_k, "recall": 1.0, "index": spec, "note": "exact search"}
+        if spec == "Flat"
+        else measure_recall(index, vecs, cfg, spec, rerank)
+    )
     rec |= {"passages": vecs.n, "encode_seconds": round(encode_s, 1), "index_seconds": round(index_s, 1)}
     tmp = out / "index.faiss.tmp"
     faiss.write_index(index, str(tmp))
@@ -357,16 +394,26 @@ def build_dense(corpus: str | Path, out: str | Path, config: BuildConfig | None 
     if corpus.resolve() != (out / "corpus.jsonl").resolve():
         shutil.copyfile(corpus, out / "corpus.jsonl")
     (out / "recall.json").write_text(json.dumps(rec, indent=2))
-    meta = {"kind": "dense", "format_version": FORMAT_VERSION, "index": spec, "count": vecs.n,
-            "corpus": "corpus.jsonl", "nprobe": rec.get("nprobe", cfg.nprobe),
-            "ef_search": rec.get("efSearch", cfg.ef_search), "rerank": rerank.candidates if rerank else 0,
-            **enc.describe()}
+    meta = {
+        "kind": "dense",
+        "format_version": FORMAT_VERSION,
+        "index": spec,
+        "count": vecs.n,
+        "corpus": "corpus.jsonl",
+        "nprobe": rec.get("nprobe", cfg.nprobe),
+        "ef_search": rec.get("efSearch", cfg.ef_search),
+        "rerank": rerank.candidates if rerank else 0,
+        **enc.describe(),
+    }
     (out / "meta.json").write_text(json.dumps(meta, indent=2))
     if cfg.show_progress:
         how = "".join(f" at {k} {rec[k]}" for k in ("nprobe", "efSearch") if k in rec)
         if rerank:
             how += f", top {rerank.candidates} re-ranked exactly ({rec['recall_without_rerank']:.3f} without)"
-        print(f"index {spec}: {vecs.n:,} passages, recall@{rec['k']} vs exact {rec['recall']:.3f}{how} "
-              f"({rec.get('note') or str(rec['queries']) + ' queries'}); encode {encode_s:.0f} s "
-              f"({vecs.n / max(encode_s, 1e-9):,.0f} passages/s), index {index_s:.0f} s", flush=True)
+        print(
+            f"index {spec}: {vecs.n:,} passages, recall@{rec['k']} vs exact {rec['recall']:.3f}{how} "
+            f"({rec.get('note') or str(rec['queries']) + ' queries'}); encode {encode_s:.0f} s "
+            f"({vecs.n / max(encode_s, 1e-9):,.0f} passages/s), index {index_s:.0f} s",
+            flush=True,
+        )
     return out

@@ -16,10 +16,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-body-bytes", type=int, default=4 << 20, help="larger request bodies get 413 (default 4 MiB)")
     p.add_argument("--max-queries", type=int, default=4096, help="more queries in one request get 422 (default 4096)")
     p.add_argument("--max-query-chars", type=int, default=4096, help="a longer query gets 422 (default 4096)")
-    p.add_argument("--chunk", type=int, default=32,
-                   help="queries retrieved at a time; concurrent requests take turns per chunk (default 32)")
-    p.add_argument("--pages", default=None,
-                   help="pages JSONL (rows with 'url') to answer ASearcher's POST /access {\"urls\": [...]}")
+    p.add_argument(
+        "--chunk",
+        type=int,
+        default=32,
+        help="queries retrieved at a time; concurrent requests take turns per chunk (default 32)",
+    )
+    p.add_argument(
+        "--pages",
+        default=None,
+        help="pages JSONL (rows with 'url') to answer ASearcher's POST /access {\"urls\": [...]}",
+    )
     p.set_defaults(func=_serve)
 
     idx = subparsers.add_parser("index", help="build retrieval indexes")
@@ -28,8 +35,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--corpus", required=True, help="JSONL corpus file")
     b.add_argument("--out", required=True, help="output directory")
     b.add_argument("--kind", choices=["dense", "bm25"], default="dense")
-    b.add_argument("--index-type", dest="index", default="auto",
-                   help="dense only: auto (by size) | flat | flat16 | hnsw-sq | hnsw | ivfpq | ivf | a faiss factory string")
+    b.add_argument(
+        "--index-type",
+        dest="index",
+        default="auto",
+        help="dense only: auto (by size) | flat | flat16 | hnsw-sq | hnsw | ivfpq | ivf | a faiss factory string",
+    )
     from workbench.search.build import BuildConfig
 
     for f in fields(BuildConfig):
@@ -48,8 +59,12 @@ def _serve(args: argparse.Namespace) -> int:
     from workbench.search.index import load_index
     from workbench.search.server import SearchLimits, serve
 
-    limits = SearchLimits(max_body_bytes=args.max_body_bytes, max_queries=args.max_queries,
-                    max_query_chars=args.max_query_chars, chunk=args.chunk)
+    limits = SearchLimits(
+        max_body_bytes=args.max_body_bytes,
+        max_queries=args.max_queries,
+        max_query_chars=args.max_query_chars,
+        chunk=args.chunk,
+    )
     retriever = load_index(args.index, mmap=not args.no_mmap)
     pages = None
     if args.pages:

@@ -48,6 +48,7 @@ _EXAMPLE = '{"id": "0", "contents": "\\"Title\\"\\ntext"}'
 
 def normalise_row(row: Any, where: Where) -> dict[str, Any]:
     """Check one row and give it `contents`. `where` names the row in errors."""
+
     def error(problem: str) -> ConfigError:
         return ConfigError(f"{where() if callable(where) else where}: {problem}")
 
@@ -70,8 +71,10 @@ def parse_line(line: bytes, index: int, where: Where) -> dict[str, Any]:
         row = json.loads(safe_bytes(line))
     except (ValueError, RecursionError) as exc:
         msg = getattr(exc, "msg", None) or str(exc)
-        raise ConfigError(f"{where() if callable(where) else where}: not valid JSON ({msg}); each line must be "
-                          f"one JSON object like {_EXAMPLE}") from None
+        raise ConfigError(
+            f"{where() if callable(where) else where}: not valid JSON ({msg}); each line must be "
+            f"one JSON object like {_EXAMPLE}"
+        ) from None
     r = normalise_row(row, where)
     r["id"] = str(r.get("id", index))
     return r
@@ -111,7 +114,7 @@ def _filled(a: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     Per piece, not per byte: a row starts with `{`; only pieces starting with a space get a full look."""
     filled = _NOT_SPACE[a[starts]]
     for j in np.flatnonzero(~filled & (ends - starts > 1)):
-        filled[j] = _NOT_SPACE[a[starts[j]:ends[j]]].any()
+        filled[j] = _NOT_SPACE[a[starts[j] : ends[j]]].any()
     return filled
 
 
@@ -235,8 +238,10 @@ class JsonlRows(Sequence[dict[str, Any]]):
         end = int(self._offsets[i + 1]) if i + 1 < len(self._offsets) else self._size
         data = os.pread(self._fd, end - start, start)
         if len(data) < end - start:
-            raise RetrievalError(f"{self.path} is shorter than when it was opened; a corpus file must not change "
-                                 "while in use: reopen it (reload the index)")
+            raise RetrievalError(
+                f"{self.path} is shorter than when it was opened; a corpus file must not change "
+                "while in use: reopen it (reload the index)"
+            )
         cut = data.find(b"\n")
         return data if cut < 0 else data[:cut]
 

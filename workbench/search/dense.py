@@ -24,8 +24,9 @@ import json
 import math
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -92,8 +93,9 @@ def build_faiss_index(vectors: np.ndarray, kind: str = "flat", *, nprobe: int = 
     try:
         index = faiss.index_factory(vectors.shape[1], spec, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as exc:
-        raise ConfigError(f"bad faiss index spec {spec!r}: use 'flat', 'ivf', 'hnsw' or a "
-                          f"faiss.index_factory string ({exc})") from None
+        raise ConfigError(
+            f"bad faiss index spec {spec!r}: use 'flat', 'ivf', 'hnsw' or a faiss.index_factory string ({exc})"
+        ) from None
     if not index.is_trained:
         index.train(vectors)
     index.add(vectors)
@@ -119,8 +121,10 @@ def to_gpu(index: Any, required: bool) -> Any:
     has_gpu = hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
     if not has_gpu:
         if required:
-            raise RetrievalError("gpu=True but faiss sees no GPU; install faiss-gpu (the 'gpu' extra) "
-                                 "on a CUDA machine or pass gpu=False")
+            raise RetrievalError(
+                "gpu=True but faiss sees no GPU; install faiss-gpu (the 'gpu' extra) "
+                "on a CUDA machine or pass gpu=False"
+            )
         return index
     co = faiss.GpuMultipleClonerOptions()
     co.shard = True
@@ -131,28 +135,50 @@ def to_gpu(index: Any, required: bool) -> Any:
 class DenseRetriever(RetrieverBase):
     """Encoder + FAISS index + corpus. Index row i is corpus row i."""
 
-    def __init__(self, corpus: Corpus, encoder: Encoder | None, index: Any, *, spec: str = "flat",
-                 gpu: bool | None = None, threads: int | None = None, search_threads: int | None = 1,
-                 rerank: Rerank | None = None):
+    def __init__(
+        self,
+        corpus: Corpus,
+        encoder: Encoder | None,
+        index: Any,
+        *,
+        spec: str = "flat",
+        gpu: bool | None = None,
+        threads: int | None = None,
+        search_threads: int | None = 1,
+        rerank: Rerank | None = None,
+    ):
         if index.ntotal != len(corpus):
-            raise RetrievalError(f"index has {index.ntotal} vectors but the corpus has {len(corpus)} rows; "
-                                 "rebuild the index from this corpus")
+            raise RetrievalError(
+                f"index has {index.ntotal} vectors but the corpus has {len(corpus)} rows; "
+                "rebuild the index from this corpus"
+            )
         set_threads(threads)
         self.corpus = corpus
         self.encoder = encoder
         self.spec = spec
         self.search_threads = search_threads
         if rerank is not None and rerank.vectors.n != index.ntotal:
-            raise RetrievalError(f"the re-ranking vectors hold {rerank.vectors.n} rows but the index has "
-                                 f"{index.ntotal}; rebuild the index")
+            raise RetrievalError(
+                f"the re-ranking vectors hold {rerank.vectors.n} rows but the index has "
+                f"{index.ntotal}; rebuild the index"
+            )
         self.rerank = rerank
         self.cpu_index = index
         self.index = index if gpu is False else to_gpu(index, required=bool(gpu))
 
     @classmethod
-    def build(cls, corpus: Corpus, encoder: Encoder | str | Path | None = None, *, index: str = "flat",
-              batch_size: int = 4096, show_progress: bool = True, nprobe: int = 16,
-              gpu: bool | None = None, threads: int | None = None) -> DenseRetriever:
+    def build(
+        cls,
+        corpus: Corpus,
+        encoder: Encoder | str | Path | None = None,
+        *,
+        index: str = "flat",
+        batch_size: int = 4096,
+        show_progress: bool = True,
+        nprobe: int = 16,
+        gpu: bool | None = None,
+        threads: int | None = None,
+    ) -> DenseRetriever:
         """Encode every passage (in chunks, with a progress bar) and index the vectors."""
         from tqdm.auto import tqdm
 
@@ -162,16 +188,23 @@ class DenseRetriever(RetrieverBase):
         enc = encoder if isinstance(encoder, Encoder) else Encoder(encoder)
         texts = corpus.contents()
         chunks = []
-        for start in tqdm(range(0, len(texts), batch_size), desc="encoding passages", unit="batch",
-                          disable=not show_progress):
-            chunks.append(enc.encode_passages(texts[start:start + batch_size]))
+        for start in tqdm(
+            range(0, len(texts), batch_size), desc="encoding passages", unit="batch", disable=not show_progress
+        ):
+            chunks.append(enc.encode_passages(texts[start : start + batch_size]))
         vectors = np.concatenate(chunks)
-        return cls(corpus, enc, build_faiss_index(vectors, index, nprobe=nprobe), spec=index, gpu=gpu,
-                   threads=threads)
+        return cls(corpus, enc, build_faiss_index(vectors, index, nprobe=nprobe), spec=index, gpu=gpu, threads=threads)
 
     @classmethod
-    def from_vectors(cls, corpus: Corpus, vectors: np.ndarray, encoder: Encoder | None = None, *,
-                     index: str = "flat", gpu: bool | None = None) -> DenseRetriever:
+    def from_vectors(
+        cls,
+        corpus: Corpus,
+        vectors: np.ndarray,
+        encoder: Encoder | None = None,
+        *,
+        index: str = "flat",
+        gpu: bool | None = None,
+    ) -> DenseRetriever:
         """Index precomputed vectors (normalised here). Without an encoder use `search_vectors`."""
         import faiss
 
@@ -185,8 +218,9 @@ class DenseRetriever(RetrieverBase):
         q = np.ascontiguousarray(vectors, dtype=np.float32)
         with faiss_threads(self.search_threads if len(vectors) < 20 else None):
             scores, ids = self.rerank.search(self.index, q, k) if self.rerank else self.index.search(q, k)
-        return [[self.corpus.hit(int(i), float(s)) for s, i in zip(srow, irow) if i >= 0]
-                for srow, irow in zip(scores, ids)]
+        return [
+            [self.corpus.hit(int(i), float(s)) for s, i in zip(srow, irow) if i >= 0] for srow, irow in zip(scores, ids)
+        ]
 
     def retrieve(self, queries: list[str], top_k: int = 3) -> list[list[Hit]]:
         queries = check_queries(queries, top_k)
@@ -211,10 +245,18 @@ class DenseRetriever(RetrieverBase):
             corpus_ref = "corpus.jsonl"
         else:
             corpus_ref = str(self.corpus.path.resolve())
-        meta = {"kind": "dense", "format_version": FORMAT_VERSION, "index": self.spec,
-                "count": len(self.corpus), "corpus": corpus_ref,
-                **(self.encoder.describe() if self.encoder else {"encoder": None, "e5": False,
-                                                                 "dim": int(self.cpu_index.d)})}
+        meta = {
+            "kind": "dense",
+            "format_version": FORMAT_VERSION,
+            "index": self.spec,
+            "count": len(self.corpus),
+            "corpus": corpus_ref,
+            **(
+                self.encoder.describe()
+                if self.encoder
+                else {"encoder": None, "e5": False, "dim": int(self.cpu_index.d)}
+            ),
+        }
         if self.rerank is not None:
             copy_shards(self.rerank.vectors, d / "shards")
             meta["rerank"] = self.rerank.candidates
@@ -222,20 +264,27 @@ class DenseRetriever(RetrieverBase):
         return d
 
     @classmethod
-    def load(cls, directory: str | Path, *, mmap: bool = True, encoder: Encoder | str | Path | None = None,
-             gpu: bool | None = None, threads: int | None = None, nprobe: int | None = None,
-             ef_search: int | None = None, rerank: int | None = None) -> DenseRetriever:
+    def load(
+        cls,
+        directory: str | Path,
+        *,
+        mmap: bool = True,
+        encoder: Encoder | str | Path | None = None,
+        gpu: bool | None = None,
+        threads: int | None = None,
+        nprobe: int | None = None,
+        ef_search: int | None = None,
+        rerank: int | None = None,
+    ) -> DenseRetriever:
         """Open a saved index. `mmap=True` maps the vectors from disk instead of reading them in and
         reads corpus rows on demand (`Corpus.open`: a row-offset file, 8 bytes a passage).
         `nprobe` / `ef_search` / `rerank` (candidates re-ranked exactly against the encoded shards kept
         beside the index; 0: off) default to what the index was built (and its recall measured) with."""
-        import faiss
 
         d = Path(directory)
         meta = read_meta(d, "dense")
         index = read_index(d / "index.faiss", mmap)
-        tune_index(index, nprobe=nprobe or meta.get("nprobe") or 16,
-                   ef_search=ef_search or meta.get("ef_search") or 64)
+        tune_index(index, nprobe=nprobe or meta.get("nprobe") or 16, ef_search=ef_search or meta.get("ef_search") or 64)
         corpus = Corpus.open(d / meta["corpus"]) if mmap else Corpus.from_jsonl(d / meta["corpus"])
         if isinstance(encoder, Encoder):
             enc: Encoder | None = encoder
@@ -244,11 +293,12 @@ class DenseRetriever(RetrieverBase):
         else:
             enc = None
         if enc is not None and enc.dim != index.d:
-            raise RetrievalError(f"encoder {enc.name!r} gives {enc.dim}-d vectors but the index holds "
-                                 f"{index.d}-d ones; load with the encoder the index was built with")
+            raise RetrievalError(
+                f"encoder {enc.name!r} gives {enc.dim}-d vectors but the index holds "
+                f"{index.d}-d ones; load with the encoder the index was built with"
+            )
         candidates = meta.get("rerank", 0) if rerank is None else rerank
-        reranker = (Rerank(ShardVectors.open(d / "shards", count=index.ntotal), candidates)
-                    if candidates else None)
+        reranker = Rerank(ShardVectors.open(d / "shards", count=index.ntotal), candidates) if candidates else None
         return cls(corpus, enc, index, spec=meta.get("index", "flat"), gpu=gpu, threads=threads, rerank=reranker)
 
     def __repr__(self) -> str:
@@ -295,8 +345,9 @@ def read_meta(d: Path, kind: str | None = None) -> dict[str, Any]:
     """Read `meta.json` of a saved index, checking its kind and format version."""
     path = d / "meta.json"
     if not path.is_file():
-        raise RetrievalError(f"{d} is not a saved index (no meta.json); build one with "
-                             "`workbench index build --corpus FILE --out DIR`")
+        raise RetrievalError(
+            f"{d} is not a saved index (no meta.json); build one with `workbench index build --corpus FILE --out DIR`"
+        )
     meta = json.loads(path.read_text())
     if kind and meta.get("kind") != kind:
         raise RetrievalError(f"{d} holds a {meta.get('kind')!r} index, not {kind!r}; open it with load_index()")

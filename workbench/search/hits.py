@@ -1,9 +1,9 @@
 """What every retriever returns (`Hit`), the protocol they share, and how hits become prompt text.
 
-    hits = retriever.search("who built the Zorvath bridge", top_k=3)
-    format_hits(hits)                      # Dr. Zero / verl style
-    format_hits(hits, style="search_r1")   # original Search-R1 style
-    format_hits(hits, template="[{i}] {title}: {text}", sep="\\n")
+hits = retriever.search("who built the Zorvath bridge", top_k=3)
+format_hits(hits)                      # Dr. Zero / verl style
+format_hits(hits, style="search_r1")   # original Search-R1 style
+format_hits(hits, template="[{i}] {title}: {text}", sep="\\n")
 """
 
 from __future__ import annotations
@@ -59,8 +59,9 @@ class Hit:
             contents = join_contents(title, text)
         doc = dict(row)
         doc.setdefault("contents", contents)
-        return cls(id=str(row.get("id", "")), title=title, text=text, score=float(score),
-                   contents=contents, document=doc)
+        return cls(
+            id=str(row.get("id", "")), title=title, text=text, score=float(score), contents=contents, document=doc
+        )
 
     def to_row(self) -> dict[str, Any]:
         """The corpus row (what Search-R1's server returns as `document`)."""
@@ -107,8 +108,14 @@ STYLES: dict[str, tuple[str, str]] = {
 }
 
 
-def format_hits(hits: list[Hit], style: str = "drzero", *, template: str | None = None,
-                sep: str | None = None, quote_titles: bool = False) -> str:
+def format_hits(
+    hits: list[Hit],
+    style: str = "drzero",
+    *,
+    template: str | None = None,
+    sep: str | None = None,
+    quote_titles: bool = False,
+) -> str:
     """Render hits as the text a search tool hands back to the model.
 
     `style` picks a preset (`"drzero"` or `"search_r1"`); `template` (placeholders `{i}`,

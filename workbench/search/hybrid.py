@@ -10,15 +10,22 @@ weights (a missing candidate counts 0). Hits are matched by corpus row id.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from workbench.errors import ConfigError
 from workbench.search.hits import Hit, Retriever, RetrieverBase, check_queries
 
 
 class HybridRetriever(RetrieverBase):
-    def __init__(self, retrievers: Sequence[Retriever], *, mode: str = "rrf",
-                 weights: Sequence[float] | None = None, rrf_k: int = 60, candidates: int = 20):
+    def __init__(
+        self,
+        retrievers: Sequence[Retriever],
+        *,
+        mode: str = "rrf",
+        weights: Sequence[float] | None = None,
+        rrf_k: int = 60,
+        candidates: int = 20,
+    ):
         if mode not in ("rrf", "weighted"):
             raise ConfigError(f"fusion mode must be 'rrf' or 'weighted', got {mode!r}")
         if not retrievers:

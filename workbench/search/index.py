@@ -1,7 +1,7 @@
 """Build and open saved indexes of any kind (what the CLI and the server use).
 
-    build_index("corpus.jsonl", "runs/idx", kind="dense")   # or kind="bm25"
-    retriever = load_index("runs/idx")                       # DenseRetriever or BM25Retriever
+build_index("corpus.jsonl", "runs/idx", kind="dense")   # or kind="bm25"
+retriever = load_index("runs/idx")                       # DenseRetriever or BM25Retriever
 """
 
 from __future__ import annotations
@@ -18,9 +18,16 @@ from workbench.search.hits import RetrieverBase
 KINDS = ("dense", "bm25")
 
 
-def build_index(corpus: str | Path | Corpus, out: str | Path, *, kind: str = "dense",
-                encoder: str | Path | None = None, index: str = "flat", show_progress: bool = True,
-                **kwargs: Any) -> RetrieverBase:
+def build_index(
+    corpus: str | Path | Corpus,
+    out: str | Path,
+    *,
+    kind: str = "dense",
+    encoder: str | Path | None = None,
+    index: str = "flat",
+    show_progress: bool = True,
+    **kwargs: Any,
+) -> RetrieverBase:
     """Index a corpus (a JSONL path or a `Corpus`) and save it under `out`."""
     if kind not in KINDS:
         raise ConfigError(f"index kind must be one of {KINDS}, got {kind!r}")

@@ -21,8 +21,9 @@ import os
 import shutil
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -36,9 +37,15 @@ EXPORT_VERSION = 1
 def cache_dir(model_path: Path) -> Path:
     """Where the export of `model_path` lives: beside it when writable, else in the user cache."""
     files = sorted(p for p in model_path.iterdir() if p.is_file())
-    key = hashlib.sha1(json.dumps([str(model_path.resolve()), EXPORT_VERSION,
-                                   [(p.name, p.stat().st_size, int(p.stat().st_mtime)) for p in files]]
-                                  ).encode()).hexdigest()[:12]
+    key = hashlib.sha1(
+        json.dumps(
+            [
+                str(model_path.resolve()),
+                EXPORT_VERSION,
+                [(p.name, p.stat().st_size, int(p.stat().st_mtime)) for p in files],
+            ]
+        ).encode()
+    ).hexdigest()[:12]
     if os.access(model_path, os.W_OK):
         return model_path / "onnx-workbench" / key
     root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "workbench" / "encoders"
@@ -54,8 +61,9 @@ def export(model_path: Path, out: Path) -> Path:
     st = SentenceTransformer(str(model_path), device="cpu", local_files_only=True)
     pooling = _pooling_mode(st)
     transformer = st[0]
-    names = [n for n in ("input_ids", "attention_mask", "token_type_ids")
-             if n in transformer.tokenizer.model_input_names]
+    names = [
+        n for n in ("input_ids", "attention_mask", "token_type_ids") if n in transformer.tokenizer.model_input_names
+    ]
 
     class Pooled(torch.nn.Module):
         def __init__(self) -> None:
@@ -75,18 +83,39 @@ def export(model_path: Path, out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=out.parent))
     try:
-        dummy = tuple(torch.ones(2, 8, dtype=torch.long) if n != "token_type_ids" else torch.zeros(2, 8, dtype=torch.long)
-                      for n in names)
+        dummy = tuple(
+            torch.ones(2, 8, dtype=torch.long) if n != "token_type_ids" else torch.zeros(2, 8, dtype=torch.long)
+            for n in names
+        )
         axes = {n: {0: "batch", 1: "seq"} for n in names} | {"embedding": {0: "batch"}}
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer notes
-            torch.onnx.export(Pooled().eval(), dummy, str(tmp / "model.onnx"), input_names=names,
-                              output_names=["embedding"], dynamic_axes=axes, opset_version=17, dynamo=False)
-        quantize_dynamic(str(tmp / "model.onnx"), str(tmp / "model-int8.onnx"), weight_type=QuantType.QInt8,
-                         per_channel=True, reduce_range=True)
+            torch.onnx.export(
+                Pooled().eval(),
+                dummy,
+                str(tmp / "model.onnx"),
+                input_names=names,
+                output_names=["embedding"],
+                dynamic_axes=axes,
+                opset_version=17,
+                dynamo=False,
+            )
+        quantize_dynamic(
+            str(tmp / "model.onnx"),
+            str(tmp / "model-int8.onnx"),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            reduce_range=True,
+        )
         transformer.tokenizer.save_pretrained(str(tmp))
-        info = {"source": str(model_path), "max_length": int(st.max_seq_length or 512), "inputs": names,
-                "dim": int(st.get_embedding_dimension()), "pooling": pooling, "export_version": EXPORT_VERSION}
+        info = {
+            "source": str(model_path),
+            "max_length": int(st.max_seq_length or 512),
+            "inputs": names,
+            "dim": int(st.get_embedding_dimension()),
+            "pooling": pooling,
+            "export_version": EXPORT_VERSION,
+        }
         (tmp / "encoder.json").write_text(json.dumps(info, indent=2))
         try:
             tmp.rename(out)  # atomic: a concurrent exporter that finished first wins
@@ -110,8 +139,9 @@ def _pooling_mode(st: Any) -> str:
     pool = st[1] if len(st) > 1 else None
     mode = getattr(pool, "pooling_mode", None) or "mean"
     if mode not in ("mean", "cls"):
-        raise ConfigError(f"the ONNX encoder supports mean or CLS pooling, this model uses {mode!r}; "
-                          "pass backend='torch'")
+        raise ConfigError(
+            f"the ONNX encoder supports mean or CLS pooling, this model uses {mode!r}; pass backend='torch'"
+        )
     return mode
 
 
@@ -143,18 +173,22 @@ class OrtModel:
             raise ConfigError(f"ONNX variant must be 'onnx' or 'onnx-int8', got {variant!r}")
         return cls(exported(model_path), variant, threads)
 
-    def encode(self, texts: list[str], batch_size: int = 64,
-               on_batch: Callable[[int], None] | None = None) -> np.ndarray:
+    def encode(
+        self, texts: list[str], batch_size: int = 64, on_batch: Callable[[int], None] | None = None
+    ) -> np.ndarray:
         """Unit vectors for `texts`; batches group texts of similar length (less padding).
         `on_batch(n)` is called after each batch of `n` texts (progress)."""
         out = np.zeros((len(texts), self.dim), np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(texts), batch_size):
-            rows = order[start:start + batch_size]
+            rows = order[start : start + batch_size]
             enc = self.tokenizer.encode_batch([safe_text(texts[i]) for i in rows])
             ids = np.array([e.ids for e in enc], dtype=np.int64)
-            feeds = {"input_ids": ids, "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
-                     "token_type_ids": np.zeros_like(ids)}
+            feeds = {
+                "input_ids": ids,
+                "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
+                "token_type_ids": np.zeros_like(ids),
+            }
             out[rows] = self.session.run(None, {k: feeds[k] for k in self.inputs})[0]
             if on_batch is not None:
                 on_batch(len(rows))

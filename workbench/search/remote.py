@@ -48,8 +48,10 @@ class RemoteRetriever(RetrieverBase):
             except (httpx.TransportError, _Retryable) as exc:
                 last = exc
                 time.sleep(self.backoff * (attempt + 1))
-        raise RetrievalError(f"search server at {self.url} did not answer after {self.retries + 1} tries "
-                             f"({last}); start one with `workbench serve-search --index DIR`")
+        raise RetrievalError(
+            f"search server at {self.url} did not answer after {self.retries + 1} tries "
+            f"({last}); start one with `workbench serve-search --index DIR`"
+        )
 
     async def aretrieve(self, queries: list[str], top_k: int = 3) -> list[list[Hit]]:
         import httpx
@@ -66,20 +68,24 @@ class RemoteRetriever(RetrieverBase):
                 except (httpx.TransportError, _Retryable) as exc:
                     last = exc
                     await asyncio.sleep(self.backoff * (attempt + 1))
-        raise RetrievalError(f"search server at {self.url} did not answer after {self.retries + 1} tries "
-                             f"({last}); start one with `workbench serve-search --index DIR`")
+        raise RetrievalError(
+            f"search server at {self.url} did not answer after {self.retries + 1} tries "
+            f"({last}); start one with `workbench serve-search --index DIR`"
+        )
 
     def _parse(self, resp: Any, n: int) -> list[list[Hit]]:
         if resp.status_code >= 500:
             raise _Retryable(f"HTTP {resp.status_code}")
         if resp.status_code != 200:
-            raise RetrievalError(f"search server at {self.url} refused the request: HTTP {resp.status_code} "
-                                 f"{resp.text[:200]}")
+            raise RetrievalError(
+                f"search server at {self.url} refused the request: HTTP {resp.status_code} {resp.text[:200]}"
+            )
         try:
             result = resp.json()["result"]
         except (ValueError, KeyError):
-            raise RetrievalError(f"{self.url} did not answer in Search-R1 format ({{\"result\": [...]}}); "
-                                 "is it a /retrieve endpoint?") from None
+            raise RetrievalError(
+                f'{self.url} did not answer in Search-R1 format ({{"result": [...]}}); is it a /retrieve endpoint?'
+            ) from None
         if len(result) != n:
             raise RetrievalError(f"{self.url} returned {len(result)} result lists for {n} queries")
         return [[parse_element(e) for e in hits] for hits in result]

@@ -16,15 +16,15 @@ chunks of 32 queries and concurrent requests take turns chunk by chunk, so a sma
 never stuck behind a large one. SIGTERM stops the server within about a second even mid-request.
 """
 
-
 import asyncio
 import contextlib
 import queue
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from workbench.errors import ConfigError, RetrievalError
 from workbench.safetext import safe_json
@@ -81,7 +81,7 @@ class FairWorker:
                 continue
             try:
                 outcome, ok = fn(*args), True
-            except Exception as exc:  # noqa: BLE001 - handed to the request that asked
+            except Exception as exc:
                 outcome, ok = exc, False
             with contextlib.suppress(RuntimeError):  # the loop may be closed by now
                 loop.call_soon_threadsafe(_settle, future, outcome, ok)
@@ -92,8 +92,9 @@ def _settle(future: asyncio.Future, outcome: Any, ok: bool) -> None:
         future.set_result(outcome) if ok else future.set_exception(outcome)
 
 
-def create_app(retriever: Retriever, *, topk: int = 3, max_topk: int = 100, limits: SearchLimits | None = None,
-               pages: Any = None) -> Any:
+def create_app(
+    retriever: Retriever, *, topk: int = 3, max_topk: int = 100, limits: SearchLimits | None = None, pages: Any = None
+) -> Any:
     """The FastAPI app serving `retriever`, with `limits` (see `SearchLimits`) on every request.
     `app.state.worker.close()` stops its retrieval thread (`serve_in_thread` does). With `pages`
     (a `workbench.web.PageStore`) it also answers ASearcher's `POST /access`."""
@@ -125,12 +126,18 @@ def create_app(retriever: Retriever, *, topk: int = 3, max_topk: int = 100, limi
         if not 1 <= k <= max_topk:
             raise BadRequest(f"topk must be between 1 and {max_topk}", 422)
         if len(req.queries) > lim.max_queries:
-            raise BadRequest(f"{len(req.queries)} queries in one request; the limit is {lim.max_queries}: split the "
-                             "batch into several requests (or restart the server with a larger --max-queries)", 422)
+            raise BadRequest(
+                f"{len(req.queries)} queries in one request; the limit is {lim.max_queries}: split the "
+                "batch into several requests (or restart the server with a larger --max-queries)",
+                422,
+            )
         for i, q in enumerate(req.queries):
             if len(q) > lim.max_query_chars:
-                raise BadRequest(f"query {i} has {len(q)} characters; the limit is {lim.max_query_chars}: shorten it "
-                                 "(or restart the server with a larger --max-query-chars)", 422)
+                raise BadRequest(
+                    f"query {i} has {len(q)} characters; the limit is {lim.max_query_chars}: shorten it "
+                    "(or restart the server with a larger --max-query-chars)",
+                    422,
+                )
         return list(req.queries), k, req.return_scores
 
     @app.post("/retrieve")
@@ -145,7 +152,9 @@ def create_app(retriever: Retriever, *, topk: int = 3, max_topk: int = 100, limi
                 return JSONResponse(status_code=499, content={"detail": "client closed the request"})
             results += await worker.run(retriever.retrieve, queries[at : at + lim.chunk], k)
         if scores:  # (safe_json: a corpus row with a lone surrogate must not fail the reply)
-            return {"result": [[{"document": safe_json(h.to_row()), "score": h.score} for h in hits] for hits in results]}
+            return {
+                "result": [[{"document": safe_json(h.to_row()), "score": h.score} for h in hits] for hits in results]
+            }
         return {"result": [[safe_json(h.to_row()) for h in hits] for hits in results]}
 
     if pages is not None:
@@ -160,20 +169,41 @@ def create_app(retriever: Retriever, *, topk: int = 3, max_topk: int = 100, limi
     return app
 
 
-def serve(retriever: Retriever, *, host: str = "127.0.0.1", port: int = 8000, topk: int = 3,
-          limits: SearchLimits | None = None, shutdown_grace: float = 1.0, pages: Any = None) -> None:
+def serve(
+    retriever: Retriever,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    topk: int = 3,
+    limits: SearchLimits | None = None,
+    shutdown_grace: float = 1.0,
+    pages: Any = None,
+) -> None:
     """Serve until interrupted (Ctrl-C or SIGTERM). Requests still running `shutdown_grace`
     seconds after the signal are cancelled, so the process exits promptly even when busy."""
     import uvicorn
 
-    uvicorn.run(create_app(retriever, topk=topk, limits=limits, pages=pages), host=host, port=port, log_level="warning",
-                access_log=False, timeout_graceful_shutdown=shutdown_grace)
+    uvicorn.run(
+        create_app(retriever, topk=topk, limits=limits, pages=pages),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=shutdown_grace,
+    )
 
 
 @contextlib.contextmanager
-def serve_in_thread(retriever: Retriever, *, host: str = "127.0.0.1", port: int = 0, topk: int = 3,
-                    limits: SearchLimits | None = None, start_timeout: float = 30.0,
-                    pages: Any = None) -> Iterator[str]:
+def serve_in_thread(
+    retriever: Retriever,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    topk: int = 3,
+    limits: SearchLimits | None = None,
+    start_timeout: float = 30.0,
+    pages: Any = None,
+) -> Iterator[str]:
     """Run the server on a background thread; yields its base URL and stops it on exit."""
     import uvicorn
 
@@ -186,11 +216,11 @@ def serve_in_thread(retriever: Retriever, *, host: str = "127.0.0.1", port: int 
         raise RetrievalError(f"cannot bind {host}:{port} ({exc}); pick another port or port=0 for a free one") from None
     bound_port = sock.getsockname()[1]
     app = create_app(retriever, topk=topk, limits=limits, pages=pages)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                            timeout_graceful_shutdown=1.0)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1.0)
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True,
-                              name=f"search-server-{bound_port}")
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, daemon=True, name=f"search-server-{bound_port}"
+    )
     thread.start()
     deadline = time.monotonic() + start_timeout
     while not server.started:

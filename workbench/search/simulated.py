@@ -27,9 +27,9 @@ from __future__ import annotations
 import random
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from workbench.blocking import run_blocking
 from workbench.errors import ConfigError, PolicyError
@@ -48,11 +48,13 @@ def noise_probability(step: int, total_steps: int, p_start: float, p_end: float,
     if b <= 0:
         raise ConfigError(f"the exponential base b must be > 0, got {b}")
     frac = min(max(step, 0) / total_steps, 1.0)
-    ramp = frac if b == 1 else (b ** frac - 1) / (b - 1)  # b -> 1 is the linear limit
+    ramp = frac if b == 1 else (b**frac - 1) / (b - 1)  # b -> 1 is the linear limit
     return p_start + ramp * (p_end - p_start)
 
 
-_DOC_MARK = re.compile(r"(?im)^[ \t>*#-]*(?:\**\s*(?:doc(?:ument)?|result)\s*#?\s*(\d+)\s*\**\s*[:.)\-]?\**|(\d{1,2})[.)](?=\s))[ \t]*")
+_DOC_MARK = re.compile(
+    r"(?im)^[ \t>*#-]*(?:\**\s*(?:doc(?:ument)?|result)\s*#?\s*(\d+)\s*\**\s*[:.)\-]?\**|(\d{1,2})[.)](?=\s))[ \t]*"
+)
 _TITLE = re.compile(r"^\s*\(?\s*title\s*:\s*(.+?)\s*(?:\)|\n|$)", re.I)
 
 
@@ -68,7 +70,7 @@ def parse_documents(output: str, top_k: int) -> tuple[list[tuple[str, str]], boo
     marks = list(_DOC_MARK.finditer(text))
     ok = bool(marks)
     if marks:
-        chunks = [text[m.end(): nxt.start() if nxt else len(text)] for m, nxt in zip(marks, marks[1:] + [None])]
+        chunks = [text[m.end() : nxt.start() if nxt else len(text)] for m, nxt in zip(marks, marks[1:] + [None])]
     else:
         chunks = [p for p in text.split("\n\n") if p.strip()] or [text]
     docs = []
@@ -79,7 +81,7 @@ def parse_documents(output: str, top_k: int) -> tuple[list[tuple[str, str]], boo
         title = ""
         m = _TITLE.match(chunk)
         if m:
-            title, chunk = m.group(1).strip(), chunk[m.end():].strip()
+            title, chunk = m.group(1).strip(), chunk[m.end() :].strip()
         docs.append((title, " ".join(chunk.split())))
         if len(docs) == top_k:
             break
@@ -112,9 +114,19 @@ class SimulatedCall:
 class SimulatedSearch(RetrieverBase):
     """A `Retriever` whose documents come from `policy` (see module docstring)."""
 
-    def __init__(self, policy: Policy, *, p_start: float = 0.0, p_end: float = 0.5, b: float = 4.0,
-                 total_steps: int, seed: int | None = 0, top_k: int = 5, template: str | Path | None = None,
-                 sampling: SamplingParams | None = None):
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        p_start: float = 0.0,
+        p_end: float = 0.5,
+        b: float = 4.0,
+        total_steps: int,
+        seed: int | None = 0,
+        top_k: int = 5,
+        template: str | Path | None = None,
+        sampling: SamplingParams | None = None,
+    ):
         for name, p in (("p_start", p_start), ("p_end", p_end)):
             if not 0.0 <= p <= 1.0:
                 raise ConfigError(f"{name} is a probability; got {p}")
@@ -142,12 +154,19 @@ class SimulatedSearch(RetrieverBase):
     def prompt(self, query: str, question: str, answer: str, noisy: bool, top_k: int) -> str:
         kind = "noisy" if noisy else "useful"
         count = NUMBER_WORDS[top_k] if top_k < len(NUMBER_WORDS) else str(top_k)
-        return self.template.rstrip("\n").format(count=count, kind=kind, Kind=kind.capitalize(),
-                                                 question=question, answer=answer, query=query)
+        return self.template.rstrip("\n").format(
+            count=count, kind=kind, Kind=kind.capitalize(), question=question, answer=answer, query=query
+        )
 
-    async def aretrieve(self, queries: list[str], top_k: int | None = None, *,
-                        question: str | Sequence[str] = "", answer: str | Sequence[str] = "",
-                        task_id: str = "") -> list[list[Hit]]:
+    async def aretrieve(
+        self,
+        queries: list[str],
+        top_k: int | None = None,
+        *,
+        question: str | Sequence[str] = "",
+        answer: str | Sequence[str] = "",
+        task_id: str = "",
+    ) -> list[list[Hit]]:
         """Generate documents for each query (one batched `generate` call)."""
         k = top_k or self.top_k
         queries = check_queries(queries, k)
@@ -162,7 +181,9 @@ class SimulatedSearch(RetrieverBase):
         ids = [self.policy.codec.chat([{"role": "user", "content": pr}]) for pr in prompts]
         outs = await self.policy.generate(ids, self.sampling)
         if len(outs) != len(prompts):
-            raise PolicyError(f"policy {self.policy.name!r} returned {len(outs)} completions for {len(prompts)} prompts")
+            raise PolicyError(
+                f"policy {self.policy.name!r} returned {len(outs)} completions for {len(prompts)} prompts"
+            )
         results = []
         for q, qs, a, n, pr, out in zip(queries, questions, answers, noisy, prompts, outs):
             docs, ok = parse_documents(out.text, k)
@@ -172,13 +193,26 @@ class SimulatedSearch(RetrieverBase):
             results.append([_sim_hit(call_no, j, t, x, n, p) for j, (t, x) in enumerate(docs)])
         return results
 
-    def retrieve(self, queries: list[str], top_k: int | None = None, *,  # type: ignore[override]
-                 question: str | Sequence[str] = "", answer: str | Sequence[str] = "",
-                 task_id: str = "") -> list[list[Hit]]:
+    def retrieve(
+        self,
+        queries: list[str],
+        top_k: int | None = None,
+        *,  # type: ignore[override]
+        question: str | Sequence[str] = "",
+        answer: str | Sequence[str] = "",
+        task_id: str = "",
+    ) -> list[list[Hit]]:
         return run_blocking(self.aretrieve(queries, top_k, question=question, answer=answer, task_id=task_id))
 
-    def search(self, query: str, top_k: int | None = None, *,  # type: ignore[override]
-               question: str = "", answer: str = "", task_id: str = "") -> list[Hit]:
+    def search(
+        self,
+        query: str,
+        top_k: int | None = None,
+        *,  # type: ignore[override]
+        question: str = "",
+        answer: str = "",
+        task_id: str = "",
+    ) -> list[Hit]:
         return self.retrieve([query], top_k, question=question, answer=answer, task_id=task_id)[0]
 
     def for_task(self, question: str, answers: str | Sequence[str], task_id: str = "") -> TaskSearch:
@@ -202,14 +236,20 @@ class TaskSearch(RetrieverBase):
         return self.sim.retrieve(queries, top_k, question=self.question, answer=self.answer, task_id=self.task_id)
 
     async def aretrieve(self, queries: list[str], top_k: int = 5) -> list[list[Hit]]:
-        return await self.sim.aretrieve(queries, top_k, question=self.question, answer=self.answer,
-                                        task_id=self.task_id)
+        return await self.sim.aretrieve(
+            queries, top_k, question=self.question, answer=self.answer, task_id=self.task_id
+        )
 
 
 def _sim_hit(call_no: int, j: int, title: str, text: str, noisy: bool, p: float) -> Hit:
     hid = f"sim-{call_no}-{j}"
     contents = join_contents(title, text)
-    return Hit(id=hid, title=title, text=text, score=0.0, contents=contents,
-               document={"id": hid, "contents": contents, "noisy": noisy, "p": p}, noisy=noisy)
-
-
+    return Hit(
+        id=hid,
+        title=title,
+        text=text,
+        score=0.0,
+        contents=contents,
+        document={"id": hid, "contents": contents, "noisy": noisy, "p": p},
+        noisy=noisy,
+    )

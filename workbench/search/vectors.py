@@ -51,8 +51,9 @@ class ShardVectors:
         while shard_path(d, n).is_file():
             n += 1
         if n == 0:
-            raise RetrievalError(f"{d} holds no encoded shards (000000.npy, ...); rebuild the index with "
-                                 "`workbench index build`")
+            raise RetrievalError(
+                f"{d} holds no encoded shards (000000.npy, ...); rebuild the index with `workbench index build`"
+            )
         vecs = cls(d, n)
         if count is not None and vecs.n != count:
             raise RetrievalError(f"{d} holds {vecs.n} vectors but the index has {count}; rebuild with --fresh")
@@ -115,7 +116,7 @@ class Rerank:
                 continue
             s = self.vectors.rows(cand) @ np.asarray(q, np.float32)
             best = np.argsort(-s, kind="stable")[:k]
-            scores[r, :len(best)], top[r, :len(best)] = s[best], cand[best]
+            scores[r, : len(best)], top[r, : len(best)] = s[best], cand[best]
         return scores, top
 
     def search(self, index: VectorIndex, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

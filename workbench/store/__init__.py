@@ -15,5 +15,12 @@ from workbench.store.manifest import RunManifest
 from workbench.store.show import format_run_summary, format_trajectory
 from workbench.store.store import Store
 
-__all__ = ["DB_NAME", "STORE_SCHEMA_VERSION", "RunManifest", "Store", "format_run_summary",
-           "format_trajectory", "safe_trajectory"]
+__all__ = [
+    "DB_NAME",
+    "STORE_SCHEMA_VERSION",
+    "RunManifest",
+    "Store",
+    "format_run_summary",
+    "format_trajectory",
+    "safe_trajectory",
+]

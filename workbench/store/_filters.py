@@ -7,17 +7,41 @@ from typing import Any
 from workbench.errors import ConfigError
 
 # Summary columns `Store.query` returns (SQL name, in order); `rewards` is decoded to a dict.
-SUMMARY_COLUMNS = ("id", "run_id", "role", "task_id", "question", "hops", "termination", "reward",
-                   "rewards", "reward_spec", "num_steps", "num_tool_calls", "final_answer", "error",
-                   "policy", "origin_id", "parent_id", "started_at", "ended_at")
+SUMMARY_COLUMNS = (
+    "id",
+    "run_id",
+    "role",
+    "task_id",
+    "question",
+    "hops",
+    "termination",
+    "reward",
+    "rewards",
+    "reward_spec",
+    "num_steps",
+    "num_tool_calls",
+    "final_answer",
+    "error",
+    "policy",
+    "origin_id",
+    "parent_id",
+    "started_at",
+    "ended_at",
+)
 _SQL_NAMES = {"rewards": "rewards_json AS rewards"}
 SUMMARY_SELECT = ", ".join(_SQL_NAMES.get(c, c) for c in SUMMARY_COLUMNS)
 
 # filter name -> (column, operator); list values turn "=" into "IN".
 _FILTERS = {
-    "run": ("run_id", "="), "role": ("role", "="), "termination": ("termination", "="),
-    "hops": ("hops", "="), "policy": ("policy", "="), "task_id": ("task_id", "="),
-    "origin": ("origin_id", "="), "min_reward": ("reward", ">="), "max_reward": ("reward", "<="),
+    "run": ("run_id", "="),
+    "role": ("role", "="),
+    "termination": ("termination", "="),
+    "hops": ("hops", "="),
+    "policy": ("policy", "="),
+    "task_id": ("task_id", "="),
+    "origin": ("origin_id", "="),
+    "min_reward": ("reward", ">="),
+    "max_reward": ("reward", "<="),
     "ids": ("id", "="),
 }
 FILTER_NAMES = (*_FILTERS, "limit")

@@ -33,9 +33,11 @@ def _compress(data: dict[str, Any], traj_id: str) -> bytes:
     try:
         text = json.dumps(data, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
-        raise StoreError(f"trajectory {traj_id} holds a value JSON cannot represent ({exc}); keep "
-                         "metadata, lineage and tool results to str, numbers, bools, None, lists "
-                         "and dicts") from exc
+        raise StoreError(
+            f"trajectory {traj_id} holds a value JSON cannot represent ({exc}); keep "
+            "metadata, lineage and tool results to str, numbers, bools, None, lists "
+            "and dicts"
+        ) from exc
     return zlib.compress(text.encode(), ZLIB_LEVEL)
 
 
@@ -89,15 +91,40 @@ def decode_metadata(codec: str, blob: bytes) -> dict[str, Any]:
 
 
 # -- row mapping ------------------------------------------------------------------------------
-_COLUMNS = ("id", "run_id", "role", "task_id", "question", "hops", "termination", "reward",
-            "rewards_json", "reward_spec", "num_steps", "num_tool_calls", "final_answer", "error",
-            "policy", "origin_id", "parent_id", "started_at", "ended_at", "written_at",
-            "schema_version", "codec", "data")
-UPSERT = (f"INSERT INTO trajectories ({', '.join(_COLUMNS)}) VALUES "
-          f"({', '.join(':' + c for c in _COLUMNS)}) ON CONFLICT(id) DO UPDATE SET "
-          + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c != "id"))
-HISTORY_INSERT = ("INSERT INTO rewards_history (trajectory_id, spec_name, spec_json, rewards_json, "
-                  "total, created_at, author, reason, provenance_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_COLUMNS = (
+    "id",
+    "run_id",
+    "role",
+    "task_id",
+    "question",
+    "hops",
+    "termination",
+    "reward",
+    "rewards_json",
+    "reward_spec",
+    "num_steps",
+    "num_tool_calls",
+    "final_answer",
+    "error",
+    "policy",
+    "origin_id",
+    "parent_id",
+    "started_at",
+    "ended_at",
+    "written_at",
+    "schema_version",
+    "codec",
+    "data",
+)
+UPSERT = (
+    f"INSERT INTO trajectories ({', '.join(_COLUMNS)}) VALUES "
+    f"({', '.join(':' + c for c in _COLUMNS)}) ON CONFLICT(id) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c != "id")
+)
+HISTORY_INSERT = (
+    "INSERT INTO rewards_history (trajectory_id, spec_name, spec_json, rewards_json, "
+    "total, created_at, author, reason, provenance_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 BLOB_COLUMNS = "codec, data, rewards_json, reward_spec"
 
 
@@ -113,19 +140,35 @@ def policy_name(policy: Any) -> str | None:
 
 def to_row(traj: Trajectory) -> dict[str, Any]:
     if not isinstance(traj, Trajectory):
-        raise StoreError(f"Store.write takes a Trajectory, not {type(traj).__name__}; build one "
-                         "with Trajectory.from_dict(...) if you have a dict")
+        raise StoreError(
+            f"Store.write takes a Trajectory, not {type(traj).__name__}; build one "
+            "with Trajectory.from_dict(...) if you have a dict"
+        )
     traj, data = _sanitized(traj)
     lineage = traj.lineage or {}
     return {
-        "id": traj.id, "run_id": traj.run_id, "role": traj.role, "task_id": traj.task.id,
-        "question": traj.task.question, "hops": traj.hops, "termination": traj.termination,
-        "reward": traj.reward, "rewards_json": json.dumps(traj.rewards), "reward_spec": traj.reward_spec,
-        "num_steps": len(traj.steps), "num_tool_calls": traj.num_tool_calls,
-        "final_answer": traj.final_answer, "error": traj.error,
-        "policy": policy_name(lineage.get("policy")), "origin_id": lineage.get("origin"),
-        "parent_id": lineage.get("parent"), "started_at": traj.started_at, "ended_at": traj.ended_at,
-        "written_at": time.time(), "schema_version": traj.schema_version, "codec": "zlib-json",
+        "id": traj.id,
+        "run_id": traj.run_id,
+        "role": traj.role,
+        "task_id": traj.task.id,
+        "question": traj.task.question,
+        "hops": traj.hops,
+        "termination": traj.termination,
+        "reward": traj.reward,
+        "rewards_json": json.dumps(traj.rewards),
+        "reward_spec": traj.reward_spec,
+        "num_steps": len(traj.steps),
+        "num_tool_calls": traj.num_tool_calls,
+        "final_answer": traj.final_answer,
+        "error": traj.error,
+        "policy": policy_name(lineage.get("policy")),
+        "origin_id": lineage.get("origin"),
+        "parent_id": lineage.get("parent"),
+        "started_at": traj.started_at,
+        "ended_at": traj.ended_at,
+        "written_at": time.time(),
+        "schema_version": traj.schema_version,
+        "codec": "zlib-json",
         "data": _compress(data, traj.id),
     }
 

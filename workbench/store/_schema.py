@@ -88,8 +88,10 @@ def connect(path: Path, *, readonly: bool, synchronous: str) -> sqlite3.Connecti
     """Open one connection with the store's settings (one per thread; see `Store`)."""
     if readonly:
         if not path.exists():
-            raise StoreError(f"no store at {path}; pass a run directory that a run has written to, "
-                             "or open it with Store(run_dir) to create one")
+            raise StoreError(
+                f"no store at {path}; pass a run directory that a run has written to, "
+                "or open it with Store(run_dir) to create one"
+            )
         uri = f"{path.resolve().as_uri()}?mode=ro"
         # A WAL reader needs a -shm file it can create or share. With no -wal file there is no
         # live writer, so in a directory we cannot write (a read-only mount, another user's run)
@@ -99,15 +101,18 @@ def connect(path: Path, *, readonly: bool, synchronous: str) -> sqlite3.Connecti
         conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
-                               isolation_level=None)  # autocommit; we issue BEGIN/COMMIT ourselves
+        conn = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False, isolation_level=None
+        )  # autocommit; we issue BEGIN/COMMIT ourselves
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if not readonly:
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if mode.lower() != "wal":
-                raise StoreError(f"{path}: SQLite refused WAL mode (got {mode!r}); put the run "
-                                 "directory on a local filesystem (WAL needs shared memory)")
+                raise StoreError(
+                    f"{path}: SQLite refused WAL mode (got {mode!r}); put the run "
+                    "directory on a local filesystem (WAL needs shared memory)"
+                )
             conn.execute(f"PRAGMA synchronous = {synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
     except sqlite3.DatabaseError as exc:
@@ -125,8 +130,7 @@ def ensure_schema(conn: sqlite3.Connection, path: Path, *, readonly: bool) -> No
                 for statement in DDL.split(";"):
                     if statement.strip():
                         conn.execute(statement)
-                conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
-                             (str(STORE_SCHEMA_VERSION),))
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(STORE_SCHEMA_VERSION),))
                 conn.execute("INSERT OR IGNORE INTO meta VALUES ('created_at', ?)", (str(time.time()),))
                 conn.execute("COMMIT")
             except BaseException:
@@ -139,4 +143,5 @@ def ensure_schema(conn: sqlite3.Connection, path: Path, *, readonly: bool) -> No
     if version > STORE_SCHEMA_VERSION:
         raise SchemaVersionError(
             f"{path} has store schema v{version}, newer than this workbench's v{STORE_SCHEMA_VERSION}; "
-            "upgrade workbench (pip install -U workbench) to open it")
+            "upgrade workbench (pip install -U workbench) to open it"
+        )

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 
 
-def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    p = subparsers.add_parser("show", help="print a run's trajectories or one trajectory",
-                              description=__doc__)
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser("show", help="print a run's trajectories or one trajectory", description=__doc__)
     p.add_argument("run_dir", metavar="RUN_DIR", help="run directory holding trajectories.sqlite")
-    p.add_argument("traj_id", metavar="TRAJ_ID", nargs="?",
-                   help="trajectory id or a unique prefix of it; omit for the run summary")
+    p.add_argument(
+        "traj_id", metavar="TRAJ_ID", nargs="?", help="trajectory id or a unique prefix of it; omit for the run summary"
+    )
     p.add_argument("--role", help="summary: only this role (e.g. solver, proposer)")
     p.add_argument("--limit", type=int, default=50, help="summary: newest N rows (0 = all)")
     p.add_argument("--full", action="store_true", help="trajectory: do not truncate long text")

@@ -1,7 +1,7 @@
 """`run.json`: a small manifest beside the store naming the run and the config that made it.
 
-    manifest = RunManifest.create("runs/demo", config={"lr": 1e-6, "group_size": 8})
-    RunManifest.load("runs/demo").run_id   # -> "demo-20250101-120000-ab12"
+manifest = RunManifest.create("runs/demo", config={"lr": 1e-6, "group_size": 8})
+RunManifest.load("runs/demo").run_id   # -> "demo-20250101-120000-ab12"
 """
 
 from __future__ import annotations
@@ -30,14 +30,14 @@ class RunManifest:
     notes: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def create(cls, run_dir: str | os.PathLike[str], config: Any = None, run_id: str | None = None,
-               **notes: Any) -> "RunManifest":
+    def create(
+        cls, run_dir: str | os.PathLike[str], config: Any = None, run_id: str | None = None, **notes: Any
+    ) -> RunManifest:
         """Write `<run_dir>/run.json` (atomically) and return it. `config` may be a dict, a
         dataclass or a pydantic model. Refuses to overwrite an existing manifest."""
         path = Path(run_dir) / MANIFEST_NAME
         if path.exists():
-            raise StoreError(f"{path} already exists; use RunManifest.load() to read it or pick a "
-                             "new run directory")
+            raise StoreError(f"{path} already exists; use RunManifest.load() to read it or pick a new run directory")
         if run_id is None:
             stamp = time.strftime("%Y%m%d-%H%M%S")
             run_id = f"{Path(run_dir).resolve().name}-{stamp}-{uuid.uuid4().hex[:4]}"
@@ -46,13 +46,14 @@ class RunManifest:
         return manifest
 
     @classmethod
-    def load(cls, run_dir: str | os.PathLike[str]) -> "RunManifest":
+    def load(cls, run_dir: str | os.PathLike[str]) -> RunManifest:
         path = Path(run_dir) / MANIFEST_NAME
         try:
             data = json.loads(path.read_text())
         except FileNotFoundError:
-            raise StoreError(f"no {MANIFEST_NAME} in {run_dir}; create one with "
-                             "RunManifest.create(run_dir, config=...)") from None
+            raise StoreError(
+                f"no {MANIFEST_NAME} in {run_dir}; create one with RunManifest.create(run_dir, config=...)"
+            ) from None
         except json.JSONDecodeError as exc:
             raise StoreError(f"{path} is not valid JSON ({exc}); fix or delete it") from exc
         known = {f.name for f in dataclasses.fields(cls)}
@@ -76,6 +77,5 @@ def _jsonable_config(config: Any) -> dict[str, Any]:
     elif hasattr(config, "model_dump"):
         config = config.model_dump(mode="json")
     if not isinstance(config, dict):
-        raise ConfigError(f"run config must be a dict, dataclass or pydantic model, not "
-                          f"{type(config).__name__}")
+        raise ConfigError(f"run config must be a dict, dataclass or pydantic model, not {type(config).__name__}")
     return json.loads(json.dumps(config, default=str))

@@ -1,7 +1,7 @@
 """Plain-text views of trajectories for the terminal (`workbench show RUN_DIR [TRAJ_ID]`).
 
-    print(format_trajectory(store.get(traj_id)))
-    print(format_run_summary(store, role="solver"))
+print(format_trajectory(store.get(traj_id)))
+print(format_run_summary(store, role="solver"))
 """
 
 from __future__ import annotations
@@ -66,8 +66,7 @@ def format_trajectory(traj: Trajectory, limit: int = 600) -> str:
     lines = [
         RULE,
         f"trajectory {traj.id}  run={traj.run_id or '-'}  role={traj.role}",
-        f"started {_stamp(traj.started_at)}  ({duration}, {len(traj.steps)} steps, "
-        f"{traj.num_tool_calls} tool calls)",
+        f"started {_stamp(traj.started_at)}  ({duration}, {len(traj.steps)} steps, {traj.num_tool_calls} tool calls)",
         f"task {task.id}" + (f"  hops={traj.hops}" if traj.hops is not None else ""),
         _indent(clip(task.question, limit * 2), "  Q: "),
         f"  golden: {_short(task.golden_answers, 200)}",
@@ -80,8 +79,7 @@ def format_trajectory(traj: Trajectory, limit: int = 600) -> str:
     notepad = traj.steps[-1].notepad if traj.steps else {}
     lines.append(RULE)
     if notepad:
-        lines += ["notepad:", _indent(clip(json.dumps(notepad, indent=2, ensure_ascii=False,
-                                                      default=str), limit * 2))]
+        lines += ["notepad:", _indent(clip(json.dumps(notepad, indent=2, ensure_ascii=False, default=str), limit * 2))]
     lines.append(f"final answer: {traj.final_answer if traj.final_answer is not None else '-'}")
     lines.append(f"termination: {traj.termination or '-'}" + (f"  error: {traj.error}" if traj.error else ""))
     spec = f"  (spec {traj.reward_spec})" if traj.reward_spec else ""
@@ -90,7 +88,7 @@ def format_trajectory(traj: Trajectory, limit: int = 600) -> str:
     return "\n".join(lines)
 
 
-def format_run_summary(store: "Store", limit: int | None = 50, **filters: Any) -> str:
+def format_run_summary(store: Store, limit: int | None = 50, **filters: Any) -> str:
     """A table of the store's trajectories (newest `limit` by default) plus totals."""
     df = store.query(**filters)
     total = len(df)
@@ -102,9 +100,11 @@ def format_run_summary(store: "Store", limit: int | None = 50, **filters: Any) -
     for r in shown.itertuples():
         hops = "-" if r.hops is None or str(r.hops) == "<NA>" else str(r.hops)
         reward = "-" if r.reward != r.reward or r.reward is None else f"{r.reward:.3f}"
-        rows.append(f"{r.id[:12]:<12} {_short(r.role, 9):<9} {hops:>4} {r.num_steps:>5} "
-                    f"{r.num_tool_calls:>5} {reward:>7}  {_short(r.termination or '-', 12):<12} "
-                    f"{_short((r.question or '').replace(chr(10), ' '), 60)}")
+        rows.append(
+            f"{r.id[:12]:<12} {_short(r.role, 9):<9} {hops:>4} {r.num_steps:>5} "
+            f"{r.num_tool_calls:>5} {reward:>7}  {_short(r.termination or '-', 12):<12} "
+            f"{_short((r.question or '').replace(chr(10), ' '), 60)}"
+        )
     rewards = df["reward"].dropna()
     mean = f"{rewards.mean():.3f}" if len(rewards) else "-"
     terms = ", ".join(f"{k}={v}" for k, v in df["termination"].fillna("-").value_counts().items())

@@ -40,8 +40,7 @@ if TYPE_CHECKING:
 class Store:
     """A run's trajectories, rewards history, metrics and events in `<run_dir>/trajectories.sqlite`."""
 
-    def __init__(self, run_dir: str | os.PathLike[str], *, synchronous: str = "FULL",
-                 _readonly: bool = False) -> None:
+    def __init__(self, run_dir: str | os.PathLike[str], *, synchronous: str = "FULL", _readonly: bool = False) -> None:
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise StoreError(f"synchronous={synchronous!r}; use 'FULL' (default) or 'NORMAL'")
         self.run_dir = Path(run_dir)
@@ -55,7 +54,7 @@ class Store:
         _schema.ensure_schema(self._conn(), self.path, readonly=self.readonly)
 
     @classmethod
-    def open_readonly(cls, run_dir: str | os.PathLike[str]) -> "Store":
+    def open_readonly(cls, run_dir: str | os.PathLike[str]) -> Store:
         """Open for reading only (`mode=ro`): safe from a notebook while a run is writing."""
         return cls(run_dir, _readonly=True)
 
@@ -92,7 +91,7 @@ class Store:
             self._conns.clear()
             self._closed = True
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -119,32 +118,47 @@ class Store:
         now = time.time()
         with self._transaction() as conn:
             for row in rows:
-                before = conn.execute("SELECT rewards_json, reward_spec FROM trajectories WHERE id = ?",
-                                      (row["id"],)).fetchone()
+                before = conn.execute(
+                    "SELECT rewards_json, reward_spec FROM trajectories WHERE id = ?", (row["id"],)
+                ).fetchone()
                 conn.execute(UPSERT, row)
                 # History records each new reward assignment, not every re-write of the same one.
                 if row["rewards_json"] != "{}" and before != (row["rewards_json"], row["reward_spec"]):
-                    conn.execute(HISTORY_INSERT, (row["id"], row["reward_spec"], None,
-                                                   row["rewards_json"], row["reward"], now,
-                                                   "rollout", "written with the trajectory", "{}"))
+                    conn.execute(
+                        HISTORY_INSERT,
+                        (
+                            row["id"],
+                            row["reward_spec"],
+                            None,
+                            row["rewards_json"],
+                            row["reward"],
+                            now,
+                            "rollout",
+                            "written with the trajectory",
+                            "{}",
+                        ),
+                    )
         return len(rows)
 
     def get(self, traj_id: str) -> Trajectory:
-        row = self._conn().execute(f"SELECT {BLOB_COLUMNS} FROM trajectories WHERE id = ?",
-                                   (traj_id,)).fetchone()
+        row = self._conn().execute(f"SELECT {BLOB_COLUMNS} FROM trajectories WHERE id = ?", (traj_id,)).fetchone()
         if row is None:
-            raise StoreError(f"no trajectory {traj_id!r} in {self.path}; list ids with "
-                             "store.query() or resolve a prefix with store.resolve_id()")
+            raise StoreError(
+                f"no trajectory {traj_id!r} in {self.path}; list ids with "
+                "store.query() or resolve a prefix with store.resolve_id()"
+            )
         return from_row(row)
 
     def __contains__(self, traj_id: object) -> bool:
-        return self._conn().execute("SELECT 1 FROM trajectories WHERE id = ?",
-                                    (traj_id,)).fetchone() is not None
+        return self._conn().execute("SELECT 1 FROM trajectories WHERE id = ?", (traj_id,)).fetchone() is not None
 
     def resolve_id(self, prefix: str) -> str:
         """The full id of the one trajectory whose id starts with `prefix`."""
-        rows = self._conn().execute("SELECT id FROM trajectories WHERE id >= ? AND id < ? LIMIT 2",
-                                    (prefix, prefix + "\U0010ffff")).fetchall()
+        rows = (
+            self._conn()
+            .execute("SELECT id FROM trajectories WHERE id >= ? AND id < ? LIMIT 2", (prefix, prefix + "\U0010ffff"))
+            .fetchall()
+        )
         if not rows:
             raise StoreError(f"no trajectory id starts with {prefix!r} in {self.path}")
         if len(rows) > 1:
@@ -158,10 +172,18 @@ class Store:
         for row in cursor:
             yield from_row(row)
 
-    def query(self, run: str | None = None, role: str | None = None, min_reward: float | None = None,
-              max_reward: float | None = None, termination: str | list[str] | None = None,
-              hops: int | list[int] | None = None, policy: str | None = None,
-              limit: int | None = None, **filters: Any) -> "pd.DataFrame":
+    def query(
+        self,
+        run: str | None = None,
+        role: str | None = None,
+        min_reward: float | None = None,
+        max_reward: float | None = None,
+        termination: str | list[str] | None = None,
+        hops: int | list[int] | None = None,
+        policy: str | None = None,
+        limit: int | None = None,
+        **filters: Any,
+    ) -> pd.DataFrame:
         """Summary rows (no blobs) as a DataFrame; `rewards` is a dict column.
 
         Extra filters: `task_id`, `origin` (trajectories whose origin is that id), `ids`. Lists
@@ -169,8 +191,16 @@ class Store:
         """
         import pandas as pd
 
-        filters.update(run=run, role=role, min_reward=min_reward, max_reward=max_reward,
-                       termination=termination, hops=hops, policy=policy, limit=limit)
+        filters.update(
+            run=run,
+            role=role,
+            min_reward=min_reward,
+            max_reward=max_reward,
+            termination=termination,
+            hops=hops,
+            policy=policy,
+            limit=limit,
+        )
         clause, params = where(filters)
         cursor = self._conn().execute(f"SELECT {SUMMARY_SELECT} FROM trajectories {clause}", params)
         df = pd.DataFrame(cursor.fetchall(), columns=list(SUMMARY_COLUMNS))
@@ -203,23 +233,37 @@ class Store:
     def children(self, traj_id: str) -> list[Trajectory]:
         """Trajectories whose lineage names `traj_id` as origin or parent (e.g. a proposer's
         question → its solver attempts)."""
-        rows = self._conn().execute(
-            f"SELECT {BLOB_COLUMNS} FROM trajectories WHERE origin_id = ? OR parent_id = ? "
-            "ORDER BY started_at, rowid", (traj_id, traj_id)).fetchall()
+        rows = (
+            self._conn()
+            .execute(
+                f"SELECT {BLOB_COLUMNS} FROM trajectories WHERE origin_id = ? OR parent_id = ? "
+                "ORDER BY started_at, rowid",
+                (traj_id, traj_id),
+            )
+            .fetchall()
+        )
         return [from_row(r) for r in rows]
 
     def origin(self, traj_id: str) -> Trajectory | None:
         """The trajectory `traj_id` came from (`lineage["origin"]`, else `"parent"`), if stored."""
-        row = self._conn().execute("SELECT COALESCE(origin_id, parent_id) FROM trajectories "
-                                   "WHERE id = ?", (traj_id,)).fetchone()
+        row = (
+            self._conn()
+            .execute("SELECT COALESCE(origin_id, parent_id) FROM trajectories WHERE id = ?", (traj_id,))
+            .fetchone()
+        )
         if row is None:
             raise StoreError(f"no trajectory {traj_id!r} in {self.path}")
         return self.get(row[0]) if row[0] and row[0] in self else None
 
     # -- rewards ---------------------------------------------------------------------------
-    def record_rewards(self, traj_id: str, rewards: dict[str, float], spec_name: str,
-                       spec_json: str | dict[str, Any] | None = None,
-                       provenance: dict[str, Any] | None = None) -> None:
+    def record_rewards(
+        self,
+        traj_id: str,
+        rewards: dict[str, float],
+        spec_name: str,
+        spec_json: str | dict[str, Any] | None = None,
+        provenance: dict[str, Any] | None = None,
+    ) -> None:
         """Make `rewards` the trajectory's current rewards and append them to its history.
 
         `provenance` is e.g. {"author": "alice", "reason": "f1 instead of EM"}; other keys kept."""
@@ -231,16 +275,28 @@ class Store:
         rewards_json = json.dumps({safe_text(str(k)): float(v) for k, v in rewards.items()})
         total = rewards.get("total")
         with self._transaction() as conn:
-            cur = conn.execute("UPDATE trajectories SET reward = ?, rewards_json = ?, reward_spec = ? "
-                               "WHERE id = ?", (total, rewards_json, spec_name, traj_id))
+            cur = conn.execute(
+                "UPDATE trajectories SET reward = ?, rewards_json = ?, reward_spec = ? WHERE id = ?",
+                (total, rewards_json, spec_name, traj_id),
+            )
             if cur.rowcount == 0:
-                raise StoreError(f"no trajectory {traj_id!r} in {self.path}; write it before "
-                                 "recording rewards")
-            conn.execute(HISTORY_INSERT, (traj_id, spec_name, spec_json, rewards_json, total,
-                                           time.time(), prov.pop("author", None),
-                                           prov.pop("reason", None), json.dumps(prov, default=str)))
+                raise StoreError(f"no trajectory {traj_id!r} in {self.path}; write it before recording rewards")
+            conn.execute(
+                HISTORY_INSERT,
+                (
+                    traj_id,
+                    spec_name,
+                    spec_json,
+                    rewards_json,
+                    total,
+                    time.time(),
+                    prov.pop("author", None),
+                    prov.pop("reason", None),
+                    json.dumps(prov, default=str),
+                ),
+            )
 
-    def reward_history(self, traj_id: str) -> "pd.DataFrame":
+    def reward_history(self, traj_id: str) -> pd.DataFrame:
         """Every reward assignment of a trajectory, oldest first."""
         import pandas as pd
 
@@ -249,51 +305,71 @@ class Store:
 
     def reward_records(self, traj_id: str) -> list[dict[str, Any]]:
         """`reward_history` as plain dicts (no pandas)."""
-        rows = self._conn().execute(
-            "SELECT trajectory_id, spec_name, spec_json, rewards_json, total, created_at, author, "
-            "reason, provenance_json FROM rewards_history WHERE trajectory_id = ? ORDER BY seq",
-            (traj_id,)).fetchall()
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT trajectory_id, spec_name, spec_json, rewards_json, total, created_at, author, "
+                "reason, provenance_json FROM rewards_history WHERE trajectory_id = ? ORDER BY seq",
+                (traj_id,),
+            )
+            .fetchall()
+        )
         records = [dict(zip(_HISTORY_COLUMNS, row)) for row in rows]
         for r in records:
             r["rewards"], r["provenance"] = json.loads(r["rewards"]), json.loads(r["provenance"])
         return records
 
     # -- metrics and events ----------------------------------------------------------------
-    def log_metrics(self, run_id: str, step: int, values: dict[str, float],
-                    time_s: float | None = None) -> None:
+    def log_metrics(self, run_id: str, step: int, values: dict[str, float], time_s: float | None = None) -> None:
         """Append one training step's metrics (one transaction)."""
         now = time.time() if time_s is None else time_s
         run_id = _safe(run_id)
-        rows = [(run_id, int(step), safe_text(str(k)), None if v is None else float(v), now)
-                for k, v in values.items()]
+        rows = [(run_id, int(step), safe_text(str(k)), None if v is None else float(v), now) for k, v in values.items()]
         with self._transaction() as conn:
             conn.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?)", rows)
 
-    def metrics(self, run_id: str | None = None, name: str | None = None) -> "pd.DataFrame":
+    def metrics(self, run_id: str | None = None, name: str | None = None) -> pd.DataFrame:
         """Long-format metrics (run_id, step, name, value, time); pivot with
         `df.pivot_table(index="step", columns="name", values="value")`."""
         import pandas as pd
 
         clause, params = _simple_where(run_id=run_id, name=name)
-        rows = self._conn().execute(f"SELECT run_id, step, name, value, time FROM metrics {clause} "
-                                    "ORDER BY run_id, step, rowid", params).fetchall()
+        rows = (
+            self._conn()
+            .execute(
+                f"SELECT run_id, step, name, value, time FROM metrics {clause} ORDER BY run_id, step, rowid", params
+            )
+            .fetchall()
+        )
         return pd.DataFrame(rows, columns=["run_id", "step", "name", "value", "time"])
 
-    def log_event(self, run_id: str, kind: str, payload: dict[str, Any] | None = None,
-                  trajectory_id: str | None = None) -> None:
+    def log_event(
+        self, run_id: str, kind: str, payload: dict[str, Any] | None = None, trajectory_id: str | None = None
+    ) -> None:
         """Append a run event (e.g. kind="iteration_start", payload={"iteration": 3})."""
         with self._transaction() as conn:
-            conn.execute("INSERT INTO events (run_id, kind, trajectory_id, payload_json, time) "
-                         "VALUES (?, ?, ?, ?, ?)",
-                         (_safe(run_id), _safe(kind), _safe(trajectory_id),
-                          json.dumps(safe_json(payload or {}), default=str), time.time()))
+            conn.execute(
+                "INSERT INTO events (run_id, kind, trajectory_id, payload_json, time) VALUES (?, ?, ?, ?, ?)",
+                (
+                    _safe(run_id),
+                    _safe(kind),
+                    _safe(trajectory_id),
+                    json.dumps(safe_json(payload or {}), default=str),
+                    time.time(),
+                ),
+            )
 
-    def events(self, run_id: str | None = None, kind: str | None = None) -> "pd.DataFrame":
+    def events(self, run_id: str | None = None, kind: str | None = None) -> pd.DataFrame:
         import pandas as pd
 
         clause, params = _simple_where(run_id=run_id, kind=kind)
-        rows = self._conn().execute(f"SELECT run_id, kind, trajectory_id, payload_json, time FROM "
-                                    f"events {clause} ORDER BY seq", params).fetchall()
+        rows = (
+            self._conn()
+            .execute(
+                f"SELECT run_id, kind, trajectory_id, payload_json, time FROM events {clause} ORDER BY seq", params
+            )
+            .fetchall()
+        )
         df = pd.DataFrame(rows, columns=["run_id", "kind", "trajectory_id", "payload", "time"])
         df["payload"] = [json.loads(p) for p in df["payload"]]
         return df
@@ -311,15 +387,24 @@ class Store:
 
         return export_parquet(self, path, **filters)
 
-    def to_dataset(self, **filters: Any) -> "datasets.Dataset":
+    def to_dataset(self, **filters: Any) -> datasets.Dataset:
         """The same rows as `export_parquet`, as a Hugging Face `datasets.Dataset`."""
         from workbench.store.export import to_dataset
 
         return to_dataset(self, **filters)
 
 
-_HISTORY_COLUMNS = ("trajectory_id", "spec_name", "spec_json", "rewards", "total", "created_at",
-                    "author", "reason", "provenance")
+_HISTORY_COLUMNS = (
+    "trajectory_id",
+    "spec_name",
+    "spec_json",
+    "rewards",
+    "total",
+    "created_at",
+    "author",
+    "reason",
+    "provenance",
+)
 
 
 def _safe(value: Any) -> Any:

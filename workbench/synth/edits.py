@@ -65,17 +65,19 @@ def inject(graph: PageGraph, qa: SynthQA, target: str, via: str, key: str, extra
         if extra:
             facts = here.values(extra)
             if not facts:
-                raise ToolError(f"{ref.name}'s page has no fact {extra!r}; its keys are "
-                                f"{sorted({f.key for f in here.facts})}")
+                raise ToolError(
+                    f"{ref.name}'s page has no fact {extra!r}; its keys are {sorted({f.key for f in here.facts})}"
+                )
             f = facts[0]
             clues.append(Clue(extra, Ref(f.value, f.value_url) if f.value_url else f.value))
             new.append(_statement(here, extra, f.value))
         node = Desc(kind=here.kind, clues=tuple(clues))
     else:
-        raise ToolError(f"no fact {key!r} links {there.title!r} and {ref.name!r}; call links({ref.url!r}) "
-                        "for the pages and keys that do")
-    return SynthQA(qa.answer, qa.answer_url, qa.answer_kind, replace(qa.tree, ref, node),
-                   qa.statements + new)
+        raise ToolError(
+            f"no fact {key!r} links {there.title!r} and {ref.name!r}; call links({ref.url!r}) "
+            "for the pages and keys that do"
+        )
+    return SynthQA(qa.answer, qa.answer_url, qa.answer_kind, replace(qa.tree, ref, node), qa.statements + new)
 
 
 def _spans(value: Value) -> list[Clue]:
@@ -104,8 +106,10 @@ def fuzz(graph: PageGraph, qa: SynthQA, key: str) -> SynthQA:
     """Blur the number the question gives for `key` one step (the statements stay the same)."""
     clues = [c for c in _spans(qa.tree) if c.key == key]
     if not clues:
-        raise ToolError(f"the question gives no number for {key!r}; fuzzable keys: "
-                        f"{sorted({c.key for c in _spans(qa.tree)}) or 'none (inject one with extra=)'}")
+        raise ToolError(
+            f"the question gives no number for {key!r}; fuzzable keys: "
+            f"{sorted({c.key for c in _spans(qa.tree)}) or 'none (inject one with extra=)'}"
+        )
     clue = clues[0]
     new = blur(clue.value)  # type: ignore[arg-type]
     if new is None:
@@ -124,11 +128,20 @@ def edit_options(graph: PageGraph, qa: SynthQA) -> list[dict[str, Any]]:
             if f.subject_url not in used:
                 out.append({"action": "inject", "target": ref.name, "via": f.subject_url, "key": f.key})
         here = graph.info(ref.url)
-        extras = [f.key for f in here.facts if not f.value_url and f.value.isdigit() and norm(f.value) != norm(qa.answer)]
+        extras = [
+            f.key for f in here.facts if not f.value_url and f.value.isdigit() and norm(f.value) != norm(qa.answer)
+        ]
         for f in here.facts:
             if f.value_url and f.value_url not in used:
-                out.append({"action": "inject", "target": ref.name, "via": f.value_url, "key": f.key,
-                            "extra": extras[0] if extras else ""})
+                out.append(
+                    {
+                        "action": "inject",
+                        "target": ref.name,
+                        "via": f.value_url,
+                        "key": f.key,
+                        "extra": extras[0] if extras else "",
+                    }
+                )
     for clue in _spans(qa.tree):
         if blur(clue.value) is not None:  # type: ignore[arg-type]
             out.append({"action": "fuzz", "key": clue.key})
@@ -140,8 +153,9 @@ def apply_edit(graph: PageGraph, qa: SynthQA, action: dict[str, Any]) -> SynthQA
     kind = action.get("action")
     try:
         if kind == "inject":
-            return inject(graph, qa, str(action["target"]), str(action["via"]), str(action["key"]),
-                          str(action.get("extra") or ""))
+            return inject(
+                graph, qa, str(action["target"]), str(action["via"]), str(action["key"]), str(action.get("extra") or "")
+            )
         if kind == "fuzz":
             return fuzz(graph, qa, str(action["key"]))
     except KeyError as exc:

@@ -20,12 +20,10 @@ direct attempt is a "direct_solver" trajectory whose lineage origin is the synth
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import random
 import re
 import time
-import uuid
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -137,8 +135,11 @@ class PolicySynthesizer:
         from workbench.blocking import run_blocking
         from workbench.policies.base import SamplingParams
 
-        prompt = _action_template().render(answer=qa.answer, question=qa.question, hops=qa.hops, ready=ready,
-                                           options=options[:40]).strip()
+        prompt = (
+            _action_template()
+            .render(answer=qa.answer, question=qa.question, hops=qa.hops, ready=ready, options=options[:40])
+            .strip()
+        )
         ids = self.policy.codec.chat([{"role": "user", "content": prompt}])
         params = SamplingParams(max_new_tokens=self.max_new_tokens, temperature=self.temperature, top_p=0.95)
         [completion] = run_blocking(self.policy.generate([list(ids)], params))
@@ -162,53 +163,111 @@ class Synthesis:
         """The Search-R1 QA row of an accepted synthesis."""
         assert self.qa is not None
         qa = self.qa
-        return {"id": f"synth-{self.trajectory.id[:12]}", "question": qa.question, "golden_answers": [qa.answer],
-                "data_source": "asearcher_synth",
-                "metadata": {"source": "synthesis", "hops": qa.hops, "statements": [s.to_dict() for s in qa.statements],
-                             "urls": qa.urls, "direct_accuracy": self.direct_accuracy,
-                             "seed_direct_accuracy": self.seed_direct_accuracy, "edit_history": self.history,
-                             "answer_url": qa.answer_url, "tree": qa.to_dict()["tree"],
-                             "origin": self.trajectory.id,
-                             "iteration": self.trajectory.metadata.get("iteration", 0)}}
+        return {
+            "id": f"synth-{self.trajectory.id[:12]}",
+            "question": qa.question,
+            "golden_answers": [qa.answer],
+            "data_source": "asearcher_synth",
+            "metadata": {
+                "source": "synthesis",
+                "hops": qa.hops,
+                "statements": [s.to_dict() for s in qa.statements],
+                "urls": qa.urls,
+                "direct_accuracy": self.direct_accuracy,
+                "seed_direct_accuracy": self.seed_direct_accuracy,
+                "edit_history": self.history,
+                "answer_url": qa.answer_url,
+                "tree": qa.to_dict()["tree"],
+                "origin": self.trajectory.id,
+                "iteration": self.trajectory.metadata.get("iteration", 0),
+            },
+        }
 
 
-def attempt_trajectories(verdict: Verdict, qa: SynthQA, origin: str, step: int, run_id: str,
-                         policy_name: str) -> list[Trajectory]:
+def attempt_trajectories(
+    verdict: Verdict, qa: SynthQA, origin: str, step: int, run_id: str, policy_name: str
+) -> list[Trajectory]:
     """One "direct_solver" trajectory per direct attempt of a verification, linked to `origin`."""
     out = []
     for j, a in enumerate(verdict.attempts):
-        task = Task(id=f"{origin[:12]}-e{step}-a{j}", question=qa.question, golden_answers=[qa.answer],
-                    metadata={"origin": origin, "edit": step, "attempt": j, "hops": qa.hops, "source": "synthesis"})
-        t = Trajectory(task=task, run_id=run_id, role="direct_solver",
-                       lineage={"origin": origin, "policy": policy_name},
-                       steps=[Step(0, a.text, format_flags=list(a.flags), completion_ids=a.completion_ids,
-                                   logprobs=a.logprobs, finish_reason="stop")],
-                       final_answer=a.answer, termination="submitted" if a.answer is not None else "error",
-                       error=None if a.answer is not None else "no <answer> tag in the output",
-                       rewards={"exact_match": float(a.correct), "total": float(a.correct)}, reward_spec="em")
+        task = Task(
+            id=f"{origin[:12]}-e{step}-a{j}",
+            question=qa.question,
+            golden_answers=[qa.answer],
+            metadata={"origin": origin, "edit": step, "attempt": j, "hops": qa.hops, "source": "synthesis"},
+        )
+        t = Trajectory(
+            task=task,
+            run_id=run_id,
+            role="direct_solver",
+            lineage={"origin": origin, "policy": policy_name},
+            steps=[
+                Step(
+                    0,
+                    a.text,
+                    format_flags=list(a.flags),
+                    completion_ids=a.completion_ids,
+                    logprobs=a.logprobs,
+                    finish_reason="stop",
+                )
+            ],
+            final_answer=a.answer,
+            termination="submitted" if a.answer is not None else "error",
+            error=None if a.answer is not None else "no <answer> tag in the output",
+            rewards={"exact_match": float(a.correct), "total": float(a.correct)},
+            reward_spec="em",
+        )
         t.ended_at = time.time()
         out.append(t)
     return out
 
 
-def _step(index: int, raw: str, action: dict[str, Any] | None, verdict: Verdict | None, qa: SynthQA | None,
-          flags: list[str], note: str = "") -> Step:
+def _step(
+    index: int,
+    raw: str,
+    action: dict[str, Any] | None,
+    verdict: Verdict | None,
+    qa: SynthQA | None,
+    flags: list[str],
+    note: str = "",
+) -> Step:
     kept = bool(verdict and verdict.ok)
     obs = note or (verdict.summary() if verdict else "")
-    return Step(index, raw, think=json.dumps(action) if action else None, format_flags=flags,
-                observation_text=obs,
-                notepad={"question": qa.question if qa else "", "hops": qa.hops if qa else 0, "kept": kept,
-                         "reason": verdict.reason if verdict else (flags[0] if flags else None),
-                         "direct_accuracy": verdict.direct_accuracy if verdict else None})
+    return Step(
+        index,
+        raw,
+        think=json.dumps(action) if action else None,
+        format_flags=flags,
+        observation_text=obs,
+        notepad={
+            "question": qa.question if qa else "",
+            "hops": qa.hops if qa else 0,
+            "kept": kept,
+            "reason": verdict.reason if verdict else (flags[0] if flags else None),
+            "direct_accuracy": verdict.direct_accuracy if verdict else None,
+        },
+    )
 
 
-def synthesize_one(graph: PageGraph, url: str, synthesizer: Synthesizer, verifier: Verifier,
-                   config: SynthesisConfig, *, run_id: str = "", index: int = 0) -> Synthesis:
+def synthesize_one(
+    graph: PageGraph,
+    url: str,
+    synthesizer: Synthesizer,
+    verifier: Verifier,
+    config: SynthesisConfig,
+    *,
+    run_id: str = "",
+    index: int = 0,
+) -> Synthesis:
     """One synthesis from the page at `url` (see the module docstring). Never raises for model output."""
     rng = random.Random(config.seed * 1_000_003 + index)
-    traj = Trajectory(task=Task(id=f"synth-{index}", question="", golden_answers=[]), run_id=run_id,
-                      role="synthesizer", lineage={"policy": synthesizer.name, "seed_url": url},
-                      metadata={"iteration": config.iteration, "seed_url": url})
+    traj = Trajectory(
+        task=Task(id=f"synth-{index}", question="", golden_answers=[]),
+        run_id=run_id,
+        role="synthesizer",
+        lineage={"policy": synthesizer.name, "seed_url": url},
+        metadata={"iteration": config.iteration, "seed_url": url},
+    )
     history: list[dict[str, Any]] = []
     attempts: list[Trajectory] = []
     policy_name = getattr(getattr(verifier.direct, "policy", None), "name", "")
@@ -220,19 +279,43 @@ def synthesize_one(graph: PageGraph, url: str, synthesizer: Synthesizer, verifie
     try:
         qa = seed_qa(graph, url, rng=rng)
     except ToolError as exc:
-        traj.steps.append(_step(0, json.dumps({"action": "seed", "url": url}), None, None, None, ["seed_failed"], str(exc)))
+        traj.steps.append(
+            _step(0, json.dumps({"action": "seed", "url": url}), None, None, None, ["seed_failed"], str(exc))
+        )
         return _finish(traj, None, False, None, None, history, attempts, "error", str(exc))
-    traj.task = Task(id=f"synth-{traj.id[:12]}", question=qa.question, golden_answers=[qa.answer],
-                     metadata={"hops": qa.hops, "seed_url": url, "source": "synthesis", "iteration": config.iteration})
+    traj.task = Task(
+        id=f"synth-{traj.id[:12]}",
+        question=qa.question,
+        golden_answers=[qa.answer],
+        metadata={"hops": qa.hops, "seed_url": url, "source": "synthesis", "iteration": config.iteration},
+    )
     verdict = verifier.check(qa, qa.statements)
     seed_ok = verdict.ok or verdict.reason == "too_easy"
     seed_acc = verdict.direct_accuracy
-    traj.steps.append(_step(0, json.dumps({"action": "seed", "url": url}), {"action": "seed", "url": url},
-                            verdict, qa, [], "seed " + ("kept" if seed_ok else verdict.summary())
-                            + ("" if seed_acc is None else f"; direct accuracy {seed_acc:.2f}")))
+    traj.steps.append(
+        _step(
+            0,
+            json.dumps({"action": "seed", "url": url}),
+            {"action": "seed", "url": url},
+            verdict,
+            qa,
+            [],
+            "seed "
+            + ("kept" if seed_ok else verdict.summary())
+            + ("" if seed_acc is None else f"; direct accuracy {seed_acc:.2f}"),
+        )
+    )
     record(verdict, qa)
-    history.append({"action": "seed", "url": url, "question": qa.question, "kept": seed_ok,
-                    "reason": None if seed_ok else verdict.reason, "direct_accuracy": seed_acc})
+    history.append(
+        {
+            "action": "seed",
+            "url": url,
+            "question": qa.question,
+            "kept": seed_ok,
+            "reason": None if seed_ok else verdict.reason,
+            "direct_accuracy": seed_acc,
+        }
+    )
     if not seed_ok:
         return _finish(traj, qa, False, seed_acc, seed_acc, history, attempts, "error", verdict.detail)
     accuracy, rejected = seed_acc, []
@@ -247,8 +330,17 @@ def synthesize_one(graph: PageGraph, url: str, synthesizer: Synthesizer, verifie
             continue
         action = parse_action(raw)
         if action is None:
-            traj.steps.append(_step(turn, raw, None, None, qa, ["malformed_action"],
-                                    "no valid <action>{json}</action>: the turn is skipped"))
+            traj.steps.append(
+                _step(
+                    turn,
+                    raw,
+                    None,
+                    None,
+                    qa,
+                    ["malformed_action"],
+                    "no valid <action>{json}</action>: the turn is skipped",
+                )
+            )
             history.append({"action": None, "kept": False, "reason": "malformed"})
             continue
         if action["action"] == "exit":
@@ -261,11 +353,18 @@ def synthesize_one(graph: PageGraph, url: str, synthesizer: Synthesizer, verifie
             history.append({**action, "kept": False, "reason": "malformed"})
             rejected.append(action)
             continue
-        verdict = verifier.check(candidate, candidate.statements[len(qa.statements):])
+        verdict = verifier.check(candidate, candidate.statements[len(qa.statements) :])
         traj.steps.append(_step(turn, raw, action, verdict, candidate, []))
         record(verdict, candidate)
-        history.append({**action, "question": candidate.question, "kept": verdict.ok, "reason": verdict.reason,
-                        "direct_accuracy": verdict.direct_accuracy})
+        history.append(
+            {
+                **action,
+                "question": candidate.question,
+                "kept": verdict.ok,
+                "reason": verdict.reason,
+                "direct_accuracy": verdict.direct_accuracy,
+            }
+        )
         if verdict.ok:
             qa, accuracy, rejected = candidate, verdict.direct_accuracy, []
         else:
@@ -274,18 +373,32 @@ def synthesize_one(graph: PageGraph, url: str, synthesizer: Synthesizer, verifie
     return _finish(traj, qa, accepted, accuracy, seed_acc, history, attempts, "submitted" if accepted else "max_steps")
 
 
-def _finish(traj: Trajectory, qa: SynthQA | None, accepted: bool, accuracy: float | None, seed_acc: float | None,
-            history: list[dict[str, Any]], attempts: list[Trajectory], termination: str, error: str | None = None) -> Synthesis:
+def _finish(
+    traj: Trajectory,
+    qa: SynthQA | None,
+    accepted: bool,
+    accuracy: float | None,
+    seed_acc: float | None,
+    history: list[dict[str, Any]],
+    attempts: list[Trajectory],
+    termination: str,
+    error: str | None = None,
+) -> Synthesis:
     traj.final_answer = qa.answer if qa else None
     traj.termination, traj.error, traj.ended_at = termination, error if not accepted else None, time.time()
     difficulty = 1.0 - accuracy if accuracy is not None else 0.0
     traj.rewards = {"accepted": float(accepted), "difficulty": difficulty, "total": float(accepted) * difficulty}
     traj.reward_spec = "synthesis"
-    traj.metadata["synthesis"] = {"accepted": accepted, "direct_accuracy": accuracy,
-                                  "seed_direct_accuracy": seed_acc, "edits": len(history) - 1,
-                                  "kept_edits": sum(bool(h.get("kept")) for h in history[1:]),
-                                  "hops": qa.hops if qa else 0, "qa": qa.to_dict() if qa else None,
-                                  "edit_history": history}
+    traj.metadata["synthesis"] = {
+        "accepted": accepted,
+        "direct_accuracy": accuracy,
+        "seed_direct_accuracy": seed_acc,
+        "edits": len(history) - 1,
+        "kept_edits": sum(bool(h.get("kept")) for h in history[1:]),
+        "hops": qa.hops if qa else 0,
+        "qa": qa.to_dict() if qa else None,
+        "edit_history": history,
+    }
     if qa is not None:
         traj.metadata["question"] = qa.question
         traj.task.metadata["hops"] = qa.hops
@@ -309,14 +422,25 @@ class SynthesisResult:
     def stats(self) -> dict[str, float]:
         n, acc = len(self.syntheses), self.accepted
         edits = [h for s in self.syntheses for h in s.history[1:]]
-        return {"synthesis/count": float(n), "synthesis/acceptance_rate": len(acc) / max(n, 1),
-                "synthesis/edit_keep_rate": sum(bool(h.get("kept")) for h in edits) / max(len(edits), 1),
-                "synthesis/difficulty": sum(1 - (s.direct_accuracy or 0.0) for s in acc) / max(len(acc), 1),
-                "synthesis/hops": sum(s.qa.hops for s in acc if s.qa) / max(len(acc), 1)}
+        return {
+            "synthesis/count": float(n),
+            "synthesis/acceptance_rate": len(acc) / max(n, 1),
+            "synthesis/edit_keep_rate": sum(bool(h.get("kept")) for h in edits) / max(len(edits), 1),
+            "synthesis/difficulty": sum(1 - (s.direct_accuracy or 0.0) for s in acc) / max(len(acc), 1),
+            "synthesis/hops": sum(s.qa.hops for s in acc if s.qa) / max(len(acc), 1),
+        }
 
 
-def run_synthesis(graph: PageGraph, synthesizer: Synthesizer, direct_policy: Any, *, seeds: list[str] | None = None,
-                  config: SynthesisConfig | None = None, store: Any = None, verifier: Verifier | None = None) -> SynthesisResult:
+def run_synthesis(
+    graph: PageGraph,
+    synthesizer: Synthesizer,
+    direct_policy: Any,
+    *,
+    seeds: list[str] | None = None,
+    config: SynthesisConfig | None = None,
+    store: Any = None,
+    verifier: Verifier | None = None,
+) -> SynthesisResult:
     """Synthesize from each seed url (default: `config.seeds` random entity pages of `graph`)."""
     config = config or SynthesisConfig()
     config.validate()
@@ -325,9 +449,11 @@ def run_synthesis(graph: PageGraph, synthesizer: Synthesizer, direct_policy: Any
         if not pages:
             raise ConfigError("the page graph knows no pages with facts; call graph.crawl([start_url]) first")
         seeds = random.Random(config.seed).sample(pages, min(config.seeds, len(pages)))
-    verifier = verifier or Verifier(graph, DirectSolver(direct_policy, n=config.direct_attempts,
-                                                        temperature=config.direct_temperature, seed=config.seed),
-                                    max_direct_accuracy=config.max_direct_accuracy)
+    verifier = verifier or Verifier(
+        graph,
+        DirectSolver(direct_policy, n=config.direct_attempts, temperature=config.direct_temperature, seed=config.seed),
+        max_direct_accuracy=config.max_direct_accuracy,
+    )
     run_id = config.resolved_run_id
     out: list[Synthesis] = []
     from tqdm.auto import tqdm
@@ -355,5 +481,16 @@ def write_qa(path: Path, rows: list[dict[str, Any]]) -> Path:
     return Path(path)
 
 
-__all__ = ["PolicySynthesizer", "ScriptedSynthesizer", "Synthesis", "SynthesisConfig", "SynthesisResult",
-           "Synthesizer", "attempt_trajectories", "parse_action", "run_synthesis", "synthesize_one", "write_qa"]
+__all__ = [
+    "PolicySynthesizer",
+    "ScriptedSynthesizer",
+    "Synthesis",
+    "SynthesisConfig",
+    "SynthesisResult",
+    "Synthesizer",
+    "attempt_trajectories",
+    "parse_action",
+    "run_synthesis",
+    "synthesize_one",
+    "write_qa",
+]

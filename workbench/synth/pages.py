@@ -17,8 +17,9 @@ from __future__ import annotations
 import re
 import threading
 from collections import defaultdict, deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from workbench.errors import ToolError
 from workbench.synth.qa import Desc, Ref, Span, Value

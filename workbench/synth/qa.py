@@ -57,7 +57,7 @@ class Clue:
     """`whose <key> is <value>`."""
 
     key: str
-    value: "Value"
+    value: Value
 
 
 @dataclass(frozen=True)
@@ -66,13 +66,15 @@ class Desc:
 
     kind: str = ""
     of_key: str = ""
-    of_subject: "Value | None" = None
+    of_subject: Value | None = None
     clues: tuple[Clue, ...] = ()
 
     def __post_init__(self) -> None:
         if bool(self.of_key) == bool(self.clues):
-            raise ConfigError("a Desc is either `the KEY of X` (of_key, of_subject) or "
-                              "`the KIND whose ...` (clues), not both or neither")
+            raise ConfigError(
+                "a Desc is either `the KEY of X` (of_key, of_subject) or "
+                "`the KIND whose ...` (clues), not both or neither"
+            )
 
 
 Value = Union[Ref, Span, Desc, str]  # str: a literal (a year, an occupation) or a name read from text
@@ -89,8 +91,7 @@ def render(value: Value) -> str:
     if value.of_key:
         return f"the {value.of_key} of {render(value.of_subject)}"  # type: ignore[arg-type]
     clues = sorted(value.clues, key=lambda c: isinstance(c.value, Desc))  # a nested D comes last
-    return f"the {value.kind or 'one'} whose " + " and whose ".join(
-        f"{c.key} is {render(c.value)}" for c in clues)
+    return f"the {value.kind or 'one'} whose " + " and whose ".join(f"{c.key} is {render(c.value)}" for c in clues)
 
 
 def render_question(root: Value, answer_kind: str = "") -> str:
@@ -135,8 +136,8 @@ def _parse_desc(text: str) -> Value:
     if of_at < 0 and whose_at < 0:
         return text  # a name that starts with "the"
     if of_at >= 0 and (whose_at < 0 or of_at < whose_at):
-        return Desc(of_key=body[:of_at], of_subject=_parse_value(body[of_at + 4:]))
-    kind, rest = body[:whose_at], body[whose_at + 7:]
+        return Desc(of_key=body[:of_at], of_subject=_parse_value(body[of_at + 4 :]))
+    kind, rest = body[:whose_at], body[whose_at + 7 :]
     clues: list[Clue] = []
     while True:
         key, sep, rest = rest.partition(" is ")
@@ -209,8 +210,13 @@ def replace(value: Value, old: Value | Clue, new: Value | Clue) -> Value:
         return value
     if value.of_key:
         return Desc(kind=value.kind, of_key=value.of_key, of_subject=replace(value.of_subject, old, new))  # type: ignore[arg-type]
-    return Desc(kind=value.kind, clues=tuple(new if c == old else Clue(c.key, replace(c.value, old, new))  # type: ignore[misc]
-                                             for c in value.clues))
+    return Desc(
+        kind=value.kind,
+        clues=tuple(
+            new if c == old else Clue(c.key, replace(c.value, old, new))  # type: ignore[misc]
+            for c in value.clues
+        ),
+    )
 
 
 @dataclass
@@ -252,16 +258,40 @@ class SynthQA:
         return len(self.statements)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"question": self.question, "answer": self.answer, "answer_url": self.answer_url,
-                "answer_kind": self.answer_kind, "tree": to_json(self.tree),
-                "statements": [s.to_dict() for s in self.statements]}
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "answer_url": self.answer_url,
+            "answer_kind": self.answer_kind,
+            "tree": to_json(self.tree),
+            "statements": [s.to_dict() for s in self.statements],
+        }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "SynthQA":
-        return cls(str(data["answer"]), str(data.get("answer_url", "")), str(data.get("answer_kind", "")),
-                   from_json(data["tree"]), [Statement(**s) for s in data.get("statements", [])],
-                   str(data.get("question", "")))
+    def from_dict(cls, data: dict[str, Any]) -> SynthQA:
+        return cls(
+            str(data["answer"]),
+            str(data.get("answer_url", "")),
+            str(data.get("answer_kind", "")),
+            from_json(data["tree"]),
+            [Statement(**s) for s in data.get("statements", [])],
+            str(data.get("question", "")),
+        )
 
 
-__all__ = ["Clue", "Desc", "Ref", "Span", "Statement", "SynthQA", "Value", "from_json", "parse_question",
-           "refs", "render", "render_question", "replace", "to_json"]
+__all__ = [
+    "Clue",
+    "Desc",
+    "Ref",
+    "Span",
+    "Statement",
+    "SynthQA",
+    "Value",
+    "from_json",
+    "parse_question",
+    "refs",
+    "render",
+    "render_question",
+    "replace",
+    "to_json",
+]

@@ -13,7 +13,8 @@ from the prompt text, as a model would, and varies its guesses with the sampling
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from workbench.errors import ToolError
 from workbench.policies.base import ByteCodec, Completion, SamplingParams

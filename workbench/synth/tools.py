@@ -18,13 +18,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from workbench.errors import ToolError
 from workbench.synth.edits import apply_edit, edit_options, seed_qa
-from workbench.synth.loop import (ScriptedSynthesizer, Synthesis, SynthesisConfig, SynthesisResult, _finish,
-                                  attempt_trajectories, write_qa)
+from workbench.synth.loop import (
+    ScriptedSynthesizer,
+    Synthesis,
+    SynthesisConfig,
+    SynthesisResult,
+    _finish,
+    attempt_trajectories,
+    write_qa,
+)
 from workbench.synth.pages import PageGraph
 from workbench.synth.qa import SynthQA
 from workbench.synth.verify import DirectSolver, Verdict, Verifier
@@ -34,8 +42,15 @@ from workbench.trajectory import Task, Trajectory
 class SynthesisSession:
     """The host-side state of one REPL synthesis: the kept QA, a pending edit, the history."""
 
-    def __init__(self, graph: PageGraph, verifier: Verifier, seed_url: str, *, config: SynthesisConfig | None = None,
-                 window_chars: int = 4000) -> None:
+    def __init__(
+        self,
+        graph: PageGraph,
+        verifier: Verifier,
+        seed_url: str,
+        *,
+        config: SynthesisConfig | None = None,
+        window_chars: int = 4000,
+    ) -> None:
         self.graph, self.verifier, self.seed_url = graph, verifier, seed_url
         self.config = config or SynthesisConfig()
         self.window_chars = window_chars
@@ -44,9 +59,16 @@ class SynthesisSession:
         self.seed_ok = seed.ok or seed.reason == "too_easy"
         self.seed_accuracy = self.accuracy = seed.direct_accuracy
         self.pending: tuple[dict[str, Any], SynthQA] | None = None
-        self.history: list[dict[str, Any]] = [{"action": "seed", "url": seed_url, "question": self.qa.question,
-                                               "kept": self.seed_ok, "reason": None if self.seed_ok else seed.reason,
-                                               "direct_accuracy": seed.direct_accuracy}]
+        self.history: list[dict[str, Any]] = [
+            {
+                "action": "seed",
+                "url": seed_url,
+                "question": self.qa.question,
+                "kept": self.seed_ok,
+                "reason": None if self.seed_ok else seed.reason,
+                "direct_accuracy": seed.direct_accuracy,
+            }
+        ]
         self.verdicts: list[tuple[int, Verdict, SynthQA]] = [(0, seed, self.qa)]
         self.submitted = False
 
@@ -83,10 +105,17 @@ class SynthesisSession:
             raise ToolError("nothing to verify: propose an edit with inject(...) or fuzz(...) first")
         action, cand = self.pending
         self.pending = None
-        verdict = self.verifier.check(cand, cand.statements[len(self.qa.statements):])
+        verdict = self.verifier.check(cand, cand.statements[len(self.qa.statements) :])
         self.verdicts.append((len(self.history), verdict, cand))
-        self.history.append({**action, "question": cand.question, "kept": verdict.ok, "reason": verdict.reason,
-                             "direct_accuracy": verdict.direct_accuracy})
+        self.history.append(
+            {
+                **action,
+                "question": cand.question,
+                "kept": verdict.ok,
+                "reason": verdict.reason,
+                "direct_accuracy": verdict.direct_accuracy,
+            }
+        )
         if verdict.ok:
             self.qa, self.accuracy = cand, verdict.direct_accuracy
         return f"{verdict.summary()}\nQA: {self.qa.question} | facts: {self.qa.hops}"
@@ -104,35 +133,59 @@ class SynthesisSession:
     def tools(self) -> Any:
         from workbench.tools import ToolRegistry, make_tool
 
-        return ToolRegistry([make_tool(self.browse, name="browse"), make_tool(self.links, name="links"),
-                             make_tool(self.inject, name="inject"), make_tool(self.fuzz, name="fuzz"),
-                             make_tool(self.verify, name="verify"), make_tool(self.submit, name="submit", final=True)])
+        return ToolRegistry(
+            [
+                make_tool(self.browse, name="browse"),
+                make_tool(self.links, name="links"),
+                make_tool(self.inject, name="inject"),
+                make_tool(self.fuzz, name="fuzz"),
+                make_tool(self.verify, name="verify"),
+                make_tool(self.submit, name="submit", final=True),
+            ]
+        )
 
     # -- the record ---------------------------------------------------------------------------
     def task(self) -> Task:
         import jinja2
 
         text = (Path(__file__).parent / "prompts" / "repl_task.j2").read_text(encoding="utf-8")
-        prompt = jinja2.Template(text).render(question=self.qa.question if not self.history[1:] else
-                                              self.history[0]["question"], answer=self.qa.answer, url=self.seed_url)
-        return Task(id=f"synth-{abs(hash((self.seed_url, self.qa.question))) % 10**10}", question=prompt.strip(),
-                    golden_answers=[self.qa.answer],
-                    metadata={"hops": self.qa.hops, "seed_url": self.seed_url, "source": "synthesis",
-                              "iteration": self.config.iteration})
+        prompt = jinja2.Template(text).render(
+            question=self.qa.question if not self.history[1:] else self.history[0]["question"],
+            answer=self.qa.answer,
+            url=self.seed_url,
+        )
+        return Task(
+            id=f"synth-{abs(hash((self.seed_url, self.qa.question))) % 10**10}",
+            question=prompt.strip(),
+            golden_answers=[self.qa.answer],
+            metadata={
+                "hops": self.qa.hops,
+                "seed_url": self.seed_url,
+                "source": "synthesis",
+                "iteration": self.config.iteration,
+            },
+        )
 
     def finish(self, traj: Trajectory, run_id: str = "") -> Synthesis:
         """Fill `traj` (the episode) with the synthesis record; returns it with the attempt trajectories."""
         policy_name = getattr(getattr(self.verifier.direct, "policy", None), "name", "")
-        attempts = [a for step, v, qa in self.verdicts
-                    for a in attempt_trajectories(v, qa, traj.id, step, run_id, policy_name)]
+        attempts = [
+            a for step, v, qa in self.verdicts for a in attempt_trajectories(v, qa, traj.id, step, run_id, policy_name)
+        ]
         traj.role = "synthesizer"
         traj.metadata.update(iteration=self.config.iteration, seed_url=self.seed_url)
         acc = self.accuracy
-        accepted = (self.seed_ok and self.submitted and self.qa.hops >= self.config.min_hops
-                    and acc is not None and acc <= self.config.max_direct_accuracy)
+        accepted = (
+            self.seed_ok
+            and self.submitted
+            and self.qa.hops >= self.config.min_hops
+            and acc is not None
+            and acc <= self.config.max_direct_accuracy
+        )
         termination, error = traj.termination, traj.error
-        s = _finish(traj, self.qa, accepted, acc, self.seed_accuracy, self.history, attempts,
-                    termination or "max_steps", error)
+        s = _finish(
+            traj, self.qa, accepted, acc, self.seed_accuracy, self.history, attempts, termination or "max_steps", error
+        )
         traj.termination = termination or traj.termination
         return s
 
@@ -150,8 +203,9 @@ def repl_teacher(session: SynthesisSession, *, target_hops: int = 3, seed: int =
         if n == 0:
             return f"<think>Look at what links to the seed page.</think>\n<code>\nprint(links({session.seed_url!r}))\n</code>"
         if session.history[-1].get("kept") is False and session.history[-1]["action"] != "seed":
-            rejected.append({k: v for k, v in session.history[-1].items()
-                             if k in ("action", "target", "via", "key", "extra")})
+            rejected.append(
+                {k: v for k, v in session.history[-1].items() if k in ("action", "target", "via", "key", "extra")}
+            )
         ready = session.accuracy == 0.0 and session.qa.hops >= session.config.min_hops
         action = json.loads(chooser.choose(session.qa, edit_options(session.graph, session.qa), ready, rejected))
         if action["action"] == "exit":
@@ -165,9 +219,17 @@ def repl_teacher(session: SynthesisSession, *, target_hops: int = 3, seed: int =
     return ScriptedPolicy(turn, name="repl-synthesizer-teacher")
 
 
-async def arun_repl_synthesis(graph: PageGraph, policy: Any | Callable[[SynthesisSession], Any], direct_policy: Any, *,
-                              seeds: list[str], config: SynthesisConfig | None = None, store: Any = None,
-                              agent_config: Any = None, concurrency: int = 2) -> SynthesisResult:
+async def arun_repl_synthesis(
+    graph: PageGraph,
+    policy: Any | Callable[[SynthesisSession], Any],
+    direct_policy: Any,
+    *,
+    seeds: list[str],
+    config: SynthesisConfig | None = None,
+    store: Any = None,
+    agent_config: Any = None,
+    concurrency: int = 2,
+) -> SynthesisResult:
     """One NB-Agent synthesis episode per seed url; `policy` is a Policy or a factory `session -> Policy`."""
     from workbench.agent.config import AgentConfig
     from workbench.agent.runner import NBAgent
@@ -176,18 +238,28 @@ async def arun_repl_synthesis(graph: PageGraph, policy: Any | Callable[[Synthesi
     config = config or SynthesisConfig()
     config.validate()
     agent_config = agent_config or AgentConfig(max_steps=config.max_edits + 2, max_context_tokens=16384)
-    verifier = Verifier(graph, DirectSolver(direct_policy, n=config.direct_attempts,
-                                            temperature=config.direct_temperature, seed=config.seed),
-                        max_direct_accuracy=config.max_direct_accuracy)
+    verifier = Verifier(
+        graph,
+        DirectSolver(direct_policy, n=config.direct_attempts, temperature=config.direct_temperature, seed=config.seed),
+        max_direct_accuracy=config.max_direct_accuracy,
+    )
     run_id = config.resolved_run_id
     sem = asyncio.Semaphore(concurrency)
     async with kernel_pool(agent_config, concurrency) as pool:
+
         async def one(url: str) -> Synthesis:
             async with sem:
                 session = await asyncio.to_thread(SynthesisSession, graph, verifier, url, config=config)
                 pol = policy(session) if callable(policy) and not hasattr(policy, "generate") else policy
-                agent = NBAgent(pol, tools=session.tools(), config=agent_config, pool=pool, run_id=run_id,
-                                role="synthesizer", concurrency=1)
+                agent = NBAgent(
+                    pol,
+                    tools=session.tools(),
+                    config=agent_config,
+                    pool=pool,
+                    run_id=run_id,
+                    role="synthesizer",
+                    concurrency=1,
+                )
                 traj = await agent.run_one(session.task())
                 s = session.finish(traj, run_id)
                 if store is not None:

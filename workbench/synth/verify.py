@@ -17,10 +17,11 @@ policy that fails to generate makes the verdict `solver_error`. Nothing here rai
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from workbench.blocking import run_blocking
 from workbench.rewards.agent0 import answer_leaks
@@ -58,9 +59,14 @@ class Verdict:
         return ("kept" if self.ok else f"rejected ({self.reason}: {self.detail})") + acc
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "reason": self.reason, "detail": self.detail,
-                "direct_accuracy": self.direct_accuracy, "candidates": self.candidates,
-                "answers": [a.answer for a in self.attempts]}
+        return {
+            "ok": self.ok,
+            "reason": self.reason,
+            "detail": self.detail,
+            "direct_accuracy": self.direct_accuracy,
+            "candidates": self.candidates,
+            "answers": [a.answer for a in self.attempts],
+        }
 
 
 @lru_cache(maxsize=1)
@@ -78,11 +84,18 @@ def direct_prompt(question: str) -> str:
 class DirectSolver:
     """`n` answers from `policy` without tools (ASearcher: n = 8 at temperature 0.6), judged by EM."""
 
-    def __init__(self, policy: Any, *, n: int = 8, temperature: float = 0.6, max_new_tokens: int = 128,
-                 seed: int = 0) -> None:
+    def __init__(
+        self, policy: Any, *, n: int = 8, temperature: float = 0.6, max_new_tokens: int = 128, seed: int = 0
+    ) -> None:
         if n < 1:
             raise ValueError("DirectSolver needs n >= 1 attempts")
-        self.policy, self.n, self.temperature, self.max_new_tokens, self.seed = policy, n, temperature, max_new_tokens, seed
+        self.policy, self.n, self.temperature, self.max_new_tokens, self.seed = (
+            policy,
+            n,
+            temperature,
+            max_new_tokens,
+            seed,
+        )
         self.calls = 0
 
     def attempts(self, question: str, golden: Sequence[str]) -> list[Attempt]:
@@ -91,16 +104,25 @@ class DirectSolver:
 
         self.calls += 1
         prompt = self.policy.codec.chat([{"role": "user", "content": direct_prompt(question)}])
-        params = SamplingParams(max_new_tokens=self.max_new_tokens, temperature=self.temperature,
-                                seed=self.seed + self.calls * 1000)
+        params = SamplingParams(
+            max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=self.seed + self.calls * 1000
+        )
         completions = run_blocking(self.policy.generate([list(prompt)] * self.n, params))
         out = []
         for c in completions:
             text = safe_text(c.text or "")
             answer = extract_answer(text)
             flags = [] if answer is not None else ["no_answer_tag"]
-            out.append(Attempt(text, answer, bool(answer is not None and exact_match(answer, list(golden))),
-                               flags, list(c.token_ids or []), c.logprobs))
+            out.append(
+                Attempt(
+                    text,
+                    answer,
+                    bool(answer is not None and exact_match(answer, list(golden))),
+                    flags,
+                    list(c.token_ids or []),
+                    c.logprobs,
+                )
+            )
         return out
 
 
@@ -119,8 +141,11 @@ class Verifier:
         said = norm(st.text)
         if not said or not any(said == norm(s) or said in norm(s) for s in info.sentences):
             return f"{st.url} does not state {st.text!r}"
-        if st.key and not any(norm(f.value) == norm(st.value) for f in info.values(st.key)) \
-                and norm(st.value) not in said:
+        if (
+            st.key
+            and not any(norm(f.value) == norm(st.value) for f in info.values(st.key))
+            and norm(st.value) not in said
+        ):
             return f"{st.url} gives no {st.key} {st.value!r}"
         return None
 
@@ -138,8 +163,12 @@ class Verifier:
         target = qa.answer_url or norm(qa.answer)
         labels = sorted(self.graph.label(t) for t in fits)
         if target not in fits:
-            return Verdict(False, "unanswerable", f"the description fits {labels or 'nothing'}, not "
-                           f"{qa.answer!r}", candidates=labels)
+            return Verdict(
+                False,
+                "unanswerable",
+                f"the description fits {labels or 'nothing'}, not {qa.answer!r}",
+                candidates=labels,
+            )
         if len(fits) > 1:
             others = [x for x in labels if norm(x) != norm(qa.answer)]
             return Verdict(False, "ambiguous", f"also fits {others[:5]}", candidates=labels)
@@ -158,8 +187,15 @@ class Verifier:
             return Verdict(False, "solver_error", f"{type(exc).__name__}: {exc}")
         acc = sum(a.correct for a in attempts) / len(attempts)
         if acc > self.max_direct_accuracy:
-            return Verdict(False, "too_easy", f"{sum(a.correct for a in attempts)}/{len(attempts)} direct "
-                           f"answers are right (max {self.max_direct_accuracy:g})", acc, attempts, [qa.answer])
+            return Verdict(
+                False,
+                "too_easy",
+                f"{sum(a.correct for a in attempts)}/{len(attempts)} direct "
+                f"answers are right (max {self.max_direct_accuracy:g})",
+                acc,
+                attempts,
+                [qa.answer],
+            )
         return Verdict(True, None, "", acc, attempts, [qa.answer])
 
 

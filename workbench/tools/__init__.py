@@ -1,11 +1,11 @@
 """Host tools and the gateway the sandboxed kernel calls them through.
 
-    from workbench.tools import InMemoryRetriever, ToolGateway, ToolRegistry, search_tool, tool
+from workbench.tools import InMemoryRetriever, ToolGateway, ToolRegistry, search_tool, tool
 
-    registry = ToolRegistry([search_tool(InMemoryRetriever(docs))])   # + submit_final_answer
-    async with ToolGateway(registry, rollout_dir / "run" / "gateway.sock", rollout_id=rid) as gw:
-        await kernel.execute(gw.setup_code())
-        ...
+registry = ToolRegistry([search_tool(InMemoryRetriever(docs))])   # + submit_final_answer
+async with ToolGateway(registry, rollout_dir / "run" / "gateway.sock", rollout_id=rid) as gw:
+    await kernel.execute(gw.setup_code())
+    ...
 """
 
 from workbench.tools.builtins import Hit, InMemoryRetriever, format_hits, search_tool, submit_final_answer

@@ -63,8 +63,10 @@ def wire_result(name: str, value: Any, limit: int) -> Outcome:
         # tuples → lists, int keys → str, subclasses → plain values (a long str is cut first: cheap)
         plain = json.loads(json.dumps(value[:limit] if full is not None and full > limit else value))
     except (TypeError, ValueError, RecursionError):
-        return Outcome(error=f"{name}() returned a {type(value).__name__}, which is not JSON-able; tools "
-                        "must return str, numbers, bools, None, lists or dicts")
+        return Outcome(
+            error=f"{name}() returned a {type(value).__name__}, which is not JSON-able; tools "
+            "must return str, numbers, bools, None, lists or dicts"
+        )
     except BaseException as exc:  # e.g. a dict subclass whose items() raises
         return Outcome(error=describe_failure(name, exc, limit, "returned a result that could not be read"))
     if isinstance(plain, str):
@@ -73,8 +75,7 @@ def wire_result(name: str, value: Any, limit: int) -> Outcome:
             plain = plain[:limit] + f"\n… [truncated {full - limit} chars]"
         return Outcome(result=safe_text(plain))
     if too_deep({"result": plain}):
-        return Outcome(error=f"{name}() returned JSON nested deeper than {MAX_DEPTH - 1} levels; "
-                        "return flatter data")
+        return Outcome(error=f"{name}() returned JSON nested deeper than {MAX_DEPTH - 1} levels; return flatter data")
     size = len(json.dumps(plain, ensure_ascii=False))
     if size > limit:
         return Outcome(error=f"{name}() returned {size} chars of JSON (limit {limit}); return less")

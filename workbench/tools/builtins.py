@@ -82,8 +82,10 @@ def search_tool(retriever: Any, *, name: str = "search", max_top_k: int = 10, ta
         method = retriever.search
         batched = False
     else:
-        raise ConfigError(f"{type(retriever).__name__} has neither retrieve(queries, top_k) nor "
-                          "search(query, top_k); wrap it in an object with one of them")
+        raise ConfigError(
+            f"{type(retriever).__name__} has neither retrieve(queries, top_k) nor "
+            "search(query, top_k); wrap it in an object with one of them"
+        )
 
     def check(query: str, top_k: int) -> None:
         if not query.strip():
@@ -95,16 +97,20 @@ def search_tool(retriever: Any, *, name: str = "search", max_top_k: int = 10, ta
         return list(result[0]) if batched else list(result)
 
     if inspect.iscoroutinefunction(method):
+
         async def search(query: str, top_k: int = 3) -> str:
             check(query, top_k)
             return format_hits(hits_of(await method([query] if batched else query, top_k)))
     else:
+
         def search(query: str, top_k: int = 3) -> str:  # type: ignore[misc]
             check(query, top_k)
             return format_hits(hits_of(method([query] if batched else query, top_k)))
 
-    search.__doc__ = (f"Search the document collection. Returns the top_k (1-{max_top_k}) most "
-                      "relevant documents as lines 'Doc i (Title: ...) text'.")
+    search.__doc__ = (
+        f"Search the document collection. Returns the top_k (1-{max_top_k}) most "
+        "relevant documents as lines 'Doc i (Title: ...) text'."
+    )
     return make_tool(search, name=name)
 
 
@@ -131,8 +137,9 @@ class InMemoryRetriever:
             elif isinstance(doc, dict) and "text" in doc:
                 self.docs.append(Hit(str(doc.get("id", i)), str(doc.get("title", "")), str(doc["text"])))
             else:
-                raise ConfigError(f"document {i} must be a str, a (title, text) pair or a dict with "
-                                  f"'text', got {type(doc).__name__}")
+                raise ConfigError(
+                    f"document {i} must be a str, a (title, text) pair or a dict with 'text', got {type(doc).__name__}"
+                )
         self._counts = [Counter(_tokens(f"{d.title} {d.text}")) for d in self.docs]
         df = Counter(tok for counts in self._counts for tok in counts)
         self._idf = {tok: math.log(1 + len(self.docs) / n) for tok, n in df.items()}

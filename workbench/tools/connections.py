@@ -14,8 +14,9 @@ import resource
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 EVICTABLE_AFTER_S = 1.0  # an authenticated connection idle this long may be closed to make room
 
@@ -108,15 +109,14 @@ class OpenConnections:
 
         One that never authenticated is fair game at once (a connection is busy from accept when
         its request is already waiting); an authenticated one after EVICTABLE_AFTER_S idle."""
-        idle = [c for c in self.conns
-                if not c.busy and (not c.authed or now - c.last_active >= EVICTABLE_AFTER_S)]
+        idle = [c for c in self.conns if not c.busy and (not c.authed or now - c.last_active >= EVICTABLE_AFTER_S)]
         return sorted(idle, key=lambda c: (c.authed, c.last_active))
 
     def shed(self, keep: int | None = None) -> None:
         """Close evictable connections until at most `keep` (default: the limit) are open."""
         limit = self.limit()
         keep = limit if keep is None else keep
-        for conn in self.evictable(time.monotonic())[:max(0, len(self.conns) - keep)]:
+        for conn in self.evictable(time.monotonic())[: max(0, len(self.conns) - keep)]:
             conn.evicted = True
             self.conns.discard(conn)
             conn.writer.close()
@@ -140,7 +140,7 @@ class OpenConnections:
             self.changed.clear()
             try:  # until a connection closes or goes idle, the share grows, or an idle one ripens
                 await asyncio.wait_for(self.changed.wait(), self.next_evictable_in())
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     def close_all(self) -> None:

@@ -68,17 +68,30 @@ class ToolGateway:
     within `auth_timeout_s`, or is idle for `idle_timeout_s` after it did, is closed.
     """
 
-    def __init__(self, registry: ToolRegistry, socket_path: str | os.PathLike[str], *,
-                 rollout_id: str = "", token: str | None = None, call_timeout_s: float = 30.0,
-                 max_request_bytes: int = 1_000_000, max_result_chars: int = 20_000,
-                 call_budget: int = 100, max_connections: int = 32,
-                 max_concurrent_calls: int = 8, idle_timeout_s: float = 60.0,
-                 auth_timeout_s: float = 10.0, budget: ConnectionBudget | None = None) -> None:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        socket_path: str | os.PathLike[str],
+        *,
+        rollout_id: str = "",
+        token: str | None = None,
+        call_timeout_s: float = 30.0,
+        max_request_bytes: int = 1_000_000,
+        max_result_chars: int = 20_000,
+        call_budget: int = 100,
+        max_connections: int = 32,
+        max_concurrent_calls: int = 8,
+        idle_timeout_s: float = 60.0,
+        auth_timeout_s: float = 10.0,
+        budget: ConnectionBudget | None = None,
+    ) -> None:
         self.registry = registry
         self.socket_path = Path(socket_path)
         if len(os.fsencode(self.socket_path)) > MAX_SOCKET_PATH:
-            raise ConfigError(f"gateway socket path is {len(str(self.socket_path))} bytes, over the "
-                              f"{MAX_SOCKET_PATH}-byte unix limit; use a shorter rollout dir")
+            raise ConfigError(
+                f"gateway socket path is {len(str(self.socket_path))} bytes, over the "
+                f"{MAX_SOCKET_PATH}-byte unix limit; use a shorter rollout dir"
+            )
         self.rollout_id = rollout_id
         self.token = token or secrets.token_hex(16)
         self.call_timeout_s = call_timeout_s
@@ -104,12 +117,14 @@ class ToolGateway:
         self._acceptor: asyncio.Task[None] | None = None
         self._slots = asyncio.Semaphore(max_concurrent_calls)
         self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=max_concurrent_calls, thread_name_prefix=f"wb-tools-{rollout_id or 'gw'}")
+            max_workers=max_concurrent_calls, thread_name_prefix=f"wb-tools-{rollout_id or 'gw'}"
+        )
         self._parser = concurrent.futures.ThreadPoolExecutor(  # its own: hung tools cannot block it
-            max_workers=1, thread_name_prefix=f"wb-parse-{rollout_id or 'gw'}")
+            max_workers=1, thread_name_prefix=f"wb-parse-{rollout_id or 'gw'}"
+        )
 
     # -- lifecycle ------------------------------------------------------------------------------
-    async def start(self) -> "ToolGateway":
+    async def start(self) -> ToolGateway:
         """Bind the socket (replacing a stale one) and make it connectable by the kernel's uid."""
         self.socket_path.parent.mkdir(parents=True, exist_ok=True)
         if self.socket_path.exists() or self.socket_path.is_symlink():
@@ -152,7 +167,7 @@ class ToolGateway:
         if self.socket_path.is_socket():
             self.socket_path.unlink(missing_ok=True)
 
-    async def __aenter__(self) -> "ToolGateway":
+    async def __aenter__(self) -> ToolGateway:
         return await self.start()
 
     async def __aexit__(self, *exc: object) -> None:
@@ -253,13 +268,14 @@ class ToolGateway:
                 why = f"no valid token within {self.auth_timeout_s:g} s"
             try:
                 line = await asyncio.wait_for(reader.readline(), max(0.0, timeout))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 self._reject(f"closed a connection: {why}")
                 return
             except ValueError:  # the line outgrew the reader's limit
                 self._reject(f"request over {self.max_request_bytes} bytes")
-                await self._send(conn.writer, {"id": None, "ok": False,
-                                               "error": f"request over {self.max_request_bytes} bytes"})
+                await self._send(
+                    conn.writer, {"id": None, "ok": False, "error": f"request over {self.max_request_bytes} bytes"}
+                )
                 return
             if not line or conn.evicted:
                 return
@@ -277,7 +293,7 @@ class ToolGateway:
         try:
             writer.write(encode(reply))
             await asyncio.wait_for(writer.drain(), self.call_timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return f"the kernel did not read it within {self.call_timeout_s:g} s"
         except (ConnectionError, OSError):
             return "the kernel closed the connection first"
@@ -300,8 +316,15 @@ class ToolGateway:
         rid, token = request.get("id"), request.get("token")
         if not (isinstance(token, str) and hmac.compare_digest(token.encode(), self._token)):
             self._reject("bad token")
-            return {"id": rid, "ok": False, "error": "bad gateway token; tools only work from the "
-                    "kernel this gateway's setup cell ran in"}, None, True
+            return (
+                {
+                    "id": rid,
+                    "ok": False,
+                    "error": "bad gateway token; tools only work from the kernel this gateway's setup cell ran in",
+                },
+                None,
+                True,
+            )
         conn.authed = True
         op = request.get("op", "call")
         if op == "notepad":
@@ -312,18 +335,23 @@ class ToolGateway:
             return {"id": rid, "ok": True, "result": None}, None, True
         if op != "call":
             self._reject(f"unknown op {str(op)[:40]!r}")
-            return {"id": rid, "ok": False,
-                    "error": f"unknown op {str(op)[:40]!r}; use 'call' or 'notepad'"}, None, True
+            return (
+                {"id": rid, "ok": False, "error": f"unknown op {str(op)[:40]!r}; use 'call' or 'notepad'"},
+                None,
+                True,
+            )
         record = await self._call(request)
-        reply = ({"id": rid, "ok": True, "result": record.result} if record.error is None
-                 else {"id": rid, "ok": False, "error": record.error})
+        reply = (
+            {"id": rid, "ok": True, "result": record.result}
+            if record.error is None
+            else {"id": rid, "ok": False, "error": record.error}
+        )
         return reply, record, True
 
     async def _call(self, request: dict[str, Any]) -> ToolCall:
         """Run one tool call; the record holds exactly the result or error the reply will carry."""
         name, args, kwargs = request.get("tool"), request.get("args") or [], request.get("kwargs") or {}
-        record = ToolCall(name=str(name)[:200], arguments={"args": args, "kwargs": kwargs},
-                          started_at=time.time())
+        record = ToolCall(name=str(name)[:200], arguments={"args": args, "kwargs": kwargs}, started_at=time.time())
         t0 = time.perf_counter()
         try:
             if not isinstance(name, str) or not isinstance(args, list) or not isinstance(kwargs, dict):
@@ -331,13 +359,15 @@ class ToolGateway:
             tool = self.registry.get(name)
             if not tool.final:
                 if self.calls_used >= self.call_budget:
-                    raise ToolError(f"the tool call budget ({self.call_budget} calls) is used up; "
-                                    "finish with submit_final_answer(...)")
+                    raise ToolError(
+                        f"the tool call budget ({self.call_budget} calls) is used up; "
+                        "finish with submit_final_answer(...)"
+                    )
                 self.calls_used += 1
             record.arguments = tool.bind(args, kwargs)
             try:
                 outcome = await asyncio.wait_for(self._run(tool, record.arguments), self.call_timeout_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise ToolError(f"{name}() timed out after {self.call_timeout_s:g} s") from None
             record.result, record.error = outcome.result, outcome.error
             if outcome.error is None and tool.final:
@@ -359,5 +389,4 @@ class ToolGateway:
             if tool.is_async:
                 return await invoke_async(tool, arguments, self.max_result_chars)
             loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._executor, invoke_sync, tool, arguments,
-                                              self.max_result_chars)
+            return await loop.run_in_executor(self._executor, invoke_sync, tool, arguments, self.max_result_chars)

@@ -22,8 +22,9 @@ import json
 import keyword
 import reprlib
 import typing
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from workbench.errors import ConfigError, ToolError
 
@@ -62,13 +63,17 @@ class Tool:
         """The JSON spec the runtime turns into a stub (name, doc, parameters, returns, final)."""
         params = []
         for p in self.signature.parameters.values():
-            entry: dict[str, Any] = {"name": p.name, "kind": p.kind.name,
-                                     "annotation": format_annotation(p.annotation)}
+            entry: dict[str, Any] = {"name": p.name, "kind": p.kind.name, "annotation": format_annotation(p.annotation)}
             if p.default is not inspect.Parameter.empty:
                 entry["default"] = p.default
             params.append(entry)
-        return {"name": self.name, "doc": self.doc, "parameters": params,
-                "returns": format_annotation(self.signature.return_annotation), "final": self.final}
+        return {
+            "name": self.name,
+            "doc": self.doc,
+            "parameters": params,
+            "returns": format_annotation(self.signature.return_annotation),
+            "final": self.final,
+        }
 
     def prompt_text(self) -> str:
         """`name(signature)` then the docstring, indented."""
@@ -97,8 +102,10 @@ class Tool:
         for name, value in bound.arguments.items():
             expected = self.signature.parameters[name].annotation
             if isinstance(expected, type) and expected in _SCALARS and not _matches(value, expected):
-                raise ToolError(f"{self.name}() argument {name!r} must be {_SCALARS[expected]}, "
-                                f"got {type(value).__name__}: {_short_repr(value)}")
+                raise ToolError(
+                    f"{self.name}() argument {name!r} must be {_SCALARS[expected]}, "
+                    f"got {type(value).__name__}: {_short_repr(value)}"
+                )
         return dict(bound.arguments)
 
 
@@ -128,8 +135,9 @@ def make_tool(fn: Callable[..., Any], *, name: str | None = None, final: bool = 
         raise ConfigError(f"tool name {name!r} is reserved in the kernel; pass another name=")
     doc = inspect.getdoc(fn)
     if not doc:
-        raise ConfigError(f"tool {name!r} has no docstring; the model only knows a tool by its "
-                          "signature and docstring, so write one")
+        raise ConfigError(
+            f"tool {name!r} has no docstring; the model only knows a tool by its signature and docstring, so write one"
+        )
     signature = inspect.signature(fn)
     try:
         hints = typing.get_type_hints(fn)
@@ -138,27 +146,31 @@ def make_tool(fn: Callable[..., Any], *, name: str | None = None, final: bool = 
     params = []
     for p in signature.parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
-            raise ConfigError(f"tool {name!r}: parameter {p.name!r} is {p.kind.description}; tools "
-                              "take plain named parameters (drop the *, ** or /)")
+            raise ConfigError(
+                f"tool {name!r}: parameter {p.name!r} is {p.kind.description}; tools "
+                "take plain named parameters (drop the *, ** or /)"
+            )
         annotation = hints.get(p.name, p.annotation)
         if annotation is inspect.Parameter.empty:
-            raise ConfigError(f"tool {name!r}: parameter {p.name!r} has no type annotation; add one "
-                              "(e.g. `query: str`) so the model sees the type")
+            raise ConfigError(
+                f"tool {name!r}: parameter {p.name!r} has no type annotation; add one "
+                "(e.g. `query: str`) so the model sees the type"
+            )
         if p.default is not inspect.Parameter.empty:
             try:
                 json.dumps(p.default)
             except (TypeError, ValueError):
-                raise ConfigError(f"tool {name!r}: the default of {p.name!r} is not JSON-able; "
-                                  "use None, a number, a str, a list or a dict") from None
+                raise ConfigError(
+                    f"tool {name!r}: the default of {p.name!r} is not JSON-able; "
+                    "use None, a number, a str, a list or a dict"
+                ) from None
         params.append(p.replace(annotation=annotation))
     returns = hints.get("return", signature.return_annotation)
     signature = signature.replace(parameters=params, return_annotation=returns)
-    return Tool(name=name, fn=fn, signature=signature, doc=doc, final=final,
-                is_async=inspect.iscoroutinefunction(fn))
+    return Tool(name=name, fn=fn, signature=signature, doc=doc, final=final, is_async=inspect.iscoroutinefunction(fn))
 
 
-def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
-         final: bool = False) -> Any:
+def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, final: bool = False) -> Any:
     """Decorator: `@tool` or `@tool(name="search_web")` turns a function into a `Tool`."""
     if fn is None:
         return lambda f: make_tool(f, name=name, final=final)
@@ -177,8 +189,7 @@ class ToolRegistry:
 
             self.register(submit_final_answer)
 
-    def register(self, fn: Callable[..., Any] | Tool, *, name: str | None = None,
-                 final: bool = False) -> Tool:
+    def register(self, fn: Callable[..., Any] | Tool, *, name: str | None = None, final: bool = False) -> Tool:
         """Add a function or Tool; returns the Tool. Names must be unique."""
         t = make_tool(fn, name=name, final=final)
         if t.name in self._tools:
@@ -190,8 +201,9 @@ class ToolRegistry:
         try:
             return self._tools[name]
         except (KeyError, TypeError):
-            raise ToolError(f"unknown tool {str(name)[:80]!r}; available tools: "
-                            f"{', '.join(self._tools) or 'none'}") from None
+            raise ToolError(
+                f"unknown tool {str(name)[:80]!r}; available tools: {', '.join(self._tools) or 'none'}"
+            ) from None
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools

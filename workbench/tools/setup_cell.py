@@ -20,8 +20,9 @@ from workbench.tools.registry import ToolRegistry
 SNAPSHOT_EXPRESSION = "__import__('workbench.runtime', fromlist=['snapshot_json']).snapshot_json()"
 
 
-def setup_code(registry: ToolRegistry, *, token: str, socket_path: str | None = None,
-               call_timeout_s: float = 30.0) -> str:
+def setup_code(
+    registry: ToolRegistry, *, token: str, socket_path: str | None = None, call_timeout_s: float = 30.0
+) -> str:
     """Python source that installs `notepad`, the tool stubs and `submit_final_answer`.
 
     It binds no other names and prints nothing. `socket_path=None` means the kernel's
@@ -38,6 +39,8 @@ def setup_code(registry: ToolRegistry, *, token: str, socket_path: str | None = 
 def snapshot_from_user_expression(reply: dict[str, Any]) -> dict[str, Any] | None:
     """Decode `{"status": "ok", "data": {"text/plain": ...}}` for SNAPSHOT_EXPRESSION."""
     if reply.get("status") != "ok":
-        raise KernelError(f"notepad snapshot expression failed: {reply.get('ename')}: "
-                          f"{reply.get('evalue')}; was the setup cell run in this kernel?")
+        raise KernelError(
+            f"notepad snapshot expression failed: {reply.get('ename')}: "
+            f"{reply.get('evalue')}; was the setup cell run in this kernel?"
+        )
     return json.loads(ast.literal_eval(reply["data"]["text/plain"]))

@@ -46,15 +46,17 @@ def format_web_hits(hits: list[Any], text_chars: int = 300) -> str:
     return "\n".join(lines) if lines else "No results."
 
 
-def web_search_tool(retriever: Any, *, top_k: int = 5, max_top_k: int = 10, task: Any = None,
-                    name: str = "search") -> Tool:
+def web_search_tool(
+    retriever: Any, *, top_k: int = 5, max_top_k: int = 10, task: Any = None, name: str = "search"
+) -> Tool:
     """`search(query, top_k=5)` over `retriever` (sync `retrieve` or `search`), hits with URLs."""
     retriever = bind_task(retriever, task)
     batched = callable(getattr(retriever, "retrieve", None))
     method = retriever.retrieve if batched else getattr(retriever, "search", None)
     if not callable(method) or inspect.iscoroutinefunction(method):
-        raise ConfigError(f"{type(retriever).__name__}: web_search_tool needs a sync "
-                          "retrieve(queries, top_k) or search(query, top_k)")
+        raise ConfigError(
+            f"{type(retriever).__name__}: web_search_tool needs a sync retrieve(queries, top_k) or search(query, top_k)"
+        )
 
     def search(query: str, top_k: int = top_k) -> str:
         if not query.strip():
@@ -64,30 +66,38 @@ def web_search_tool(retriever: Any, *, top_k: int = 5, max_top_k: int = 10, task
         result = method([query], top_k) if batched else method(query, top_k)
         return format_web_hits(list(result[0]) if batched else list(result))
 
-    search.__doc__ = ("Search the collection. Returns lines 'Doc i (Title: ...) (URL: ...) text'; "
-                      "open a result's page with access(url).")
+    search.__doc__ = (
+        "Search the collection. Returns lines 'Doc i (Title: ...) (URL: ...) text'; "
+        "open a result's page with access(url)."
+    )
     return make_tool(search, name=name)
 
 
 def browse_tools(browser: Browser) -> list[Tool]:
     """`access` and `find_in_page` over one `Browser`."""
+
     def access(url: str, page: int = 1) -> str:
         return browser.access(url, page)
 
     def find_in_page(url: str, query: str) -> str:
         return browser.find_in_page(url, query)
 
-    access.__doc__ = (f"Open the web page at url and return window `page` of it as Markdown "
-                      f"(windows of {browser.window_chars} characters headed '>>>> Page i/n >>>>', "
-                      "then the links in that window). Read page=2, 3 ... for the rest.")
-    find_in_page.__doc__ = ("Return the passages of the page at url that contain query (with "
-                            f"{browser.context_chars} characters of context each): extract an exact "
-                            "fact without reading the whole page.")
+    access.__doc__ = (
+        f"Open the web page at url and return window `page` of it as Markdown "
+        f"(windows of {browser.window_chars} characters headed '>>>> Page i/n >>>>', "
+        "then the links in that window). Read page=2, 3 ... for the rest."
+    )
+    find_in_page.__doc__ = (
+        "Return the passages of the page at url that contain query (with "
+        f"{browser.context_chars} characters of context each): extract an exact "
+        "fact without reading the whole page."
+    )
     return [make_tool(access), make_tool(find_in_page)]
 
 
-def web_tools(fetcher: Fetcher, *, retriever: Any = None, task: Any = None, search_top_k: int = 5,
-              **browser_options: Any) -> list[Tool]:
+def web_tools(
+    fetcher: Fetcher, *, retriever: Any = None, task: Any = None, search_top_k: int = 5, **browser_options: Any
+) -> list[Tool]:
     """access + find_in_page over `fetcher` (a `Browser` with `browser_options`), plus `search`
     with URLs when a retriever is given."""
     tools = browse_tools(Browser(fetcher, **browser_options))

@@ -13,6 +13,7 @@ import importlib
 from typing import Any
 
 from workbench.train.config import EPISODE_KINDS, ESTIMATORS, TrainConfig
+
 # eager (light): a lazy name equal to its submodule would resolve to the module after the first import
 from workbench.train.launch import TrainingHandle, launch
 
@@ -34,5 +35,17 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'workbench.train' has no attribute {name!r}")
 
 
-__all__ = ["EPISODE_KINDS", "ESTIMATORS", "live_policy", "MetricsCallback", "SearchR1Episodes", "TrainConfig",
-           "TrainingHandle", "WorkbenchGRPOTrainer", "advantages", "launch", "resolve_reward", "train"]
+__all__ = [
+    "EPISODE_KINDS",
+    "ESTIMATORS",
+    "MetricsCallback",
+    "SearchR1Episodes",
+    "TrainConfig",
+    "TrainingHandle",
+    "WorkbenchGRPOTrainer",
+    "advantages",
+    "launch",
+    "live_policy",
+    "resolve_reward",
+    "train",
+]

@@ -45,8 +45,9 @@ def _std(x: torch.Tensor) -> torch.Tensor:
     return x.std(unbiased=True) if x.numel() > 1 else torch.zeros(())
 
 
-def grpo(rewards: Sequence[float] | torch.Tensor, group_size: int, eps: float = EPS,
-         scale: bool = True) -> torch.Tensor:
+def grpo(
+    rewards: Sequence[float] | torch.Tensor, group_size: int, eps: float = EPS, scale: bool = True
+) -> torch.Tensor:
     """Group-relative advantages over consecutive groups of `group_size` rows."""
     r = _as_tensor(rewards)
     if group_size < 1 or r.numel() % group_size:
@@ -59,8 +60,9 @@ def grpo(rewards: Sequence[float] | torch.Tensor, group_size: int, eps: float = 
     return adv.flatten()
 
 
-def group_normalize(rewards: Sequence[float] | torch.Tensor, keys: Sequence[Hashable],
-                    eps: float = EPS) -> torch.Tensor:
+def group_normalize(
+    rewards: Sequence[float] | torch.Tensor, keys: Sequence[Hashable], eps: float = EPS
+) -> torch.Tensor:
     """(r - mean_k) / (std_k + eps) within the rows sharing a key; a one-row group uses mean 0, std 1,
     so its advantage is r / (1 + eps) (verl's rule)."""
     r = _as_tensor(rewards)
@@ -95,8 +97,7 @@ def discounted_returns(step_rewards: Sequence[float], gamma: float) -> list[floa
     return out[::-1]
 
 
-def reinforce_pp(step_rewards: Sequence[Sequence[float]], gamma: float = 0.95,
-                 eps: float = 1e-8) -> list[list[float]]:
+def reinforce_pp(step_rewards: Sequence[Sequence[float]], gamma: float = 0.95, eps: float = 1e-8) -> list[list[float]]:
     """Per-step returns of each trajectory, whitened with the mean/std over all steps in the batch.
 
     A trajectory with only a final reward passes `[0, ..., 0, R]`. Returns one list per trajectory.
@@ -121,30 +122,39 @@ def place_on_turns(step_index: Sequence[Sequence[int]], values: Sequence[Sequenc
     return out
 
 
-def adpo_scale(p: Sequence[float] | torch.Tensor, min_scale: float = 0.6, p_low: float = 0.3,
-               p_high: float = 0.8) -> torch.Tensor:
+def adpo_scale(
+    p: Sequence[float] | torch.Tensor, min_scale: float = 0.6, p_low: float = 0.3, p_high: float = 0.8
+) -> torch.Tensor:
     """s(p): `min_scale` at p <= p_low, rising linearly to 1 at p >= p_high."""
     p = _as_tensor(p)
     return min_scale + (1 - min_scale) * ((p - p_low) / (p_high - p_low)).clamp(0, 1)
 
 
-def adpo_eps_high(p: Sequence[float] | torch.Tensor, epsilon: float = 0.2, boost: float = 0.1,
-                  p_low: float = 0.3, p_high: float = 0.8) -> torch.Tensor:
+def adpo_eps_high(
+    p: Sequence[float] | torch.Tensor, epsilon: float = 0.2, boost: float = 0.1, p_low: float = 0.3, p_high: float = 0.8
+) -> torch.Tensor:
     """ε_high(p): `epsilon + boost` at p <= p_low, falling linearly to `epsilon` at p >= p_high."""
     p = _as_tensor(p)
     return epsilon + boost * ((p_high - p) / (p_high - p_low)).clamp(0, 1)
 
 
-def adpo(rewards: Sequence[float] | torch.Tensor, group_size: int, p: Sequence[float] | torch.Tensor,
-         min_scale: float = 0.6, p_low: float = 0.3, p_high: float = 0.8, epsilon: float = 0.2,
-         boost: float = 0.1, eps: float = EPS) -> tuple[torch.Tensor, torch.Tensor]:
+def adpo(
+    rewards: Sequence[float] | torch.Tensor,
+    group_size: int,
+    p: Sequence[float] | torch.Tensor,
+    min_scale: float = 0.6,
+    p_low: float = 0.3,
+    p_high: float = 0.8,
+    epsilon: float = 0.2,
+    boost: float = 0.1,
+    eps: float = EPS,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Agent0's ADPO: (GRPO advantage * s(p), per-sample upper clip ε_high(p))."""
     adv = grpo(rewards, group_size, eps)
     p_t = _as_tensor(p)
     if p_t.numel() != adv.numel():
         raise ConfigError(f"adpo: {adv.numel()} rewards but {p_t.numel()} self-consistency values")
-    return (adv * adpo_scale(p_t, min_scale, p_low, p_high),
-            adpo_eps_high(p_t, epsilon, boost, p_low, p_high))
+    return (adv * adpo_scale(p_t, min_scale, p_low, p_high), adpo_eps_high(p_t, epsilon, boost, p_low, p_high))
 
 
 def reinforce(rewards: Sequence[float] | torch.Tensor) -> torch.Tensor:
@@ -152,8 +162,13 @@ def reinforce(rewards: Sequence[float] | torch.Tensor) -> torch.Tensor:
     return _as_tensor(rewards).clone()
 
 
-def asearcher(rewards: Sequence[float] | torch.Tensor, group_size: int, bias: float = -0.5,
-              scaling: float = 10.0, clip: float = 20.0) -> tuple[torch.Tensor, torch.Tensor]:
+def asearcher(
+    rewards: Sequence[float] | torch.Tensor,
+    group_size: int,
+    bias: float = -0.5,
+    scaling: float = 10.0,
+    clip: float = 20.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """ASearcher's per-trajectory advantage before whitening, and which rows are kept.
 
     Per group of `group_size` consecutive rows (one question): c = r - mean(group) (no std). A group
@@ -169,8 +184,9 @@ def asearcher(rewards: Sequence[float] | torch.Tensor, group_size: int, bias: fl
     return adv.flatten().float(), keep.flatten()
 
 
-def token_whiten(values: Sequence[float] | torch.Tensor, tokens: Sequence[int] | torch.Tensor,
-                 eps: float = 1e-5) -> torch.Tensor:
+def token_whiten(
+    values: Sequence[float] | torch.Tensor, tokens: Sequence[int] | torch.Tensor, eps: float = 1e-5
+) -> torch.Tensor:
     """Whiten per-sequence values over loss tokens: each value counts once per token of its sequence.
 
     mean = Σ n_i v_i / Σ n_i, var = Σ n_i v_i² / Σ n_i - mean² (biased), out = (v - mean) / (√var + eps):
@@ -188,8 +204,29 @@ def token_whiten(values: Sequence[float] | torch.Tensor, tokens: Sequence[int] |
     return ((v - mean) / (var.sqrt() + eps)).float()
 
 
-REGISTRY = {"grpo": grpo, "hrpo": hrpo, "reinforce_pp": reinforce_pp, "adpo": adpo, "asearcher": asearcher,
-            "reinforce": reinforce}
+REGISTRY = {
+    "grpo": grpo,
+    "hrpo": hrpo,
+    "reinforce_pp": reinforce_pp,
+    "adpo": adpo,
+    "asearcher": asearcher,
+    "reinforce": reinforce,
+}
 
-__all__ = ["EPS", "HRPO_EPS", "REGISTRY", "adpo", "adpo_eps_high", "adpo_scale", "asearcher", "discounted_returns",
-           "group_normalize", "grpo", "hrpo", "place_on_turns", "reinforce", "reinforce_pp", "token_whiten"]
+__all__ = [
+    "EPS",
+    "HRPO_EPS",
+    "REGISTRY",
+    "adpo",
+    "adpo_eps_high",
+    "adpo_scale",
+    "asearcher",
+    "discounted_returns",
+    "group_normalize",
+    "grpo",
+    "hrpo",
+    "place_on_turns",
+    "reinforce",
+    "reinforce_pp",
+    "token_whiten",
+]

@@ -30,8 +30,11 @@ class MetricsCallback(TrainerCallback):
     def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
         if not logs:
             return
-        values = {k: float(v) for k, v in logs.items()
-                  if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))}
+        values = {
+            k: float(v)
+            for k, v in logs.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
+        }
         row = {"step": int(state.global_step), "max_steps": int(state.max_steps), "time": time.time(), **values}
         with self.path.open("a") as fh:
             fh.write(json.dumps(row) + "\n")

@@ -7,18 +7,35 @@ from typing import Any
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("train", help="train a policy with RL (TRL GRPO + workbench episodes)",
-                              description="Run RL training from a TOML/YAML config in a child process.")
+    p = subparsers.add_parser(
+        "train",
+        help="train a policy with RL (TRL GRPO + workbench episodes)",
+        description="Run RL training from a TOML/YAML config in a child process.",
+    )
     p.add_argument("config", nargs="?", help="train config (.toml / .yaml); optional with --preset")
-    p.add_argument("--preset", metavar="NAME", help="start from a seed paper's settings: drzero_solver, "
-                   "drzero_proposer, zerosearch, agent0_executor, agent0_curriculum, asearcher, l0 "
-                   "(the config file and --set override it)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
-                   help="override a config field (JSON values parse: --set max_steps=3)")
+    p.add_argument(
+        "--preset",
+        metavar="NAME",
+        help="start from a seed paper's settings: drzero_solver, "
+        "drzero_proposer, zerosearch, agent0_executor, agent0_curriculum, asearcher, l0 "
+        "(the config file and --set override it)",
+    )
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a config field (JSON values parse: --set max_steps=3)",
+    )
     p.add_argument("--foreground", action="store_true", help="train in this process instead of a child")
     p.add_argument("--help-config", action="store_true", help="list every config field and exit")
-    p.add_argument("--executor", choices=["local", "ray"], help="nbagent episodes: local kernels, or kernel workers "
-                   "on a Ray cluster (the model stays here); sets the config's executor")
+    p.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        help="nbagent episodes: local kernels, or kernel workers "
+        "on a Ray cluster (the model stays here); sets the config's executor",
+    )
     p.add_argument("--ray-address", help="with --executor ray: 'auto', HOST:PORT; unset starts a local cluster")
     p.set_defaults(func=_run)
 

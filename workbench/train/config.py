@@ -46,17 +46,24 @@ class TrainConfig:
     run_id: str = _f("", "Run id for the store's metrics; defaults to the output dir's name.")
     store_path: str = _f("", "SQLite store to log metrics into (optional; metrics.jsonl is always written).")
     # -- algorithm ---------------------------------------------------------------------------
-    estimator: str = _f("grpo", "Advantage estimator: grpo | hrpo | reinforce_pp | adpo | asearcher | reinforce "
-                                "(see workbench.train.advantages).")
+    estimator: str = _f(
+        "grpo",
+        "Advantage estimator: grpo | hrpo | reinforce_pp | adpo | asearcher | reinforce "
+        "(see workbench.train.advantages).",
+    )
     reward: str = _f("exact_match", "Reward spec: a registered name or a JSON spec for workbench.rewards.")
-    num_generations: int = _f(4, "Rollouts per question (grpo/adpo/reinforce_pp/asearcher/reinforce); hrpo "
-                                 "samples 1 rollout per question and this many same-hop questions per group.")
+    num_generations: int = _f(
+        4,
+        "Rollouts per question (grpo/adpo/reinforce_pp/asearcher/reinforce); hrpo "
+        "samples 1 rollout per question and this many same-hop questions per group.",
+    )
     per_device_train_batch_size: int = _f(4, "Sequences per optimizer micro-batch (multiple of num_generations).")
     gradient_accumulation_steps: int = _f(1, "Micro-batches per optimizer step.")
     max_steps: int = _f(10, "Optimizer steps to run.")
     learning_rate: float = _f(1e-6, "Peak learning rate.")
-    lr_scheduler_type: str = _f("constant", "LR schedule: constant | linear | cosine | constant_with_warmup | "
-                                            "cosine_with_min_lr.")
+    lr_scheduler_type: str = _f(
+        "constant", "LR schedule: constant | linear | cosine | constant_with_warmup | cosine_with_min_lr."
+    )
     warmup_steps: int = _f(0, "Linear warm-up steps.")
     warmup_ratio: float = _f(0.0, "Warm-up as a share of max_steps (used when warmup_steps is 0).")
     weight_decay: float = _f(0.0, "AdamW weight decay.")
@@ -66,8 +73,11 @@ class TrainConfig:
     epsilon_high: float = _f(0.28, "Upper clip range (1 + epsilon_high); adpo widens it per sample.")
     loss_type: str = _f("dapo", "TRL loss aggregation: grpo | dr_grpo | dapo | bnpo.")
     gamma: float = _f(0.95, "Step discount for reinforce_pp returns over multi-step trajectories.")
-    segments: str = _f("all", "Which context segments of a trimmed trajectory are trained: all (each segment "
-                              "its own sample, with its turns' advantages) | last (only the final context).")
+    segments: str = _f(
+        "all",
+        "Which context segments of a trimmed trajectory are trained: all (each segment "
+        "its own sample, with its turns' advantages) | last (only the final context).",
+    )
     asearcher_reward_bias: float = _f(-0.5, "asearcher: bias added to the group-centred reward before scaling.")
     asearcher_reward_scaling: float = _f(10.0, "asearcher: scale of the biased, centred reward.")
     asearcher_reward_clip: float = _f(20.0, "asearcher: clip of the scaled reward (±).")
@@ -84,10 +94,14 @@ class TrainConfig:
     episode_kind: str = _f("search_r1", "Episode runner: search_r1 (tag-based search tool) | nbagent.")
     corpus_path: str = _f("", "search_r1: JSONL corpus ({id, contents} or {title, text}) for the BM25 retriever.")
     top_k: int = _f(3, "search_r1: documents per search.")
-    search_engine: str = _f("bm25", "Search behind the episodes: bm25 (over corpus_path) | simulated (an LLM "
-                                    "writes the documents, ZeroSearch; set sim_policy).")
-    sim_policy: str = _f("", "simulated: the simulator LLM, as a policy spec (a local model dir, "
-                             "'openai:URL', 'scripted:NAME' …).")
+    search_engine: str = _f(
+        "bm25",
+        "Search behind the episodes: bm25 (over corpus_path) | simulated (an LLM "
+        "writes the documents, ZeroSearch; set sim_policy).",
+    )
+    sim_policy: str = _f(
+        "", "simulated: the simulator LLM, as a policy spec (a local model dir, 'openai:URL', 'scripted:NAME' …)."
+    )
     sim_p_start: float = _f(0.0, "simulated: P(noisy documents) at the first step (ZeroSearch p_s).")
     sim_p_end: float = _f(0.5, "simulated: P(noisy documents) from the last step on (ZeroSearch p_e).")
     sim_b: float = _f(4.0, "simulated: exponential base b of the curriculum (ZeroSearch eq. 1).")
@@ -96,10 +110,14 @@ class TrainConfig:
     max_turn_tokens: int = _f(64, "New tokens per model turn.")
     agent_profile: str = _f("default", "nbagent: sandbox profile name.")
     concurrency: int = _f(4, "Episodes run at once (with executor='ray': kernels per worker).")
-    executor: str = _f("local", "nbagent: where episodes run: local (kernels here) | ray (kernel workers on a Ray "
-                                "cluster; the model stays in the trainer; needs pip install 'workbench[ray]').")
-    ray_address: str = _f("", "executor='ray': 'auto' (the cluster `ray start` runs here), HOST:PORT, or '' to "
-                              "start a local one.")
+    executor: str = _f(
+        "local",
+        "nbagent: where episodes run: local (kernels here) | ray (kernel workers on a Ray "
+        "cluster; the model stays in the trainer; needs pip install 'workbench[ray]').",
+    )
+    ray_address: str = _f(
+        "", "executor='ray': 'auto' (the cluster `ray start` runs here), HOST:PORT, or '' to start a local one."
+    )
     ray_workers: int = _f(1, "executor='ray': kernel workers to place.")
     # -- bookkeeping -------------------------------------------------------------------------
     seed: int = _f(0, "Random seed (sampler, sampling, init).")
@@ -108,22 +126,33 @@ class TrainConfig:
     logging_steps: int = _f(1, "Log metrics every N steps.")
     use_cpu: bool = _f(True, "Train on CPU (set False on a GPU machine).")
     bf16: bool = _f(False, "bf16 mixed precision (GPU).")
-    use_vllm: bool = _f(False, "Generate rollouts with vLLM (CPU build or CUDA): an in-process engine synced "
-                               "with the trained weights after every optimizer step (workbench.train.vllm_rollout).")
-    vllm_mode: str = _f("colocate", "vLLM mode: colocate (in-process; CPU or GPU) | server (`vllm serve`, NCCL "
-                                    "weight sync: CUDA only).")
+    use_vllm: bool = _f(
+        False,
+        "Generate rollouts with vLLM (CPU build or CUDA): an in-process engine synced "
+        "with the trained weights after every optimizer step (workbench.train.vllm_rollout).",
+    )
+    vllm_mode: str = _f(
+        "colocate", "vLLM mode: colocate (in-process; CPU or GPU) | server (`vllm serve`, NCCL weight sync: CUDA only)."
+    )
     vllm_gpu_memory_utilization: float = _f(0.3, "Colocate on GPU: share of GPU memory vLLM may take.")
     vllm_kv_cache_gib: int = _f(1, "Colocate on vLLM's CPU build: KV cache size in GiB.")
-    vllm_importance_sampling_correction: bool = _f(False, "Correct the gap between vLLM's sampling logprobs and "
-                                                         "the trainer's (TRL's truncated/masked importance "
-                                                         "sampling). The gap is logged either way "
-                                                         "(sampling/logp_gap/mean|max).")
-    vllm_importance_sampling_mode: str = _f("sequence_mask", "IS correction: token_truncate | token_mask | "
-                                                             "sequence_truncate | sequence_mask (TRL's modes).")
+    vllm_importance_sampling_correction: bool = _f(
+        False,
+        "Correct the gap between vLLM's sampling logprobs and "
+        "the trainer's (TRL's truncated/masked importance "
+        "sampling). The gap is logged either way "
+        "(sampling/logp_gap/mean|max).",
+    )
+    vllm_importance_sampling_mode: str = _f(
+        "sequence_mask", "IS correction: token_truncate | token_mask | sequence_truncate | sequence_mask (TRL's modes)."
+    )
     vllm_importance_sampling_clip_max: float = _f(3.0, "IS correction: upper bound of the ratio (TRL's C_max).")
-    report_to: list = _f([], "Logging integrations passed to TRL/transformers, offline: tensorboard "
-                             "(<output_dir>/tensorboard), trackio (<output_dir>/trackio), or any other "
-                             "transformers knows (wandb, mlflow ...). metrics.jsonl is always written.")
+    report_to: list = _f(
+        [],
+        "Logging integrations passed to TRL/transformers, offline: tensorboard "
+        "(<output_dir>/tensorboard), trackio (<output_dir>/trackio), or any other "
+        "transformers knows (wandb, mlflow ...). metrics.jsonl is always written.",
+    )
     extra_grpo_args: dict = _f({}, "Extra keyword arguments passed to trl.GRPOConfig as is.")
 
     def __post_init__(self) -> None:
@@ -141,8 +170,11 @@ class TrainConfig:
         if self.executor not in ("local", "ray"):
             raise bad("executor", f"{self.executor!r} is not 'local' or 'ray'")
         if self.executor == "ray" and (self.episode_kind != "nbagent" or self.search_engine != "bm25"):
-            raise bad("executor", "'ray' runs nbagent episodes with search_engine='bm25' (the other kinds run "
-                                  "no kernels; the simulated search's curriculum lives in the trainer)")
+            raise bad(
+                "executor",
+                "'ray' runs nbagent episodes with search_engine='bm25' (the other kinds run "
+                "no kernels; the simulated search's curriculum lives in the trainer)",
+            )
         if self.lr_scheduler_type not in SCHEDULES:
             raise bad("lr_scheduler_type", f"{self.lr_scheduler_type!r} is not one of {', '.join(SCHEDULES)}")
         if self.vllm_mode not in ("colocate", "server"):
@@ -160,8 +192,11 @@ class TrainConfig:
         if self.num_generations < 2:
             raise bad("num_generations", "must be >= 2 (it is the group size; hrpo groups distinct questions)")
         if self.per_device_train_batch_size % self.num_generations:
-            raise bad("per_device_train_batch_size", f"{self.per_device_train_batch_size} is not a multiple of "
-                      f"num_generations={self.num_generations}; make it one")
+            raise bad(
+                "per_device_train_batch_size",
+                f"{self.per_device_train_batch_size} is not a multiple of "
+                f"num_generations={self.num_generations}; make it one",
+            )
         if not 0.0 <= self.warmup_ratio < 1.0:
             raise bad("warmup_ratio", "must be in [0, 1)")
         if not 0.0 < self.gamma <= 1.0:
@@ -169,8 +204,10 @@ class TrainConfig:
         if self.max_steps < 1 or self.max_turns < 1 or self.max_completion_length < 1:
             raise bad("max_steps/max_turns/max_completion_length", "must be >= 1")
         if self.vllm_importance_sampling_mode not in IS_MODES:
-            raise bad("vllm_importance_sampling_mode", f"{self.vllm_importance_sampling_mode!r} is not one of "
-                      f"{', '.join(IS_MODES)}")
+            raise bad(
+                "vllm_importance_sampling_mode",
+                f"{self.vllm_importance_sampling_mode!r} is not one of {', '.join(IS_MODES)}",
+            )
         if self.vllm_kv_cache_gib < 1:
             raise bad("vllm_kv_cache_gib", "must be a whole number of GiB >= 1")
         if isinstance(self.report_to, str):
@@ -178,8 +215,10 @@ class TrainConfig:
         if not all(isinstance(r, str) and r for r in self.report_to):
             raise bad("report_to", "list integration names, e.g. ['tensorboard', 'trackio']")
         if self.use_vllm and self.estimator == "hrpo" and self.vllm_mode == "server":
-            raise bad("vllm_mode", "hrpo groups distinct questions, which vLLM server mode de-duplicates; "
-                      "use vllm_mode='colocate'")
+            raise bad(
+                "vllm_mode",
+                "hrpo groups distinct questions, which vLLM server mode de-duplicates; use vllm_mode='colocate'",
+            )
 
     # -- loading -----------------------------------------------------------------------------
     @classmethod
@@ -195,21 +234,25 @@ class TrainConfig:
         return helps
 
     @classmethod
-    def preset(cls, name: str, **overrides: Any) -> "TrainConfig":
+    def preset(cls, name: str, **overrides: Any) -> TrainConfig:
         """A seed paper's training settings (see `workbench.train.presets`), then `overrides`."""
         from workbench.train.presets import preset_values
 
         return cls.from_dict(preset_values(name), **overrides)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> "TrainConfig":
+    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> TrainConfig:
         merged = {**data, **overrides}
-        check_fields("TrainConfig", merged, {f.name for f in dataclasses.fields(cls)},
-                     "see `workbench train --help-config` for the list")
+        check_fields(
+            "TrainConfig",
+            merged,
+            {f.name for f in dataclasses.fields(cls)},
+            "see `workbench train --help-config` for the list",
+        )
         return cls(**merged)
 
     @classmethod
-    def load(cls, path: str | Path, **overrides: Any) -> "TrainConfig":
+    def load(cls, path: str | Path, **overrides: Any) -> TrainConfig:
         """Read a TOML, YAML or JSON file; a `[train]` table is used if present."""
         return cls.from_dict(read_config_file(path, what="train config", table="train"), **overrides)
 
@@ -228,7 +271,7 @@ class TrainConfig:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
-    def replace(self, **changes: Any) -> "TrainConfig":
+    def replace(self, **changes: Any) -> TrainConfig:
         return dataclasses.replace(self, **changes)
 
     # -- TRL ---------------------------------------------------------------------------------

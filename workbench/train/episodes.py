@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Sequence
 from importlib.resources import files
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import jinja2
 
@@ -70,9 +71,17 @@ def _record(hit: Any) -> dict[str, Any]:
 class SearchR1Episodes:
     """An episode runner for the `search_r1` kind. Call it with `(tasks, policy)`."""
 
-    def __init__(self, retriever: Any, *, max_turns: int = 4, max_turn_tokens: int = 64, top_k: int = 3,
-                 temperature: float = 1.0, max_total_tokens: int | None = None,
-                 prompt: Callable[[Task], str] | None = None) -> None:
+    def __init__(
+        self,
+        retriever: Any,
+        *,
+        max_turns: int = 4,
+        max_turn_tokens: int = 64,
+        top_k: int = 3,
+        temperature: float = 1.0,
+        max_total_tokens: int | None = None,
+        prompt: Callable[[Task], str] | None = None,
+    ) -> None:
         self.retriever = retriever
         self.max_turns = max_turns
         self.max_turn_tokens = max_turn_tokens
@@ -109,10 +118,16 @@ class SearchR1Episodes:
             gen_s = (time.perf_counter() - t0) / max(len(live), 1)
             still = []
             for i, out in zip(live, outs):
-                step = Step(index=turn, raw=out.text, completion_ids=list(out.token_ids),
-                            logprobs=list(out.logprobs) if out.logprobs is not None else None,
-                            finish_reason=out.finish_reason, generate_s=gen_s, context_tokens=len(contexts[i]),
-                            prompt_ids=list(contexts[i]) if turn == 0 else None)
+                step = Step(
+                    index=turn,
+                    raw=out.text,
+                    completion_ids=list(out.token_ids),
+                    logprobs=list(out.logprobs) if out.logprobs is not None else None,
+                    finish_reason=out.finish_reason,
+                    generate_s=gen_s,
+                    context_tokens=len(contexts[i]),
+                    prompt_ids=list(contexts[i]) if turn == 0 else None,
+                )
                 trajs[i].steps.append(step)
                 contexts[i] = contexts[i] + step.completion_ids
                 budget[i] += len(step.completion_ids)
@@ -126,8 +141,9 @@ class SearchR1Episodes:
             t.metadata["turns"] = len(t.steps)
         return trajs
 
-    def _advance(self, traj: Trajectory, step: Step, policy: Policy, contexts: list[list[int]], i: int,
-                 budget: list[int]) -> bool:
+    def _advance(
+        self, traj: Trajectory, step: Step, policy: Policy, contexts: list[list[int]], i: int, budget: list[int]
+    ) -> bool:
         """Act on one turn's text; True if the episode goes on."""
         answers = ANSWER_RE.findall(step.raw)
         searches = SEARCH_RE.findall(step.raw)
@@ -147,7 +163,7 @@ class SearchR1Episodes:
             hits = self.search(query, traj.task)
             info = format_information(hits)
             call.result = [_record(h) for h in hits]
-        except Exception as exc:  # noqa: BLE001 - the model sees the failure, the trajectory records it
+        except Exception as exc:
             info, call.error = f"search failed: {exc}", repr(exc)
         call.duration_s = time.perf_counter() - t0
         step.tool_calls.append(call)

@@ -19,8 +19,9 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from workbench.errors import TrainingError
 from workbench.train.config import TrainConfig
@@ -63,7 +64,7 @@ def _child_main(config: dict[str, Any]) -> None:
 
         summary = train(TrainConfig.from_dict(config), callbacks=[StopOnFile()])
         _write_status(out, "stopped" if stop_file.exists() else "finished", summary=summary)
-    except BaseException as exc:  # noqa: BLE001 - recorded for the parent, then a non-zero exit
+    except BaseException as exc:
         traceback.print_exc()
         _write_status(out, "failed", error=f"{type(exc).__name__}: {exc}")
         log.flush()

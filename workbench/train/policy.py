@@ -12,7 +12,8 @@ With `use_vllm=True` (colocate, one process: CPU or GPU) episodes sample through
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from workbench.kernel.sync import run_sync
 from workbench.policies.base import Completion, SamplingParams
@@ -27,8 +28,9 @@ class ColocatedVLLMPolicy(VLLMPolicy):
     token ids and the sampled tokens' logprobs are vLLM's (processed logprobs: after temperature).
     """
 
-    def __init__(self, llm: Any, *, name: str = "vllm-colocate", batch_window_ms: float = 5.0,
-                 max_batch_size: int = 256) -> None:
+    def __init__(
+        self, llm: Any, *, name: str = "vllm-colocate", batch_window_ms: float = 5.0, max_batch_size: int = 256
+    ) -> None:
         import vllm
         from vllm.inputs import TokensPrompt
 
@@ -45,9 +47,15 @@ class ColocatedVLLMPolicy(VLLMPolicy):
         self.vocab_size = model_config.get_vocab_size()
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": "vllm-colocate", "name": self.name, "model_path": self.model_path,
-                "vllm": self._vllm.__version__, "device": "cpu" if self.on_cpu else "cuda",
-                "dtype": self.engine_kwargs["dtype"], "logprobs": "processed"}
+        return {
+            "backend": "vllm-colocate",
+            "name": self.name,
+            "model_path": self.model_path,
+            "vllm": self._vllm.__version__,
+            "device": "cpu" if self.on_cpu else "cuda",
+            "dtype": self.engine_kwargs["dtype"],
+            "logprobs": "processed",
+        }
 
     def close(self) -> None:
         """The engine belongs to the trainer's process cache (`vllm_rollout.release_engines`)."""
@@ -84,8 +92,12 @@ class VLLMTrainerPolicy:
             if params.stop and any(s in self.codec.decode(row[:k]) for s in params.stop):
                 row, lp, finish = row[:k], lp[:k], "stop"
                 break
-        return Completion(text=self.codec.decode([t for t in row if t != eos]), token_ids=row,
-                          logprobs=[float(x) for x in lp], finish_reason=finish)
+        return Completion(
+            text=self.codec.decode([t for t in row if t != eos]),
+            token_ids=row,
+            logprobs=[float(x) for x in lp],
+            finish_reason=finish,
+        )
 
     def generate_sync(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
         vg = self.vg
@@ -93,8 +105,9 @@ class VLLMTrainerPolicy:
         vg.max_completion_length = params.max_new_tokens
         vg.generation_kwargs = {**saved[1], "stop": list(params.stop) or None, "include_stop_str_in_output": True}
         try:
-            _, completion_ids, logprobs, _ = vg.generate(prompts=[list(p) for p in prompts], images=None,
-                                                         num_generations=1)
+            _, completion_ids, logprobs, _ = vg.generate(
+                prompts=[list(p) for p in prompts], images=None, num_generations=1
+            )
         finally:
             vg.max_completion_length, vg.generation_kwargs = saved
         out = []

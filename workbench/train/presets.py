@@ -40,15 +40,22 @@ PRESETS: dict[str, dict[str, tuple[Any, str]]] = {
         "beta": (0.0, f"{DRZ_T5}: KL-Div in HRPO 0"),
         "epsilon": (0.2, f"{DRZ} §3: strictly on-policy, no ratio clipping (one update per batch: ratio = 1)"),
         "epsilon_high": (0.2, f"{DRZ} §3: no ratio clipping; a symmetric bound, inert on-policy"),
-        "per_device_train_batch_size": (8, f"{DRZ_T5}: Total Train Batch Size 256 prompts, group size 1 "
-                                           "(8 per micro-batch × 32 accumulation steps)"),
+        "per_device_train_batch_size": (
+            8,
+            f"{DRZ_T5}: Total Train Batch Size 256 prompts, group size 1 (8 per micro-batch × 32 accumulation steps)",
+        ),
         "gradient_accumulation_steps": (32, f"{DRZ_T5}: 256 = 8 × 32"),
-        "num_generations": (8, f"not in {DRZ}: the hop-group size of the sampler. A random 256-prompt batch at "
-                               "4:3:2:1 holds ~102/77/51/26 prompts per hop; groups of 8 same-hop prompts keep "
-                               "the ratio and never leave a prompt alone in its hop group"),
+        "num_generations": (
+            8,
+            f"not in {DRZ}: the hop-group size of the sampler. A random 256-prompt batch at "
+            "4:3:2:1 holds ~102/77/51/26 prompts per hop; groups of 8 same-hop prompts keep "
+            "the ratio and never leave a prompt alone in its hop group",
+        ),
         "max_turns": (5, f"{DRZ_T5}: Max Turn in Rollout 5"),
-        "max_completion_length": (2560, f"{DRZ} code (config/search_multiturn_grpo.yaml): response 2560 of "
-                                         "Table 5's Max Sequence Length 4096"),
+        "max_completion_length": (
+            2560,
+            f"{DRZ} code (config/search_multiturn_grpo.yaml): response 2560 of Table 5's Max Sequence Length 4096",
+        ),
         "temperature": (1.0, f"{DRZ} code: rollout temperature 1.0"),
         "top_k": (3, f"{DRZ} App. A: top-3 documents per search"),
         "bf16": (True, f"{DRZ_T5}: Precision BF16-mixed"),
@@ -58,8 +65,11 @@ PRESETS: dict[str, dict[str, tuple[Any, str]]] = {
         "estimator": ("grpo", f"{DRZ} §3 eq. 5 and {DRZ_T6}: Algorithm GRPO"),
         "reward": ("drzero_solver", f"{DRZ} App. A: exact match is the instance-level score"),
         "num_generations": (5, f"{DRZ_T6}: Group size in GRPO 5"),
-        "per_device_train_batch_size": (5, f"{DRZ_T6}: Total Train Batch Size 256 prompts × 5 = 1280 rollouts "
-                                           "(one question's 5 per micro-batch × 256 accumulation steps)"),
+        "per_device_train_batch_size": (
+            5,
+            f"{DRZ_T6}: Total Train Batch Size 256 prompts × 5 = 1280 rollouts "
+            "(one question's 5 per micro-batch × 256 accumulation steps)",
+        ),
         "gradient_accumulation_steps": (256, f"{DRZ_T6}: 256 prompts per step"),
         "max_steps": (50, f"{DRZ_T6}: Steps 50"),
         "learning_rate": (1e-6, f"{DRZ_T6}: Learning Rate 1e-6"),

@@ -1,8 +1,8 @@
 """How training scores a trajectory: any reward `workbench.rewards.resolve_reward` accepts.
 
-    scorer = resolve_reward("search_r1")           # preset, component, spec file/JSON, or object
-    score_trajectory(scorer, traj)  ->  {"em": 1.0, "total": 1.0}   # and each Step.reward, when the
-                                                                     # spec scores turns (score_steps)
+scorer = resolve_reward("search_r1")           # preset, component, spec file/JSON, or object
+score_trajectory(scorer, traj)  ->  {"em": 1.0, "total": 1.0}   # and each Step.reward, when the
+                                                                 # spec scores turns (score_steps)
 """
 
 from __future__ import annotations

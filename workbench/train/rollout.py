@@ -17,8 +17,9 @@ truncated; a completion is capped at `max_completion_length`.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from workbench.trajectory import Step, Task, Trajectory
 
@@ -27,8 +28,13 @@ FINISHED = ("submitted", "no_code")
 
 def _empty(eos_token_id: int | None, fallback_prompt: Sequence[int]) -> dict[str, list]:
     pad = [eos_token_id if eos_token_id is not None else 0]
-    return {"prompt_ids": list(fallback_prompt) or pad, "completion_ids": pad, "env_mask": [0],
-            "logprobs": [0.0], "step_index": [-1]}
+    return {
+        "prompt_ids": list(fallback_prompt) or pad,
+        "completion_ids": pad,
+        "env_mask": [0],
+        "logprobs": [0.0],
+        "step_index": [-1],
+    }
 
 
 def segment_steps(traj: Trajectory) -> list[list[tuple[int, Step]]]:
@@ -41,8 +47,13 @@ def segment_steps(traj: Trajectory) -> list[list[tuple[int, Step]]]:
     return out
 
 
-def trajectory_samples(traj: Trajectory, eos_token_id: int | None, max_completion_length: int,
-                       segments: str = "all", fallback_prompt: Sequence[int] = ()) -> list[dict[str, list]]:
+def trajectory_samples(
+    traj: Trajectory,
+    eos_token_id: int | None,
+    max_completion_length: int,
+    segments: str = "all",
+    fallback_prompt: Sequence[int] = (),
+) -> list[dict[str, list]]:
     """The training samples of one trajectory: one per context segment (`"all"`) or the last one."""
     groups = segment_steps(traj)
     if not groups:  # nothing was generated (policy error): one empty, fully masked completion
@@ -72,8 +83,12 @@ def trajectory_samples(traj: Trajectory, eos_token_id: int | None, max_completio
         sample = {"prompt_ids": prompt, "completion_ids": ids, "env_mask": mask, "logprobs": lps, "step_index": idx}
         ends = traj.termination in FINISHED or not last  # a segment cut by a trim ended on purpose too
         if ends and eos_token_id is not None and (not ids or ids[-1] != eos_token_id):
-            for key, value in (("completion_ids", eos_token_id), ("env_mask", 0), ("logprobs", 0.0),
-                               ("step_index", -1)):
+            for key, value in (
+                ("completion_ids", eos_token_id),
+                ("env_mask", 0),
+                ("logprobs", 0.0),
+                ("step_index", -1),
+            ):
                 sample[key] = sample[key] + [value]
         if not sample["completion_ids"]:
             sample.update(completion_ids=[eos_token_id or 0], env_mask=[0], logprobs=[0.0], step_index=[-1])
@@ -85,8 +100,9 @@ def trajectory_samples(traj: Trajectory, eos_token_id: int | None, max_completio
     return samples
 
 
-def trajectory_sample(traj: Trajectory, eos_token_id: int | None, max_completion_length: int,
-                      fallback_prompt: Sequence[int] = ()) -> dict[str, list]:
+def trajectory_sample(
+    traj: Trajectory, eos_token_id: int | None, max_completion_length: int, fallback_prompt: Sequence[int] = ()
+) -> dict[str, list]:
     """The sample of the trajectory's last context segment."""
     return trajectory_samples(traj, eos_token_id, max_completion_length, "last", fallback_prompt)[0]
 
@@ -116,8 +132,13 @@ class RefillReport:
     dropped_tasks: list[str] = field(default_factory=list)
 
 
-def dynamic_sampling(trajs: list[Trajectory], group_size: int, draw: Callable[[int], list[Task]],
-                     run: Callable[[list[Task]], list[Trajectory]], max_rounds: int) -> RefillReport:
+def dynamic_sampling(
+    trajs: list[Trajectory],
+    group_size: int,
+    draw: Callable[[int], list[Task]],
+    run: Callable[[list[Task]], list[Trajectory]],
+    max_rounds: int,
+) -> RefillReport:
     """Replace groups whose rewards are all equal with fresh groups, in place, up to `max_rounds`.
 
     Counted in prompts (a group = one question × `group_size` rollouts), never in optimizer steps;
@@ -125,7 +146,7 @@ def dynamic_sampling(trajs: list[Trajectory], group_size: int, draw: Callable[[i
     """
     report = RefillReport()
     for _ in range(max_rounds):
-        flat = [g for g in range(len(trajs) // group_size) if _is_flat(trajs[g * group_size:(g + 1) * group_size])]
+        flat = [g for g in range(len(trajs) // group_size) if _is_flat(trajs[g * group_size : (g + 1) * group_size])]
         if not flat:
             break
         report.rounds += 1
@@ -136,9 +157,10 @@ def dynamic_sampling(trajs: list[Trajectory], group_size: int, draw: Callable[[i
         new = run([t for t in fresh for _ in range(group_size)])
         report.prompts_refilled += len(fresh)
         for j, g in enumerate(flat[: len(fresh)]):
-            trajs[g * group_size:(g + 1) * group_size] = new[j * group_size:(j + 1) * group_size]
+            trajs[g * group_size : (g + 1) * group_size] = new[j * group_size : (j + 1) * group_size]
     report.zero_std_groups_left = sum(
-        _is_flat(trajs[g * group_size:(g + 1) * group_size]) for g in range(len(trajs) // group_size))
+        _is_flat(trajs[g * group_size : (g + 1) * group_size]) for g in range(len(trajs) // group_size)
+    )
     return report
 
 
@@ -171,5 +193,14 @@ def pass_rate_by_hop(trajs: Sequence[Trajectory]) -> dict[str, float]:
     return {f"pass_rate/hop_{h}": sum(v) / len(v) for h, v in groups.items()}
 
 
-__all__ = ["RefillReport", "dynamic_sampling", "pass_rate_by_hop", "segment_steps", "self_consistency",
-           "step_rewards", "task_drawer", "trajectory_sample", "trajectory_samples"]
+__all__ = [
+    "RefillReport",
+    "dynamic_sampling",
+    "pass_rate_by_hop",
+    "segment_steps",
+    "self_consistency",
+    "step_rewards",
+    "task_drawer",
+    "trajectory_sample",
+    "trajectory_samples",
+]

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
@@ -32,12 +33,17 @@ def tasks_dataset(tasks: Sequence[Task]) -> Any:
     """The training dataset: the question as `prompt`, the whole task as JSON."""
     from datasets import Dataset
 
-    return Dataset.from_list([{"prompt": t.question, "task_json": json.dumps(dataclasses.asdict(t))}
-                              for t in tasks])
+    return Dataset.from_list([{"prompt": t.question, "task_json": json.dumps(dataclasses.asdict(t))} for t in tasks])
 
 
-def workbench_reward(prompts: list, completions: list, wb_reward: list[float | None],
-                     wb_rewards: list[dict] | None = None, log_metric: Any = None, **_: Any) -> list[float | None]:
+def workbench_reward(
+    prompts: list,
+    completions: list,
+    wb_reward: list[float | None],
+    wb_rewards: list[dict] | None = None,
+    log_metric: Any = None,
+    **_: Any,
+) -> list[float | None]:
     """TRL reward function: the totals the reward spec already gave each trajectory in the rollout.
 
     A trajectory's total sits on its last segment's row; earlier segments and filler rows get None,
@@ -62,13 +68,16 @@ class TrainingRows:
     eos: int | None = None
 
     @classmethod
-    def build(cls, trajs: Sequence[Trajectory], eos: int | None, max_completion_length: int,
-              segments: str) -> "TrainingRows":
+    def build(
+        cls, trajs: Sequence[Trajectory], eos: int | None, max_completion_length: int, segments: str
+    ) -> TrainingRows:
         per_traj = [trajectory_samples(t, eos, max_completion_length, segments) for t in trajs]
         samples = [s for ss in per_traj for s in ss]
         row_traj = [i for i, ss in enumerate(per_traj) for _ in ss]
-        kind = ["last" if r == len(samples) - 1 or row_traj[r + 1] != row_traj[r] else "segment"
-                for r in range(len(samples))]
+        kind = [
+            "last" if r == len(samples) - 1 or row_traj[r + 1] != row_traj[r] else "segment"
+            for r in range(len(samples))
+        ]
         return cls(list(trajs), samples, row_traj, kind, eos)
 
     @property
@@ -80,8 +89,15 @@ class TrainingRows:
         """Append fully masked filler rows up to `target` rows: no loss, no reward, advantage 0."""
         eos = self.eos
         for _ in range(target - len(self.samples)):
-            self.samples.append({"prompt_ids": [eos if eos is not None else 0], "completion_ids": [eos or 0],
-                                 "env_mask": [0], "logprobs": [0.0], "step_index": [-1]})
+            self.samples.append(
+                {
+                    "prompt_ids": [eos if eos is not None else 0],
+                    "completion_ids": [eos or 0],
+                    "env_mask": [0],
+                    "logprobs": [0.0],
+                    "step_index": [-1],
+                }
+            )
             self.row_traj.append(-1)
             self.kind.append("filler")
 
@@ -96,22 +112,35 @@ class TrainingRows:
             wb_row=list(kind),
             wb_reward=[float(t.reward or 0.0) if k == "last" else None for t, k in zip(ts, kind)],
             wb_rewards=[dict(t.rewards) if k == "last" else {} for t, k in zip(ts, kind)],
-            task_id=[t.task.id if t else "" for t in ts], hops=[t.hops if t else None for t in ts],
-            turns=[len(t.steps) if t else 0 for t in ts], termination=[t.termination if t else "" for t in ts],
+            task_id=[t.task.id if t else "" for t in ts],
+            hops=[t.hops if t else None for t in ts],
+            turns=[len(t.steps) if t else 0 for t in ts],
+            termination=[t.termination if t else "" for t in ts],
             self_consistency=[self_consistency(t.task) if t else 1.0 for t in ts],
-            step_rewards=[step_rewards(t) if t else [] for t in ts])
+            step_rewards=[step_rewards(t) if t else [] for t in ts],
+        )
         return out
 
     def dataset_rows(self) -> list[dict[str, str]]:
         """The rows as dataset inputs (prompt and task JSON; "" / "{}" for fillers)."""
-        return [{"prompt": t.task.question if t else "",
-                 "task_json": json.dumps(dataclasses.asdict(t.task)) if t else "{}"} for t in self._row_trajs()]
+        return [
+            {"prompt": t.task.question if t else "", "task_json": json.dumps(dataclasses.asdict(t.task)) if t else "{}"}
+            for t in self._row_trajs()
+        ]
 
 
-def row_advantages(estimator: str, config: TrainConfig, trajs: Sequence[Trajectory], offset: int,
-                   row_traj: Sequence[int], step_index: Sequence[Sequence[int]], width: int, *,
-                   group_size: int, scale_rewards: str = "group") -> tuple[torch.Tensor, torch.Tensor | None,
-                                                                          torch.Tensor | None]:
+def row_advantages(
+    estimator: str,
+    config: TrainConfig,
+    trajs: Sequence[Trajectory],
+    offset: int,
+    row_traj: Sequence[int],
+    step_index: Sequence[Sequence[int]],
+    width: int,
+    *,
+    group_size: int,
+    scale_rewards: str = "group",
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
     """Advantages of the local rows: (advantages (B,) or (B, width), ADPO eps_high (B,), ASearcher keep (B,)).
 
     `trajs` is the global batch (every process's trajectories, in order); this process's trajectories
@@ -140,8 +169,9 @@ def row_advantages(estimator: str, config: TrainConfig, trajs: Sequence[Trajecto
         high = A.adpo_eps_high(p, c.epsilon, c.adpo_eps_boost, c.adpo_p_low, c.adpo_p_high)
         eps_high = torch.tensor([float(high[offset + i]) if i >= 0 else c.epsilon for i in row_traj])
     elif estimator == "asearcher":
-        per, kept = A.asearcher(rewards, group_size, c.asearcher_reward_bias, c.asearcher_reward_scaling,
-                                c.asearcher_reward_clip)
+        per, kept = A.asearcher(
+            rewards, group_size, c.asearcher_reward_bias, c.asearcher_reward_scaling, c.asearcher_reward_clip
+        )
         keep = torch.tensor([bool(kept[offset + i]) if i >= 0 else False for i in row_traj])
     elif estimator == "reinforce":
         per = A.reinforce(rewards)

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from workbench.errors import ConfigError, TrainingError
 from workbench.train.config import TrainConfig
@@ -44,14 +45,22 @@ def build_simulator(config: TrainConfig, policy: Any = None) -> Any:
 
     if policy is None:
         if not config.sim_policy:
-            raise ConfigError("search_engine='simulated' needs sim_policy: the simulator LLM as a policy spec "
-                              "(a local model dir via 'transformers:PATH', 'openai:URL', 'scripted:NAME')")
+            raise ConfigError(
+                "search_engine='simulated' needs sim_policy: the simulator LLM as a policy spec "
+                "(a local model dir via 'transformers:PATH', 'openai:URL', 'scripted:NAME')"
+            )
         from workbench.agent.resolve import resolve_policy
 
         policy = resolve_policy(config.sim_policy)
-    return SimulatedSearch(policy, p_start=config.sim_p_start, p_end=config.sim_p_end, b=config.sim_b,
-                           total_steps=config.sim_total_steps or config.max_steps, seed=config.seed,
-                           top_k=config.top_k)
+    return SimulatedSearch(
+        policy,
+        p_start=config.sim_p_start,
+        p_end=config.sim_p_end,
+        b=config.sim_b,
+        total_steps=config.sim_total_steps or config.max_steps,
+        seed=config.seed,
+        top_k=config.top_k,
+    )
 
 
 def build_episodes(config: TrainConfig) -> Any:
@@ -64,21 +73,32 @@ def build_episodes(config: TrainConfig) -> Any:
             retriever = simulator
         else:
             if not config.corpus_path:
-                raise ConfigError("episode_kind='search_r1' needs corpus_path (a JSONL corpus for the retriever) "
-                                  "or search_engine='simulated'")
+                raise ConfigError(
+                    "episode_kind='search_r1' needs corpus_path (a JSONL corpus for the retriever) "
+                    "or search_engine='simulated'"
+                )
             from workbench.search.bm25 import BM25Retriever
             from workbench.search.corpus import Corpus
 
             retriever = BM25Retriever.build(Corpus.from_jsonl(config.corpus_path))
-        return SearchR1Episodes(retriever, max_turns=config.max_turns, max_turn_tokens=config.max_turn_tokens,
-                                top_k=config.top_k, temperature=config.temperature,
-                                max_total_tokens=config.max_completion_length)
+        return SearchR1Episodes(
+            retriever,
+            max_turns=config.max_turns,
+            max_turn_tokens=config.max_turn_tokens,
+            top_k=config.top_k,
+            temperature=config.temperature,
+            max_total_tokens=config.max_completion_length,
+        )
     if config.executor == "ray":
         from workbench.cluster.select import make_executor, search_tools_spec
 
-        executor = make_executor("ray", search_tools_spec(corpus=config.corpus_path or None),
-                                 concurrency=config.concurrency, ray_address=config.ray_address or None,
-                                 workers=config.ray_workers)
+        executor = make_executor(
+            "ray",
+            search_tools_spec(corpus=config.corpus_path or None),
+            concurrency=config.concurrency,
+            ray_address=config.ray_address or None,
+            workers=config.ray_workers,
+        )
         return NBAgentEpisodes(config, executor=executor, owns_executor=True)
     return NBAgentEpisodes(config, simulator=simulator)
 
@@ -97,21 +117,38 @@ class NBAgentEpisodes:
     tools are the executor's: `toolset` names which of its tool sets the episodes get.
     """
 
-    def __init__(self, config: TrainConfig | None = None, *, agent_config: Any = None, tools: Any = None,
-                 concurrency: int | None = None, run_id: str | None = None, role: str = "solver",
-                 lineage: dict[str, Any] | None = None, simulator: Any = None, executor: Any = None,
-                 toolset: str = "default", owns_executor: bool = False) -> None:
+    def __init__(
+        self,
+        config: TrainConfig | None = None,
+        *,
+        agent_config: Any = None,
+        tools: Any = None,
+        concurrency: int | None = None,
+        run_id: str | None = None,
+        role: str = "solver",
+        lineage: dict[str, Any] | None = None,
+        simulator: Any = None,
+        executor: Any = None,
+        toolset: str = "default",
+        owns_executor: bool = False,
+    ) -> None:
         from workbench.agent.config import AgentConfig
 
         if agent_config is None:
             if config is None:
                 raise ConfigError("NBAgentEpisodes needs a TrainConfig or an AgentConfig")
-            agent_config = AgentConfig(max_steps=config.max_turns, max_new_tokens=config.max_turn_tokens,
-                                       temperature=config.temperature, profile=config.agent_profile,
-                                       seed=config.seed)
+            agent_config = AgentConfig(
+                max_steps=config.max_turns,
+                max_new_tokens=config.max_turn_tokens,
+                temperature=config.temperature,
+                profile=config.agent_profile,
+                seed=config.seed,
+            )
         if executor is not None and (tools is not None or simulator is not None):
-            raise ConfigError("NBAgentEpisodes: with executor=, the tools are the executor's; "
-                              "build it with them instead of passing tools= or simulator= here")
+            raise ConfigError(
+                "NBAgentEpisodes: with executor=, the tools are the executor's; "
+                "build it with them instead of passing tools= or simulator= here"
+            )
         if simulator is not None and tools is None:
             from workbench.agent.resolve import search_registry
 
@@ -135,15 +172,22 @@ class NBAgentEpisodes:
         if self.executor is None:
             from workbench.agent.local import LocalExecutor
 
-            self.executor = LocalExecutor({self.toolset: self.tools} if self.tools is not None else None,
-                                          concurrency=self.concurrency)
+            self.executor = LocalExecutor(
+                {self.toolset: self.tools} if self.tools is not None else None, concurrency=self.concurrency
+            )
         return self.executor
 
     async def __call__(self, tasks: list[Task], policy: Any) -> list[Any]:
         from workbench.agent.executor import config_for, gather_jobs, make_jobs
 
-        jobs = make_jobs(tasks, config_for(policy, self.agent_config), role=self.role, tools=self.toolset,
-                         run_id=self.run_id or "", lineage=self.lineage)
+        jobs = make_jobs(
+            tasks,
+            config_for(policy, self.agent_config),
+            role=self.role,
+            tools=self.toolset,
+            run_id=self.run_id or "",
+            lineage=self.lineage,
+        )
         return await gather_jobs(self._executor(), jobs, policy)
 
     async def aclose(self) -> None:
@@ -171,15 +215,26 @@ def stamp_agent_settings(model: Any, episodes: Any) -> None:
 
 def load_model(path: str) -> tuple[Any, Any]:
     if not path or not Path(path).is_dir():
-        raise ConfigError(f"model_path {path!r} is not a local model directory; build one with "
-                          "workbench.models.build_tiny_model or point at a saved checkpoint")
+        raise ConfigError(
+            f"model_path {path!r} is not a local model directory; build one with "
+            "workbench.models.build_tiny_model or point at a saved checkpoint"
+        )
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     return AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
 
 
-def train(config: TrainConfig, *, tasks: Sequence[Task] | None = None, episodes: Any = None, model: Any = None,
-          tokenizer: Any = None, reward: Any = None, store: Any = None, callbacks: list | None = None) -> dict:
+def train(
+    config: TrainConfig,
+    *,
+    tasks: Sequence[Task] | None = None,
+    episodes: Any = None,
+    model: Any = None,
+    tokenizer: Any = None,
+    reward: Any = None,
+    store: Any = None,
+    callbacks: list | None = None,
+) -> dict:
     """Run one training job to the end; returns a summary dict."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
@@ -200,8 +255,9 @@ def train(config: TrainConfig, *, tasks: Sequence[Task] | None = None, episodes:
     episodes = episodes or build_episodes(config)
     stamp_agent_settings(model, episodes)
     cbs = [MetricsCallback(config.output_dir, store=store, run_id=config.run_id), *(callbacks or [])]
-    trainer = WorkbenchGRPOTrainer(model, tokenizer, tasks, episodes=episodes, config=config, reward=reward,
-                                   callbacks=cbs, store=store)
+    trainer = WorkbenchGRPOTrainer(
+        model, tokenizer, tasks, episodes=episodes, config=config, reward=reward, callbacks=cbs, store=store
+    )
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # metrics go to MetricsCallback (metrics.jsonl + store), not stdout
@@ -224,9 +280,20 @@ def train(config: TrainConfig, *, tasks: Sequence[Task] | None = None, episodes:
     final = Path(config.output_dir) / "final"
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
-    return {"global_step": int(trainer.state.global_step), "training_loss": float(result.training_loss),
-            "final_dir": str(final), "run_id": config.run_id}
+    return {
+        "global_step": int(trainer.state.global_step),
+        "training_loss": float(result.training_loss),
+        "final_dir": str(final),
+        "run_id": config.run_id,
+    }
 
 
-__all__ = ["NBAgentEpisodes", "build_episodes", "build_simulator", "load_model", "load_tasks", "stamp_agent_settings",
-           "train"]
+__all__ = [
+    "NBAgentEpisodes",
+    "build_episodes",
+    "build_simulator",
+    "load_model",
+    "load_tasks",
+    "stamp_agent_settings",
+    "train",
+]

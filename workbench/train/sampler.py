@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from typing import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 
 from workbench.errors import ConfigError
 
@@ -23,24 +23,31 @@ from workbench.errors import ConfigError
 class HopGroupSampler:
     """Indices of a dataset, batch by batch, each batch whole groups of same-hop questions."""
 
-    def __init__(self, hops: Sequence[Hashable], group_size: int, batch_size: int, repeat_count: int = 1,
-                 seed: int = 0) -> None:
+    def __init__(
+        self, hops: Sequence[Hashable], group_size: int, batch_size: int, repeat_count: int = 1, seed: int = 0
+    ) -> None:
         if group_size < 1 or batch_size % group_size:
-            raise ConfigError(f"hrpo: the batch of {batch_size} does not split into hop groups of {group_size}; "
-                              "make per_device_train_batch_size a multiple of num_generations")
+            raise ConfigError(
+                f"hrpo: the batch of {batch_size} does not split into hop groups of {group_size}; "
+                "make per_device_train_batch_size a multiple of num_generations"
+            )
         counts = Counter(hops)
         small = {h: n for h, n in counts.items() if n < group_size}
         if small:
             listed = ", ".join(f"hop {h}: {n}" for h, n in sorted(small.items(), key=str))
-            raise ConfigError(f"hrpo draws groups of num_generations={group_size} distinct same-hop questions, but "
-                              f"some hop counts have fewer tasks ({listed}); add tasks or lower num_generations")
+            raise ConfigError(
+                f"hrpo draws groups of num_generations={group_size} distinct same-hop questions, but "
+                f"some hop counts have fewer tasks ({listed}); add tasks or lower num_generations"
+            )
         self.hops = list(hops)
         self.group_size, self.batch_size, self.repeat_count = group_size, batch_size, repeat_count
         self.seed = seed
         self._epoch = 0
         if self._batches_per_epoch() == 0:
-            raise ConfigError(f"hrpo: {len(self.hops)} tasks make fewer than {batch_size // group_size} hop groups "
-                              f"of {group_size}; add tasks or lower per_device_train_batch_size")
+            raise ConfigError(
+                f"hrpo: {len(self.hops)} tasks make fewer than {batch_size // group_size} hop groups "
+                f"of {group_size}; add tasks or lower per_device_train_batch_size"
+            )
 
     def _groups(self, rng: random.Random) -> list[list[int]]:
         by_hop: dict[Hashable, list[int]] = {}
@@ -49,7 +56,7 @@ class HopGroupSampler:
         groups = []
         for idx in by_hop.values():
             rng.shuffle(idx)
-            groups += [idx[i:i + self.group_size] for i in range(0, len(idx) - self.group_size + 1, self.group_size)]
+            groups += [idx[i : i + self.group_size] for i in range(0, len(idx) - self.group_size + 1, self.group_size)]
         rng.shuffle(groups)
         return groups
 
@@ -64,7 +71,7 @@ class HopGroupSampler:
         groups = self._groups(rng)
         per_batch = self.batch_size // self.group_size
         for b in range(len(groups) // per_batch):
-            chunk = [i for g in groups[b * per_batch:(b + 1) * per_batch] for i in g]
+            chunk = [i for g in groups[b * per_batch : (b + 1) * per_batch] for i in g]
             for _ in range(self.repeat_count):
                 yield from chunk
 

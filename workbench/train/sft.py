@@ -14,7 +14,8 @@ trajectories were run with), the model records them, so every save of it carries
 from __future__ import annotations
 
 import random
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from workbench.errors import TrainingError
 from workbench.trajectory import Trajectory
@@ -36,14 +37,25 @@ def _batches(seqs: list[tuple[list[int], list[int]]], batch_size: int, rng: rand
     order = list(range(len(seqs)))
     rng.shuffle(order)
     order.sort(key=lambda i: len(seqs[i][0]))  # stable: equal lengths stay shuffled
-    batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     rng.shuffle(batches)
     return batches
 
 
-def sft(model: Any, tokenizer: Any, trajectories: Iterable[Trajectory], *, epochs: int = 3, lr: float = 3e-3,
-        batch_size: int = 8, warmup: float = 0.1, max_grad_norm: float = 1.0, seed: int = 0,
-        progress: bool = True, agent_config: Any = None) -> list[float]:
+def sft(
+    model: Any,
+    tokenizer: Any,
+    trajectories: Iterable[Trajectory],
+    *,
+    epochs: int = 3,
+    lr: float = 3e-3,
+    batch_size: int = 8,
+    warmup: float = 0.1,
+    max_grad_norm: float = 1.0,
+    seed: int = 0,
+    progress: bool = True,
+    agent_config: Any = None,
+) -> list[float]:
     """Train `model` in place on the model tokens of `trajectories`; returns the loss per step.
     `agent_config` (an `AgentConfig`): the agent settings to record on the model (see the module
     docstring)."""
@@ -74,9 +86,9 @@ def sft(model: Any, tokenizer: Any, trajectories: Iterable[Trajectory], *, epoch
             attention = torch.zeros((len(batch), width), dtype=torch.long)
             for row, i in enumerate(batch):
                 x, m = seqs[i]
-                ids[row, :len(x)] = torch.tensor(x)
-                attention[row, :len(x)] = 1
-                labels[row, :len(x)] = torch.tensor([t if keep else -100 for t, keep in zip(x, m)])
+                ids[row, : len(x)] = torch.tensor(x)
+                attention[row, : len(x)] = 1
+                labels[row, : len(x)] = torch.tensor([t if keep else -100 for t, keep in zip(x, m)])
             loss = model(input_ids=ids, attention_mask=attention, labels=labels).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)

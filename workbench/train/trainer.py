@@ -37,7 +37,8 @@ import logging
 import math
 import os
 from collections import Counter
-from typing import Any, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -58,8 +59,10 @@ def check_trl_version() -> None:
     import trl
 
     if trl.__version__ != REQUIRED_TRL:
-        raise TrainingError(f"workbench.train subclasses private GRPOTrainer methods of trl=={REQUIRED_TRL}, "
-                            f"but trl {trl.__version__} is installed; run `pip install trl=={REQUIRED_TRL}`")
+        raise TrainingError(
+            f"workbench.train subclasses private GRPOTrainer methods of trl=={REQUIRED_TRL}, "
+            f"but trl {trl.__version__} is installed; run `pip install trl=={REQUIRED_TRL}`"
+        )
 
 
 check_trl_version()
@@ -77,7 +80,7 @@ class _OwnRowsFilter(logging.Filter):
         return not ("All reward functions returned None" in msg and "'wb_row': '" in msg)
 
 
-def _rollout_func(prompts: list, trainer: "WorkbenchGRPOTrainer") -> dict[str, list]:
+def _rollout_func(prompts: list, trainer: WorkbenchGRPOTrainer) -> dict[str, list]:
     return trainer.rollout(prompts)
 
 
@@ -88,7 +91,7 @@ def _single_process() -> bool:
 class _SyncAfterStep(TrainerCallback):
     """vLLM gets the new weights right after each optimizer step (TRL alone syncs before the next rollout)."""
 
-    def __init__(self, trainer: "WorkbenchGRPOTrainer") -> None:
+    def __init__(self, trainer: WorkbenchGRPOTrainer) -> None:
         self.trainer = trainer
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -98,20 +101,34 @@ class _SyncAfterStep(TrainerCallback):
 class WorkbenchGRPOTrainer(GRPOTrainer):
     """GRPOTrainer whose samples are whole workbench episodes; see the module docstring."""
 
-    def __init__(self, model: Any, tokenizer: Any, tasks: Sequence[Task], *, episodes: EpisodeRunner,
-                 config: TrainConfig, reward: Any = None, callbacks: list | None = None, store: Any = None,
-                 policy_factory: Callable[["WorkbenchGRPOTrainer"], Any] | None = None,
-                 curricula: Sequence[Any] = ()) -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        tasks: Sequence[Task],
+        *,
+        episodes: EpisodeRunner,
+        config: TrainConfig,
+        reward: Any = None,
+        callbacks: list | None = None,
+        store: Any = None,
+        policy_factory: Callable[[WorkbenchGRPOTrainer], Any] | None = None,
+        curricula: Sequence[Any] = (),
+    ) -> None:
         check_trl_version()
         tasks = list(tasks)
         per_batch = config.per_device_train_batch_size * config.gradient_accumulation_steps
         need = per_batch if config.estimator == "hrpo" else per_batch // config.num_generations
         if len(tasks) < need:
-            raise ConfigError(f"{len(tasks)} tasks cannot fill one batch: {config.estimator} needs at least {need} "
-                              "distinct tasks; add tasks or lower per_device_train_batch_size")
+            raise ConfigError(
+                f"{len(tasks)} tasks cannot fill one batch: {config.estimator} needs at least {need} "
+                "distinct tasks; add tasks or lower per_device_train_batch_size"
+            )
         if config.dynamic_sampling and config.estimator == "hrpo":
-            raise ConfigError("dynamic_sampling refills per-question groups; hrpo has one rollout per question. "
-                              "Turn dynamic_sampling off or use grpo/adpo/reinforce_pp")
+            raise ConfigError(
+                "dynamic_sampling refills per-question groups; hrpo has one rollout per question. "
+                "Turn dynamic_sampling off or use grpo/adpo/reinforce_pp"
+            )
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.wb_config = config
@@ -131,8 +148,9 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         if config.estimator == "hrpo":
             from workbench.train.sampler import HopGroupSampler
 
-            HopGroupSampler([t.metadata.get("hops") for t in tasks], config.num_generations,
-                            per_batch)  # raises a ConfigError naming the fix when hop groups cannot be filled
+            HopGroupSampler(
+                [t.metadata.get("hops") for t in tasks], config.num_generations, per_batch
+            )  # raises a ConfigError naming the fix when hop groups cannot be filled
         logging.getLogger("trl.trainer.grpo_trainer").addFilter(_OwnRowsFilter())
         args = config.to_grpo_config()
         shared = config.use_vllm and config.vllm_mode == "colocate" and _single_process()
@@ -145,9 +163,15 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         if shared:
             args.use_vllm = False  # the engine is the process's shared one, built below, not TRL's own
         self._colocated_policy: Any = None
-        super().__init__(model=model, reward_funcs=[workbench_reward], args=args,
-                         train_dataset=tasks_dataset(tasks), processing_class=tokenizer,
-                         rollout_func=_rollout_func, callbacks=callbacks)
+        super().__init__(
+            model=model,
+            reward_funcs=[workbench_reward],
+            args=args,
+            train_dataset=tasks_dataset(tasks),
+            processing_class=tokenizer,
+            rollout_func=_rollout_func,
+            callbacks=callbacks,
+        )
         if shared:
             from workbench.train.vllm_rollout import shared_generation
 
@@ -183,8 +207,12 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             attn = torch.cat([out["prompt_mask"], out["completion_mask"]], dim=1)
             with torch.no_grad():
                 old, _, _ = self._get_per_token_logps_and_entropies(
-                    self.model, ids, attn, out["completion_ids"].size(1),
-                    batch_size=self.args.per_device_train_batch_size)
+                    self.model,
+                    ids,
+                    attn,
+                    out["completion_ids"].size(1),
+                    batch_size=self.args.per_device_train_batch_size,
+                )
         mask = out["completion_mask"].bool()
         if out.get("tool_mask") is not None:
             mask = mask & out["tool_mask"].bool()
@@ -217,8 +245,10 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
     def run_episodes(self, tasks: list[Task]) -> list[Trajectory]:
         trajs = run_sync(self.episodes(tasks, self.policy()))
         if len(trajs) != len(tasks):
-            raise TrainingError(f"the episode runner returned {len(trajs)} trajectories for {len(tasks)} tasks; "
-                                "it must return one per task, in order")
+            raise TrainingError(
+                f"the episode runner returned {len(trajs)} trajectories for {len(tasks)} tasks; "
+                "it must return one per task, in order"
+            )
         for t in trajs:
             score_trajectory(self.scorer, t)
             t.run_id = t.run_id or self.wb_config.run_id
@@ -239,8 +269,9 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         trajs = self.run_episodes(tasks)
         metrics = self._metrics["train"]
         if self.wb_config.dynamic_sampling and self.model.training:
-            report = dynamic_sampling(trajs, self.num_generations, self._draw, self.run_episodes,
-                                      self.wb_config.max_refill_rounds)
+            report = dynamic_sampling(
+                trajs, self.num_generations, self._draw, self.run_episodes, self.wb_config.max_refill_rounds
+            )
             metrics["dynamic_sampling/refill_rounds"].append(report.rounds)
             metrics["dynamic_sampling/refill_prompts"].append(report.prompts_refilled)
             metrics["dynamic_sampling/zero_std_groups_left"].append(report.zero_std_groups_left)
@@ -254,8 +285,9 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
 
         group = self.num_generations if self.model.training else self.num_generations_eval
         unit = group * self.args.steps_per_generation // math.gcd(group, self.args.steps_per_generation)
-        rows = TrainingRows.build(trajs, self.processing_class.eos_token_id, self.args.max_completion_length,
-                                  self.wb_config.segments)
+        rows = TrainingRows.build(
+            trajs, self.processing_class.eos_token_id, self.args.max_completion_length, self.wb_config.segments
+        )
         most = max(gather_object([len(rows.samples)]))
         rows.pad_to(-(-most // unit) * unit)
         self._metrics["train"]["episode/segments"].append(rows.segments / max(len(trajs), 1))
@@ -289,16 +321,25 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             self._set_advantages(out, trajs, row_traj, step_index)
         return out
 
-    def _set_advantages(self, out: dict[str, Any], trajs: list[Trajectory], row_traj: list[int],
-                        step_index: list[list[int]]) -> None:
+    def _set_advantages(
+        self, out: dict[str, Any], trajs: list[Trajectory], row_traj: list[int], step_index: list[list[int]]
+    ) -> None:
         from accelerate.utils import gather_object
 
         est, device = self.wb_config.estimator, out["advantages"].device
         every = gather_object(trajs)  # the global batch, in process order
         offset = self.accelerator.process_index * len(trajs)
-        adv, eps_high, keep = row_advantages(est, self.wb_config, every, offset, row_traj, step_index,
-                                             out["completion_ids"].size(1), group_size=self.num_generations,
-                                             scale_rewards=str(self.scale_rewards))
+        adv, eps_high, keep = row_advantages(
+            est,
+            self.wb_config,
+            every,
+            offset,
+            row_traj,
+            step_index,
+            out["completion_ids"].size(1),
+            group_size=self.num_generations,
+            scale_rewards=str(self.scale_rewards),
+        )
         if keep is not None:  # asearcher: rows of flat groups leave the loss, then whitening over loss tokens
             keep = keep.to(device)
             out["tool_mask"] = out["tool_mask"] * keep.unsqueeze(1).to(out["tool_mask"].dtype)
@@ -308,7 +349,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
                 values = gather_object(adv.tolist())
                 counts = gather_object(tokens.tolist())
                 start = sum(gather_object([len(row_traj)])[: self.accelerator.process_index])
-                adv = A.token_whiten(values, counts)[start:start + len(row_traj)] * keep.cpu()
+                adv = A.token_whiten(values, counts)[start : start + len(row_traj)] * keep.cpu()
             self._metrics["train"]["asearcher/kept_rows"].append(float(keep.float().mean()))
         out["advantages"] = adv.to(device)
         if eps_high is not None:
@@ -322,9 +363,13 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         # one rollout per distinct question, each batch whole groups of same-hop questions
         data = dataset if dataset is not None else self.train_dataset
         hops = [json.loads(row)["metadata"].get("hops") for row in data["task_json"]]
-        return HopGroupSampler(hops, self.num_generations, self.args.generation_batch_size,
-                               repeat_count=self.num_iterations * self.args.steps_per_generation,
-                               seed=self.args.seed)
+        return HopGroupSampler(
+            hops,
+            self.num_generations,
+            self.args.generation_batch_size,
+            repeat_count=self.num_iterations * self.args.steps_per_generation,
+            seed=self.args.seed,
+        )
 
     def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
         if "eps_high" not in inputs:
@@ -339,5 +384,11 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             self.epsilon_low, self.epsilon_high = low, high
 
 
-__all__ = ["REQUIRED_TRL", "WorkbenchGRPOTrainer", "check_trl_version", "row_advantages", "tasks_dataset",
-           "workbench_reward"]
+__all__ = [
+    "REQUIRED_TRL",
+    "WorkbenchGRPOTrainer",
+    "check_trl_version",
+    "row_advantages",
+    "tasks_dataset",
+    "workbench_reward",
+]

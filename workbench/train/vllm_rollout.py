@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 from workbench.errors import ConfigError
 
@@ -50,14 +51,22 @@ def check_model(model_config: Any) -> None:
     hidden = getattr(model_config, "hidden_size", None)
     head = getattr(model_config, "head_dim", None) or (hidden // heads if heads and hidden else None)
     if head is not None and on_cpu() and head not in CPU_HEAD_SIZES:
-        raise ConfigError(f"vLLM's CPU build runs attention heads of size {', '.join(map(str, CPU_HEAD_SIZES))}; "
-                          f"this model's heads are {head} (hidden_size {hidden} / {heads} heads). Build it with "
-                          "hidden_size / num_attention_heads >= 32 (e.g. build_tiny_model(n_embd=64, n_head=2)) "
-                          "or train with use_vllm=False")
+        raise ConfigError(
+            f"vLLM's CPU build runs attention heads of size {', '.join(map(str, CPU_HEAD_SIZES))}; "
+            f"this model's heads are {head} (hidden_size {hidden} / {heads} heads). Build it with "
+            "hidden_size / num_attention_heads >= 32 (e.g. build_tiny_model(n_embd=64, n_head=2)) "
+            "or train with use_vllm=False"
+        )
 
 
-def colocated_llm(model_path: str | Path, *, max_model_len: int | None = None, kv_cache_gib: int = 1,
-                  gpu_memory_utilization: float = 0.3, seed: int = 0) -> Any:
+def colocated_llm(
+    model_path: str | Path,
+    *,
+    max_model_len: int | None = None,
+    kv_cache_gib: int = 1,
+    gpu_memory_utilization: float = 0.3,
+    seed: int = 0,
+) -> Any:
     """The process's in-process vLLM engine for `model_path` (built on first use, then shared).
 
     It starts with the weights saved at `model_path`; trainers overwrite them with the live ones
@@ -67,13 +76,20 @@ def colocated_llm(model_path: str | Path, *, max_model_len: int | None = None, k
 
     path = Path(model_path)
     if not (path / "config.json").is_file():
-        raise ConfigError(f"use_vllm needs the model saved in a local directory (config.json) for vLLM to load; "
-                          f"{model_path!r} is not one: save_pretrained the model and tokenizer first")
+        raise ConfigError(
+            f"use_vllm needs the model saved in a local directory (config.json) for vLLM to load; "
+            f"{model_path!r} is not one: save_pretrained the model and tokenizer first"
+        )
     key = (str(path.resolve()), max_model_len)
     if key in _ENGINES:
         return _ENGINES[key]
-    kwargs: dict[str, Any] = dict(distributed_executor_backend="external_launcher", max_num_batched_tokens=4096,
-                                  logprobs_mode="processed_logprobs", max_model_len=max_model_len, seed=seed)
+    kwargs: dict[str, Any] = dict(
+        distributed_executor_backend="external_launcher",
+        max_num_batched_tokens=4096,
+        logprobs_mode="processed_logprobs",
+        max_model_len=max_model_len,
+        seed=seed,
+    )
     if on_cpu():
         kwargs.update(enforce_eager=True, dtype="float32", kv_cache_memory_bytes=int(kv_cache_gib) << 30)
     else:
@@ -101,12 +117,15 @@ def _modules_vllm_cannot_scan() -> Iterator[None]:
             if hasattr(value, "__dict__"):
                 vars(value).get("kernel")
             return False
-        except Exception:  # noqa: BLE001 - whatever it raises, the scan would raise it
+        except Exception:
             return True
 
-    hidden = {name: mod for name, mod in list(sys.modules.items())
-              if name not in sys.builtin_module_names
-              and any(odd(v) for v in list((getattr(mod, "__dict__", None) or {}).values()))}
+    hidden = {
+        name: mod
+        for name, mod in list(sys.modules.items())
+        if name not in sys.builtin_module_names
+        and any(odd(v) for v in list((getattr(mod, "__dict__", None) or {}).values()))
+    }
     for name in hidden:
         del sys.modules[name]
     try:
@@ -163,8 +182,11 @@ def sequence_logprobs(llm: Any, ids: Sequence[int]) -> list[float]:
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
 
-    out = llm.generate([TokensPrompt(prompt_token_ids=list(ids))],
-                       SamplingParams(max_tokens=1, temperature=1.0, prompt_logprobs=0), use_tqdm=False)
+    out = llm.generate(
+        [TokensPrompt(prompt_token_ids=list(ids))],
+        SamplingParams(max_tokens=1, temperature=1.0, prompt_logprobs=0),
+        use_tqdm=False,
+    )
     rows = out[0].prompt_logprobs
     return [float(rows[i][ids[i]].logprob) for i in range(1, len(ids))]
 
@@ -188,22 +210,48 @@ def shared_generation(trainer: Any, args: Any) -> Any:
             self.llm = llm
             self._llm_weights_sleeping = False
 
-
     cfg = trainer.wb_config
     model = trainer.accelerator.unwrap_model(trainer.model)
-    llm = colocated_llm(model.name_or_path, max_model_len=args.vllm_max_model_length,
-                        kv_cache_gib=cfg.vllm_kv_cache_gib, gpu_memory_utilization=args.vllm_gpu_memory_utilization,
-                        seed=args.seed)
+    llm = colocated_llm(
+        model.name_or_path,
+        max_model_len=args.vllm_max_model_length,
+        kv_cache_gib=cfg.vllm_kv_cache_gib,
+        gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+        seed=args.seed,
+    )
     return SharedVLLMGeneration(
-        model=trainer.model, accelerator=trainer.accelerator, processing_class=trainer.processing_class,
-        mode="colocate", structured_outputs_regex=args.vllm_structured_outputs_regex,
-        tensor_parallel_size=1, gpu_memory_utilization=args.vllm_gpu_memory_utilization,
-        max_model_length=args.vllm_max_model_length, max_num_seqs=args.per_device_train_batch_size,
-        enable_sleep_mode=False, model_impl=args.vllm_model_impl, trust_remote_code=args.trust_remote_code,
-        repetition_penalty=trainer.repetition_penalty, temperature=trainer.temperature, top_p=trainer.top_p,
-        top_k=trainer.top_k, min_p=trainer.min_p, max_completion_length=trainer.max_completion_length,
-        logprobs=0, generation_kwargs=args.generation_kwargs)
+        model=trainer.model,
+        accelerator=trainer.accelerator,
+        processing_class=trainer.processing_class,
+        mode="colocate",
+        structured_outputs_regex=args.vllm_structured_outputs_regex,
+        tensor_parallel_size=1,
+        gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+        max_model_length=args.vllm_max_model_length,
+        max_num_seqs=args.per_device_train_batch_size,
+        enable_sleep_mode=False,
+        model_impl=args.vllm_model_impl,
+        trust_remote_code=args.trust_remote_code,
+        repetition_penalty=trainer.repetition_penalty,
+        temperature=trainer.temperature,
+        top_p=trainer.top_p,
+        top_k=trainer.top_k,
+        min_p=trainer.min_p,
+        max_completion_length=trainer.max_completion_length,
+        logprobs=0,
+        generation_kwargs=args.generation_kwargs,
+    )
 
 
-__all__ = ["CPU_HEAD_SIZES", "check_model", "colocated_llm", "load_model_weights", "load_weights",
-           "model_sequence_logprobs", "on_cpu", "release_engines", "sequence_logprobs", "shared_generation"]
+__all__ = [
+    "CPU_HEAD_SIZES",
+    "check_model",
+    "colocated_llm",
+    "load_model_weights",
+    "load_weights",
+    "model_sequence_logprobs",
+    "on_cpu",
+    "release_engines",
+    "sequence_logprobs",
+    "shared_generation",
+]

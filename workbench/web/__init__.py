@@ -15,13 +15,15 @@ The tools `access(url, page=1)` and `find_in_page(url, query)` run on the host t
 
 from workbench.web.browse import Browser, access, find_in_page, open_page, page_from_result
 from workbench.web.extract import extract, has_trafilatura
-from workbench.web.fetch import (CachingFetcher, Fetcher, FetchResult, HttpFetcher,
-                                 LocalSiteFetcher, normalize_url)
+from workbench.web.fetch import CachingFetcher, Fetcher, FetchResult, HttpFetcher, LocalSiteFetcher, normalize_url
 from workbench.web.page import Link, Page, find, windows
 from workbench.web.pages import PageStore, write_pages_jsonl
 
-_LAZY = {"WorldSite": "workbench.web.site", "world_site": "workbench.web.site",
-         "browsing_solver": "workbench.web.solver"}  # they import worlds / policies: higher layers
+_LAZY = {
+    "WorldSite": "workbench.web.site",
+    "world_site": "workbench.web.site",
+    "browsing_solver": "workbench.web.solver",
+}  # they import worlds / policies: higher layers
 
 
 def __getattr__(name: str) -> object:
@@ -53,6 +55,6 @@ __all__ = [
     "open_page",
     "page_from_result",
     "windows",
-    "write_pages_jsonl",
     "world_site",
+    "write_pages_jsonl",
 ]

@@ -21,16 +21,16 @@ from workbench.web.fetch import Fetcher
 
 ASEARCHER_AGENT: dict[str, Any] = {
     "prompt": "asearcher",
-    "max_steps": 32,            # ASearcher's max_turns (128 for its QwQ runs)
-    "short_text": 100,          # characters a read page keeps after the next turn
+    "max_steps": 32,  # ASearcher's max_turns (128 for its QwQ runs)
+    "short_text": 100,  # characters a read page keeps after the next turn
     "page_tools": ("access",),
     "max_context_tokens": 32768,
     "max_new_tokens": 1024,
-    "output_cap": 8000,         # one page window (6,000) plus its links
-    "search_top_k": 5,          # ASearcher's topk
+    "output_cap": 8000,  # one page window (6,000) plus its links
+    "search_top_k": 5,  # ASearcher's topk
     "tool_call_budget": 128,
     "wall_clock_s": 1800.0,
-    "trim": "soft",             # drop the oldest turns first; the notepad always stays
+    "trim": "soft",  # drop the oldest turns first; the notepad always stays
 }
 
 
@@ -47,12 +47,19 @@ def _answer(answer: str) -> str:
 answer_tool: Tool = make_tool(_answer, name="answer", final=True)
 
 
-def asearcher_tools(fetcher: Fetcher, *, retriever: Any = None, task: Any = None,
-                    window_chars: int = 6000, search_top_k: int = 5,
-                    **browser_options: Any) -> ToolRegistry:
+def asearcher_tools(
+    fetcher: Fetcher,
+    *,
+    retriever: Any = None,
+    task: Any = None,
+    window_chars: int = 6000,
+    search_top_k: int = 5,
+    **browser_options: Any,
+) -> ToolRegistry:
     """search (when a retriever is given; hits show URLs), access, find_in_page and answer."""
-    tools = web_tools(fetcher, retriever=retriever, task=task, search_top_k=search_top_k,
-                      window_chars=window_chars, **browser_options)
+    tools = web_tools(
+        fetcher, retriever=retriever, task=task, search_top_k=search_top_k, window_chars=window_chars, **browser_options
+    )
     return ToolRegistry([*tools, answer_tool])
 
 

@@ -39,16 +39,21 @@ def _decode(result: FetchResult) -> str:
 def page_from_result(result: FetchResult, extractor: Extractor = "auto") -> Page:
     """The `Page` of a fetch; ToolError for an HTTP error status or a body that is not a page."""
     if result.status >= 400 or result.status < 200:
-        hint = ("the page does not exist; check the address or search for another page"
-                if result.status in (404, 410) else "the site refused or failed; try another source")
+        hint = (
+            "the page does not exist; check the address or search for another page"
+            if result.status in (404, 410)
+            else "the site refused or failed; try another source"
+        )
         raise ToolError(f"cannot open {result.url}: HTTP {result.status} ({hint})")
     ctype = result.content_type.split(";")[0].strip().lower()
     if ctype in TEXT_TYPES:
         text = _decode(result).strip()
         return Page(result.final_url, result.final_url, text, ())
     if ctype not in HTML_TYPES:
-        raise ToolError(f"cannot open {result.url}: it is {ctype or 'of unknown type'}, not an "
-                        "HTML page; access reads web pages only")
+        raise ToolError(
+            f"cannot open {result.url}: it is {ctype or 'of unknown type'}, not an "
+            "HTML page; access reads web pages only"
+        )
     return extract(_decode(result), result.final_url, extractor)
 
 
@@ -60,12 +65,21 @@ def open_page(fetcher: Fetcher, url: str, extractor: Extractor = "auto") -> Page
 class Browser:
     """access / find_in_page over one fetcher, with a small LRU of extracted pages."""
 
-    def __init__(self, fetcher: Fetcher, *, window_chars: int = 6000, max_windows: int = 10,
-                 max_page_chars: int = 250_000, max_links: int = 20, context_chars: int = 300,
-                 max_matches: int = 10, extractor: Extractor = "auto", cache_pages: int = 32) -> None:
+    def __init__(
+        self,
+        fetcher: Fetcher,
+        *,
+        window_chars: int = 6000,
+        max_windows: int = 10,
+        max_page_chars: int = 250_000,
+        max_links: int = 20,
+        context_chars: int = 300,
+        max_matches: int = 10,
+        extractor: Extractor = "auto",
+        cache_pages: int = 32,
+    ) -> None:
         if window_chars < 100 or max_windows < 1 or max_page_chars < window_chars:
-            raise ConfigError("Browser needs window_chars >= 100, max_windows >= 1 and "
-                              "max_page_chars >= window_chars")
+            raise ConfigError("Browser needs window_chars >= 100, max_windows >= 1 and max_page_chars >= window_chars")
         self.fetcher, self.extractor = fetcher, extractor
         self.window_chars, self.max_windows = window_chars, max_windows
         self.max_page_chars, self.max_links = max_page_chars, max_links
@@ -81,7 +95,7 @@ class Browser:
                 return self._cache[url]
         page = open_page(self.fetcher, url, self.extractor)
         if len(page.markdown) > self.max_page_chars:
-            page = Page(page.url, page.title, page.markdown[:self.max_page_chars], page.links)
+            page = Page(page.url, page.title, page.markdown[: self.max_page_chars], page.links)
         with self._lock:
             self._cache[url] = page
             while len(self._cache) > self._cache_size:
@@ -93,12 +107,14 @@ class Browser:
         if isinstance(page, bool) or not isinstance(page, int):
             raise ToolError(f"page must be a whole number like 1 or 2, got {page!r}")
         doc = self.open(url)
-        wins = windows(doc, self.window_chars)[:self.max_windows]
+        wins = windows(doc, self.window_chars)[: self.max_windows]
         if not 1 <= page <= len(wins):
-            raise ToolError(f"page {page} is out of range: {url} has {len(wins)} page"
-                            f"{'s' if len(wins) != 1 else ''} (use page=1..{len(wins)})")
+            raise ToolError(
+                f"page {page} is out of range: {url} has {len(wins)} page"
+                f"{'s' if len(wins) != 1 else ''} (use page=1..{len(wins)})"
+            )
         text = wins[page - 1]
-        links = [link for link in doc.links if f"]({link.url})" in text][:self.max_links]
+        links = [link for link in doc.links if f"]({link.url})" in text][: self.max_links]
         if links:
             text += "\n\nLinks:\n" + "\n".join(f"- {l.text}: {l.url}" for l in links)
         if page < len(wins):
@@ -112,9 +128,11 @@ class Browser:
         doc = self.open(url)
         found = find(doc, query, self.context_chars)
         if not found:
-            return (f"No match for {query!r} in {doc.url} ({len(doc.markdown)} characters); try "
-                    "fewer or other words, or read it with access(url)")
-        shown = found[:self.max_matches]
+            return (
+                f"No match for {query!r} in {doc.url} ({len(doc.markdown)} characters); try "
+                "fewer or other words, or read it with access(url)"
+            )
+        shown = found[: self.max_matches]
         head = f"{len(found)} match{'es' if len(found) != 1 else ''} for {query!r} in {doc.url}"
         if len(found) > len(shown):
             head += f" (first {len(shown)})"

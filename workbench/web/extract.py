@@ -23,17 +23,59 @@ from workbench.web.page import Link, Page
 
 Extractor = Literal["auto", "fallback", "trafilatura"]
 
-_DROP_TAGS = frozenset({"script", "style", "noscript", "template", "svg", "nav", "footer", "form",
-                        "iframe", "button", "select", "textarea", "canvas", "object", "aside"})
+_DROP_TAGS = frozenset(
+    {
+        "script",
+        "style",
+        "noscript",
+        "template",
+        "svg",
+        "nav",
+        "footer",
+        "form",
+        "iframe",
+        "button",
+        "select",
+        "textarea",
+        "canvas",
+        "object",
+        "aside",
+    }
+)
 _DROP_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "menu", "menubar"})
-_DROP_CLASS = re.compile(r"(?:^|[\s_-])(nav|navbar|navigation|menu|footer|sidebar|cookie|"
-                         r"breadcrumbs?|banner|masthead|skip|share|social|advert|ads)(?:$|[\s_-])",
-                         re.IGNORECASE)
-_VOID = frozenset({"br", "img", "hr", "meta", "link", "input", "source", "wbr", "col", "area",
-                   "base", "embed", "param", "track"})
-_BLOCKS = frozenset({"p", "div", "section", "article", "main", "blockquote", "dd", "dt", "dl",
-                     "figure", "figcaption", "ul", "ol", "li", "pre", "address", "caption",
-                     "details", "summary", "header", "body"})
+_DROP_CLASS = re.compile(
+    r"(?:^|[\s_-])(nav|navbar|navigation|menu|footer|sidebar|cookie|"
+    r"breadcrumbs?|banner|masthead|skip|share|social|advert|ads)(?:$|[\s_-])",
+    re.IGNORECASE,
+)
+_VOID = frozenset(
+    {"br", "img", "hr", "meta", "link", "input", "source", "wbr", "col", "area", "base", "embed", "param", "track"}
+)
+_BLOCKS = frozenset(
+    {
+        "p",
+        "div",
+        "section",
+        "article",
+        "main",
+        "blockquote",
+        "dd",
+        "dt",
+        "dl",
+        "figure",
+        "figcaption",
+        "ul",
+        "ol",
+        "li",
+        "pre",
+        "address",
+        "caption",
+        "details",
+        "summary",
+        "header",
+        "body",
+    }
+)
 _HEADINGS = {f"h{i}": i for i in range(1, 7)}
 _WS = re.compile(r"[ \t\r\n\f\v]+")
 
@@ -53,8 +95,9 @@ def extract(html: str, url: str, extractor: Extractor = "auto") -> Page:
     html = safe_text(html)
     if extractor == "trafilatura" or (extractor == "auto" and has_trafilatura()):
         if not has_trafilatura():
-            raise ConfigError("extractor='trafilatura' needs the package: pip install "
-                              "'workbench[web]' (or use extractor='fallback')")
+            raise ConfigError(
+                "extractor='trafilatura' needs the package: pip install 'workbench[web]' (or use extractor='fallback')"
+            )
         return _trafilatura(html, url)
     return _fallback(html, url)
 
@@ -75,14 +118,14 @@ class _Converter(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.base = base
         self.blocks: list[str] = []
-        self.buf: list[str] = []        # inline text of the current block (or table cell)
+        self.buf: list[str] = []  # inline text of the current block (or table cell)
         self.stack: list[tuple[str, bool]] = []  # open tags and whether each drops its content
         self.skip = 0
         self.title: list[str] = []
         self.in_title = False
         self.h1: str | None = None
         self.heading = 0
-        self.lists: list[list[int]] = []     # per open list: [is_ordered, counter]
+        self.lists: list[list[int]] = []  # per open list: [is_ordered, counter]
         self.anchors: list[tuple[int, str | None]] = []
         self.links: dict[str, str] = {}
         self.rows: list[list[str]] | None = None  # the open table's rows
@@ -277,9 +320,21 @@ def _trafilatura_config() -> object:
 def _trafilatura(html: str, url: str) -> Page:
     import trafilatura
 
-    md = trafilatura.extract(html, url=url, output_format="markdown", include_links=True,
-                             include_tables=True, include_formatting=False, with_metadata=False,
-                             favor_recall=True, fast=True, config=_trafilatura_config()) or ""
+    md = (
+        trafilatura.extract(
+            html,
+            url=url,
+            output_format="markdown",
+            include_links=True,
+            include_tables=True,
+            include_formatting=False,
+            with_metadata=False,
+            favor_recall=True,
+            fast=True,
+            config=_trafilatura_config(),
+        )
+        or ""
+    )
     if not md.strip():  # a fragment or a page it finds no content in: the fallback reads it all
         return _fallback(html, url)
     head = _Converter(url)

@@ -16,9 +16,10 @@ import socket
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 from urllib.parse import urldefrag, urljoin, urlsplit, urlunsplit
 
 import httpx
@@ -52,10 +53,10 @@ def normalize_url(url: str) -> str:
     url = urldefrag(url.strip())[0]
     parts = urlsplit(url)
     if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
-        raise ToolError(f"cannot open {url!r}: only absolute http(s) URLs are supported, "
-                        "e.g. 'https://example.org/page'")
-    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path or "/",
-                       parts.query, ""))
+        raise ToolError(
+            f"cannot open {url!r}: only absolute http(s) URLs are supported, e.g. 'https://example.org/page'"
+        )
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path or "/", parts.query, ""))
 
 
 # -- local -----------------------------------------------------------------------------------
@@ -92,24 +93,36 @@ class HttpFetcher:
     another and reports URLs in the first (a site served on loopback under its public name).
     """
 
-    def __init__(self, *, allow_hosts: Iterable[str] = (), deny_private: bool = True,
-                 timeout_s: float = 10.0, max_bytes: int = 5_000_000, max_redirects: int = 3,
-                 rewrite: Mapping[str, str] | None = None,
-                 user_agent: str = "workbench-web/1 (+research; offline-replayable)") -> None:
+    def __init__(
+        self,
+        *,
+        allow_hosts: Iterable[str] = (),
+        deny_private: bool = True,
+        timeout_s: float = 10.0,
+        max_bytes: int = 5_000_000,
+        max_redirects: int = 3,
+        rewrite: Mapping[str, str] | None = None,
+        user_agent: str = "workbench-web/1 (+research; offline-replayable)",
+    ) -> None:
         if timeout_s <= 0 or max_bytes <= 0 or max_redirects < 0:
             raise ConfigError("HttpFetcher needs timeout_s > 0, max_bytes > 0, max_redirects >= 0")
-        self.allow_hosts = frozenset(h.lower().removeprefix("http://").removeprefix("https://")
-                                     .rstrip("/") for h in allow_hosts)
+        self.allow_hosts = frozenset(
+            h.lower().removeprefix("http://").removeprefix("https://").rstrip("/") for h in allow_hosts
+        )
         self.deny_private = deny_private
         self.timeout_s, self.max_bytes, self.max_redirects = timeout_s, max_bytes, max_redirects
         self.rewrite = {k.rstrip("/").lower(): v.rstrip("/") for k, v in (rewrite or {}).items()}
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout_s), follow_redirects=False,
-                                    headers={"User-Agent": user_agent}, trust_env=False)
+        self._client = httpx.Client(
+            timeout=httpx.Timeout(timeout_s),
+            follow_redirects=False,
+            headers={"User-Agent": user_agent},
+            trust_env=False,
+        )
 
     def close(self) -> None:
         self._client.close()
 
-    def __enter__(self) -> "HttpFetcher":
+    def __enter__(self) -> HttpFetcher:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -119,7 +132,7 @@ class HttpFetcher:
         """(url to request, url to report) after the rewrite table."""
         for public, served in self.rewrite.items():
             if url.lower().startswith(public + "/") or url.lower() == public:
-                return served + url[len(public):], url
+                return served + url[len(public) :], url
         return url, url
 
     def _pin(self, url: str) -> tuple[str, dict[str, str], dict[str, Any]]:
@@ -140,9 +153,11 @@ class HttpFetcher:
         ips = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
         bad = [str(ip) for ip in ips if _refused(ip)]
         if bad or not ips:
-            raise ToolError(f"refused {url}: {host} resolves to a loopback/private/link-local/"
-                            f"metadata address ({', '.join(bad)}); only public addresses may be "
-                            "opened unless the host is in allow_hosts")
+            raise ToolError(
+                f"refused {url}: {host} resolves to a loopback/private/link-local/"
+                f"metadata address ({', '.join(bad)}); only public addresses may be "
+                "opened unless the host is in allow_hosts"
+            )
         ip = str(ips[0])
         netloc = f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
         pinned = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
@@ -165,41 +180,50 @@ class HttpFetcher:
                 current = self._untarget(nxt)
                 continue
             return FetchResult(url, report_url, status, ctype, body, time.monotonic() - start)
-        raise ToolError(f"cannot open {url}: more than {self.max_redirects} redirects "
-                        f"({' -> '.join(seen)})")
+        raise ToolError(f"cannot open {url}: more than {self.max_redirects} redirects ({' -> '.join(seen)})")
 
     def _untarget(self, url: str) -> str:
         for public, served in self.rewrite.items():
             if url.lower().startswith(served.lower() + "/"):
-                return public + url[len(served):]
+                return public + url[len(served) :]
         return url
 
-    def _get(self, url: str, headers: dict[str, str], ext: dict[str, Any], shown: str,
-             deadline: float) -> tuple[int, str, bytes, str | None]:
+    def _get(
+        self, url: str, headers: dict[str, str], ext: dict[str, Any], shown: str, deadline: float
+    ) -> tuple[int, str, bytes, str | None]:
         try:
             request = self._client.build_request("GET", url, headers=headers, extensions=ext)
             response = self._client.send(request, stream=True)
             try:
                 length = response.headers.get("content-length")
                 if length and length.isdigit() and int(length) > self.max_bytes:
-                    raise ToolError(f"cannot open {shown}: the page is {int(length):,} bytes, over "
-                                    f"the {self.max_bytes:,}-byte limit (max_bytes)")
+                    raise ToolError(
+                        f"cannot open {shown}: the page is {int(length):,} bytes, over "
+                        f"the {self.max_bytes:,}-byte limit (max_bytes)"
+                    )
                 chunks, size = [], 0
                 for chunk in response.iter_bytes():
                     size += len(chunk)
                     if size > self.max_bytes:
-                        raise ToolError(f"cannot open {shown}: the page is over the "
-                                        f"{self.max_bytes:,}-byte limit (max_bytes)")
+                        raise ToolError(
+                            f"cannot open {shown}: the page is over the {self.max_bytes:,}-byte limit (max_bytes)"
+                        )
                     if time.monotonic() > deadline:
                         raise httpx.ReadTimeout("deadline")
                     chunks.append(chunk)
-                return (response.status_code, response.headers.get("content-type", ""),
-                        b"".join(chunks), response.headers.get("location"))
+                return (
+                    response.status_code,
+                    response.headers.get("content-type", ""),
+                    b"".join(chunks),
+                    response.headers.get("location"),
+                )
             finally:
                 response.close()
         except httpx.TimeoutException:
-            raise ToolError(f"cannot open {shown}: no complete answer within {self.timeout_s:g} s "
-                            "(timeout_s); the site is slow or down, try another source") from None
+            raise ToolError(
+                f"cannot open {shown}: no complete answer within {self.timeout_s:g} s "
+                "(timeout_s); the site is slow or down, try another source"
+            ) from None
         except httpx.HTTPError as exc:
             raise ToolError(f"cannot open {shown}: {type(exc).__name__}: {exc}") from None
 
@@ -217,8 +241,9 @@ class CachingFetcher:
     so a replay fails the same way). mode="replay": only the cache; a miss is a ToolError.
     """
 
-    def __init__(self, inner: Fetcher | None, sqlite_path: str | Path,
-                 mode: Literal["record", "replay"] = "record") -> None:
+    def __init__(
+        self, inner: Fetcher | None, sqlite_path: str | Path, mode: Literal["record", "replay"] = "record"
+    ) -> None:
         if mode not in ("record", "replay"):
             raise ConfigError(f"mode={mode!r}: use 'record' or 'replay'")
         if mode == "record" and inner is None:
@@ -239,8 +264,9 @@ class CachingFetcher:
     def fetch(self, url: str) -> FetchResult:
         key = normalize_url(url)
         with self._lock:
-            row = self._db.execute("SELECT final_url, status, content_type, body, error FROM "
-                                   "fetches WHERE url = ?", (key,)).fetchone()
+            row = self._db.execute(
+                "SELECT final_url, status, content_type, body, error FROM fetches WHERE url = ?", (key,)
+            ).fetchone()
         if row is not None:
             self.hits += 1
             if row[4] is not None:
@@ -248,22 +274,24 @@ class CachingFetcher:
             return FetchResult(url, row[0], row[1], row[2], bytes(row[3]))
         self.misses += 1
         if self.mode == "replay" or self.inner is None:
-            raise ToolError(f"{key} is not in the web cache {self.path} (replay mode); record it "
-                            "first with CachingFetcher(..., mode='record')")
+            raise ToolError(
+                f"{key} is not in the web cache {self.path} (replay mode); record it "
+                "first with CachingFetcher(..., mode='record')"
+            )
         try:
             result = self.inner.fetch(key)
         except ToolError as exc:
             self._put(key, None, str(exc))
             raise
         self._put(key, result, None)
-        return FetchResult(url, result.final_url, result.status, result.content_type,
-                           result.body, result.elapsed_s)
+        return FetchResult(url, result.final_url, result.status, result.content_type, result.body, result.elapsed_s)
 
     def _put(self, key: str, r: FetchResult | None, error: str | None) -> None:
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO fetches VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             (key, r and r.final_url, r and r.status, r and r.content_type,
-                              r and r.body, error, time.time()))
+            self._db.execute(
+                "INSERT OR REPLACE INTO fetches VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key, r and r.final_url, r and r.status, r and r.content_type, r and r.body, error, time.time()),
+            )
 
     def __len__(self) -> int:
         with self._lock:

@@ -1,8 +1,8 @@
 """A web page as the model reads it: Markdown, its links, and windows of it.
 
-    page = Page(url, title, markdown, links)
-    windows(page, 6000)     # ['>>>> Page 1/3 >>>>\\n# Title\\n...', ...]
-    find(page, "director")  # passages around each match
+page = Page(url, title, markdown, links)
+windows(page, 6000)     # ['>>>> Page 1/3 >>>>\\n# Title\\n...', ...]
+find(page, "director")  # passages around each match
 """
 
 from __future__ import annotations
@@ -86,5 +86,4 @@ def find(page: Page, query: str, context_chars: int = 300) -> list[str]:
             merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
         else:
             merged.append((lo, hi))
-    return [("…" if lo else "") + text[lo:hi].strip() + ("…" if hi < len(text) else "")
-            for lo, hi in merged]
+    return [("…" if lo else "") + text[lo:hi].strip() + ("…" if hi < len(text) else "") for lo, hi in merged]

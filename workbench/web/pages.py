@@ -12,8 +12,9 @@
 
 import asyncio
 import json
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from workbench.errors import ConfigError, ToolError
 from workbench.safetext import safe_json
@@ -35,8 +36,12 @@ def _key(url: str) -> str | None:
 class PageStore:
     """Page rows by URL: from a JSONL file, a dict, or a fetcher (extracted when asked)."""
 
-    def __init__(self, rows: dict[str, dict[str, Any]] | None = None, *,
-                 lookup: Callable[[str], dict[str, Any] | None] | None = None) -> None:
+    def __init__(
+        self,
+        rows: dict[str, dict[str, Any]] | None = None,
+        *,
+        lookup: Callable[[str], dict[str, Any] | None] | None = None,
+    ) -> None:
         self._rows = {k: v for u, v in (rows or {}).items() if (k := _key(u)) is not None}
         self._lookup = lookup
 
@@ -44,8 +49,10 @@ class PageStore:
     def from_jsonl(cls, path: str | Path) -> "PageStore":
         p = Path(path)
         if not p.is_file():
-            raise ConfigError(f"{p}: no such pages file; write one with write_pages_jsonl(site, path) "
-                              "or pass JSONL rows that each have a 'url'")
+            raise ConfigError(
+                f"{p}: no such pages file; write one with write_pages_jsonl(site, path) "
+                "or pass JSONL rows that each have a 'url'"
+            )
         rows: dict[str, dict[str, Any]] = {}
         with p.open(encoding="utf-8") as fh:
             for lineno, line in enumerate(fh, 1):
@@ -68,6 +75,7 @@ class PageStore:
             except ToolError:
                 return None
             return {"url": page.url, "title": page.title, "contents": page.markdown}
+
         return cls(lookup=lookup)
 
     def get(self, url: str) -> dict[str, Any] | None:
@@ -82,8 +90,9 @@ class PageStore:
         return len(self._rows)
 
 
-def write_pages_jsonl(site: Any, path: str | Path, urls: Iterable[str] | None = None,
-                      extractor: Extractor = "auto") -> Path:
+def write_pages_jsonl(
+    site: Any, path: str | Path, urls: Iterable[str] | None = None, extractor: Extractor = "auto"
+) -> Path:
     """Extract a site's pages (all, or `urls`) into a pages JSONL for `serve-search --pages`."""
     from workbench.web.fetch import LocalSiteFetcher
 
@@ -91,7 +100,7 @@ def write_pages_jsonl(site: Any, path: str | Path, urls: Iterable[str] | None = 
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as fh:
-        for url in (urls if urls is not None else site.pages):
+        for url in urls if urls is not None else site.pages:
             row = store.get(url)
             if row is not None:
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")

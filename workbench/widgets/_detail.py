@@ -18,8 +18,8 @@ from workbench.widgets._safe import finite
 if TYPE_CHECKING:
     from workbench.store import Store
 
-TEXT_LIMIT = 4000   # characters per text field; longer ones are cut (head and tail) and marked
-VALUE_LIMIT = 800   # notepad values and tool arguments
+TEXT_LIMIT = 4000  # characters per text field; longer ones are cut (head and tail) and marked
+VALUE_LIMIT = 800  # notepad values and tool arguments
 _BUDGET = re.compile(r"\[[^\[\]\n]*\bleft\]")
 NO_QUESTION = "(no question written: the proposal did not parse)"
 
@@ -58,16 +58,19 @@ def _outputs(step: Step) -> list[dict[str, Any]]:
         for out in (o for o in outputs if isinstance(o, dict)):
             kind = out.get("output_type", "")
             if kind == "stream":
-                parts.append({"kind": "stderr" if out.get("name") == "stderr" else "stdout",
-                              **_text(_joined(out.get("text", "")))})
+                parts.append(
+                    {
+                        "kind": "stderr" if out.get("name") == "stderr" else "stdout",
+                        **_text(_joined(out.get("text", ""))),
+                    }
+                )
             elif kind == "error":
                 tb = out.get("traceback") or [f"{out.get('ename', 'Error')}: {out.get('evalue', '')}"]
                 parts.append({"kind": "error", **_text(_render._strip_ansi("\n".join(map(str, tb))))})
             elif isinstance(out.get("data"), dict):
                 parts.append(_mime(out["data"]))
     else:
-        for key, kind in (("stdout", "stdout"), ("result", "result"), ("text", "stdout"),
-                          ("stderr", "stderr")):
+        for key, kind in (("stdout", "stdout"), ("result", "result"), ("text", "stdout"), ("stderr", "stderr")):
             if obs.get(key):
                 parts.append({"kind": kind, **_text(str(obs[key]))})
         for out in obs.get("display", []) or []:
@@ -75,8 +78,12 @@ def _outputs(step: Step) -> list[dict[str, Any]]:
                 parts.append(_mime(out.get("data", out)))
     error = obs.get("error")
     if error and not any(p["kind"] == "error" for p in parts):
-        parts.append({"kind": "error", **_text(_render._strip_ansi(
-            error if isinstance(error, str) else json.dumps(error, default=str)))})
+        parts.append(
+            {
+                "kind": "error",
+                **_text(_render._strip_ansi(error if isinstance(error, str) else json.dumps(error, default=str))),
+            }
+        )
     return parts
 
 
@@ -103,7 +110,7 @@ def _tokens(step: Step, tokenizer: Tokenizer | None) -> dict[str, Any]:
     """The turn's token ids with their env mask (1 = trained, 0 = observation) and logprobs."""
     ids = list(step.completion_ids) + list(step.observation_ids)
     mask = [1] * len(step.completion_ids) + [0] * len(step.observation_ids)
-    logprobs = list(step.logprobs or [None] * len(step.completion_ids))[:len(step.completion_ids)]
+    logprobs = list(step.logprobs or [None] * len(step.completion_ids))[: len(step.completion_ids)]
     logprobs += [None] * (len(ids) - len(logprobs))
     pieces = None
     if tokenizer is not None and ids:
@@ -111,8 +118,13 @@ def _tokens(step: Step, tokenizer: Tokenizer | None) -> dict[str, Any]:
             pieces = [str(p) for p in tokenizer.convert_ids_to_tokens(ids)]
         except Exception:  # a tokenizer that cannot map these ids: show ids only
             pieces = None
-    return {"ids": ids, "mask": mask, "logprobs": logprobs, "pieces": pieces,
-            "prompt": None if step.prompt_ids is None else len(step.prompt_ids)}
+    return {
+        "ids": ids,
+        "mask": mask,
+        "logprobs": logprobs,
+        "pieces": pieces,
+        "prompt": None if step.prompt_ids is None else len(step.prompt_ids),
+    }
 
 
 def step_detail(traj: Trajectory, index: int, tokenizer: Tokenizer | None = None) -> dict[str, Any]:
@@ -132,26 +144,45 @@ def step_detail(traj: Trajectory, index: int, tokenizer: Tokenizer | None = None
         "budget": budget[-1] if budget else None,
         "trimmed": index > 0 and step.prompt_ids is not None,
         "notepad": _notepad(before, step.notepad),
-        "tools": [{"name": c.name, "args": _text(c.arguments, VALUE_LIMIT)["text"],
-                   "result": None if c.error else _text(c.result, VALUE_LIMIT)["text"],
-                   "error": c.error, "ms": round(c.duration_s * 1000, 1)} for c in step.tool_calls],
+        "tools": [
+            {
+                "name": c.name,
+                "args": _text(c.arguments, VALUE_LIMIT)["text"],
+                "result": None if c.error else _text(c.result, VALUE_LIMIT)["text"],
+                "error": c.error,
+                "ms": round(c.duration_s * 1000, 1),
+            }
+            for c in step.tool_calls
+        ],
         "flags": list(step.format_flags),
         "reward": step.reward,
         "finish": step.finish_reason,
-        "stats": {"completion tokens": len(step.completion_ids),
-                  "observation tokens": len(step.observation_ids),
-                  "context tokens": step.context_tokens,
-                  "generate s": round(step.generate_s, 3), "execute s": round(step.execute_s, 3)},
+        "stats": {
+            "completion tokens": len(step.completion_ids),
+            "observation tokens": len(step.observation_ids),
+            "context tokens": step.context_tokens,
+            "generate s": round(step.generate_s, 3),
+            "execute s": round(step.execute_s, 3),
+        },
         "tokens": _tokens(step, tokenizer),
     }
 
 
-def _history(store: "Store", traj_id: str) -> list[dict[str, Any]]:
-    return [{"spec": r["spec_name"], "total": r["total"], "rewards": r["rewards"], "at": r["created_at"],
-             "author": r["author"], "reason": r["reason"]} for r in store.reward_records(traj_id)]
+def _history(store: Store, traj_id: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "spec": r["spec_name"],
+            "total": r["total"],
+            "rewards": r["rewards"],
+            "at": r["created_at"],
+            "author": r["author"],
+            "reason": r["reason"],
+        }
+        for r in store.reward_records(traj_id)
+    ]
 
 
-def _links(store: "Store", traj: Trajectory) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+def _links(store: Store, traj: Trajectory) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     lineage = traj.lineage or {}
     origin_id = lineage.get("origin") or lineage.get("parent")
     origin = None
@@ -161,31 +192,45 @@ def _links(store: "Store", traj: Trajectory) -> tuple[dict[str, Any] | None, lis
             o = store.get(origin_id)
             origin.update(role=o.role, reward=o.reward, question=display_question(o))
     kids = store.columns(("id", "reward", "termination", "final_answer"), origin=traj.id)
-    children = [{"id": i, "reward": r, "termination": t, "answer": a}
-                for i, r, t, a in zip(kids["id"], kids["reward"], kids["termination"], kids["final_answer"])]
+    children = [
+        {"id": i, "reward": r, "termination": t, "answer": a}
+        for i, r, t, a in zip(kids["id"], kids["reward"], kids["termination"], kids["final_answer"])
+    ]
     return origin, children
 
 
-def trajectory_detail(traj: Trajectory, store: "Store | None" = None,
-                      tokenizer: Tokenizer | None = None) -> dict[str, Any]:
+def trajectory_detail(
+    traj: Trajectory, store: Store | None = None, tokenizer: Tokenizer | None = None
+) -> dict[str, Any]:
     """Everything the viewer shows about `traj` (finite, JSON-able)."""
     policy = (traj.lineage or {}).get("policy")
     if isinstance(policy, dict):
         policy = policy.get("name") or policy.get("model") or json.dumps(policy, default=str)
     origin, children = _links(store, traj) if store is not None else (None, [])
-    return finite({
-        "id": traj.id, "role": traj.role, "run_id": traj.run_id, "task_id": traj.task.id,
-        "question": display_question(traj),
-        "prompt": traj.task.question if traj.role == "proposer" else None,
-        "golden": list(traj.task.golden_answers), "final_answer": traj.final_answer,
-        "termination": traj.termination or "running", "error": traj.error, "hops": traj.hops,
-        "policy": policy, "checkpoint": (traj.lineage or {}).get("checkpoint"),
-        "rewards": traj.rewards, "reward_spec": traj.reward_spec,
-        "duration_s": None if traj.ended_at is None else traj.ended_at - traj.started_at,
-        "history": _history(store, traj.id) if store is not None else [],
-        "origin": origin, "children": children,
-        "steps": [step_detail(traj, i, tokenizer) for i in range(len(traj.steps))],
-    })
+    return finite(
+        {
+            "id": traj.id,
+            "role": traj.role,
+            "run_id": traj.run_id,
+            "task_id": traj.task.id,
+            "question": display_question(traj),
+            "prompt": traj.task.question if traj.role == "proposer" else None,
+            "golden": list(traj.task.golden_answers),
+            "final_answer": traj.final_answer,
+            "termination": traj.termination or "running",
+            "error": traj.error,
+            "hops": traj.hops,
+            "policy": policy,
+            "checkpoint": (traj.lineage or {}).get("checkpoint"),
+            "rewards": traj.rewards,
+            "reward_spec": traj.reward_spec,
+            "duration_s": None if traj.ended_at is None else traj.ended_at - traj.started_at,
+            "history": _history(store, traj.id) if store is not None else [],
+            "origin": origin,
+            "children": children,
+            "steps": [step_detail(traj, i, tokenizer) for i in range(len(traj.steps))],
+        }
+    )
 
 
 def _signature(step: Step) -> tuple[str, str]:

@@ -41,7 +41,7 @@ def plotly_js() -> str:
 class Pane:
     """One figure of a grid: `.figure` is the last `go.Figure` shown."""
 
-    grid: "FigureGrid"
+    grid: FigureGrid
     name: str
 
     @property
@@ -57,11 +57,10 @@ class FigureGrid(anywidget.AnyWidget):
 
     _esm = bundle("figures")
     _css = css("figures")
-    figures = traitlets.List().tag(sync=True)   # [{"name", "data", "layout"}], finite only
+    figures = traitlets.List().tag(sync=True)  # [{"name", "data", "layout"}], finite only
     columns = traitlets.Int(2).tag(sync=True)
 
-    def __init__(self, figures: dict[str, go.Figure] | None = None, *, columns: int = 2,
-                 **kwargs: Any) -> None:
+    def __init__(self, figures: dict[str, go.Figure] | None = None, *, columns: int = 2, **kwargs: Any) -> None:
         super().__init__(columns=columns, **kwargs)
         self._figures: dict[str, go.Figure] = {}
         self._order: list[str] = []

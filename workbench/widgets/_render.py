@@ -41,17 +41,21 @@ def clip(text: str, limit: int = MAX_FIELD_CHARS) -> tuple[str, bool]:
     if limit <= 0 or len(text) <= limit:
         return text, False
     head = limit * 2 // 3
-    return f"{text[:head]}\n… [{len(text) - limit} characters cut] …\n{text[-(limit - head):]}", True
+    return f"{text[:head]}\n… [{len(text) - limit} characters cut] …\n{text[-(limit - head) :]}", True
 
 
 def badge(text: str, colour: str = "#6e7781") -> str:
-    return (f'<span class="wb-badge" style="background:{colour};color:#fff;border-radius:8px;'
-            f'padding:0 6px;font-size:11px;margin-right:4px">{esc(text)}</span>')
+    return (
+        f'<span class="wb-badge" style="background:{colour};color:#fff;border-radius:8px;'
+        f'padding:0 6px;font-size:11px;margin-right:4px">{esc(text)}</span>'
+    )
 
 
 def section(title: str, body: str, cls: str) -> str:
-    return (f'<div class="wb-{cls}" style="{_BOX}"><div style="font-weight:600;font-size:12px;'
-            f'color:#57606a">{esc(title)}</div>{body}</div>')
+    return (
+        f'<div class="wb-{cls}" style="{_BOX}"><div style="font-weight:600;font-size:12px;'
+        f'color:#57606a">{esc(title)}</div>{body}</div>'
+    )
 
 
 def pre(text: str, limit: int = MAX_FIELD_CHARS) -> str:
@@ -136,8 +140,9 @@ def observation_html(step: Step) -> str:
             if isinstance(out, dict):
                 parts.append(_mime_html(out.get("data", out)))
     error = obs.get("error")
-    if error and not (isinstance(outputs, list) and any(o.get("output_type") == "error" for o in outputs
-                                                         if isinstance(o, dict))):
+    if error and not (
+        isinstance(outputs, list) and any(o.get("output_type") == "error" for o in outputs if isinstance(o, dict))
+    ):
         text = error if isinstance(error, str) else json.dumps(error, default=str)
         parts.append(f'<div style="color:#cf222e">{pre(_strip_ansi(text))}</div>')
     marks = ""
@@ -147,8 +152,10 @@ def observation_html(step: Step) -> str:
         marks += badge("timed out", "#cf222e")
     shown = ""
     if step.observation_text:
-        shown = ('<details><summary style="font-size:11px;color:#57606a">shown to the model</summary>'
-                 f"{pre(step.observation_text)}</details>")
+        shown = (
+            '<details><summary style="font-size:11px;color:#57606a">shown to the model</summary>'
+            f"{pre(step.observation_text)}</details>"
+        )
     body = marks + "".join(parts) + shown
     return body or '<i style="color:#8c959f">no output</i>'
 
@@ -156,8 +163,10 @@ def observation_html(step: Step) -> str:
 # -- notepad, tools, stats, rewards ---------------------------------------------------------------
 def notepad_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, str]:
     """Per key: "added", "changed", "removed" or "same" going from `before` to `after`."""
-    status = {k: ("same" if k in before and before[k] == v else "changed" if k in before else "added")
-              for k, v in after.items()}
+    status = {
+        k: ("same" if k in before and before[k] == v else "changed" if k in before else "added")
+        for k, v in after.items()
+    }
     status.update({k: "removed" for k in before if k not in after})
     return status
 
@@ -172,10 +181,12 @@ def notepad_html(before: dict[str, Any], after: dict[str, Any]) -> str:
         value = before[key] if state == "removed" else after[key]
         text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
         text, _ = clip(text, 800)
-        rows.append(f'<tr class="wb-note wb-{state}" data-key="{esc(key)}" style="{_DIFF_STYLE[state]}">'
-                    f'<td style="font-weight:600;vertical-align:top;padding-right:8px">{esc(key)}</td>'
-                    f'<td><pre style="{_PRE}">{esc(text)}</pre></td>'
-                    f'<td style="font-size:11px;color:#57606a">{"" if state == "same" else state}</td></tr>')
+        rows.append(
+            f'<tr class="wb-note wb-{state}" data-key="{esc(key)}" style="{_DIFF_STYLE[state]}">'
+            f'<td style="font-weight:600;vertical-align:top;padding-right:8px">{esc(key)}</td>'
+            f'<td><pre style="{_PRE}">{esc(text)}</pre></td>'
+            f'<td style="font-size:11px;color:#57606a">{"" if state == "same" else state}</td></tr>'
+        )
     return f'<table style="border-collapse:collapse;width:100%">{"".join(rows)}</table>'
 
 
@@ -187,20 +198,25 @@ def tool_calls_html(calls: list[ToolCall]) -> str:
         args = json.dumps(c.arguments, default=str, ensure_ascii=False)
         result = c.error if c.error else json.dumps(c.result, default=str, ensure_ascii=False)
         colour = "color:#cf222e;" if c.error else ""
-        items.append(f'<div class="wb-tool"><code>{esc(c.name)}({esc(clip(args, 300)[0])})</code> '
-                     f'<span style="color:#57606a;font-size:11px">{c.duration_s * 1000:.0f} ms</span>'
-                     f'<div style="{colour}">{pre(result, 600)}</div></div>')
+        items.append(
+            f'<div class="wb-tool"><code>{esc(c.name)}({esc(clip(args, 300)[0])})</code> '
+            f'<span style="color:#57606a;font-size:11px">{c.duration_s * 1000:.0f} ms</span>'
+            f'<div style="{colour}">{pre(result, 600)}</div></div>'
+        )
     return "".join(items)
 
 
 def stats_html(step: Step) -> str:
     """Token counts, timings, finish reason and format flags of one step."""
-    cells = [("completion tokens", len(step.completion_ids)),
-             ("observation tokens", len(step.observation_ids)),
-             ("context tokens", step.context_tokens),
-             ("prompt tokens", "—" if step.prompt_ids is None else len(step.prompt_ids)),
-             ("generate", f"{step.generate_s:.2f} s"), ("execute", f"{step.execute_s:.2f} s"),
-             ("finish", step.finish_reason or "—")]
+    cells = [
+        ("completion tokens", len(step.completion_ids)),
+        ("observation tokens", len(step.observation_ids)),
+        ("context tokens", step.context_tokens),
+        ("prompt tokens", "—" if step.prompt_ids is None else len(step.prompt_ids)),
+        ("generate", f"{step.generate_s:.2f} s"),
+        ("execute", f"{step.execute_s:.2f} s"),
+        ("finish", step.finish_reason or "—"),
+    ]
     out = " · ".join(f'<span class="wb-stat">{esc(k)}: <b>{esc(v)}</b></span>' for k, v in cells)
     flags = "".join(badge(f, "#cf222e") for f in step.format_flags)
     return f'<div style="font-size:12px">{out} {flags}</div>'
@@ -209,8 +225,10 @@ def stats_html(step: Step) -> str:
 def rewards_html(rewards: dict[str, float], spec: str | None = None) -> str:
     if not rewards:
         return '<i style="color:#8c959f">no rewards</i>'
-    parts = [f'<span class="wb-reward" data-name="{esc(k)}">{esc(k)}=<b>{v:.3g}</b></span>'
-             for k, v in sorted(rewards.items(), key=lambda kv: (kv[0] == "total", kv[0]))]
+    parts = [
+        f'<span class="wb-reward" data-name="{esc(k)}">{esc(k)}=<b>{v:.3g}</b></span>'
+        for k, v in sorted(rewards.items(), key=lambda kv: (kv[0] == "total", kv[0]))
+    ]
     return " · ".join(parts) + (f' <span style="color:#57606a">({esc(spec)})</span>' if spec else "")
 
 
@@ -223,15 +241,27 @@ def header_html(traj: Trajectory) -> str:
     if traj.hops is not None:
         bits.append(badge(f"{traj.hops} hops", "#8250df"))
     if policy:
-        bits.append(badge(str(policy if isinstance(policy, str) else policy.get("name", policy)
-                              if isinstance(policy, dict) else policy)))
+        bits.append(
+            badge(
+                str(
+                    policy
+                    if isinstance(policy, str)
+                    else policy.get("name", policy)
+                    if isinstance(policy, dict)
+                    else policy
+                )
+            )
+        )
     gold = ", ".join(traj.task.golden_answers) or "—"
-    return (f'<div class="wb-header" style="{_BOX}">{"".join(bits)} <code style="font-size:11px">'
-            f'{esc(traj.id)}</code><div style="margin:4px 0"><b>Q:</b> {esc(traj.task.question)}</div>'
-            f'<div><b>answer:</b> {esc(traj.final_answer or "—")} · <b>gold:</b> {esc(gold)}</div>'
-            f'<div><b>rewards:</b> {rewards_html(traj.rewards, traj.reward_spec)}</div>'
-            + (f'<div style="font-size:11px;color:#57606a">origin: {esc(origin)}</div>' if origin else "")
-            + (f'<div style="color:#cf222e">{esc(traj.error)}</div>' if traj.error else "") + "</div>")
+    return (
+        f'<div class="wb-header" style="{_BOX}">{"".join(bits)} <code style="font-size:11px">'
+        f'{esc(traj.id)}</code><div style="margin:4px 0"><b>Q:</b> {esc(traj.task.question)}</div>'
+        f"<div><b>answer:</b> {esc(traj.final_answer or '—')} · <b>gold:</b> {esc(gold)}</div>"
+        f"<div><b>rewards:</b> {rewards_html(traj.rewards, traj.reward_spec)}</div>"
+        + (f'<div style="font-size:11px;color:#57606a">origin: {esc(origin)}</div>' if origin else "")
+        + (f'<div style="color:#cf222e">{esc(traj.error)}</div>' if traj.error else "")
+        + "</div>"
+    )
 
 
 def step_html(traj: Trajectory, index: int) -> str:
@@ -242,21 +272,28 @@ def step_html(traj: Trajectory, index: int) -> str:
     before = traj.steps[index - 1].notepad if index > 0 else {}
     think = pre(step.think) if step.think else pre(step.raw) if not step.code else "<i>—</i>"
     code = code_html(step.code) if step.code else '<i style="color:#8c959f">no code</i>'
-    return (f'<div class="wb-step" data-index="{index}">'
-            f'<div style="font-weight:600">step {index + 1} / {len(traj.steps)}</div>'
-            + stats_html(step) + section("think", think, "think") + section("code", code, "code")
-            + section("output", observation_html(step), "output")
-            + section(f"tool calls ({len(step.tool_calls)})", tool_calls_html(step.tool_calls), "tools")
-            + section("notepad (tinted: changed by this step)", notepad_html(before, step.notepad),
-                      "notepad") + "</div>")
+    return (
+        f'<div class="wb-step" data-index="{index}">'
+        f'<div style="font-weight:600">step {index + 1} / {len(traj.steps)}</div>'
+        + stats_html(step)
+        + section("think", think, "think")
+        + section("code", code, "code")
+        + section("output", observation_html(step), "output")
+        + section(f"tool calls ({len(step.tool_calls)})", tool_calls_html(step.tool_calls), "tools")
+        + section("notepad (tinted: changed by this step)", notepad_html(before, step.notepad), "notepad")
+        + "</div>"
+    )
 
 
 def side_by_side_html(left: Trajectory, right: Trajectory, index: int = -1) -> str:
     """Two trajectories in columns, each at step `index` (-1 = every step)."""
+
     def column(t: Trajectory) -> str:
         steps = range(len(t.steps)) if index < 0 else [min(index, len(t.steps) - 1)] if t.steps else []
         return header_html(t) + "".join(step_html(t, i) for i in steps)
 
-    return ('<div class="wb-compare" style="display:flex;gap:8px">'
-            f'<div style="flex:1;min-width:0">{column(left)}</div>'
-            f'<div style="flex:1;min-width:0">{column(right)}</div></div>')
+    return (
+        '<div class="wb-compare" style="display:flex;gap:8px">'
+        f'<div style="flex:1;min-width:0">{column(left)}</div>'
+        f'<div style="flex:1;min-width:0">{column(right)}</div></div>'
+    )

@@ -47,7 +47,7 @@ def finite(value: Any) -> Any:
     return safe_text(str(value))
 
 
-def _finite_list(values: "list[Any] | tuple[Any, ...]") -> list[Any]:
+def _finite_list(values: list[Any] | tuple[Any, ...]) -> list[Any]:
     # Fast paths for the long flat columns widgets send (ids, rewards, token ids, logprobs).
     kinds = {type(v) for v in values}
     if kinds <= {int, type(None)}:
@@ -75,8 +75,9 @@ def _plain_arrays(value: Any) -> Any:
             array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
             if value.get("shape"):
                 shape = value["shape"]
-                array = array.reshape([int(n) for n in str(shape).split(",")] if isinstance(shape, str)
-                                      else list(shape))
+                array = array.reshape(
+                    [int(n) for n in str(shape).split(",")] if isinstance(shape, str) else list(shape)
+                )
             return array.tolist()
         return {k: _plain_arrays(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from workbench.store import Store
 
 
-def open_store(source: "Store | str | os.PathLike[str]") -> "Store":
+def open_store(source: Store | str | os.PathLike[str]) -> Store:
     """`source` itself if it is a Store, else a read-only Store on that run directory (safe while
     a run is still writing to it)."""
     from workbench.store import DB_NAME, Store
@@ -22,12 +22,15 @@ def open_store(source: "Store | str | os.PathLike[str]") -> "Store":
     if isinstance(source, Store):
         return source
     if not isinstance(source, (str, os.PathLike)):
-        raise ConfigError(f"expected a Store or a run directory, got {type(source).__name__}; pass "
-                          "e.g. TrajectoryViewer('runs/demo')")
+        raise ConfigError(
+            f"expected a Store or a run directory, got {type(source).__name__}; pass e.g. TrajectoryViewer('runs/demo')"
+        )
     run_dir = Path(source)
     if not (run_dir / DB_NAME).exists():
-        raise StoreError(f"no {DB_NAME} in {run_dir}; point at a run directory written by workbench "
-                         "(it holds trajectories.sqlite and run.json)")
+        raise StoreError(
+            f"no {DB_NAME} in {run_dir}; point at a run directory written by workbench "
+            "(it holds trajectories.sqlite and run.json)"
+        )
     return Store.open_readonly(run_dir)
 
 

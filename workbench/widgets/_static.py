@@ -7,7 +7,7 @@ that line, so the notebook and the report run one code path.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 STATIC = Path(__file__).parent / "static"
@@ -17,7 +17,7 @@ BUNDLES = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def bundle(name: str, *, module: bool = True) -> str:
     """The JS of bundle `name`; with `module=False`, without its `export` line (for inlining)."""
     text = "\n".join((STATIC / f).read_text(encoding="utf-8") for f in BUNDLES[name])
@@ -26,6 +26,6 @@ def bundle(name: str, *, module: bool = True) -> str:
     return text
 
 
-@lru_cache(maxsize=None)
+@cache
 def css(name: str) -> str:
     return (STATIC / f"{name}.css").read_text(encoding="utf-8")

@@ -24,31 +24,44 @@ if TYPE_CHECKING:
     from workbench.store import Store
 
 # filter name -> summary column (exact match); dropdowns in the front end.
-CHOICE_FILTERS = {"run": "run_id", "role": "role", "termination": "termination", "hops": "hops",
-                  "policy": "policy"}
+CHOICE_FILTERS = {"run": "run_id", "role": "role", "termination": "termination", "hops": "hops", "policy": "policy"}
 FILTER_NAMES = (*CHOICE_FILTERS, "min_reward", "max_reward")
 QUERY_KEYS = (*FILTER_NAMES, "search", "ids", "sort")
 SORT_KEYS = ("started_at", "reward", "hops", "num_steps", "role", "termination", "question", "id")
 # the store columns the list reads (Store.columns), in `viewer.rows` order
-LIST_COLUMNS = ("id", "run_id", "role", "task_id", "question", "hops", "termination", "reward",
-                "num_steps", "num_tool_calls", "final_answer", "policy", "origin_id", "started_at")
+LIST_COLUMNS = (
+    "id",
+    "run_id",
+    "role",
+    "task_id",
+    "question",
+    "hops",
+    "termination",
+    "reward",
+    "num_steps",
+    "num_tool_calls",
+    "final_answer",
+    "policy",
+    "origin_id",
+    "started_at",
+)
 # columns sent as codes into a list of distinct values
 _CATEGORICAL = ("role", "run_id", "termination", "policy", "task_id", "origin_id")
 QUESTION_CHARS = 240
 ANSWER_CHARS = 80
 
 
-def summary_columns(store: "Store", limit: int | None = None) -> dict[str, list[Any]]:
+def summary_columns(store: Store, limit: int | None = None) -> dict[str, list[Any]]:
     """`LIST_COLUMNS` as plain lists (the first `limit` rows, or all) plus `shown_question`: a
     proposer's own question, else the task's."""
     cols = store.columns(LIST_COLUMNS, limit=limit)
-    cols["shown_question"] = shown_questions(store, cols["id"], cols["role"], cols["question"],
-                                             page=limit is not None)
+    cols["shown_question"] = shown_questions(store, cols["id"], cols["role"], cols["question"], page=limit is not None)
     return cols
 
 
-def shown_questions(store: "Store", ids: list[str], roles: list[str], questions: list[Any],
-                    page: bool = False) -> list[str]:
+def shown_questions(
+    store: Store, ids: list[str], roles: list[str], questions: list[Any], page: bool = False
+) -> list[str]:
     """The question each row shows: the task's, or for a proposer the question it wrote (read from
     its metadata, only these rows' when they are a `page`; a proposer written since `ids` were
     read keeps its task's)."""
@@ -62,15 +75,14 @@ def shown_questions(store: "Store", ids: list[str], roles: list[str], questions:
     return shown
 
 
-def summary_frame(store: "Store") -> "pd.DataFrame":
+def summary_frame(store: Store) -> pd.DataFrame:
     """`store.query()` plus `shown_question` (every summary column; for the report)."""
     df = store.query()
-    df["shown_question"] = shown_questions(store, df["id"].tolist(), df["role"].tolist(),
-                                           df["question"].tolist())
+    df["shown_question"] = shown_questions(store, df["id"].tolist(), df["role"].tolist(), df["question"].tolist())
     return df
 
 
-def frame(cols: dict[str, list[Any]]) -> "pd.DataFrame":
+def frame(cols: dict[str, list[Any]]) -> pd.DataFrame:
     """The columns as the DataFrame `viewer.rows` filters (hops as Int64, reward as float)."""
     import pandas as pd
 
@@ -93,7 +105,9 @@ def encode_table(cols: dict[str, list[Any]], total: int | None = None) -> tuple[
     first encoding refuses a value. `total`: the run's size when `cols` are its first page."""
     n = len(cols["id"])
     table: dict[str, Any] = {
-        "n": n, "total": n if total is None else max(n, total), "partial": total is not None and total > n,
+        "n": n,
+        "total": n if total is None else max(n, total),
+        "partial": total is not None and total > n,
         "id": cols["id"],
         "question": [q[:QUESTION_CHARS] for q in cols["shown_question"]],
         "answer": [None if a is None else str(a)[:ANSWER_CHARS] for a in cols["final_answer"]],
@@ -131,7 +145,7 @@ def check_query(query: dict[str, Any], available: dict[str, list[Any]]) -> dict[
     return query
 
 
-def apply_query(df: "pd.DataFrame", query: dict[str, Any]) -> "pd.DataFrame":
+def apply_query(df: pd.DataFrame, query: dict[str, Any]) -> pd.DataFrame:
     """The rows `query` keeps, in its order. The same rule as `applyQuery` in viewer.js:
     choices match exactly, reward bounds drop rows without a reward, `search` is a
     case-insensitive substring of id, question, answer or policy, `ids` keeps only those ids,
@@ -149,14 +163,19 @@ def apply_query(df: "pd.DataFrame", query: dict[str, Any]) -> "pd.DataFrame":
         keep = keep[keep["id"].isin(set(query["ids"]))]
     needle = str(query.get("search") or "").strip().lower()
     if needle:
-        hay = (keep["id"] + "\n" + keep["shown_question"].astype(str).str[:QUESTION_CHARS] + "\n"
-               + keep["final_answer"].fillna("").astype(str).str[:ANSWER_CHARS] + "\n"
-               + keep["policy"].fillna("").astype(str)).str.lower()
+        hay = (
+            keep["id"]
+            + "\n"
+            + keep["shown_question"].astype(str).str[:QUESTION_CHARS]
+            + "\n"
+            + keep["final_answer"].fillna("").astype(str).str[:ANSWER_CHARS]
+            + "\n"
+            + keep["policy"].fillna("").astype(str)
+        ).str.lower()
         keep = keep[hay.str.contains(needle, regex=False)]
     sort = query.get("sort")
     if sort:
         key = str(sort).lstrip("-")
         column = "shown_question" if key == "question" else key
-        keep = keep.sort_values(column, ascending=not str(sort).startswith("-"), kind="stable",
-                                na_position="last")
+        keep = keep.sort_values(column, ascending=not str(sort).startswith("-"), kind="stable", na_position="last")
     return keep.reset_index(drop=True)

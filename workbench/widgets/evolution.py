@@ -28,11 +28,19 @@ if TYPE_CHECKING:
 
     from workbench.store import Store
 
-TABLE_COLUMNS = ["iteration", "hops", "questions", "proposer_reward", "difficulty", "format",
-                 "attempts", "solver_pass_rate"]
+TABLE_COLUMNS = [
+    "iteration",
+    "hops",
+    "questions",
+    "proposer_reward",
+    "difficulty",
+    "format",
+    "attempts",
+    "solver_pass_rate",
+]
 
 
-def proposer_frame(store: "Store") -> "pd.DataFrame":
+def proposer_frame(store: Store) -> pd.DataFrame:
     """One row per proposer trajectory: id, iteration, hops, question, reward and components."""
     import pandas as pd
 
@@ -40,16 +48,21 @@ def proposer_frame(store: "Store") -> "pd.DataFrame":
     for t in store.iter_trajectories(role="proposer"):
         iteration = t.metadata.get("iteration", t.task.metadata.get("iteration"))
         hops = t.metadata.get("hops", t.hops)
-        rows.append({"id": t.id, "iteration": None if iteration is None else int(iteration),
-                     "hops": None if hops is None else int(hops),
-                     "question": t.metadata.get("question") or t.task.question,
-                     "reward": t.reward, "difficulty": t.rewards.get("difficulty"),
-                     "format": t.rewards.get("format")})
-    return pd.DataFrame(rows, columns=["id", "iteration", "hops", "question", "reward", "difficulty",
-                                       "format"])
+        rows.append(
+            {
+                "id": t.id,
+                "iteration": None if iteration is None else int(iteration),
+                "hops": None if hops is None else int(hops),
+                "question": t.metadata.get("question") or t.task.question,
+                "reward": t.reward,
+                "difficulty": t.rewards.get("difficulty"),
+                "format": t.rewards.get("format"),
+            }
+        )
+    return pd.DataFrame(rows, columns=["id", "iteration", "hops", "question", "reward", "difficulty", "format"])
 
 
-def evolution_table(store: "Store", pass_threshold: float = _figures.PASS_THRESHOLD) -> "pd.DataFrame":
+def evolution_table(store: Store, pass_threshold: float = _figures.PASS_THRESHOLD) -> pd.DataFrame:
     """Per (iteration, hops): questions proposed, mean proposer reward/difficulty/format, solver
     attempts on those questions and their pass rate (total reward ≥ `pass_threshold`)."""
     import pandas as pd
@@ -60,16 +73,28 @@ def evolution_table(store: "Store", pass_threshold: float = _figures.PASS_THRESH
     props["iteration"] = props["iteration"].fillna(0).astype(int)
     solvers = store.query(role="solver")
     solvers = solvers[solvers["origin_id"].isin(set(props["id"]))]
-    solvers = solvers.merge(props[["id", "iteration", "hops"]].rename(columns={"id": "origin_id",
-                                                                                "hops": "p_hops"}),
-                            on="origin_id")
+    solvers = solvers.merge(
+        props[["id", "iteration", "hops"]].rename(columns={"id": "origin_id", "hops": "p_hops"}), on="origin_id"
+    )
     solvers["passed"] = (solvers["reward"].fillna(float("-inf")) >= pass_threshold).astype(float)
     keys = ["iteration", "hops"]
-    table = props.groupby(keys, dropna=False).agg(
-        questions=("id", "size"), proposer_reward=("reward", "mean"),
-        difficulty=("difficulty", "mean"), format=("format", "mean")).reset_index()
-    attempts = solvers.drop(columns="hops").rename(columns={"p_hops": "hops"}).groupby(keys).agg(
-        attempts=("passed", "size"), solver_pass_rate=("passed", "mean")).reset_index()
+    table = (
+        props.groupby(keys, dropna=False)
+        .agg(
+            questions=("id", "size"),
+            proposer_reward=("reward", "mean"),
+            difficulty=("difficulty", "mean"),
+            format=("format", "mean"),
+        )
+        .reset_index()
+    )
+    attempts = (
+        solvers.drop(columns="hops")
+        .rename(columns={"p_hops": "hops"})
+        .groupby(keys)
+        .agg(attempts=("passed", "size"), solver_pass_rate=("passed", "mean"))
+        .reset_index()
+    )
     table = table.merge(attempts, on=keys, how="left")
     table["attempts"] = table["attempts"].fillna(0).astype(int)
     return table[TABLE_COLUMNS].sort_values(keys).reset_index(drop=True)
@@ -78,7 +103,7 @@ def evolution_table(store: "Store", pass_threshold: float = _figures.PASS_THRESH
 SYNTHESIS_COLUMNS = ["iteration", "hops", "syntheses", "acceptance_rate", "difficulty", "edit_keep_rate"]
 
 
-def synthesis_table(store: "Store") -> "pd.DataFrame":
+def synthesis_table(store: Store) -> pd.DataFrame:
     """Per (iteration, hops of the final QA) of a QA-synthesis run (role "synthesizer"): syntheses,
     the share accepted, mean difficulty (1 − direct accuracy) of the accepted ones, edits kept / tried."""
     import pandas as pd
@@ -87,59 +112,111 @@ def synthesis_table(store: "Store") -> "pd.DataFrame":
     for t in store.iter_trajectories(role="synthesizer"):
         rec = t.metadata.get("synthesis") or {}
         acc = rec.get("direct_accuracy")
-        rows.append({"iteration": int(t.metadata.get("iteration") or 0), "hops": int(rec.get("hops") or 0),
-                     "accepted": float(bool(rec.get("accepted"))),
-                     "difficulty": 1.0 - float(acc) if rec.get("accepted") and acc is not None else None,
-                     "edits": int(rec.get("edits") or 0), "kept": int(rec.get("kept_edits") or 0)})
+        rows.append(
+            {
+                "iteration": int(t.metadata.get("iteration") or 0),
+                "hops": int(rec.get("hops") or 0),
+                "accepted": float(bool(rec.get("accepted"))),
+                "difficulty": 1.0 - float(acc) if rec.get("accepted") and acc is not None else None,
+                "edits": int(rec.get("edits") or 0),
+                "kept": int(rec.get("kept_edits") or 0),
+            }
+        )
     if not rows:
         return pd.DataFrame(columns=SYNTHESIS_COLUMNS)
     df = pd.DataFrame(rows)
-    table = df.groupby(["iteration", "hops"]).agg(syntheses=("accepted", "size"), acceptance_rate=("accepted", "mean"),
-                                                  difficulty=("difficulty", "mean"), edits=("edits", "sum"),
-                                                  kept=("kept", "sum")).reset_index()
+    table = (
+        df.groupby(["iteration", "hops"])
+        .agg(
+            syntheses=("accepted", "size"),
+            acceptance_rate=("accepted", "mean"),
+            difficulty=("difficulty", "mean"),
+            edits=("edits", "sum"),
+            kept=("kept", "sum"),
+        )
+        .reset_index()
+    )
     table["edit_keep_rate"] = table["kept"] / table["edits"].where(table["edits"] > 0)
     return table[SYNTHESIS_COLUMNS]
 
 
-def evolution_figures(store: "Store", pass_threshold: float = _figures.PASS_THRESHOLD) -> dict[str, Any]:
+def evolution_figures(store: Store, pass_threshold: float = _figures.PASS_THRESHOLD) -> dict[str, Any]:
     """The dashboard's plots, keyed by name (also used by `workbench report`). In the three
     per-iteration plots each point's customdata is `[iteration, hops]`."""
     table = evolution_table(store, pass_threshold)
     metrics = store.metrics()
-    curves = metrics[metrics["name"].str.contains("entropy|length", case=False, regex=True)] \
-        if len(metrics) else metrics
+    curves = (
+        metrics[metrics["name"].str.contains("entropy|length", case=False, regex=True)] if len(metrics) else metrics
+    )
     per_iter = {"x_title": "iteration (count)"}
     synth = synthesis_table(store)
-    extra = {} if synth.empty else {
-        "synthesis_acceptance": _figures.lines_by_group(synth, "iteration", "acceptance_rate", "hops",
-                                                        "QA synthesis: acceptance rate per iteration",
-                                                        y_title="accepted / syntheses (0–1)", **per_iter),
-        "synthesis_difficulty": _figures.lines_by_group(synth, "iteration", "difficulty", "hops",
-                                                        "QA synthesis: difficulty of accepted QAs",
-                                                        y_title="1 − no-tool accuracy (0–1)", **per_iter)}
-    return {**extra,
-        "proposer_reward": _figures.lines_by_group(table, "iteration", "proposer_reward", "hops",
-                                                   "proposer reward per iteration",
-                                                   y_title="mean proposer reward (spec units)", **per_iter),
-        "difficulty": _figures.lines_by_group(table, "iteration", "difficulty", "hops",
-                                              "difficulty reward per iteration",
-                                              y_title="mean difficulty reward (0–1)", **per_iter),
-        "solver_pass_rate": _figures.lines_by_group(table, "iteration", "solver_pass_rate", "hops",
-                                                    "solver pass rate per iteration",
-                                                    y_title=f"pass rate (share ≥ {pass_threshold:g})",
-                                                    **per_iter),
+    extra = (
+        {}
+        if synth.empty
+        else {
+            "synthesis_acceptance": _figures.lines_by_group(
+                synth,
+                "iteration",
+                "acceptance_rate",
+                "hops",
+                "QA synthesis: acceptance rate per iteration",
+                y_title="accepted / syntheses (0–1)",
+                **per_iter,
+            ),
+            "synthesis_difficulty": _figures.lines_by_group(
+                synth,
+                "iteration",
+                "difficulty",
+                "hops",
+                "QA synthesis: difficulty of accepted QAs",
+                y_title="1 − no-tool accuracy (0–1)",
+                **per_iter,
+            ),
+        }
+    )
+    return {
+        **extra,
+        "proposer_reward": _figures.lines_by_group(
+            table,
+            "iteration",
+            "proposer_reward",
+            "hops",
+            "proposer reward per iteration",
+            y_title="mean proposer reward (spec units)",
+            **per_iter,
+        ),
+        "difficulty": _figures.lines_by_group(
+            table,
+            "iteration",
+            "difficulty",
+            "hops",
+            "difficulty reward per iteration",
+            y_title="mean difficulty reward (0–1)",
+            **per_iter,
+        ),
+        "solver_pass_rate": _figures.lines_by_group(
+            table,
+            "iteration",
+            "solver_pass_rate",
+            "hops",
+            "solver pass rate per iteration",
+            y_title=f"pass rate (share ≥ {pass_threshold:g})",
+            **per_iter,
+        ),
         "entropy_length": _figures.step_curves(curves, store.events(kind="iteration_start")),
     }
 
 
-def trajectories_behind(store: "Store", figure: str, iteration: Any, hops: Any) -> list[str]:
+def trajectories_behind(store: Store, figure: str, iteration: Any, hops: Any) -> list[str]:
     """Ids of the trajectories a point of `figure` summarises: the solver attempts on that
     iteration's questions with that hop count for "solver_pass_rate", else the proposers."""
     props = proposer_frame(store)
     if props.empty:
         return []
-    props = props[(props["iteration"].fillna(0).astype(int) == int(iteration))
-                  & (props["hops"].astype("Int64") == int(hops)).fillna(False)]
+    props = props[
+        (props["iteration"].fillna(0).astype(int) == int(iteration))
+        & (props["hops"].astype("Int64") == int(hops)).fillna(False)
+    ]
     if figure != "solver_pass_rate":
         return props["id"].tolist()
     solvers = store.query(role="solver", origin=props["id"].tolist()) if len(props) else props
@@ -150,8 +227,13 @@ class EvolutionDashboard(w.VBox):
     """Plots and a table of a proposer/solver run (see the module docstring). Clicking a point
     opens a `TrajectoryViewer` below the plots, filtered to the trajectories behind it."""
 
-    def __init__(self, source: "Store | str | os.PathLike[str]", *,
-                 pass_threshold: float = _figures.PASS_THRESHOLD, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        source: Store | str | os.PathLike[str],
+        *,
+        pass_threshold: float = _figures.PASS_THRESHOLD,
+        **kwargs: Any,
+    ) -> None:
         self.store = open_store(source)
         self.pass_threshold = pass_threshold
         self._lock = threading.Lock()
@@ -167,20 +249,28 @@ class EvolutionDashboard(w.VBox):
         self.refresh_button = w.Button(description="refresh")
         self.refresh_button.on_click(lambda _: self.refresh())
         self.iteration_menu.observe(lambda _: self._show_samples(), names="value")
-        hint = w.HTML("<span style='color:#57606a;font-size:12px'>click a point to open its "
-                      "trajectories below</span>")
-        super().__init__([w.HBox([self.refresh_button, hint]), self.plots, self.viewer_box,
-                          self.table_view, self.iteration_menu, self.samples_view],
-                         **{"layout": w.Layout(width="100%"), **kwargs})
+        hint = w.HTML("<span style='color:#57606a;font-size:12px'>click a point to open its trajectories below</span>")
+        super().__init__(
+            [
+                w.HBox([self.refresh_button, hint]),
+                self.plots,
+                self.viewer_box,
+                self.table_view,
+                self.iteration_menu,
+                self.samples_view,
+            ],
+            **{"layout": w.Layout(width="100%"), **kwargs},
+        )
         self.refresh()
 
-    def refresh(self) -> "pd.DataFrame":
+    def refresh(self) -> pd.DataFrame:
         """Re-read the store and redraw; returns the per-iteration table."""
         with self._lock:
             self.table = evolution_table(self.store, self.pass_threshold)
             self.plots.update_many(evolution_figures(self.store, self.pass_threshold))
-            self.table_view.value = self.table.to_html(index=False, float_format="{:.3f}".format,
-                                                       na_rep="—", classes="wb-evolution")
+            self.table_view.value = self.table.to_html(
+                index=False, float_format="{:.3f}".format, na_rep="—", classes="wb-evolution"
+            )
             iterations = sorted(self.table["iteration"].unique().tolist())
             keep = self.iteration_menu.value
             self.iteration_menu.options = iterations
@@ -202,12 +292,13 @@ class EvolutionDashboard(w.VBox):
         self.viewer.show_ids(ids, label)
         return self.viewer
 
-    def samples(self, iteration: int, per_hop: int = 3) -> "pd.DataFrame":
+    def samples(self, iteration: int, per_hop: int = 3) -> pd.DataFrame:
         """Up to `per_hop` proposed questions per hop count in `iteration`, best reward first."""
         props = proposer_frame(self.store)
         props = props[props["iteration"] == iteration].sort_values("reward", ascending=False)
-        return props.groupby("hops", dropna=False).head(per_hop).sort_values(["hops", "reward"],
-                                                                             ascending=[True, False])
+        return (
+            props.groupby("hops", dropna=False).head(per_hop).sort_values(["hops", "reward"], ascending=[True, False])
+        )
 
     def auto_refresh(self, seconds: float | None = 10.0) -> Ticker | None:
         """Redraw every `seconds` on a background thread; 0/None stops it."""
@@ -224,8 +315,10 @@ class EvolutionDashboard(w.VBox):
             self.samples_view.value = "<i>no proposer trajectories yet</i>"
             return
         rows = self.samples(self.iteration_menu.value)
-        items = "".join(f"<li>{_render.badge(_render.number(r.hops, '.0f') + ' hops', '#8250df')} "
-                        f"{_render.esc(r.question)} "
-                        f"<span style='color:#57606a'>(reward {_render.number(r.reward)})</span></li>"
-                        for r in rows.itertuples())
+        items = "".join(
+            f"<li>{_render.badge(_render.number(r.hops, '.0f') + ' hops', '#8250df')} "
+            f"{_render.esc(r.question)} "
+            f"<span style='color:#57606a'>(reward {_render.number(r.reward)})</span></li>"
+            for r in rows.itertuples()
+        )
         self.samples_view.value = f"<b>sample questions</b><ul class='wb-samples'>{items}</ul>"

@@ -31,23 +31,44 @@ if TYPE_CHECKING:
 
     from workbench.train import TrainConfig, TrainingHandle
 
-MAIN_FIELDS = ("model_path", "tasks_path", "corpus_path", "output_dir", "store_path", "estimator",
-               "reward", "episode_kind", "num_generations", "per_device_train_batch_size",
-               "gradient_accumulation_steps", "max_steps", "learning_rate", "max_turns",
-               "max_completion_length")
+MAIN_FIELDS = (
+    "model_path",
+    "tasks_path",
+    "corpus_path",
+    "output_dir",
+    "store_path",
+    "estimator",
+    "reward",
+    "episode_kind",
+    "num_generations",
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "max_steps",
+    "learning_rate",
+    "max_turns",
+    "max_completion_length",
+)
 CURVES = ("reward", "loss", "entropy", "completions/mean_length", "kl", "learning_rate")
 
 
 def _choices() -> dict[str, tuple[str, ...]]:
     from workbench.train import config as c
 
-    return {"estimator": c.ESTIMATORS, "episode_kind": c.EPISODE_KINDS,
-            "lr_scheduler_type": c.SCHEDULES, "vllm_mode": ("colocate", "server")}
+    return {
+        "estimator": c.ESTIMATORS,
+        "episode_kind": c.EPISODE_KINDS,
+        "lr_scheduler_type": c.SCHEDULES,
+        "vllm_mode": ("colocate", "server"),
+    }
 
 
 def _field_widget(f: dataclasses.Field, value: Any) -> w.ValueWidget:
-    kw = {"description": f.name, "tooltip": f.metadata.get("help", ""),
-          "style": {"description_width": "220px"}, "layout": w.Layout(width="560px")}
+    kw = {
+        "description": f.name,
+        "tooltip": f.metadata.get("help", ""),
+        "style": {"description_width": "220px"},
+        "layout": w.Layout(width="560px"),
+    }
     choices = _choices().get(f.name)
     if choices:
         return w.Dropdown(options=list(choices), value=value, **kw)
@@ -69,8 +90,9 @@ def _field_widget(f: dataclasses.Field, value: Any) -> w.ValueWidget:
 class TrainingLauncher(w.VBox):
     """Configure, launch, watch and stop a training run (see the module docstring)."""
 
-    def __init__(self, config: "TrainConfig | str | os.PathLike[str] | None" = None,
-                 *, refresh_s: float = 2.0, **overrides: Any) -> None:
+    def __init__(
+        self, config: TrainConfig | str | os.PathLike[str] | None = None, *, refresh_s: float = 2.0, **overrides: Any
+    ) -> None:
         from workbench.train import TrainConfig
 
         if config is None:
@@ -83,11 +105,9 @@ class TrainingLauncher(w.VBox):
         self.handle: TrainingHandle | None = None
         self._ticker: Ticker | None = None
         self._lock = threading.Lock()
-        self.fields = {f.name: _field_widget(f, getattr(config, f.name))
-                       for f in dataclasses.fields(TrainConfig)}
+        self.fields = {f.name: _field_widget(f, getattr(config, f.name)) for f in dataclasses.fields(TrainConfig)}
         self.launch_button = w.Button(description="launch", button_style="success", icon="play")
-        self.stop_button = w.Button(description="stop", button_style="danger", icon="stop",
-                                    disabled=True)
+        self.stop_button = w.Button(description="stop", button_style="danger", icon="stop", disabled=True)
         self.status = w.HTML("<i>not started</i>")
         self.curves = PlotPane(name="training")
         self.samples_view = w.HTML()
@@ -95,14 +115,24 @@ class TrainingLauncher(w.VBox):
         self.launch_button.on_click(lambda _: self._guard(self.launch))
         self.stop_button.on_click(lambda _: self._guard(self.stop))
         main = [self.fields[n] for n in MAIN_FIELDS]
-        advanced = w.Accordion([w.VBox([x for n, x in self.fields.items() if n not in MAIN_FIELDS])],
-                               titles=("advanced",), selected_index=None)
-        super().__init__([w.VBox(main), advanced, w.HBox([self.launch_button, self.stop_button,
-                                                           self.status]),
-                          self.curves.widget, self.samples_view, self.log_view])
+        advanced = w.Accordion(
+            [w.VBox([x for n, x in self.fields.items() if n not in MAIN_FIELDS])],
+            titles=("advanced",),
+            selected_index=None,
+        )
+        super().__init__(
+            [
+                w.VBox(main),
+                advanced,
+                w.HBox([self.launch_button, self.stop_button, self.status]),
+                self.curves.widget,
+                self.samples_view,
+                self.log_view,
+            ]
+        )
 
     @property
-    def config(self) -> "TrainConfig":
+    def config(self) -> TrainConfig:
         """The `TrainConfig` the form describes (ConfigError names a bad field)."""
         from workbench.train import TrainConfig
 
@@ -126,7 +156,7 @@ class TrainingLauncher(w.VBox):
             self.fields[name].value = json.dumps(value) if isinstance(value, dict) else value
 
     # -- running -----------------------------------------------------------------------------
-    def launch(self) -> "TrainingHandle":
+    def launch(self) -> TrainingHandle:
         """Start training with the form's config in a child process; curves refresh live."""
         from workbench.train.launch import launch
 
@@ -148,13 +178,17 @@ class TrainingLauncher(w.VBox):
         self.refresh()
         return status
 
-    def metrics(self) -> "pd.DataFrame":
+    def metrics(self) -> pd.DataFrame:
         """The run's logged metrics, long format (step, name, value)."""
         import pandas as pd
 
         rows = self.handle.metrics() if self.handle is not None else []
-        long = [(r["step"], k, v) for r in rows for k, v in r.items()
-                if k not in ("step", "max_steps", "time") and isinstance(v, (int, float))]
+        long = [
+            (r["step"], k, v)
+            for r in rows
+            for k, v in r.items()
+            if k not in ("step", "max_steps", "time") and isinstance(v, (int, float))
+        ]
         return pd.DataFrame(long, columns=["step", "name", "value"])
 
     def refresh(self) -> str:
@@ -168,12 +202,15 @@ class TrainingLauncher(w.VBox):
             self.curves.update(_figures.metric_curves(metrics, names, title="training"))
             last = int(metrics["step"].max()) if len(metrics) else 0
             colour = {"failed": "#cf222e", "finished": "#1a7f37", "stopped": "#9a6700"}.get(status, "")
-            self.status.value = (f'<b style="color:{colour}">{status}</b> · step {last} / '
-                                 f'{self.fields["max_steps"].value} · {self.handle.output_dir}<br>logs: '
-                                 + " · ".join(f"{k} {_render.esc(v)}" for k, v in self.config.log_locations().items()))
+            self.status.value = (
+                f'<b style="color:{colour}">{status}</b> · step {last} / '
+                f"{self.fields['max_steps'].value} · {self.handle.output_dir}<br>logs: "
+                + " · ".join(f"{k} {_render.esc(v)}" for k, v in self.config.log_locations().items())
+            )
             if status == "failed":
-                self.log_view.value = ("<b>log tail</b>" + _render.pre(self.handle.log_tail())
-                                       + _render.esc(self.handle.error or ""))
+                self.log_view.value = (
+                    "<b>log tail</b>" + _render.pre(self.handle.log_tail()) + _render.esc(self.handle.error or "")
+                )
             self._show_samples()
             if status not in ("starting", "running"):
                 self.launch_button.disabled, self.stop_button.disabled = False, True
@@ -197,9 +234,11 @@ class TrainingLauncher(w.VBox):
         df = store.query()
         run_id = self.fields["run_id"].value or os.path.basename(str(self.handle.output_dir))
         df = (df[df["run_id"] == run_id] if (df["run_id"] == run_id).any() else df).tail(n)
-        items = "".join(f"<li><code>{r.id[:8]}</code> {_render.esc(str(r.question)[:100])} → "
-                        f"{_render.esc(r.final_answer or '—')} (reward {_render.number(r.reward)})</li>"
-                        for r in df.itertuples())
+        items = "".join(
+            f"<li><code>{r.id[:8]}</code> {_render.esc(str(r.question)[:100])} → "
+            f"{_render.esc(r.final_answer or '—')} (reward {_render.number(r.reward)})</li>"
+            for r in df.itertuples()
+        )
         self.samples_view.value = f"<b>latest trajectories</b><ul class='wb-samples'>{items}</ul>"
         store.close()
 

@@ -69,50 +69,76 @@ _BOOT = """
 """
 
 
-def _figure_json(figures: dict[str, "go.Figure"]) -> list[dict[str, Any]]:
+def _figure_json(figures: dict[str, go.Figure]) -> list[dict[str, Any]]:
     return [{"name": name, **finite(fig.to_plotly_json())} for name, fig in figures.items()]
 
 
-def _sections(store: "Store", df: Any, pass_threshold: float) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+def _sections(store: Store, df: Any, pass_threshold: float) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
     from workbench.widgets.evolution import evolution_figures, evolution_table, trajectories_behind
 
     sections: list[dict[str, Any]] = []
     for role in sorted(df["role"].unique()) if len(df) else []:
         rows = df[df["role"] == role]
-        sections.append({"title": f"{role} rewards", "figures": {
-            f"{role}_reward": _figures.reward_histogram(rows, title=f"{role}: total reward"),
-            f"{role}_pass_rate": _figures.pass_rate_by_hops(rows, threshold=pass_threshold,
-                                                             title=f"{role}: pass rate by hops")}})
+        sections.append(
+            {
+                "title": f"{role} rewards",
+                "figures": {
+                    f"{role}_reward": _figures.reward_histogram(rows, title=f"{role}: total reward"),
+                    f"{role}_pass_rate": _figures.pass_rate_by_hops(
+                        rows, threshold=pass_threshold, title=f"{role}: pass rate by hops"
+                    ),
+                },
+            }
+        )
     metrics = store.metrics()
     if len(metrics):
-        sections.append({"title": "training metrics", "figures": {
-            name: _figures.metric_curves(metrics[metrics["name"] == name], title=name)
-            for name in sorted(metrics["name"].unique())}})
+        sections.append(
+            {
+                "title": "training metrics",
+                "figures": {
+                    name: _figures.metric_curves(metrics[metrics["name"] == name], title=name)
+                    for name in sorted(metrics["name"].unique())
+                },
+            }
+        )
     links: dict[str, list[str]] = {}
     if len(df) and (df["role"] == "proposer").any():
-        sections.append({"title": "self-evolution (click a point to open its trajectories)",
-                         "figures": evolution_figures(store, pass_threshold)})
+        sections.append(
+            {
+                "title": "self-evolution (click a point to open its trajectories)",
+                "figures": evolution_figures(store, pass_threshold),
+            }
+        )
         for row in evolution_table(store, pass_threshold).itertuples():
             if row.hops != row.hops or row.hops is None:
                 continue
             for name in ("proposer_reward", "difficulty", "solver_pass_rate"):
                 links[f"{name}|{row.iteration}|{int(row.hops)}"] = trajectories_behind(
-                    store, name, row.iteration, row.hops)
+                    store, name, row.iteration, row.hops
+                )
     return sections, links
 
 
-def report_html(source: "Store | str | os.PathLike[str]", *, title: str | None = None,
-                pass_threshold: float = _figures.PASS_THRESHOLD,
-                max_trajectories: int = MAX_TRAJECTORIES) -> str:
+def report_html(
+    source: Store | str | os.PathLike[str],
+    *,
+    title: str | None = None,
+    pass_threshold: float = _figures.PASS_THRESHOLD,
+    max_trajectories: int = MAX_TRAJECTORIES,
+) -> str:
     """The whole report as one HTML string (see the module docstring)."""
     store = open_store(source)
     df = _table.summary_frame(store)
     title = title or f"workbench run {store.run_dir.name}"
-    counts = df.groupby(["role", "termination"], dropna=False).size().rename("trajectories").reset_index() \
-        if len(df) else df
+    counts = (
+        df.groupby(["role", "termination"], dropna=False).size().rename("trajectories").reset_index() if len(df) else df
+    )
     sections, links = _sections(store, df, pass_threshold)
-    body = ["<h2>summary</h2>", counts.to_html(index=False, classes="wb-summary", na_rep="—")
-            if len(df) else "<p>no trajectories</p>", "<h2>trajectories</h2><div id='wb-viewer'></div>"]
+    body = [
+        "<h2>summary</h2>",
+        counts.to_html(index=False, classes="wb-summary", na_rep="—") if len(df) else "<p>no trajectories</p>",
+        "<h2>trajectories</h2><div id='wb-viewer'></div>",
+    ]
     data_sections = []
     for i, section in enumerate(sections):
         body.append(f"<h2>{html.escape(section['title'])}</h2><div id='wb-section-{i}'></div>")
@@ -120,24 +146,53 @@ def report_html(source: "Store | str | os.PathLike[str]", *, title: str | None =
     if len(df) and (df["role"] == "proposer").any():
         from workbench.widgets.evolution import evolution_table
 
-        body.append(evolution_table(store, pass_threshold).to_html(
-            index=False, float_format="{:.3f}".format, na_rep="—", classes="wb-summary"))
-    ids = df["id"].tolist()[:max(0, max_trajectories)]
+        body.append(
+            evolution_table(store, pass_threshold).to_html(
+                index=False, float_format="{:.3f}".format, na_rep="—", classes="wb-summary"
+            )
+        )
+    ids = df["id"].tolist()[: max(0, max_trajectories)]
     details = {i: trajectory_detail(store.get(i), store) for i in ids}
     cols = _table.summary_columns(store)
-    viewer = {"table_json": _table.encode_table(cols)[0], "choices": _table.choices(cols), "query": {},
-              "link_label": "", "selected": ids[0] if ids else "", "step": 0,
-              "detail": details[ids[0]] if ids else {}, "compare_state": {}, "pinned": "", "notice": ""}
-    data = json.dumps(finite({"viewer": viewer, "details": details, "links": links,
-                              "sections": data_sections}), allow_nan=False, ensure_ascii=False)
-    subtitle = (f"{len(df)} trajectories · {store.run_dir} · written "
-                f"{time.strftime('%Y-%m-%d %H:%M:%S')} · pass = total reward ≥ {pass_threshold:g}"
-                + (f" · turns embedded for the first {len(ids)}" if len(ids) < len(df) else ""))
-    js = "\n".join([bundle("viewer", module=False), bundle("figures", module=False),
-                    (STATIC / "static_model.js").read_text(encoding="utf-8")])
-    return _PAGE.format(title=html.escape(title), subtitle=html.escape(subtitle), body="".join(body),
-                        css=css("viewer") + css("figures"), plotly=_script_safe(plotly_js()),
-                        data=data.replace("<", "\\u003c"), js=_script_safe(js), boot=_BOOT)
+    viewer = {
+        "table_json": _table.encode_table(cols)[0],
+        "choices": _table.choices(cols),
+        "query": {},
+        "link_label": "",
+        "selected": ids[0] if ids else "",
+        "step": 0,
+        "detail": details[ids[0]] if ids else {},
+        "compare_state": {},
+        "pinned": "",
+        "notice": "",
+    }
+    data = json.dumps(
+        finite({"viewer": viewer, "details": details, "links": links, "sections": data_sections}),
+        allow_nan=False,
+        ensure_ascii=False,
+    )
+    subtitle = (
+        f"{len(df)} trajectories · {store.run_dir} · written "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S')} · pass = total reward ≥ {pass_threshold:g}"
+        + (f" · turns embedded for the first {len(ids)}" if len(ids) < len(df) else "")
+    )
+    js = "\n".join(
+        [
+            bundle("viewer", module=False),
+            bundle("figures", module=False),
+            (STATIC / "static_model.js").read_text(encoding="utf-8"),
+        ]
+    )
+    return _PAGE.format(
+        title=html.escape(title),
+        subtitle=html.escape(subtitle),
+        body="".join(body),
+        css=css("viewer") + css("figures"),
+        plotly=_script_safe(plotly_js()),
+        data=data.replace("<", "\\u003c"),
+        js=_script_safe(js),
+        boot=_BOOT,
+    )
 
 
 def _script_safe(text: str) -> str:
@@ -145,8 +200,7 @@ def _script_safe(text: str) -> str:
     return text.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT").replace("<!--", "<\\!--")
 
 
-def write_report(run_dir: "str | os.PathLike[str]", out: "str | os.PathLike[str] | None" = None,
-                 **kwargs: Any) -> Path:
+def write_report(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, **kwargs: Any) -> Path:
     """Write `report_html(run_dir)` to `out` (default `<run_dir>/report.html`); returns the path."""
     path = Path(out) if out is not None else Path(run_dir) / "report.html"
     text = report_html(run_dir, **kwargs)

@@ -50,8 +50,9 @@ def _variant_options(component: str, param: str, default: Any) -> list[str]:
     return seen
 
 
-def spec_to_toml(spec: "RewardSpec") -> str:
+def spec_to_toml(spec: RewardSpec) -> str:
     """A spec as TOML that `RewardSpec.from_toml` reads back (None fields are left out)."""
+
     def value(v: Any) -> str:
         if isinstance(v, bool):
             return "true" if v else "false"
@@ -75,8 +76,14 @@ def spec_to_toml(spec: "RewardSpec") -> str:
 class RewardTuner(w.VBox):
     """Weights and variants of a reward spec, re-scored live over a run (see module docstring)."""
 
-    def __init__(self, source: "Store | str | os.PathLike[str]", spec: "RewardSpec | str | None" = None,
-                 *, pass_threshold: float = _figures.PASS_THRESHOLD, **filters: Any) -> None:
+    def __init__(
+        self,
+        source: Store | str | os.PathLike[str],
+        spec: RewardSpec | str | None = None,
+        *,
+        pass_threshold: float = _figures.PASS_THRESHOLD,
+        **filters: Any,
+    ) -> None:
         from workbench.rewards import RewardSpec, list_presets, list_rewards
 
         self.store = open_store(source)
@@ -92,31 +99,40 @@ class RewardTuner(w.VBox):
         self.status = w.HTML()
         self.save_path = w.Text(value="reward_spec.toml", description="save to")
         self.save_button = w.Button(description="save spec")
-        self.apply_button = w.Button(description="apply to store", button_style="warning",
-                                     tooltip="record the new scores in the store, with provenance")
+        self.apply_button = w.Button(
+            description="apply to store",
+            button_style="warning",
+            tooltip="record the new scores in the store, with provenance",
+        )
         self.plots = FigureGrid(columns=2)
         self.panes = self.plots.panes  # name -> pane; `.figure` is the figure shown
-        self.preset_menu.observe(lambda ch: self._quiet or self._load_spec(RewardSpec.preset(ch["new"])),
-                                 names="value")
+        self.preset_menu.observe(lambda ch: self._quiet or self._load_spec(RewardSpec.preset(ch["new"])), names="value")
         self.add_menu.observe(self._on_add, names="value")
         self.save_button.on_click(lambda _: self._guard(lambda: self.save(self.save_path.value)))
         self.apply_button.on_click(lambda _: self._guard(self.apply))
-        super().__init__([w.HBox([self.preset_menu, self.add_menu]), self.rows_box, self.status,
-                          w.HBox([self.save_path, self.save_button, self.apply_button]), self.plots],
-                         layout=w.Layout(width="100%"))
+        super().__init__(
+            [
+                w.HBox([self.preset_menu, self.add_menu]),
+                self.rows_box,
+                self.status,
+                w.HBox([self.save_path, self.save_button, self.apply_button]),
+                self.plots,
+            ],
+            layout=w.Layout(width="100%"),
+        )
         self.refresh()
         self._load_spec(self._initial_spec(spec))
 
     # -- the spec ----------------------------------------------------------------------------
     @property
-    def spec(self) -> "RewardSpec":
+    def spec(self) -> RewardSpec:
         """The spec the widgets describe now (raises ConfigError if they describe none)."""
         from workbench.rewards import RewardSpec
 
         return RewardSpec.from_dict(self._spec_dict)
 
     @spec.setter
-    def spec(self, spec: "RewardSpec") -> None:
+    def spec(self, spec: RewardSpec) -> None:
         self._load_spec(spec)
 
     def set_weight(self, component: str, weight: float) -> None:
@@ -137,38 +153,51 @@ class RewardTuner(w.VBox):
             self.rescore()
         return len(self.trajectories)
 
-    def rescore(self) -> "pd.DataFrame":
+    def rescore(self) -> pd.DataFrame:
         """Score every loaded trajectory with the current spec, in memory; redraw the plots."""
         import pandas as pd
 
         with self._lock:
             spec = self.spec
             results = spec.score_many(self.trajectories)
-            df = pd.DataFrame({"id": [t.id for t in self.trajectories],
-                               "hops": pd.array([t.hops for t in self.trajectories], dtype="Int64"),
-                               "stored": [t.reward for t in self.trajectories],
-                               "rescored": [r["total"] for r in results]}, dtype=object)
+            df = pd.DataFrame(
+                {
+                    "id": [t.id for t in self.trajectories],
+                    "hops": pd.array([t.hops for t in self.trajectories], dtype="Int64"),
+                    "stored": [t.reward for t in self.trajectories],
+                    "rescored": [r["total"] for r in results],
+                },
+                dtype=object,
+            )
             df = pd.concat([df, pd.DataFrame(results).drop(columns="total", errors="ignore")], axis=1)
             df[["stored", "rescored"]] = df[["stored", "rescored"]].astype(float)
             self.scores = df
         stored = df["stored"].notna()
         changes = _figures.rank_changes(df.set_index("id")["stored"], df.set_index("id")["rescored"])
-        self.plots.update_many({
-            "histogram": _figures.reward_histogram(df, "stored", compare=df["rescored"],
-                                                   title="total reward: stored vs re-scored"),
-            "pass_rate": _figures.pass_rate_by_hops(df, ("stored", "rescored"), self.pass_threshold),
-            "rank_changes": _figures.rank_change_figure(
-                changes, empty="no rank changed" if stored.any() else
-                "no stored rewards to rank against: apply() records these")})
+        self.plots.update_many(
+            {
+                "histogram": _figures.reward_histogram(
+                    df, "stored", compare=df["rescored"], title="total reward: stored vs re-scored"
+                ),
+                "pass_rate": _figures.pass_rate_by_hops(df, ("stored", "rescored"), self.pass_threshold),
+                "rank_changes": _figures.rank_change_figure(
+                    changes,
+                    empty="no rank changed"
+                    if stored.any()
+                    else "no stored rewards to rank against: apply() records these",
+                ),
+            }
+        )
         moved = int((stored & (df["stored"] != df["rescored"])).sum())
         unscored = "" if stored.all() else f" · {int((~stored).sum())} had no stored reward"
-        self.status.value = (f"<b>{_render.esc(spec.name)}</b>: {len(df)} trajectories · mean stored "
-                             f"{_render.number(df['stored'].mean(), '.3f')} → re-scored "
-                             f"{_render.number(df['rescored'].mean(), '.3f')} · {moved} changed"
-                             + unscored)
+        self.status.value = (
+            f"<b>{_render.esc(spec.name)}</b>: {len(df)} trajectories · mean stored "
+            f"{_render.number(df['stored'].mean(), '.3f')} → re-scored "
+            f"{_render.number(df['rescored'].mean(), '.3f')} · {moved} changed" + unscored
+        )
         return df
 
-    def save(self, path: "str | os.PathLike[str]") -> Path:
+    def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the spec to `path` (.toml or .json) for training (`TrainConfig.reward`)."""
         p = Path(path)
         if p.suffix not in (".toml", ".json"):
@@ -179,8 +208,7 @@ class RewardTuner(w.VBox):
         self.status.value += f" · saved {_render.esc(p)}"
         return p
 
-    def apply(self, reason: str = "tuned in RewardTuner", author: str | None = None
-              ) -> dict[str, dict[str, float]]:
+    def apply(self, reason: str = "tuned in RewardTuner", author: str | None = None) -> dict[str, dict[str, float]]:
         """Record the current spec's scores into the store (reward history keeps the old ones)."""
         from workbench.rewards import rescore
         from workbench.store import Store
@@ -196,7 +224,7 @@ class RewardTuner(w.VBox):
         return out
 
     # -- internals ---------------------------------------------------------------------------
-    def _initial_spec(self, spec: "RewardSpec | str | None") -> "RewardSpec":
+    def _initial_spec(self, spec: RewardSpec | str | None) -> RewardSpec:
         from workbench.rewards import RewardSpec, list_presets
 
         if isinstance(spec, str):
@@ -206,7 +234,7 @@ class RewardTuner(w.VBox):
         used = [t.reward_spec for t in self.trajectories if t.reward_spec in list_presets()]
         return RewardSpec.preset(max(set(used), key=used.count) if used else "search_r1")
 
-    def _load_spec(self, spec: "RewardSpec") -> None:
+    def _load_spec(self, spec: RewardSpec) -> None:
         self._spec_dict = spec.to_dict()
         self._rows: dict[str, dict[str, Any]] = {}
         self.rows_box.children = [self._component_row(c) for c in self._spec_dict["components"]]
@@ -216,20 +244,31 @@ class RewardTuner(w.VBox):
         from workbench.rewards import get_reward
 
         key = comp.get("key") or comp["name"]
-        weight = w.FloatSlider(value=comp["weight"], min=-2.0, max=2.0, step=0.05, description=key,
-                               continuous_update=False, style={"description_width": "initial"})
+        weight = w.FloatSlider(
+            value=comp["weight"],
+            min=-2.0,
+            max=2.0,
+            step=0.05,
+            description=key,
+            continuous_update=False,
+            style={"description_width": "initial"},
+        )
         params: dict[str, w.ValueWidget] = {}
         for name, default in get_reward(comp["name"]).params.items():
             current = comp.get("params", {}).get(name, default)
             if isinstance(default, bool):
                 params[name] = w.Checkbox(value=bool(current), description=name)
             elif isinstance(default, (int, float)):
-                params[name] = w.FloatText(value=float(current), description=name,
-                                           layout=w.Layout(width="160px"))
+                params[name] = w.FloatText(value=float(current), description=name, layout=w.Layout(width="160px"))
             else:
-                params[name] = w.Combobox(options=_variant_options(comp["name"], name, default),
-                                          value=str(current), description=name, ensure_option=False,
-                                          continuous_update=False, layout=w.Layout(width="220px"))
+                params[name] = w.Combobox(
+                    options=_variant_options(comp["name"], name, default),
+                    value=str(current),
+                    description=name,
+                    ensure_option=False,
+                    continuous_update=False,
+                    layout=w.Layout(width="220px"),
+                )
         remove = w.Button(description="✕", tooltip=f"remove {key}", layout=w.Layout(width="40px"))
         remove.on_click(lambda _: self._remove(key))
         for widget in (weight, *params.values()):
@@ -248,10 +287,17 @@ class RewardTuner(w.VBox):
         comps = []
         for row in self._rows.values():
             defaults = get_reward(row["comp"]["name"]).params
-            params = {n: (int(x.value) if isinstance(defaults[n], int) and not isinstance(
-                defaults[n], bool) else x.value) for n, x in row["params"].items()}
-            comps.append({**row["comp"], "weight": row["weight"].value,
-                          "params": {n: v for n, v in params.items() if v != defaults[n]}})
+            params = {
+                n: (int(x.value) if isinstance(defaults[n], int) and not isinstance(defaults[n], bool) else x.value)
+                for n, x in row["params"].items()
+            }
+            comps.append(
+                {
+                    **row["comp"],
+                    "weight": row["weight"].value,
+                    "params": {n: v for n, v in params.items() if v != defaults[n]},
+                }
+            )
         self._spec_dict = {**self._spec_dict, "components": comps}
         self._guard(self.rescore)
 
@@ -260,8 +306,7 @@ class RewardTuner(w.VBox):
             self.status.value = '<span style="color:#cf222e">a spec needs one component</span>'
             return
         self._rows.pop(key)
-        self.rows_box.children = [c for c in self.rows_box.children
-                                  if c.children[0].description != key]
+        self.rows_box.children = [c for c in self.rows_box.children if c.children[0].description != key]
         self._changed()
 
     def _on_add(self, change: dict[str, Any]) -> None:

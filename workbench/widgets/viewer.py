@@ -49,28 +49,29 @@ class TrajectoryViewer(anywidget.AnyWidget):
     # compact summary columns (_table.encode_table) as one JSON buffer: a binary message, which
     # ipywidgets sends without walking 10,000-element lists
     table_json = traitlets.Bytes(b"{}").tag(sync=True)
-    choices = traitlets.Dict().tag(sync=True)    # filter name -> values present in the run
-    query = traitlets.Dict().tag(sync=True)      # filters, search, ids, sort (both sides apply it)
+    choices = traitlets.Dict().tag(sync=True)  # filter name -> values present in the run
+    query = traitlets.Dict().tag(sync=True)  # filters, search, ids, sort (both sides apply it)
     link_label = traitlets.Unicode("").tag(sync=True)
     selected = traitlets.Unicode("").tag(sync=True)
     step = traitlets.Int(0).tag(sync=True)
-    detail = traitlets.Dict().tag(sync=True)     # _detail.trajectory_detail of the selected one
+    detail = traitlets.Dict().tag(sync=True)  # _detail.trajectory_detail of the selected one
     compare_state = traitlets.Dict().tag(sync=True)
     pinned = traitlets.Unicode("").tag(sync=True)
     notice = traitlets.Unicode("").tag(sync=True)
 
-    def __init__(self, source: "Store | str | os.PathLike[str]", *, tokenizer: Tokenizer | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, source: Store | str | os.PathLike[str], *, tokenizer: Tokenizer | None = None, **kwargs: Any
+    ) -> None:
         self.store = open_store(source)
         self.tokenizer = tokenizer
         self._lock = threading.RLock()
-        self._cols: dict[str, list[Any]] = {}    # _table.summary_columns, as last read
+        self._cols: dict[str, list[Any]] = {}  # _table.summary_columns, as last read
         self._frame: pd.DataFrame | None = None  # the same as a DataFrame, built on first use
         self._traj: Trajectory | None = None
         self._history: list[str] = []
         self._ticker: Ticker | None = None
         self._table: dict[str, Any] = {}  # what table_json holds, decoded
-        self._partial = False             # _cols and _table hold only the first page
+        self._partial = False  # _cols and _table hold only the first page
         # the list (or its first page) and the first trajectory go out with the widget itself
         super().__init__(**self._open_state(), **kwargs)
         self.observe(self._on_selected, names="selected")
@@ -78,7 +79,7 @@ class TrajectoryViewer(anywidget.AnyWidget):
 
     # -- state -----------------------------------------------------------------------------
     @property
-    def rows(self) -> "pd.DataFrame":
+    def rows(self) -> pd.DataFrame:
         """The summary rows the list shows now (after filters, search and sort): the columns of
         `_table.LIST_COLUMNS` plus `shown_question`."""
         self._complete()
@@ -170,8 +171,11 @@ class TrajectoryViewer(anywidget.AnyWidget):
             return self._reread()
         self._table, payload = _table.encode_table(cols, total=total)
         self._cols, self._partial = cols, True
-        return {"table_json": payload, "choices": finite(_table.choices(cols)),
-                **self._detail_state(self.store.get(cols["id"][0]), 0)}
+        return {
+            "table_json": payload,
+            "choices": finite(_table.choices(cols)),
+            **self._detail_state(self.store.get(cols["id"][0]), 0),
+        }
 
     def _complete(self) -> None:
         """Read the whole list if only its first page is here yet."""
@@ -207,8 +211,10 @@ class TrajectoryViewer(anywidget.AnyWidget):
         current = self._require()
         origin = self.store.origin(current.id)
         if origin is None:
-            raise StoreError(f"trajectory {current.id[:8]} has no origin in this store (its lineage "
-                             "names none, or the origin was written to another run)")
+            raise StoreError(
+                f"trajectory {current.id[:8]} has no origin in this store (its lineage "
+                "names none, or the origin was written to another run)"
+            )
         self._history.append(current.id)
         return self.select(origin.id)
 
@@ -237,10 +243,12 @@ class TrajectoryViewer(anywidget.AnyWidget):
             raise ConfigError("nothing pinned to compare with; select one and pin it first")
         left = self._get(a)
         right = self._require() if b is None else self._get(b)
-        self.compare_state = {"left": trajectory_detail(left, self.store, self.tokenizer),
-                              "right": trajectory_detail(right, self.store, self.tokenizer),
-                              "divergence": first_divergence(left, right),
-                              "same_task": left.task.id == right.task.id}
+        self.compare_state = {
+            "left": trajectory_detail(left, self.store, self.tokenizer),
+            "right": trajectory_detail(right, self.store, self.tokenizer),
+            "divergence": first_divergence(left, right),
+            "same_task": left.task.id == right.task.id,
+        }
         return self.compare_state
 
     def close_compare(self) -> None:
@@ -255,7 +263,7 @@ class TrajectoryViewer(anywidget.AnyWidget):
             raise ConfigError("no trajectory selected; call viewer.select(traj_id) first")
         return self._traj
 
-    def _all(self) -> "pd.DataFrame":
+    def _all(self) -> pd.DataFrame:
         with self._lock:
             if self._frame is None:
                 self._frame = _table.frame(self._cols)
@@ -271,8 +279,11 @@ class TrajectoryViewer(anywidget.AnyWidget):
     def _detail_state(self, traj: Trajectory, step: int) -> dict[str, Any]:
         """Make `traj` the current one; the trait values that show it at `step`."""
         self._traj = traj
-        return {"detail": trajectory_detail(traj, self.store, self.tokenizer), "selected": traj.id,
-                "step": max(0, min(int(step), max(len(traj.steps) - 1, 0)))}
+        return {
+            "detail": trajectory_detail(traj, self.store, self.tokenizer),
+            "selected": traj.id,
+            "step": max(0, min(int(step), max(len(traj.steps) - 1, 0))),
+        }
 
     def _show(self, traj: Trajectory, step: int) -> None:
         with self.hold_sync():
@@ -294,11 +305,18 @@ class TrajectoryViewer(anywidget.AnyWidget):
 
     def _on_message(self, _widget: Any, content: dict[str, Any], _buffers: list[bytes]) -> None:
         action, target = content.get("action"), content.get("id")
-        actions = {"origin": self.goto_origin, "back": self.go_back, "pin": lambda: self.pin(target),
-                   "child": lambda: self.goto_child(target), "unpin": lambda: setattr(self, "pinned", ""),
-                   "compare": lambda: self.compare(target or self.pinned or None),
-                   "close_compare": self.close_compare, "clear_link": self.clear_link,
-                   "refresh": self.refresh, "table": self._complete}
+        actions = {
+            "origin": self.goto_origin,
+            "back": self.go_back,
+            "pin": lambda: self.pin(target),
+            "child": lambda: self.goto_child(target),
+            "unpin": lambda: setattr(self, "pinned", ""),
+            "compare": lambda: self.compare(target or self.pinned or None),
+            "close_compare": self.close_compare,
+            "clear_link": self.clear_link,
+            "refresh": self.refresh,
+            "table": self._complete,
+        }
         if action == "prefetch":
             self._prefetch([str(i) for i in (content.get("ids") or [])[:4]])
         elif action in actions:

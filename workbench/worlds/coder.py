@@ -37,18 +37,22 @@ FACT_PATTERNS = {
     "capital": "The capital of {} is ([^.]+)",
 }
 
-PLAN_TURN = ("<think>Plan the hops.</think>\n<code>\nimport re\n"
-             f"FACTS = {FACT_PATTERNS!r}\n"
-             "notepad.add_todo(re.findall(r'the ([a-z ]+?) of', task)[::-1])\n"
-             "e = task.split(' of ')[-1].rstrip('?')\nprint(e, '| todo:', len(notepad.todos))\n</code>")
-HOP_TURN = ("<think>Next hop.</think>\n<code>\n"
-            "todo = [t for t in notepad.todos if t.status != 'done']\n"
-            "if todo:\n"
-            "    e = re.search(FACTS[todo[0].text].format(re.escape(e)), search(e + ' ' + todo[0].text)).group(1)\n"
-            "    notepad.update_todo(todo[0].id, 'done')\n"
-            "    print(e, '| todo:', len(todo) - 1)\n"
-            "else:\n"
-            "    submit_final_answer(e)\n</code>")
+PLAN_TURN = (
+    "<think>Plan the hops.</think>\n<code>\nimport re\n"
+    f"FACTS = {FACT_PATTERNS!r}\n"
+    "notepad.add_todo(re.findall(r'the ([a-z ]+?) of', task)[::-1])\n"
+    "e = task.split(' of ')[-1].rstrip('?')\nprint(e, '| todo:', len(notepad.todos))\n</code>"
+)
+HOP_TURN = (
+    "<think>Next hop.</think>\n<code>\n"
+    "todo = [t for t in notepad.todos if t.status != 'done']\n"
+    "if todo:\n"
+    "    e = re.search(FACTS[todo[0].text].format(re.escape(e)), search(e + ' ' + todo[0].text)).group(1)\n"
+    "    notepad.update_todo(todo[0].id, 'done')\n"
+    "    print(e, '| todo:', len(todo) - 1)\n"
+    "else:\n"
+    "    submit_final_answer(e)\n</code>"
+)
 SUBMIT_TURN = "<think>Answer now.</think>\n<code>\nsubmit_final_answer(e)\n</code>"
 _PLAN_LINE = re.compile(r"^\[(.)\] \d+\. .+$", re.MULTILINE)
 
@@ -71,8 +75,11 @@ def next_turn(context: str, *, give_up: float = 0.0, seed: int = 0) -> str:
 def world_coder(*, give_up: float = 0.0, seed: int = 0, codec=None, name: str = "world-coder") -> ScriptedPolicy:
     """A ScriptedPolicy that solves world questions with generic code (see the module docstring).
     It needs the task in the notebook as `task` (`AgentConfig(task_variable="task")`, the default)."""
-    return ScriptedPolicy(lambda context, _turn: next_turn(context, give_up=give_up, seed=seed), codec=codec,
-                          name=f"{name}(give_up={give_up})" if give_up else name)
+    return ScriptedPolicy(
+        lambda context, _turn: next_turn(context, give_up=give_up, seed=seed),
+        codec=codec,
+        name=f"{name}(give_up={give_up})" if give_up else name,
+    )
 
 
 register_scripted("coder", world_coder)

@@ -73,11 +73,11 @@ def _rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ConfigError(f"{p}:{lineno}: invalid JSON ({exc.msg} at column {exc.colno}); "
-                                  "each line must be one JSON object") from None
+                raise ConfigError(
+                    f"{p}:{lineno}: invalid JSON ({exc.msg} at column {exc.colno}); each line must be one JSON object"
+                ) from None
             if not isinstance(row, dict):
-                raise ConfigError(f"{p}:{lineno}: expected a JSON object, got "
-                                  f"{type(row).__name__}")
+                raise ConfigError(f"{p}:{lineno}: expected a JSON object, got {type(row).__name__}")
             yield lineno, row
 
 
@@ -90,8 +90,10 @@ def iter_corpus(path: str | Path) -> Iterator[Passage]:
         elif isinstance(row.get("text"), str):
             title, text = str(row.get("title", "")), row["text"]
         else:
-            raise ConfigError(f"{path}:{lineno}: corpus row has neither 'contents' nor 'text' "
-                              "(strings); write {\"id\": ..., \"contents\": \"\\\"Title\\\"\\ntext\"}")
+            raise ConfigError(
+                f"{path}:{lineno}: corpus row has neither 'contents' nor 'text' "
+                '(strings); write {"id": ..., "contents": "\\"Title\\"\\ntext"}'
+            )
         url = row.get("url")
         yield Passage(pid, title, text, url if isinstance(url, str) else "")
 
@@ -103,8 +105,7 @@ def _answers(row: dict[str, Any]) -> Any:
     for key in ("golden_answers", "answers", "answer"):
         if key in row:
             return row[key]
-    gt = (row.get("reward_model") or {}).get("ground_truth") if isinstance(
-        row.get("reward_model"), dict) else None
+    gt = (row.get("reward_model") or {}).get("ground_truth") if isinstance(row.get("reward_model"), dict) else None
     if isinstance(gt, dict) and "target" in gt:
         return gt["target"]
     return None
@@ -112,8 +113,7 @@ def _answers(row: dict[str, Any]) -> Any:
 
 def _task(row: dict[str, Any], where: str, default_id: str) -> Task:
     if not isinstance(row.get("question"), str) or not row["question"].strip():
-        raise ConfigError(f"{where}: QA row has no 'question' string; each row needs "
-                          "question and golden_answers")
+        raise ConfigError(f"{where}: QA row has no 'question' string; each row needs question and golden_answers")
     answers = _answers(row)
     if answers is None:
         raise ConfigError(f"{where}: QA row has no 'golden_answers'; add a list of answer strings")
@@ -122,8 +122,7 @@ def _task(row: dict[str, Any], where: str, default_id: str) -> Task:
     if not isinstance(answers, (list, tuple)) and hasattr(answers, "tolist"):
         answers = answers.tolist()  # numpy arrays from parquet
     if not isinstance(answers, (list, tuple)) or not answers:
-        raise ConfigError(f"{where}: 'golden_answers' must be a non-empty list of strings, "
-                          f"got {answers!r}")
+        raise ConfigError(f"{where}: 'golden_answers' must be a non-empty list of strings, got {answers!r}")
     meta = row.get("metadata")
     if meta is not None and not isinstance(meta, dict):
         raise ConfigError(f"{where}: 'metadata' must be an object, got {type(meta).__name__}")

@@ -1,17 +1,41 @@
 """Pronounceable fictional names built from syllables, so no model can answer from pretraining.
 
-    rng = random.Random(0)
-    gen = NameGenerator(rng)
-    gen.unique(2)          # 'Velor'  (a fresh two-syllable name, never handed out before)
-    gen.person()           # ('Tamira Kolvesh', 'Kolvesh')
+rng = random.Random(0)
+gen = NameGenerator(rng)
+gen.unique(2)          # 'Velor'  (a fresh two-syllable name, never handed out before)
+gen.person()           # ('Tamira Kolvesh', 'Kolvesh')
 """
 
 from __future__ import annotations
 
 import random
 
-_ONSETS = ("b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z",
-           "br", "dr", "gr", "kr", "st", "tr", "th", "sh", "ch", "vr")
+_ONSETS = (
+    "b",
+    "d",
+    "f",
+    "g",
+    "k",
+    "l",
+    "m",
+    "n",
+    "p",
+    "r",
+    "s",
+    "t",
+    "v",
+    "z",
+    "br",
+    "dr",
+    "gr",
+    "kr",
+    "st",
+    "tr",
+    "th",
+    "sh",
+    "ch",
+    "vr",
+)
 _VOWELS = ("a", "e", "i", "o", "u", "a", "e", "o", "ai", "ei", "ou")
 _CODAS = ("", "", "", "", "n", "r", "l", "s", "m", "th", "sh", "nd")
 

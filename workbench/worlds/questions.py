@@ -58,22 +58,31 @@ class Question:
         return [h.passage_id for h in self.hops]
 
     def metadata(self, seed: int) -> dict[str, Any]:
-        return {"hops": len(self.hops), "support": self.support, "split": self.split,
-                "world_seed": seed, "source": "world",
-                "chain": [[h.entity, h.relation, h.phrase] for h in self.hops]}
+        return {
+            "hops": len(self.hops),
+            "support": self.support,
+            "split": self.split,
+            "world_seed": seed,
+            "source": "world",
+            "chain": [[h.entity, h.relation, h.phrase] for h in self.hops],
+        }
 
     def to_task(self, seed: int) -> Task:
-        return Task(id=self.id, question=self.question, golden_answers=list(self.golden_answers),
-                    metadata=self.metadata(seed))
+        return Task(
+            id=self.id, question=self.question, golden_answers=list(self.golden_answers), metadata=self.metadata(seed)
+        )
 
     def to_row(self, seed: int) -> dict[str, Any]:
         """A Search-R1 QA row: `id, question, golden_answers, metadata`."""
-        return {"id": self.id, "question": self.question,
-                "golden_answers": list(self.golden_answers), "metadata": self.metadata(seed)}
+        return {
+            "id": self.id,
+            "question": self.question,
+            "golden_answers": list(self.golden_answers),
+            "metadata": self.metadata(seed),
+        }
 
 
-def build_question(world: "World", qid: str, start: int, relations: list[str],
-                   split: str) -> Question:
+def build_question(world: World, qid: str, start: int, relations: list[str], split: str) -> Question:
     """Resolve a relation chain from entity `start` into a `Question` with hops and aliases."""
     hops, current = [], world.entities[start]
     for rel in relations:
@@ -93,14 +102,16 @@ def build_question(world: "World", qid: str, start: int, relations: list[str],
     return Question(qid, f"{wh} is {np}?", answers, hops, split, start, list(relations))
 
 
-def _walk(world: "World", rng: random.Random, hops: int) -> tuple[int, list[str]] | None:
+def _walk(world: World, rng: random.Random, hops: int) -> tuple[int, list[str]] | None:
     """A random chain of `hops` relations that never revisits an entity, or None."""
     start = rng.randrange(len(world.entities))
     current, seen, rels = world.entities[start], {start}, []
     for i in range(hops):
-        options = [r for r in world.relations_of(current.type)
-                   if (i == hops - 1 or r.target is not None)
-                   and (r.target is None or current.rels[r.name] not in seen)]
+        options = [
+            r
+            for r in world.relations_of(current.type)
+            if (i == hops - 1 or r.target is not None) and (r.target is None or current.rels[r.name] not in seen)
+        ]
         if not options:
             return None
         rel = rng.choice(options)
@@ -111,8 +122,9 @@ def _walk(world: "World", rng: random.Random, hops: int) -> tuple[int, list[str]
     return start, rels
 
 
-def generate_questions(world: "World", n_train: int, n_test: int,
-                       hop_weights: dict[int, float], seed: int) -> list[Question]:
+def generate_questions(
+    world: World, n_train: int, n_test: int, hop_weights: dict[int, float], seed: int
+) -> list[Question]:
     """Sample unique questions into train/test by the held-out rule above (deterministic)."""
     rng = random.Random(seed * 1_000_003 + 17)
     want = {"train": n_train, "test": n_test}
@@ -121,8 +133,7 @@ def generate_questions(world: "World", n_train: int, n_test: int,
     seen: set[tuple] = set()
     out: list[Question] = []
     attempts = 0
-    while (got["train"] < want["train"] or got["test"] < want["test"]) and \
-            attempts < 60 * (n_train + n_test) + 1000:
+    while (got["train"] < want["train"] or got["test"] < want["test"]) and attempts < 60 * (n_train + n_test) + 1000:
         attempts += 1
         walk = _walk(world, rng, rng.choices(hop_values, weights)[0])
         if walk is None or (key := (walk[0], tuple(walk[1]))) in seen:

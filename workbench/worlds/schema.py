@@ -23,22 +23,40 @@ class Relation:
     target: str | None
 
 
-RELATIONS: dict[str, Relation] = {r.name: r for r in (
-    Relation("directed_by", "film", "director", "person"),
-    Relation("release_year", "film", "release year", None),
-    Relation("founded_by", "organisation", "founder", "person"),
-    Relation("headquartered_in", "organisation", "headquarters", "city"),
-    Relation("founding_year", "organisation", "founding year", None),
-    Relation("born_in", "person", "birthplace", "city"),
-    Relation("birth_year", "person", "birth year", None),
-    Relation("occupation", "person", "occupation", None),
-    Relation("located_in", "city", "country", "country"),
-    Relation("capital", "country", "capital", "city"),
-)}
+RELATIONS: dict[str, Relation] = {
+    r.name: r
+    for r in (
+        Relation("directed_by", "film", "director", "person"),
+        Relation("release_year", "film", "release year", None),
+        Relation("founded_by", "organisation", "founder", "person"),
+        Relation("headquartered_in", "organisation", "headquarters", "city"),
+        Relation("founding_year", "organisation", "founding year", None),
+        Relation("born_in", "person", "birthplace", "city"),
+        Relation("birth_year", "person", "birth year", None),
+        Relation("occupation", "person", "occupation", None),
+        Relation("located_in", "city", "country", "country"),
+        Relation("capital", "country", "capital", "city"),
+    )
+}
 
-OCCUPATIONS = ("painter", "chemist", "sculptor", "poet", "architect", "botanist", "composer",
-               "engineer", "historian", "astronomer", "novelist", "physician", "cartographer",
-               "film director", "mathematician", "dancer")
+OCCUPATIONS = (
+    "painter",
+    "chemist",
+    "sculptor",
+    "poet",
+    "architect",
+    "botanist",
+    "composer",
+    "engineer",
+    "historian",
+    "astronomer",
+    "novelist",
+    "physician",
+    "cartographer",
+    "film director",
+    "mathematician",
+    "dancer",
+)
 GENRES = ("drama", "comedy", "mystery", "war", "musical", "science fiction", "adventure")
 ORG_KINDS = ("Company", "Institute", "Society", "Foundation", "Guild", "Works")
 
@@ -54,16 +72,16 @@ class Entity:
     rels: dict[str, int] = field(default_factory=dict)  # relation name -> entity id
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "type": self.type, "name": self.name, "attrs": self.attrs,
-                "rels": self.rels}
+        return {"id": self.id, "type": self.type, "name": self.name, "attrs": self.attrs, "rels": self.rels}
 
 
 def render_passage(e: Entity, names: list[str]) -> str:
     """2–4 short sentences about `e`; `names[i]` is entity i's name."""
     a, r, n = e.attrs, e.rels, e.name
     if e.type == "person":
-        return (f"{n} is a {a['occupation']} born in {a['birth_year']}. "
-                f"{n} was born in the city of {names[r['born_in']]}.")
+        return (
+            f"{n} is a {a['occupation']} born in {a['birth_year']}. {n} was born in the city of {names[r['born_in']]}."
+        )
     if e.type == "city":
         text = f"{n} is a city located in {names[r['located_in']]}."
         if a.get("is_capital"):
@@ -72,12 +90,16 @@ def render_passage(e: Entity, names: list[str]) -> str:
     if e.type == "country":
         return f"{n} is a country. The capital of {n} is {names[r['capital']]}."
     if e.type == "film":
-        return (f"{n} is a {a['genre']} film released in {a['release_year']}. "
-                f"{n} was directed by {names[r['directed_by']]}.")
+        return (
+            f"{n} is a {a['genre']} film released in {a['release_year']}. "
+            f"{n} was directed by {names[r['directed_by']]}."
+        )
     if e.type == "organisation":
-        return (f"{n} is an organisation founded in {a['founding_year']} by "
-                f"{names[r['founded_by']]}. The headquarters of {n} are in "
-                f"{names[r['headquartered_in']]}.")
+        return (
+            f"{n} is an organisation founded in {a['founding_year']} by "
+            f"{names[r['founded_by']]}. The headquarters of {n} are in "
+            f"{names[r['headquartered_in']]}."
+        )
     raise ValueError(f"unknown entity type {e.type!r}")
 
 

@@ -68,7 +68,7 @@ def next_turn(context: str, *, noise: float = 0.0, give_up: float = 0.0, seed: i
     """The solver's next turn for the episode whose visible text is `context`."""
     parsed = parse_question(context)
     if parsed is None:
-        return "<think>I cannot parse this task.</think>\n<code>\nsubmit_final_answer(\"unknown\")\n</code>"
+        return '<think>I cannot parse this task.</think>\n<code>\nsubmit_final_answer("unknown")\n</code>'
     start, phrases = parsed
     facts = {(p, e): v for p, e, v in _FACT.findall(context)}
     entity, hop = start, 0
@@ -112,12 +112,16 @@ def _maybe_distract(value: str, output: str, noise: float, key: str) -> str:
     return random.Random(zlib.crc32(key.encode()) + 1).choice(titles) if titles else value
 
 
-def world_solver(*, noise: float = 0.0, give_up: float = 0.0, seed: int = 0, codec=None,
-                 name: str = "world-solver") -> ScriptedPolicy:
+def world_solver(
+    *, noise: float = 0.0, give_up: float = 0.0, seed: int = 0, codec=None, name: str = "world-solver"
+) -> ScriptedPolicy:
     """A ScriptedPolicy that solves synthetic-world questions with search + notepad."""
     knobs = ", ".join(f"{k}={v}" for k, v in (("noise", noise), ("give_up", give_up)) if v)
-    return ScriptedPolicy(lambda context, _turn: next_turn(context, noise=noise, give_up=give_up, seed=seed),
-                          codec=codec, name=f"{name}({knobs})" if knobs else name)
+    return ScriptedPolicy(
+        lambda context, _turn: next_turn(context, noise=noise, give_up=give_up, seed=seed),
+        codec=codec,
+        name=f"{name}({knobs})" if knobs else name,
+    )
 
 
 register_scripted("default", world_solver)

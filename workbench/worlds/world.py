@@ -25,8 +25,16 @@ from workbench.errors import ConfigError
 from workbench.trajectory import Task
 from workbench.worlds.names import NameGenerator
 from workbench.worlds.questions import Hop, Question, build_question, generate_questions
-from workbench.worlds.schema import (GENRES, OCCUPATIONS, ORG_KINDS, RELATIONS, Entity, Relation,
-                                     fact_value, render_passage)
+from workbench.worlds.schema import (
+    GENRES,
+    OCCUPATIONS,
+    ORG_KINDS,
+    RELATIONS,
+    Entity,
+    Relation,
+    fact_value,
+    render_passage,
+)
 
 # passages, train questions, test questions
 SIZES: dict[str, tuple[int, int, int]] = {
@@ -41,8 +49,7 @@ DEFAULT_HOP_WEIGHTS = {1: 4.0, 2: 3.0, 3: 2.0, 4: 1.0}  # Dr. Zero's hop ratio
 class World:
     """Entities + questions. Build with `World.generate` / `make_world`, or `World.load`."""
 
-    def __init__(self, seed: int, entities: list[Entity], heldout: list[bool],
-                 params: dict[str, Any]) -> None:
+    def __init__(self, seed: int, entities: list[Entity], heldout: list[bool], params: dict[str, Any]) -> None:
         self.seed = seed
         self.entities = entities
         self.heldout = heldout
@@ -54,9 +61,16 @@ class World:
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
-    def generate(cls, seed: int, n_entities: int = 300, *, n_train: int | None = None,
-                 n_test: int | None = None, hop_weights: dict[int, float] | None = None,
-                 heldout_fraction: float = 0.15) -> "World":
+    def generate(
+        cls,
+        seed: int,
+        n_entities: int = 300,
+        *,
+        n_train: int | None = None,
+        n_test: int | None = None,
+        hop_weights: dict[int, float] | None = None,
+        heldout_fraction: float = 0.15,
+    ) -> World:
         """A world of `n_entities` passages (one per entity) and its train/test questions."""
         if not 20 <= n_entities <= 1_000_000:
             raise ConfigError(f"n_entities={n_entities}: use 20 to 1,000,000 passages")
@@ -68,9 +82,13 @@ class World:
         rng = random.Random(seed)
         entities = _make_entities(rng, n_entities)
         heldout = [rng.random() < heldout_fraction for _ in entities]
-        params = {"n_entities": n_entities, "n_train": n_train, "n_test": n_test,
-                  "hop_weights": {str(k): v for k, v in hop_weights.items()},
-                  "heldout_fraction": heldout_fraction}
+        params = {
+            "n_entities": n_entities,
+            "n_train": n_train,
+            "n_test": n_test,
+            "hop_weights": {str(k): v for k, v in hop_weights.items()},
+            "heldout_fraction": heldout_fraction,
+        }
         world = cls(seed, entities, heldout, params)
         world._set_questions(generate_questions(world, n_train, n_test, hop_weights, seed))
         return world
@@ -117,8 +135,11 @@ class World:
 
     def passage(self, passage_id: str | int) -> dict[str, str]:
         e = self.entities[int(passage_id)]
-        return {"id": str(e.id), "contents": f'"{e.name}"\n{render_passage(e, self._names)}',
-                "url": self.page_url(e.id)}
+        return {
+            "id": str(e.id),
+            "contents": f'"{e.name}"\n{render_passage(e, self._names)}',
+            "url": self.page_url(e.id),
+        }
 
     @property
     def site_base(self) -> str:
@@ -150,8 +171,10 @@ class World:
         return len(self.entities)
 
     def __repr__(self) -> str:
-        return (f"World(seed={self.seed}, passages={len(self.entities)}, "
-                f"train={len(self.split('train'))}, test={len(self.split('test'))})")
+        return (
+            f"World(seed={self.seed}, passages={len(self.entities)}, "
+            f"train={len(self.split('train'))}, test={len(self.split('test'))})"
+        )
 
     # -- persistence --------------------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:
@@ -161,16 +184,21 @@ class World:
         _write_jsonl(d / "corpus.jsonl", self.corpus())
         _write_jsonl(d / "qa_train.jsonl", self.qa_rows("train"))
         _write_jsonl(d / "qa_test.jsonl", self.qa_rows("test"))
-        meta = {"format": 1, "seed": self.seed, "params": self.params,
-                "entities": [e.to_dict() for e in self.entities],
-                "heldout": [i for i, h in enumerate(self.heldout) if h],
-                "questions": [{"id": q.id, "start": q.start, "relations": q.relations,
-                               "split": q.split} for q in self.questions]}
+        meta = {
+            "format": 1,
+            "seed": self.seed,
+            "params": self.params,
+            "entities": [e.to_dict() for e in self.entities],
+            "heldout": [i for i, h in enumerate(self.heldout) if h],
+            "questions": [
+                {"id": q.id, "start": q.start, "relations": q.relations, "split": q.split} for q in self.questions
+            ],
+        }
         (d / "world.json").write_text(json.dumps(meta), encoding="utf-8")
         return d
 
     @classmethod
-    def load(cls, directory: str | Path) -> "World":
+    def load(cls, directory: str | Path) -> World:
         path = Path(directory) / "world.json"
         if not path.is_file():
             raise ConfigError(f"{path} not found; write a world with World.save(directory) first")
@@ -178,13 +206,14 @@ class World:
             meta = json.loads(path.read_text(encoding="utf-8"))
             entities = [Entity(**e) for e in meta["entities"]]
             held = set(meta["heldout"])
-            world = cls(int(meta["seed"]), entities, [i in held for i in range(len(entities))],
-                        dict(meta["params"]))
-            world._set_questions([build_question(world, q["id"], q["start"], q["relations"],
-                                                 q["split"]) for q in meta["questions"]])
+            world = cls(int(meta["seed"]), entities, [i in held for i in range(len(entities))], dict(meta["params"]))
+            world._set_questions(
+                [build_question(world, q["id"], q["start"], q["relations"], q["split"]) for q in meta["questions"]]
+            )
         except (KeyError, TypeError, ValueError) as exc:
-            raise ConfigError(f"{path} is not a workbench world file ({exc!r}); "
-                              "regenerate it with World.generate(...).save(dir)") from exc
+            raise ConfigError(
+                f"{path} is not a workbench world file ({exc!r}); regenerate it with World.generate(...).save(dir)"
+            ) from exc
         return world
 
 
@@ -214,8 +243,7 @@ def _make_entities(rng: random.Random, n: int) -> list[Entity]:
         return ents[-1]
 
     countries = [add("country", gen.unique(rng.choice((2, 3)))) for _ in range(n_country)]
-    cities = [add("city", gen.unique(rng.choice((2, 2, 3))), population=rng.randrange(5, 900))
-              for _ in range(n_city)]
+    cities = [add("city", gen.unique(rng.choice((2, 2, 3))), population=rng.randrange(5, 900)) for _ in range(n_city)]
     for i, city in enumerate(cities):  # every country gets at least one city
         country = countries[i] if i < n_country else rng.choice(countries)
         city.rels["located_in"] = country.id
@@ -225,19 +253,27 @@ def _make_entities(rng: random.Random, n: int) -> list[Entity]:
     people = []
     for _ in range(n_person):
         full, surname = gen.person()
-        p = add("person", full, surname=surname, occupation=rng.choice(OCCUPATIONS),
-                birth_year=rng.randrange(1850, 1990))
+        p = add(
+            "person", full, surname=surname, occupation=rng.choice(OCCUPATIONS), birth_year=rng.randrange(1850, 1990)
+        )
         p.rels["born_in"] = rng.choice(cities).id
         people.append(p)
     for _ in range(n_film):
         director = rng.choice(people)
-        f = add("film", _film_title(gen), genre=rng.choice(GENRES),
-                release_year=min(2024, director.attrs["birth_year"] + rng.randrange(22, 60)))
+        f = add(
+            "film",
+            _film_title(gen),
+            genre=rng.choice(GENRES),
+            release_year=min(2024, director.attrs["birth_year"] + rng.randrange(22, 60)),
+        )
         f.rels["directed_by"] = director.id
     for _ in range(n_org):
         founder = rng.choice(people)
-        o = add("organisation", f"{gen.unique(2)} {rng.choice(ORG_KINDS)}",
-                founding_year=min(2024, founder.attrs["birth_year"] + rng.randrange(20, 55)))
+        o = add(
+            "organisation",
+            f"{gen.unique(2)} {rng.choice(ORG_KINDS)}",
+            founding_year=min(2024, founder.attrs["birth_year"] + rng.randrange(20, 55)),
+        )
         o.rels["founded_by"] = founder.id
         o.rels["headquartered_in"] = rng.choice(cities).id
     return ents
