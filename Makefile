@@ -2,13 +2,19 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup setup-browser demo test test-fast bench clean
+.PHONY: setup setup-browser check demo test test-fast bench clean
 
 setup:
 	@scripts/setup.sh
 
 setup-browser:
 	@WITH_BROWSER=1 scripts/setup.sh
+
+# The gate: formatting, lint and types (config in pyproject.toml).
+check: setup
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 demo: setup
 	$(PY) -m workbench.demo
