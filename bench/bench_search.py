@@ -69,7 +69,12 @@ def one_hop(world, n: int) -> list:
 
 def recall_at_3(ids: np.ndarray, questions, row_ids: list[str]) -> float:
     return float(
-        np.mean([bool({row_ids[i] for i in row} & set(q.metadata["support"])) for row, q in zip(ids, questions)])
+        np.mean(
+            [
+                bool({row_ids[i] for i in row} & set(q.metadata["support"]))
+                for row, q in zip(ids, questions, strict=True)
+            ]
+        )
     )
 
 
@@ -272,7 +277,7 @@ def shape_stats(x: np.ndarray) -> str:
     for frac in (1 / 64, 1 / 16):
         ivf.nprobe = max(1, round(nlist * frac))
         _, got = ivf.search(q, 11)
-        rec.append(np.mean([len(set(a[1:]) & set(b[:10])) / 10 for a, b in zip(got, ids)]))
+        rec.append(np.mean([len(set(a[1:]) & set(b[:10])) / 10 for a, b in zip(got, ids, strict=True)]))
     return (
         f"local intrinsic dimension {np.median(lid):5.1f}, IVF{nlist} recall@10 probing 1/64 {rec[0]:.3f}, "
         f"1/16 {rec[1]:.3f}"
@@ -366,7 +371,7 @@ def bench_million(encoder: Encoder, args: argparse.Namespace, dataset: str, kind
                 return (rr.search(index, v, 10) if rr else index.search(v, 10))[1]
 
             recall = {
-                name: np.mean([len(set(a) & set(b)) / 10 for a, b in zip(search(q, rr), truth)])
+                name: np.mean([len(set(a) & set(b)) / 10 for a, b in zip(search(q, rr), truth, strict=True)])
                 for name, rr in (("reranked", rerank), ("plain", None))
             }
             with faiss_threads(1):

@@ -128,7 +128,7 @@ def main() -> None:
     rates = {}
     for name in extractors:
         t = time.perf_counter()
-        pages = [extract(h, u, name) for h, u in zip(html, urls)]
+        pages = [extract(h, u, name) for h, u in zip(html, urls, strict=True)]
         rates[name] = len(urls) / (time.perf_counter() - t)
         ratio = sum(tokens(p.markdown) for p in pages) / sum(tokens(h) for h in html)
         figure(

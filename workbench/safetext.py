@@ -58,12 +58,12 @@ def safe_json(value: Any) -> Any:
         return safe_text(value)
     if isinstance(value, dict):
         items = [(safe_json(k), safe_json(v)) for k, v in value.items()]
-        if all(a is k and b is v for (a, b), (k, v) in zip(items, value.items())):
+        if all(a is k and b is v for (a, b), (k, v) in zip(items, value.items(), strict=True)):
             return value
         return dict(items)
     if isinstance(value, (list, tuple)):
         cleaned = [safe_json(v) for v in value]
-        if all(a is b for a, b in zip(cleaned, value)):
+        if all(a is b for a, b in zip(cleaned, value, strict=True)):
             return value
         return type(value)(cleaned) if isinstance(value, list) else tuple(cleaned)
     if isinstance(value, (bytes, bytearray)):

@@ -16,23 +16,26 @@ import dataclasses
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from workbench.errors import ConfigError, SchemaVersionError
 
 SCHEMA_VERSION = 1
 
-# Why an episode ended.
-TERMINATIONS = (
+Termination = Literal[
     "submitted",  # the model called submit_final_answer
     "max_steps",
-    "token_budget",
+    "token_budget",  # the generated-token budget or the context window ran out
     "wall_clock",
     "no_code",  # the model produced no executable code and nothing to continue
     "kernel_died",
     "policy_error",
+    "worker_died",  # a remote worker died mid-episode (the Ray executor)
     "error",  # anything else; `Trajectory.error` says what
-)
+]
+"""Why an episode ended (`Trajectory.termination`; "" until it ends)."""
+
+TERMINATIONS: tuple[Termination, ...] = get_args(Termination)
 
 
 @dataclass
@@ -190,4 +193,4 @@ def _step_from_dict(data: dict[str, Any]) -> Step:
     return Step(**{k: v for k, v in data.items() if k in known})
 
 
-__all__ = ["SCHEMA_VERSION", "TERMINATIONS", "Step", "Task", "ToolCall", "Trajectory"]
+__all__ = ["SCHEMA_VERSION", "TERMINATIONS", "Step", "Task", "Termination", "ToolCall", "Trajectory"]

@@ -121,6 +121,6 @@ def test_recorded_steps_rebuild_every_context_the_model_saw(mode, turns):
                 ids[start : start + n] == traj.steps[k].completion_ids
                 and sample["env_mask"][start : start + n] == [1] * n
             )
-        assert all((m == 1) == (t >= 0) for m, t in zip(sample["env_mask"], turn_of))
+        assert all((m == 1) == (t >= 0) for m, t in zip(sample["env_mask"], turn_of, strict=True))
     trained = {t for s in trajectory_samples(traj, None, 10**6) for t in s["step_index"] if t >= 0}
     assert trained == {k for k, s in enumerate(traj.steps) if s.completion_ids}  # every turn is trained

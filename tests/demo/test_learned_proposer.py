@@ -110,16 +110,16 @@ def test_teacher_questions_pass_the_format_check_and_the_solver_teacher_answers_
         coder_proposer(seed=3), tools=proposer_tools(retriever), role="proposer", config=config, concurrency=4
     ).run(tasks)
     proposals = [proposal_of(t) for t in trajs]
-    assert all(t.termination == "submitted" and p for t, p in zip(trajs, proposals)), [
+    assert all(t.termination == "submitted" and p for t, p in zip(trajs, proposals, strict=True)), [
         (t.termination, t.error) for t in trajs
     ]
     formats = [format_components(t)["format"] for t in trajs]
     assert min(formats) > 0 and sum(f == 1.0 for f in formats) >= 12, formats
-    for traj, p in zip(trajs, proposals):
+    for traj, p in zip(trajs, proposals, strict=True):
         assert all(_named(step.raw) == [] for step in traj.steps), [s.raw for s in traj.steps]
         assert _answer_in_world(p.question) == p.answer, p
         assert len(re.findall(r" of ", p.question)) <= traj.hops
-    assert sum(len(re.findall(r" of ", p.question)) == t.hops for t, p in zip(trajs, proposals)) >= 12
+    assert sum(len(re.findall(r" of ", p.question)) == t.hops for t, p in zip(trajs, proposals, strict=True)) >= 12
     solved = NBAgent(world_coder(), tools=search_registry(retriever), config=config, concurrency=4).run(
         [Task(f"q{j}", p.question, [p.answer]) for j, p in enumerate(proposals)]
     )

@@ -126,7 +126,7 @@ def test_agent0_reward_terms_and_gate():
     def item(question):
         traj = proposer_traj(2, ["<think>a</think>"], ["r1", "r2"], question, "Lund")
         attempts = _attempts(["Lund", "Lund", "Oslo", "Oslo", "Lund"])
-        for a, cells in zip(attempts, [2, 5, 0, 1, 3]):
+        for a, cells in zip(attempts, [2, 5, 0, 1, 3], strict=True):
             a.steps = [Step(index=i, raw="", observation={"stdout": "x"}) for i in range(cells)]
         return Proposed(traj, proposal_of(traj), attempts=attempts, valid=True)
 
@@ -168,7 +168,7 @@ def test_agent0_qa_set_keeps_the_band_and_labels_by_majority():
     assert [t.metadata["self_consistency"] for t in qa] == [pytest.approx(0.6), pytest.approx(0.75)]
     assert [t.golden_answers for t in qa] == [["Lund"], ["Oslo"]]
     assert qa[1].metadata["proposer_answer"] == "Lund" and not qa[1].metadata["label_agrees_with_proposer"]
-    assert all(t.metadata["origin"] == it.traj.id for t, it in zip(qa, [items[1], items[3]]))
+    assert all(t.metadata["origin"] == it.traj.id for t, it in zip(qa, [items[1], items[3]], strict=True))
     assert all(it.rewards["agent0.repetition"] > 0 for it in items)  # near-identical questions share a cluster
 
 

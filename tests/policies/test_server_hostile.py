@@ -201,7 +201,7 @@ def test_logprobs_5_returns_top_logprobs_in_openai_shape(server, tiny_policy, ch
         choice = r.json()["choices"][0]
         lp = choice["logprobs"]
         assert len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"]) == len(choice["token_ids"])
-        for tok, sampled, top in zip(choice["token_ids"], lp["token_logprobs"], lp["top_logprobs"]):
+        for tok, sampled, top in zip(choice["token_ids"], lp["token_logprobs"], lp["top_logprobs"], strict=True):
             assert 1 <= len(top) <= 6 and all(v <= 0 for v in top.values())
             assert top[tiny_policy.codec.decode([tok])] == pytest.approx(sampled)
             assert math.log(sum(math.exp(v) for v in top.values())) <= 1e-5

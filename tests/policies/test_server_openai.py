@@ -59,7 +59,7 @@ def test_openai_policy_matches_local_greedy(server, tiny_policy, tiny_model_dir,
     params = SamplingParams(max_new_tokens=16, temperature=0)
     local = tiny_policy.generate_sync(chat_prompts, params)
     got = asyncio.run(remote.generate(chat_prompts, params))
-    for mine, ref in zip(got, local):
+    for mine, ref in zip(got, local, strict=True):
         assert mine.token_ids == ref.token_ids
         assert (
             mine.text

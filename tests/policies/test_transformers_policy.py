@@ -79,7 +79,7 @@ def test_concurrent_calls_are_merged_and_match_unbatched(tiny_policy, chat_promp
     outs = [o[0] for o in asyncio.run(together())]
     assert tiny_policy.stats.max_batch > 1, "concurrent calls should share a batch"
     assert tiny_policy.stats.batches < len(outs)
-    for mine, ref in zip(outs, alone_g + alone_s):
+    for mine, ref in zip(outs, alone_g + alone_s, strict=True):
         assert mine.token_ids == ref.token_ids
         assert mine.text == ref.text
         assert mine.finish_reason == ref.finish_reason

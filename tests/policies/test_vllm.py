@@ -153,12 +153,12 @@ def test_vllm_logprobs_are_the_sampled_tokens_logprobs(vllm_policy, hf_model, te
         for q in ("Who directed the film?", "hi", "What is the capital of the country where X was born?")
     ]
     outs = vllm_policy.generate_sync(prompts, SamplingParams(max_new_tokens=40, temperature=temperature, seed=5))
-    for prompt, out in zip(prompts, outs):
+    for prompt, out in zip(prompts, outs, strict=True):
         assert out.token_ids and len(out.logprobs) == len(out.token_ids)
         shown = out.token_ids[:-1] if out.finish_reason == "eos" else out.token_ids
         assert codec.decode(shown) == out.text
         expected = _recomputed_logprobs(hf_model, prompt, out.token_ids, temperature)
-        assert max(abs(a - b) for a, b in zip(out.logprobs, expected)) < LOGPROB_TOL
+        assert max(abs(a - b) for a, b in zip(out.logprobs, expected, strict=True)) < LOGPROB_TOL
 
 
 def test_vllm_policy_refuses_prompts_it_cannot_run(vllm_policy):
@@ -191,15 +191,15 @@ def test_vllm_server_runs_episodes_with_token_ids_and_logprobs(
     [mine] = asyncio.run(policy.generate([prompt], params))
     [ref] = vllm_policy.generate_sync([prompt], params)
     assert mine.token_ids == ref.token_ids and mine.text == ref.text
-    assert max(abs(a - b) for a, b in zip(mine.logprobs, ref.logprobs)) < LOGPROB_TOL
+    assert max(abs(a - b) for a, b in zip(mine.logprobs, ref.logprobs, strict=True)) < LOGPROB_TOL
 
 
 def _first_divergence(a, b):
     """(step index, token index) of the first differing completion token of two trajectories, or None."""
-    for i, (sa, sb) in enumerate(zip(a.steps, b.steps)):
+    for i, (sa, sb) in enumerate(zip(a.steps, b.steps, strict=False)):
         if sa.completion_ids != sb.completion_ids:
             j = next(
-                (k for k, (x, y) in enumerate(zip(sa.completion_ids, sb.completion_ids)) if x != y),
+                (k for k, (x, y) in enumerate(zip(sa.completion_ids, sb.completion_ids, strict=False)) if x != y),
                 min(len(sa.completion_ids), len(sb.completion_ids)),
             )
             return i, j
@@ -234,7 +234,7 @@ def test_greedy_answers_agree_across_transformers_vllm_and_server(
     ref = runs["transformers"]
     assert _ran_code(ref) > 0
     for name in ("vllm", "server"):
-        for task, want, got in zip(vllm_tasks, ref, runs[name]):
+        for task, want, got in zip(vllm_tasks, ref, runs[name], strict=True):
             where = _first_divergence(want, got)
             if where is None:
                 assert (got.final_answer, got.termination) == (want.final_answer, want.termination), task.question

@@ -107,7 +107,7 @@ def bm25(world) -> BM25Retriever:
 def _recall_at(retriever, questions, k: int = 3) -> float:
     """Fraction of questions with a supporting passage among the top k."""
     results = retriever.retrieve([q["question"] for q in questions], top_k=k)
-    found = sum(bool({h.id for h in hits} & set(q["support"])) for hits, q in zip(results, questions))
+    found = sum(bool({h.id for h in hits} & set(q["support"])) for hits, q in zip(results, questions, strict=True))
     return found / len(questions)
 
 

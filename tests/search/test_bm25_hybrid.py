@@ -52,7 +52,7 @@ def test_bm25_numba_backend_gives_the_same_scores(bm25, world):
     fast = BM25Retriever(bm25.corpus, bm25.model, backend="numba")
     assert bm25.backend == "numpy" and fast.backend == "numba"  # auto: numpy below 20k passages
     qs = [q["question"] for q in world[1][:40]] + ["qwzxv plorbnik"]
-    for a, b in zip(bm25.retrieve(qs, 5), fast.retrieve(qs, 5)):
+    for a, b in zip(bm25.retrieve(qs, 5), fast.retrieve(qs, 5), strict=True):
         assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-5)
         top = a[0].score
         if top > 0 and (len(a) < 2 or a[1].score < top):

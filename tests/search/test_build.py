@@ -171,7 +171,9 @@ def test_compressed_types_report_recall_against_exact(tmp_path, kind, clustered)
     qids = np.sort(np.random.default_rng(cfg.seed + 1).choice(6000, 200, replace=False))
     exact = np.argsort(-(x[qids] @ x.T), 1)[:, :11]
     _, approx = index.search(x[qids], 11)
-    want = np.mean([len(set(a[a != s][:10]) & set(e[e != s][:10])) / 10 for a, e, s in zip(approx, exact, qids)])
+    want = np.mean(
+        [len(set(a[a != s][:10]) & set(e[e != s][:10])) / 10 for a, e, s in zip(approx, exact, qids, strict=True)]
+    )
     assert rec["recall"] == pytest.approx(want)
     assert rec["recall"] >= {"flat": 0.99, "flat16": 0.99, "hnsw": 0.95, "ivf": 0.95, "hnsw-sq": 0.9}.get(kind, 0.3)
     if kind == "ivf":  # exact scores over a superset of candidates: recall never falls as nprobe grows

@@ -76,7 +76,7 @@ def jsonl_files(draw) -> tuple[bytes, int]:
             n += 1
             lines.append(json.dumps(item, ensure_ascii=draw(st.booleans())).encode("utf-8", "surrogatepass"))
     ends = [draw(st.sampled_from([b"\n", b"\r\n"])) for _ in lines]
-    data = b"".join(line + end for line, end in zip(lines, ends))
+    data = b"".join(line + end for line, end in zip(lines, ends, strict=True))
     if lines and draw(st.booleans()):
         data = data[: -len(ends[-1])]
     return data, n

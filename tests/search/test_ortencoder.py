@@ -40,7 +40,7 @@ def test_int8_queries_close_to_torch_and_same_recall(encoder, dense, world, reca
 
     def recall(vectors):
         hits = dense.search_vectors(vectors, 3)
-        return np.mean([bool({h.id for h in hs} & set(q["support"])) for hs, q in zip(hits, questions)])
+        return np.mean([bool({h.id for h in hs} & set(q["support"])) for hs, q in zip(hits, questions, strict=True)])
 
     assert abs(recall(fast) - recall(ref)) <= 0.01
     assert recall(fast) == pytest.approx(recall_at(dense, questions, 3))

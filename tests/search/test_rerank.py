@@ -106,7 +106,7 @@ def test_a_reranking_retriever_scores_exactly_and_survives_save_and_load(ivfpq, 
     r = DenseRetriever(corpus, None, index, spec=spec, rerank=Rerank(vecs, 50))
     q = x[[5, 1234, 4321]] + 0.01
     hits = r.search_vectors(q, 5)
-    for row, hs in zip(q, hits):
+    for row, hs in zip(q, hits, strict=True):
         assert [h.score for h in hs] == pytest.approx([float(x[int(h.id)] @ row) for h in hs], abs=1e-5)
         assert [h.score for h in hs] == sorted((h.score for h in hs), reverse=True)
     r.save(tmp_path / "copy")

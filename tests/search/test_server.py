@@ -24,7 +24,7 @@ def test_search_r1_request_with_and_without_scores(server, bm25):
     result = r.json()["result"]
     assert len(result) == 2 and all(len(x) == 2 for x in result)
     local = bm25.retrieve(qs, top_k=2)
-    for got, want in zip(result, local):
+    for got, want in zip(result, local, strict=True):
         assert [e["document"]["id"] for e in got] == [h.id for h in want]
         assert [e["score"] for e in got] == pytest.approx([h.score for h in want])
         assert set(got[0]["document"]) >= {"id", "contents"}

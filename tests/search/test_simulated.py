@@ -70,7 +70,7 @@ def test_noisy_fraction_follows_curriculum(step, expected):
     frac = sim.noisy_fraction()
     assert abs(frac - expected) < 0.05, (frac, expected)
     # The flag matches what the model was asked for and what came back.
-    for hits, call in zip(results, sim.calls):
+    for hits, call in zip(results, sim.calls, strict=True):
         assert len(hits) == 5 and all(h.noisy == call.noisy for h in hits)
         assert all(("noisy" in h.text) == call.noisy for h in hits)
         assert call.parsed_ok and hits[0].title == f"{call.query} 1"

@@ -23,7 +23,7 @@ def test_run_synthesis_writes_verified_qas_and_linked_trajectories(tmp_path, gra
     assert result.accepted, result.stats()
     rows = [json.loads(line) for line in result.qa_path.read_text().splitlines()]
     assert len(rows) == len(result.accepted) and len(load_qa(result.qa_path)) == len(rows)
-    for row, s in zip(rows, result.accepted):
+    for row, s in zip(rows, result.accepted, strict=True):
         meta = row["metadata"]
         assert row["golden_answers"] == [s.trajectory.final_answer]
         assert meta["hops"] >= 2 and len(meta["statements"]) == meta["hops"] and meta["urls"]

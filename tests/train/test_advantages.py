@@ -44,7 +44,7 @@ def test_reinforce_pp_discounted_and_whitened_over_steps():
     # returns: [.5, 1] and [0, 0, 0]; mean .3, unbiased var = (.04+.49+.09*3)/4 = .2
     scale = 1 / math.sqrt(0.2 + 1e-8)
     expect = [[0.2 * scale, 0.7 * scale], [-0.3 * scale] * 3]
-    for got, want in zip(out, expect):
+    for got, want in zip(out, expect, strict=True):
         assert close(got, want)
     flat = [g for t in out for g in t]
     assert abs(sum(flat)) < 1e-6

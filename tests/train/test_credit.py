@@ -250,12 +250,17 @@ def trajectories(draw):
 @given(trajectories())
 def test_segments_keep_every_model_token_once_with_its_turn(t):
     samples = trajectory_samples(t, EOS, 10_000, "all")
-    got = [(tok, k) for s in samples for tok, m, k in zip(s["completion_ids"], s["env_mask"], s["step_index"]) if m]
+    got = [
+        (tok, k)
+        for s in samples
+        for tok, m, k in zip(s["completion_ids"], s["env_mask"], s["step_index"], strict=True)
+        if m
+    ]
     want = [(tok, k) for k, step in enumerate(t.steps) for tok in step.completion_ids]
     assert got == want
     for s in samples:
         assert len(s["completion_ids"]) == len(s["env_mask"]) == len(s["logprobs"]) == len(s["step_index"])
-        assert all(k == -1 for m, k in zip(s["env_mask"], s["step_index"]) if not m)
+        assert all(k == -1 for m, k in zip(s["env_mask"], s["step_index"], strict=True) if not m)
 
 
 def test_l0_spec_per_turn_rewards_reach_the_returns():

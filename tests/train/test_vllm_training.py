@@ -89,7 +89,7 @@ def test_weights_reach_vllm_after_each_step_and_the_gap_is_logged(model_and_engi
     model, tok, llm = model_and_engine
     seq = tok.encode(SEQUENCE)
     before = sequence_logprobs(llm, seq)
-    assert max(abs(a - b) for a, b in zip(before, model_sequence_logprobs(model, seq))) < 1e-3
+    assert max(abs(a - b) for a, b in zip(before, model_sequence_logprobs(model, seq), strict=True)) < 1e-3
 
     runner = Recording()
     summary = train(
@@ -105,8 +105,8 @@ def test_weights_reach_vllm_after_each_step_and_the_gap_is_logged(model_and_engi
 
     after = sequence_logprobs(llm, seq)
     trained = model_sequence_logprobs(model, seq)
-    assert max(abs(a - b) for a, b in zip(after, trained)) < 1e-3  # fp32 engine == trained model
-    assert max(abs(a - b) for a, b in zip(after, before)) > 1e-2  # and the step did change it
+    assert max(abs(a - b) for a, b in zip(after, trained, strict=True)) < 1e-3  # fp32 engine == trained model
+    assert max(abs(a - b) for a, b in zip(after, before, strict=True)) > 1e-2  # and the step did change it
 
     steps = [r for r in rows(tmp_path / "run") if "loss" in r]
     assert [r["step"] for r in steps] == [1, 2]

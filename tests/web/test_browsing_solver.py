@@ -26,7 +26,7 @@ def test_browsing_solver_answers_world_questions_over_http(world, served):
             config=AgentConfig(max_steps=8, output_cap=6000, max_context_tokens=16384),
         )
         trajectories = agent.run(tasks, progress=False)
-    for task, traj in zip(tasks, trajectories):
+    for task, traj in zip(tasks, trajectories, strict=True):
         assert traj.termination == "submitted", (traj.termination, traj.error)
         assert traj.final_answer in task.golden_answers
         calls = [c for s in traj.steps for c in s.tool_calls]

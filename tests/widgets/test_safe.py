@@ -35,7 +35,7 @@ def _same_where_finite(raw, clean) -> None:
         assert clean == (float(raw) if math.isfinite(raw) else None)
     elif isinstance(raw, (list, tuple)):
         assert len(raw) == len(clean)
-        for r, c in zip(raw, clean):
+        for r, c in zip(raw, clean, strict=True):
             _same_where_finite(r, c)
     elif isinstance(raw, dict):
         assert len(clean) <= len(raw)

@@ -90,7 +90,7 @@ def test_the_list_decodes_no_trajectory_but_the_one_shown(tmp_path, make_traj, d
             store.write(make_traj(p, origin=prop.id))
     viewer = TrajectoryViewer(tmp_path)
     assert decodes[0] <= 2  # the first row (and its origin)
-    shown = dict(zip(viewer.table["id"], viewer.table["question"]))
+    shown = dict(zip(viewer.table["id"], viewer.table["question"], strict=True))
     props = viewer.rows[viewer.rows.role == "proposer"]
     assert len(props) == 30 and all(shown[i].startswith("Which river crosses town") for i in props.id)
     assert viewer.detail["id"] == viewer.table["id"][0]

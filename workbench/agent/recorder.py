@@ -11,7 +11,8 @@ raises for one episode's trouble: a reward bug or a store failure is recorded on
 id twice through one recorder is a bug and raises `StoreError`.
 
 The store is any `TrajectoryStore` (`write` and `record_rewards`; `workbench.store.Store` is one),
-a reward spec any `Scorer` (`score(traj)`; `RewardSpec` and `resolve_reward(...)`'s results are).
+a reward spec any `Scorer` (`score(traj)`; `RewardSpec` and `resolve_reward(...)`'s results are);
+both protocols live in `workbench.contracts` and are importable from here too.
 """
 
 from __future__ import annotations
@@ -21,42 +22,14 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
+from workbench.contracts import Scorer, TrajectoryStore
 from workbench.errors import ConfigError, StoreError
 from workbench.safetext import safe_text
 from workbench.trajectory import Task, Trajectory
 
 log = logging.getLogger(__name__)
-
-
-@runtime_checkable
-class Scorer(Protocol):
-    """A reward spec: rewards of one trajectory (`"total"` is the scalar). A `name` attribute,
-    when present, is what the trajectory records as its `reward_spec`; `to_json()`, when present,
-    goes to the store's reward history."""
-
-    def score(self, traj: Trajectory) -> dict[str, float]: ...
-
-
-@runtime_checkable
-class TrajectoryStore(Protocol):
-    """Where a `Recorder` writes: `workbench.store.Store`, or any class with these two methods."""
-
-    def write(self, traj: Trajectory) -> None:
-        """Store `traj` durably (replacing one with the same id); raise when it cannot."""
-        ...
-
-    def record_rewards(
-        self,
-        traj_id: str,
-        rewards: dict[str, float],
-        spec_name: str,
-        spec_json: str | dict[str, Any] | None = None,
-        provenance: dict[str, Any] | None = None,
-    ) -> None:
-        """Make `rewards` the stored trajectory's current rewards and keep them in its history."""
-        ...
 
 
 class Recorder:

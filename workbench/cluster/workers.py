@@ -143,7 +143,7 @@ class RayWorkers:
         except Exception as exc:
             pool.shutdown()
             raise PoolError(f"the kernel workers did not start: {exc}") from None
-        for worker, info in zip(pool.workers, infos):
+        for worker, info in zip(pool.workers, infos, strict=True):
             worker.info = info
         return pool
 

@@ -163,7 +163,9 @@ class LearnedStages(Stages):
         rng = random.Random(f"{PROPOSER_PROMPT_SEED}:{c.seed}")
         docs = sample_documents(self.world.corpus(), c.proposer_teacher_tasks, rng)
         hops = sample_hops(c.proposer_hop_weights, len(docs), rng)
-        return [proposer_task(d, h, iteration=-1, prompt_index=j) for j, (d, h) in enumerate(zip(docs, hops))]
+        return [
+            proposer_task(d, h, iteration=-1, prompt_index=j) for j, (d, h) in enumerate(zip(docs, hops, strict=True))
+        ]
 
     def run_proposer(self, policy: Any, tasks: list, store_dir: Path | None, **config: Any) -> list:
         from workbench.agent import AgentConfig, NBAgent

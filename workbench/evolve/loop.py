@@ -179,7 +179,8 @@ def _iteration(
     docs = sample_documents(rows, config.prompts_per_iteration, rng, max_chars=config.max_document_chars)
     hops = sample_hops(config.hop_weights, len(docs), rng)
     prompts = [
-        proposer_task(d, h, iteration=i, mode=mode.name, prompt_index=j) for j, (d, h) in enumerate(zip(docs, hops))
+        proposer_task(d, h, iteration=i, mode=mode.name, prompt_index=j)
+        for j, (d, h) in enumerate(zip(docs, hops, strict=True))
     ]
     training: dict[str, Any] = {}
     if train_fn is not None:

@@ -56,7 +56,7 @@ class Mode:
                 it.traj.metadata["question"], it.traj.final_answer = it.proposal.question, it.proposal.answer
             attach_attempts(it.traj, it.attempts, tool_count=self.tool_count)
         scores = score_proposers([it.traj for it in items], self.proposer_spec, batch or uuid.uuid4().hex[:12])
-        for it, rewards in zip(items, scores):
+        for it, rewards in zip(items, scores, strict=True):
             it.rewards = rewards
 
 

@@ -138,7 +138,7 @@ class Phases:
             lineage=lineage,
         )
         for it, traj in zip(
-            owners, await gather_jobs(self.executor, jobs, policy, self.recorder, progress=self.progress)
+            owners, await gather_jobs(self.executor, jobs, policy, self.recorder, progress=self.progress), strict=True
         ):
             it.attempts.append(traj)
 

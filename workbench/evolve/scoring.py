@@ -98,7 +98,7 @@ def attach_attempts(traj: Trajectory, attempts: Sequence[Trajectory], *, tool_co
     answers = [answer_of(t) for t in attempts]
     traj.metadata.update(
         solver_answers=answers,
-        solver_correct=[exact_match(a, t.task.golden_answers) for a, t in zip(answers, attempts)],
+        solver_correct=[exact_match(a, t.task.golden_answers) for a, t in zip(answers, attempts, strict=True)],
         executor_answers=list(answers),
         executor_tool_calls=[a0.tool_invocations(t, tool_count) for t in attempts],
     )

@@ -147,7 +147,7 @@ class BatchingBackend(abc.ABC):
         if lane is None:
             lane = self._lanes[loop] = _Lane()
         futures = [loop.create_future() for _ in rows]
-        lane.pending.extend(zip(rows, futures))
+        lane.pending.extend(zip(rows, futures, strict=True))
         if lane.task is None or lane.task.done():
             lane.task = loop.create_task(self._drain(lane))
         return list(await asyncio.gather(*futures))
@@ -196,7 +196,7 @@ class BatchingBackend(abc.ABC):
 
 
 def _deliver(batch: list[tuple[Row, asyncio.Future]], outs: list[Completion]) -> None:
-    for (_, f), out in zip(batch, outs):
+    for (_, f), out in zip(batch, outs, strict=True):
         if not f.done():
             f.set_result(out)
 

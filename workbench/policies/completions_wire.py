@@ -180,7 +180,8 @@ def choice_logprobs(c, codec) -> dict[str, Any]:
     lps = [finite_logprob(x) for x in (c.logprobs or [])]
     tops = getattr(c, "top_logprobs", None) or [{} for _ in c.token_ids]
     top_logprobs = []
-    for tok, lp, alts in zip(c.token_ids, lps, tops):
+    # strict=False: a completion without logprobs gets no entries (lps is empty)
+    for tok, lp, alts in zip(c.token_ids, lps, tops, strict=False):
         entry = {codec.decode([t]): finite_logprob(v) for t, v in alts.items()}
         entry[codec.decode([tok])] = lp  # tokens that decode alike share a key: the sampled one wins
         top_logprobs.append(entry)

@@ -228,7 +228,9 @@ class TransformersPolicy(BatchingBackend):
                 break
             if self._cancelled():
                 raise PolicyError("generation cancelled: the model server is stopping")
-            step = torch.tensor([t if f is None else self.pad_id for t, f in zip(tok_list, finish)], device=dev)
+            step = torch.tensor(
+                [t if f is None else self.pad_id for t, f in zip(tok_list, finish, strict=True)], device=dev
+            )
             mask = torch.cat([mask, torch.ones((B, 1), dtype=mask.dtype, device=dev)], dim=1)
             pos = pos[:, -1:] + 1
             if self.max_positions:  # finished rows keep stepping on padding; keep them in range
@@ -242,7 +244,7 @@ class TransformersPolicy(BatchingBackend):
             )
         return [
             self._completion(ids, f, lp, top if r.controls and r.controls.top_logprobs else None)
-            for ids, f, lp, top, r in zip(out_ids, finish, out_lps, out_tops, rows)
+            for ids, f, lp, top, r in zip(out_ids, finish, out_lps, out_tops, rows, strict=True)
         ]
 
     def _completion(

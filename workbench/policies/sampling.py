@@ -138,7 +138,7 @@ def sample_next(logits, samplers: Sequence[RowSampler]):
         logprobs[i] = lp[tok]
         if s.controls is not None and s.controls.top_logprobs:
             best = torch.topk(lp, min(s.controls.top_logprobs, lp.numel()))
-            tops[i] = list(zip(best.indices.tolist(), best.values.tolist()))
+            tops[i] = list(zip(best.indices.tolist(), best.values.tolist(), strict=True))
         if s._counts is not None:
             s.observe(int(tok))
     return tokens, logprobs, tops

@@ -128,7 +128,7 @@ def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | 
             results = await policy.generate(rows, params, **kwargs)
         except WorkbenchError as exc:
             return error(500, f"generation failed: {exc}")
-        choices = [choice(i, ids, c, req, stop, codec) for i, (ids, c) in enumerate(zip(rows, results))]
+        choices = [choice(i, ids, c, req, stop, codec) for i, (ids, c) in enumerate(zip(rows, results, strict=True))]
         n_prompt = sum(len(p) for p in prompts)
         n_out = sum(len(c.token_ids) for c in results)
         return JSONResponse(

@@ -190,7 +190,7 @@ class VLLMPolicy(BatchingBackend):
         ids = list(out.token_ids)
         logprobs = None
         if out.logprobs is not None:  # one {token_id: Logprob} per position; the sampled id is always in it
-            logprobs = [float(pos[t].logprob) for t, pos in zip(ids, out.logprobs)]
+            logprobs = [float(pos[t].logprob) for t, pos in zip(ids, out.logprobs, strict=True)]
         if out.finish_reason == "length":
             finish = "length"
         elif isinstance(out.stop_reason, str):

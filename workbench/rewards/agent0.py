@@ -167,7 +167,7 @@ def repetition_reward(
     key = ("agent0.repetition", threshold, tuple(texts))
     shares = ctx.extra.get(key)
     if shares is None:  # one clustering per batch, shared by all its trajectories
-        shares = dict(zip(kept, cluster_shares([texts[i] for i in kept], threshold)))
+        shares = dict(zip(kept, cluster_shares([texts[i] for i in kept], threshold), strict=True))
         ctx.extra[key] = shares
     index = next(i for i, t in enumerate(batch) if t is traj)
     return scale * shares.get(index, 0.0)

@@ -41,7 +41,7 @@ def rescore(
         trajs = list(target)
     spec_json = spec.to_json()
     results = spec.score_many(trajs)
-    for traj, rewards in zip(trajs, results):
+    for traj, rewards in zip(trajs, results, strict=True):
         if store is not None:
             store.record_rewards(traj.id, rewards, spec.name, spec_json, provenance)
             if spec.per_step:  # the step rewards live in the trajectory itself
@@ -68,4 +68,4 @@ def rescore(
             }
         )
         traj.rewards, traj.reward_spec = dict(rewards), spec.name
-    return {t.id: r for t, r in zip(trajs, results)}
+    return {t.id: r for t, r in zip(trajs, results, strict=True)}

@@ -142,7 +142,7 @@ class RewardSpec(BaseModel):
             ]
             steps[-1] += math.fsum(c.weight * out[c.out] for c in self.components if c.out not in per_step)
         if per_step:
-            for step, r in zip(traj.steps, steps):
+            for step, r in zip(traj.steps, steps, strict=True):
                 step.reward = r
         return out, steps
 

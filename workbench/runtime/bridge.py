@@ -91,7 +91,7 @@ def _trim_tracebacks(shell: Any) -> None:
             if not str(tb.tb_frame.f_globals.get("__name__", "")).startswith("workbench.runtime"):
                 kept.append(tb)
             tb = tb.tb_next
-        for a, b in zip(kept, kept[1:] + [None]):
+        for a, b in zip(kept, kept[1:] + [None], strict=True):
             a.tb_next = b
         self.showtraceback((etype, value, kept[0] if kept else None), tb_offset=tb_offset)
 

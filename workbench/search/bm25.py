@@ -81,7 +81,10 @@ class BM25Retriever(RetrieverBase):
         k = min(int(top_k), len(self.corpus))
         tokens = bm25s.tokenize(queries, stopwords=self.stopwords, return_ids=False, show_progress=False)
         ids, scores = self._engine.retrieve(tokens, k=k, show_progress=False, n_threads=0)
-        return [[self.corpus.hit(int(i), float(s)) for i, s in zip(irow, srow)] for irow, srow in zip(ids, scores)]
+        return [
+            [self.corpus.hit(int(i), float(s)) for i, s in zip(irow, srow, strict=True)]
+            for irow, srow in zip(ids, scores, strict=True)
+        ]
 
     def save(self, directory: str | Path) -> Path:
         d = Path(directory)

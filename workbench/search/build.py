@@ -294,7 +294,7 @@ def measure_recall(
 
     def recall(rr: Rerank | None = rerank) -> float:
         _, approx = rr.search(index, q, k + 1) if rr else index.search(q, k + 1)
-        hits = [len(set(a[a != s][:k]) & set(e[e != s][:k])) / k for a, e, s in zip(approx, exact, qids)]
+        hits = [len(set(a[a != s][:k]) & set(e[e != s][:k])) / k for a, e, s in zip(approx, exact, qids, strict=True)]
         return float(np.mean(hits))
 
     out: dict[str, Any] = {

@@ -219,7 +219,8 @@ class DenseRetriever(RetrieverBase):
         with faiss_threads(self.search_threads if len(vectors) < 20 else None):
             scores, ids = self.rerank.search(self.index, q, k) if self.rerank else self.index.search(q, k)
         return [
-            [self.corpus.hit(int(i), float(s)) for s, i in zip(srow, irow) if i >= 0] for srow, irow in zip(scores, ids)
+            [self.corpus.hit(int(i), float(s)) for s, i in zip(srow, irow, strict=True) if i >= 0]
+            for srow, irow in zip(scores, ids, strict=True)
         ]
 
     def retrieve(self, queries: list[str], top_k: int = 3) -> list[list[Hit]]:

@@ -44,7 +44,7 @@ class HybridRetriever(RetrieverBase):
         for qi in range(len(queries)):
             fused: dict[str, float] = {}
             first: dict[str, Hit] = {}
-            for w, results in zip(self.weights, per_retriever):
+            for w, results in zip(self.weights, per_retriever, strict=True):
                 hits = results[qi]
                 for rank, h in enumerate(hits, start=1):
                     first.setdefault(h.id, h)

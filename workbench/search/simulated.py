@@ -70,7 +70,9 @@ def parse_documents(output: str, top_k: int) -> tuple[list[tuple[str, str]], boo
     marks = list(_DOC_MARK.finditer(text))
     ok = bool(marks)
     if marks:
-        chunks = [text[m.end() : nxt.start() if nxt else len(text)] for m, nxt in zip(marks, marks[1:] + [None])]
+        chunks = [
+            text[m.end() : nxt.start() if nxt else len(text)] for m, nxt in zip(marks, marks[1:] + [None], strict=True)
+        ]
     else:
         chunks = [p for p in text.split("\n\n") if p.strip()] or [text]
     docs = []
@@ -177,7 +179,7 @@ class SimulatedSearch(RetrieverBase):
         with self._lock:
             step, p = self.step, self.p
             noisy = [self._rng.random() < p for _ in queries]
-        prompts = [self.prompt(q, qs, a, n, k) for q, qs, a, n in zip(queries, questions, answers, noisy)]
+        prompts = [self.prompt(q, qs, a, n, k) for q, qs, a, n in zip(queries, questions, answers, noisy, strict=True)]
         ids = [self.policy.codec.chat([{"role": "user", "content": pr}]) for pr in prompts]
         outs = await self.policy.generate(ids, self.sampling)
         if len(outs) != len(prompts):
@@ -185,7 +187,7 @@ class SimulatedSearch(RetrieverBase):
                 f"policy {self.policy.name!r} returned {len(outs)} completions for {len(prompts)} prompts"
             )
         results = []
-        for q, qs, a, n, pr, out in zip(queries, questions, answers, noisy, prompts, outs):
+        for q, qs, a, n, pr, out in zip(queries, questions, answers, noisy, prompts, outs, strict=True):
             docs, ok = parse_documents(out.text, k)
             with self._lock:
                 call_no = len(self.calls)

@@ -220,8 +220,8 @@ class Store:
         clause, params = where(filters)
         select = ", ".join("rewards_json" if n == "rewards" else n for n in names)
         rows = self._conn().execute(f"SELECT {select} FROM trajectories {clause}", params).fetchall()
-        values = list(zip(*rows)) if rows else [()] * len(names)
-        return {name: list(column) for name, column in zip(names, values)}
+        values = list(zip(*rows, strict=True)) if rows else [()] * len(names)
+        return {name: list(column) for name, column in zip(names, values, strict=True)}
 
     def metadata(self, **filters: Any) -> dict[str, dict[str, Any]]:
         """Each matching trajectory's `metadata` dict by id, read without parsing its steps."""
@@ -314,7 +314,7 @@ class Store:
             )
             .fetchall()
         )
-        records = [dict(zip(_HISTORY_COLUMNS, row)) for row in rows]
+        records = [dict(zip(_HISTORY_COLUMNS, row, strict=True)) for row in rows]
         for r in records:
             r["rewards"], r["provenance"] = json.loads(r["rewards"]), json.loads(r["provenance"])
         return records

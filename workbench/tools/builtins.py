@@ -147,7 +147,7 @@ class InMemoryRetriever:
     def search(self, query: str, top_k: int = 3) -> list[Hit]:
         terms = set(_tokens(query))
         scored = []
-        for doc, counts in zip(self.docs, self._counts):
+        for doc, counts in zip(self.docs, self._counts, strict=True):
             score = sum(self._idf[t] * (1 + math.log(counts[t])) for t in terms if t in counts)
             if score > 0:
                 scored.append(Hit(doc.id, doc.title, doc.text, round(score, 4)))

@@ -115,7 +115,7 @@ def reinforce_pp(step_rewards: Sequence[Sequence[float]], gamma: float = 0.95, e
 def place_on_turns(step_index: Sequence[Sequence[int]], values: Sequence[Sequence[float]], width: int) -> torch.Tensor:
     """(B, width) token advantages: token j of row b gets `values[b][step_index[b][j]]`, 0 where the index is -1."""
     out = torch.zeros((len(step_index), width), dtype=torch.float32)
-    for b, (turns, vals) in enumerate(zip(step_index, values)):
+    for b, (turns, vals) in enumerate(zip(step_index, values, strict=True)):
         for j, k in enumerate(list(turns)[:width]):
             if k >= 0:
                 out[b, j] = float(vals[k])

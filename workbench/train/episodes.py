@@ -59,7 +59,7 @@ def format_information(hits: Sequence[Any]) -> str:
 
 def _record(hit: Any) -> dict[str, Any]:
     """A hit as stored in the trajectory: title, text, and a simulated hit's noisy flag and p."""
-    out: dict[str, Any] = dict(zip(("title", "text"), hit_fields(hit)))
+    out: dict[str, Any] = dict(zip(("title", "text"), hit_fields(hit), strict=True))
     if getattr(hit, "noisy", None) is not None:
         out["noisy"] = bool(hit.noisy)
         doc = getattr(hit, "document", None) or {}
@@ -117,7 +117,7 @@ class SearchR1Episodes:
             outs = await policy.generate([contexts[i] for i in live], params)
             gen_s = (time.perf_counter() - t0) / max(len(live), 1)
             still = []
-            for i, out in zip(live, outs):
+            for i, out in zip(live, outs, strict=True):
                 step = Step(
                     index=turn,
                     raw=out.text,

@@ -111,7 +111,7 @@ class VLLMTrainerPolicy:
         finally:
             vg.max_completion_length, vg.generation_kwargs = saved
         out = []
-        for ids, lps in zip(completion_ids, logprobs):
+        for ids, lps in zip(completion_ids, logprobs, strict=True):
             flat = [float(tok[0]) if tok and tok[0] is not None else 0.0 for tok in (lps or [[0.0]] * len(ids))]
             out.append(self._finish(list(ids), flat, params))
         return out

@@ -21,7 +21,7 @@ def score_trajectory(scorer: Any, traj: Trajectory) -> dict[str, float]:
     if any(s.reward is None for s in traj.steps) and callable(getattr(scorer, "score_steps", None)):
         per_turn = [float(x) for x in scorer.score_steps(traj)]
         if len(per_turn) == len(traj.steps):
-            for step, r in zip(traj.steps, per_turn):
+            for step, r in zip(traj.steps, per_turn, strict=True):
                 step.reward = r
     if "total" not in rewards:
         raise ConfigError(f"reward {getattr(scorer, 'name', scorer)!r} returned no 'total': {sorted(rewards)}")

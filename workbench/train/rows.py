@@ -49,7 +49,7 @@ def workbench_reward(
     A trajectory's total sits on its last segment's row; earlier segments and filler rows get None,
     so TRL's logged reward is the mean over trajectories (advantages are set by the trainer)."""
     if log_metric is not None and wb_rewards:
-        scored = [r for r, total in zip(wb_rewards, wb_reward) if total is not None]
+        scored = [r for r, total in zip(wb_rewards, wb_reward, strict=True) if total is not None]
         for name in sorted({k for r in scored for k in r if k != "total"}):
             vals = [r[name] for r in scored if name in r]
             log_metric(f"reward/{name}", sum(vals) / len(vals))
@@ -110,8 +110,8 @@ class TrainingRows:
         ts, kind = self._row_trajs(), self.kind
         out.update(
             wb_row=list(kind),
-            wb_reward=[float(t.reward or 0.0) if k == "last" else None for t, k in zip(ts, kind)],
-            wb_rewards=[dict(t.rewards) if k == "last" else {} for t, k in zip(ts, kind)],
+            wb_reward=[float(t.reward or 0.0) if k == "last" else None for t, k in zip(ts, kind, strict=True)],
+            wb_rewards=[dict(t.rewards) if k == "last" else {} for t, k in zip(ts, kind, strict=True)],
             task_id=[t.task.id if t else "" for t in ts],
             hops=[t.hops if t else None for t in ts],
             turns=[len(t.steps) if t else 0 for t in ts],

@@ -88,7 +88,7 @@ def sft(
                 x, m = seqs[i]
                 ids[row, : len(x)] = torch.tensor(x)
                 attention[row, : len(x)] = 1
-                labels[row, : len(x)] = torch.tensor([t if keep else -100 for t, keep in zip(x, m)])
+                labels[row, : len(x)] = torch.tensor([t if keep else -100 for t, keep in zip(x, m, strict=True)])
             loss = model(input_ids=ids, attention_mask=attention, labels=labels).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)

@@ -194,7 +194,7 @@ def _links(store: Store, traj: Trajectory) -> tuple[dict[str, Any] | None, list[
     kids = store.columns(("id", "reward", "termination", "final_answer"), origin=traj.id)
     children = [
         {"id": i, "reward": r, "termination": t, "answer": a}
-        for i, r, t, a in zip(kids["id"], kids["reward"], kids["termination"], kids["final_answer"])
+        for i, r, t, a in zip(kids["id"], kids["reward"], kids["termination"], kids["final_answer"], strict=True)
     ]
     return origin, children
 
@@ -240,7 +240,7 @@ def _signature(step: Step) -> tuple[str, str]:
 def first_divergence(a: Trajectory, b: Trajectory) -> int | None:
     """The first turn index where `a` and `b` wrote different code or saw different output;
     the shorter length when one is a prefix of the other; None when they are the same."""
-    for i, (x, y) in enumerate(zip(a.steps, b.steps)):
+    for i, (x, y) in enumerate(zip(a.steps, b.steps, strict=False)):
         if _signature(x) != _signature(y):
             return i
     return None if len(a.steps) == len(b.steps) else min(len(a.steps), len(b.steps))

@@ -67,9 +67,9 @@ def shown_questions(
     read keeps its task's)."""
     shown = ["" if q is None else str(q) for q in questions]
     if "proposer" in roles:
-        mine = [i for i, role in zip(ids, roles) if role == "proposer"]
+        mine = [i for i, role in zip(ids, roles, strict=True) if role == "proposer"]
         own = store.metadata(ids=mine) if page else store.metadata(role="proposer")
-        for i, (traj_id, role) in enumerate(zip(ids, roles)):
+        for i, (traj_id, role) in enumerate(zip(ids, roles, strict=True)):
             if role == "proposer" and traj_id in own:
                 shown[i] = proposer_question(own[traj_id])
     return shown
