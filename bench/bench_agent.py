@@ -96,7 +96,7 @@ def main() -> None:
 
     rtt = asyncio.run(kernel_round_trip())
     figure("kernel round trip execute('1+1') p50", rtt * 1e3, "ms")
-    overhead, steps = asyncio.run(overhead_per_step(tasks[:12], tools))
+    overhead, _steps = asyncio.run(overhead_per_step(tasks[:12], tools))
     figure(
         "host overhead per step p50",
         overhead * 1e3,

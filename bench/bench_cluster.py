@@ -131,7 +131,7 @@ def main() -> None:
         "episode": (RayExecutor(None, mode="episode", workers=workers), "scripted:world"),
     }
     rates: dict[str, list[float]] = {name: [] for name in runs}
-    for name, (executor, policy) in runs.items():
+    for executor, policy in runs.values():
         episodes_per_s(executor, jobs()[:P], policy)  # warm
     for _ in range(args.rounds):  # in turn, so drifting machine load hits all three alike
         for name, (executor, policy) in runs.items():

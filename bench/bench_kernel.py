@@ -102,7 +102,7 @@ async def main(quick: bool) -> None:
             return time.perf_counter() - t
 
         d, b, x = await paired_roundtrips(
-            [lambda: bare_roundtrip(kc0), lambda: bare_roundtrip(kc), box_run], n_rt // reps
+            [lambda c=kc0: bare_roundtrip(c), lambda c=kc: bare_roundtrip(c), box_run], n_rt // reps
         )
         dflt_rt.append(d), bare_rt.append(b), box_rt.append(x)
         for m, c in ((km0, kc0), (km, kc)):

@@ -55,7 +55,8 @@ def main() -> None:
         f"transformers, {args.episodes} concurrent episodes x {args.tokens} tokens (max batch {policy.stats.max_batch})"
     )
     print(
-        f"  one at a time: {n_tok / t_base:8.0f} tok/s   merged: {n_tok / t_merged:8.0f} tok/s   speed-up x{t_base / t_merged:.2f}"
+        f"  one at a time: {n_tok / t_base:8.0f} tok/s   merged: {n_tok / t_merged:8.0f} tok/s   "
+        f"speed-up x{t_base / t_merged:.2f}"
     )
 
     scripted = ScriptedPolicy.from_turns(

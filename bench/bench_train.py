@@ -102,7 +102,7 @@ def bench_step_time(model_dir: Path, out: Path, steps: int) -> None:
     tok = AutoTokenizer.from_pretrained(model_dir)
     args = GRPOConfig(
         output_dir=str(out / "trl"),
-        max_completion_length=int(round(wb_len)),
+        max_completion_length=round(wb_len),
         use_cpu=True,
         bf16=False,
         gradient_checkpointing=False,

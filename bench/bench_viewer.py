@@ -207,7 +207,7 @@ def main() -> None:
 
     opened, plain, base_open = (statistics.median(t[0] for t in opens[s]) for s in (VIEWER, PLAIN, BASELINE))
     whole = statistics.median(t[1] for t in opens[VIEWER])
-    q95 = lambda xs: sorted(xs)[max(0, int(round(0.95 * len(xs))) - 1)]  # noqa: E731
+    q95 = lambda xs: sorted(xs)[max(0, round(0.95 * len(xs)) - 1)]  # noqa: E731
     where = str(args.run) if args.run else "built for the bench"
     print(f"Chromium, JupyterLab, {n} trajectories ({where}); median of {args.repeats} opens")
     figure("open: first page on screen (viewer)", opened, "s", baseline=plain, target="≤ 1 s", ok=opened <= 1.0)
