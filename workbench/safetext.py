@@ -23,12 +23,13 @@ Stdlib only: the in-kernel runtime imports it too.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeVar, overload
 
 __all__ = ["REPLACEMENT", "has_surrogates", "safe_bytes", "safe_json", "safe_text"]
 
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_T = TypeVar("_T")
 
 
 def has_surrogates(text: str) -> bool:
@@ -48,11 +49,16 @@ def safe_bytes(data: bytes | bytearray | memoryview) -> str:
     return bytes(data).decode("utf-8", "replace")
 
 
+@overload
+def safe_json(value: str | bytes | bytearray) -> str: ...
+@overload
+def safe_json(value: _T) -> _T: ...
 def safe_json(value: Any) -> Any:
     """A copy of a JSON-like value (dicts, lists, tuples, strings, scalars) with every string made safe.
 
     Keys too. Values of other types pass through untouched; a value that needed no change is
-    returned as is (no copy), so the common case costs one scan.
+    returned as is (no copy), so the common case costs one scan. The type says a value keeps its
+    type; bytes nested in a container become str, which it does not show.
     """
     if isinstance(value, str):
         return safe_text(value)

@@ -20,9 +20,17 @@ from workbench.safetext import safe_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, TypedDict
 
-_STATE: dict[str, Any] = {"notepad": None, "push_error": None, "hook": None, "dirty": False}
+    class _State(TypedDict):
+        notepad: Notepad | None
+        push_error: str | None
+        hook: Callable[[], None] | None
+        dirty: bool
+
+
+_STATE: _State = {"notepad": None, "push_error": None, "hook": None, "dirty": False}
 
 
 def _ipython_shell() -> Any:
@@ -77,7 +85,9 @@ def install(
             shell.events.unregister("post_execute", _STATE["hook"])
         shell.events.register("post_execute", push_if_dirty)
         _trim_tracebacks(shell)
-    _STATE.update(notepad=pad, push_error=None, dirty=False, hook=push_if_dirty if shell is not None else None)
+    _STATE.update(
+        {"notepad": pad, "push_error": None, "dirty": False, "hook": push_if_dirty if shell is not None else None}
+    )
     return pad
 
 
@@ -91,7 +101,7 @@ def _trim_tracebacks(shell: Any) -> None:
             if not str(tb.tb_frame.f_globals.get("__name__", "")).startswith("workbench.runtime"):
                 kept.append(tb)
             tb = tb.tb_next
-        for a, b in zip(kept, kept[1:] + [None], strict=True):
+        for a, b in zip(kept, [*kept[1:], None], strict=True):
             a.tb_next = b
         self.showtraceback((etype, value, kept[0] if kept else None), tb_offset=tb_offset)
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import itertools
 import os
 
+from workbench.runtime.protocol import DEFAULT_SOCKET, ENV_SOCKET, decode, encode
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-from workbench.runtime.protocol import DEFAULT_SOCKET, ENV_SOCKET, decode, encode
 
 
 class ToolCallError(Exception):

@@ -67,6 +67,9 @@ class Todo:
     """One plan step. Read-only: change it with `notepad.update_todo`."""
 
     __slots__ = ("id", "status", "text")
+    id: int
+    text: str
+    status: str
 
     def __init__(self, id: int, text: str, status: str = "pending") -> None:
         object.__setattr__(self, "id", id)
@@ -83,18 +86,18 @@ class Todo:
         return isinstance(other, Todo) and (self.id, self.text, self.status) == (other.id, other.text, other.status)
 
 
-def _text(value: Any, what: str, limit: int = MAX_ITEM_CHARS) -> str:
+def _text(value: object, what: str, limit: int = MAX_ITEM_CHARS) -> str:
     if not isinstance(value, str):
         raise NotepadError(f"{what} must be a str, got {type(value).__name__}: {value!r:.80}")
-    value = safe_text(value).strip()
-    if not value:
+    text = safe_text(value).strip()
+    if not text:
         raise NotepadError(f"{what} is empty; pass some text")
-    if len(value) > limit:
-        raise NotepadError(f"{what} has {len(value)} characters (limit {limit}); shorten it")
-    return value
+    if len(text) > limit:
+        raise NotepadError(f"{what} has {len(text)} characters (limit {limit}); shorten it")
+    return text
 
 
-def _status(value: Any) -> str:
+def _status(value: object) -> str:
     key = str(value).strip().lower().replace("-", "_")
     key = _ALIASES.get(key.replace("_", " "), _ALIASES.get(key, key))
     if key not in STATUSES:
@@ -247,9 +250,7 @@ class Notepad:
         )
 
     @classmethod
-    def from_snapshot(
-        cls, data: dict[str, Any], on_change: Callable[[dict[str, Any]], None] | None = None
-    ) -> Notepad:
+    def from_snapshot(cls, data: dict[str, Any], on_change: Callable[[dict[str, Any]], None] | None = None) -> Notepad:
         if not isinstance(data, dict):
             raise NotepadError(f"a notepad snapshot is a dict, got {type(data).__name__}")
         if int(data.get("version", SNAPSHOT_VERSION)) > SNAPSHOT_VERSION:

@@ -12,12 +12,12 @@ of these errors leave out the runtime's own frames: the model sees its line and 
 
 from __future__ import annotations
 
+from workbench.runtime.client import GatewayClient, ToolArgumentError, ToolCallError
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
-
-from workbench.runtime.client import GatewayClient, ToolArgumentError, ToolCallError
 
 FINAL_ANSWER_SPEC: dict[str, Any] = {
     "name": "submit_final_answer",
@@ -26,7 +26,7 @@ FINAL_ANSWER_SPEC: dict[str, Any] = {
     "returns": "None",
     "final": True,
 }
-_TYPES = {t.__name__: t for t in (str, int, float, bool, list, dict, tuple, set, bytes, object)}
+_TYPES: dict[str, type | None] = {t.__name__: t for t in (str, int, float, bool, list, dict, tuple, set, bytes, object)}
 _TYPES["None"] = None
 
 
