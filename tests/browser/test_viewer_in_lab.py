@@ -179,7 +179,8 @@ def test_widgets_in_jupyterlab(demo, browser, tmp_path) -> None:
                     const area = el.closest('.jp-OutputArea-output');
                     if (!area) continue;
                     const r = el.getBoundingClientRect(), a = area.getBoundingClientRect();
-                    if (r.width > 0 && r.right > a.right + 1) bad.push([el.className.baseVal ?? el.className, r.right, a.right]);
+                    if (r.width > 0 && r.right > a.right + 1)
+                        bad.push([el.className.baseVal ?? el.className, r.right, a.right]);
                 }
                 return bad; }""")
             assert overflow == []

@@ -18,9 +18,10 @@ ROOT = str(Path(__file__).resolve().parents[2])
 if ROOT not in sys.path:  # `tests.cluster.toolkit` is imported by name here and on the workers (cwd: the repo)
     sys.path.insert(0, ROOT)
 
-from tests.cluster.toolkit import SECRET, SECRET_VAR
-from workbench.agent.config import AgentConfig
-from workbench.worlds import make_world
+# after the sys.path line above, on purpose
+from tests.cluster.toolkit import SECRET, SECRET_VAR  # noqa: E402
+from workbench.agent.config import AgentConfig  # noqa: E402
+from workbench.worlds import make_world  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
+from typing import ClassVar
 
 import pytest
 from hypothesis import given, settings
@@ -45,7 +46,10 @@ def test_without_ray_local_episodes_run_and_ray_asks_for_the_extra():
         "[t] = run_jobs(ex, make_jobs([Task('t', 'six times seven?')], AgentConfig(max_steps=2)), p)\n"
         "ex.close()\n"
         "print(t.termination, t.final_answer)\n"
-        "for make in (lambda: make_executor('ray'), lambda: __import__('workbench.cluster', fromlist=['x']).RayExecutor()):\n"
+        "for make in (\n"
+        "    lambda: make_executor('ray'),\n"
+        "    lambda: __import__('workbench.cluster', fromlist=['x']).RayExecutor(),\n"
+        "):\n"
         "    try:\n"
         "        make()\n"
         "    except Exception as exc:\n"
@@ -98,7 +102,7 @@ def test_a_policy_holding_a_credential_is_not_sent_to_workers():
     from workbench.policies import ScriptedPolicy
 
     class KeyedClient:  # as an OpenAIPolicy built with api_key=...
-        headers = {"Authorization": "Bearer sk-live"}
+        headers: ClassVar[dict[str, str]] = {"Authorization": "Bearer sk-live"}
 
     with pytest.raises(ConfigError, match="PolicySpec"):
         policy_for_workers(KeyedClient())

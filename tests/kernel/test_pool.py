@@ -99,7 +99,7 @@ def test_start_failures_retried_then_pool_error(tmp_path: Path):
         pool = KernelPool(
             1, start_retries=1, retry_delay=0.0, root=tmp_path, startup_code="raise RuntimeError('boom at start-up')"
         )
-        with pytest.raises(PoolError, match="(?s)failed to start 2 times.*boom at start-up"):
+        with pytest.raises(PoolError, match=r"(?s)failed to start 2 times.*boom at start-up"):
             await pool.start()
         assert pool.failed_starts == 2 and not list(tmp_path.iterdir())
 

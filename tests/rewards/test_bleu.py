@@ -48,5 +48,8 @@ def test_clustering_matches_scikit_learn():
         ref = sklearn.AgglomerativeClustering(
             n_clusters=None, distance_threshold=0.3, linkage="average", metric="precomputed"
         ).fit(d)
-        same = lambda labels: {frozenset(np.flatnonzero(np.array(labels) == k)) for k in set(labels)}
+
+        def same(labels):
+            return {frozenset(np.flatnonzero(np.array(labels) == k)) for k in set(labels)}
+
         assert same(ours) == same(list(ref.labels_)), trial

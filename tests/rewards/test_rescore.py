@@ -9,7 +9,7 @@ from workbench.trajectory import Step, Task, Trajectory
 
 def _trajs():
     out = []
-    for i, answer in enumerate(["Paris, France", "Paris", "Rome"]):
+    for answer in ["Paris, France", "Paris", "Rome"]:
         out.append(
             Trajectory(task=Task("q1", "Where?", ["Paris"]), run_id="r1", steps=[Step(0, f"<answer>{answer}</answer>")])
         )

@@ -74,10 +74,10 @@ def test_bad_files_and_presets(tmp_path):
     with pytest.raises(ConfigError, match="known: "):
         RewardSpec.preset("l1")
     (tmp_path / "s.txt").write_text("x")
-    with pytest.raises(ConfigError, match=".toml"):
+    with pytest.raises(ConfigError, match=r"\.toml"):
         RewardSpec.load(tmp_path / "s.txt")
     (tmp_path / "s.toml").write_text("name = ")
-    with pytest.raises(ConfigError, match="s.toml.*TOML"):
+    with pytest.raises(ConfigError, match=r"s\.toml.*TOML"):
         RewardSpec.load(tmp_path / "s.toml")
 
 

@@ -27,7 +27,7 @@ def test_unknown_field_is_named(tmp_path: Path):
     with pytest.raises(ConfigError, match="netwrok"):
         load_profile(bad)
     bad.write_text("[limits]\nmemory_mbb = 10\n")
-    with pytest.raises(ConfigError, match="limits.memory_mbb"):
+    with pytest.raises(ConfigError, match=r"limits\.memory_mbb"):
         load_profile(bad)
 
 

@@ -9,7 +9,7 @@ from workbench.search.dense import build_faiss_index
 
 
 def test_dense_recall_at_3_on_one_hop_questions(dense, world, recall_at):
-    corpus, questions = world
+    _, questions = world
     assert recall_at(dense, questions, 3) >= 0.9
 
 

@@ -323,13 +323,13 @@ def test_bm25_loaded_with_mmap_serves_the_same_hits(saved_bm25):
 
 
 def test_serve_search_over_a_lazily_loaded_index_answers_identically(world, tmp_path):
-    rows = list(world[0].rows) + [{"id": "odd", "contents": '"Qwyxz \ud800"\nqwyxz holds a lone surrogate'}]
+    rows = [*list(world[0].rows), {"id": "odd", "contents": '"Qwyxz �"\nqwyxz holds a lone surrogate'}]
     d = tmp_path / "idx"
     BM25Retriever.build(Corpus.from_rows(rows), show_progress=False).save(d)
     lazy, eager = load_index(d), load_index(d, mmap=False)
     assert isinstance(lazy.corpus.rows, JsonlRows)
     bodies = [
-        {"queries": QUESTIONS + ["qwyxz"], "topk": 4, "return_scores": True},
+        {"queries": [*QUESTIONS, "qwyxz"], "topk": 4, "return_scores": True},
         {"queries": QUESTIONS[:2], "return_scores": False},
     ]
     answers = []

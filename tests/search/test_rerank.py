@@ -93,7 +93,7 @@ def ivfpq(tmp_path_factory, clustered):
 
 
 def test_reranked_recall_is_reported_beside_the_plain_one(ivfpq):
-    x, vecs, cfg, spec, index = ivfpq
+    _, vecs, cfg, spec, index = ivfpq
     rec = measure_recall(index, vecs, cfg, spec, Rerank(vecs, cfg.rerank))
     plain = measure_recall(index, vecs, cfg, spec)
     assert rec["rerank"] == 50 and rec["recall_without_rerank"] == pytest.approx(plain["recall"])
@@ -101,7 +101,7 @@ def test_reranked_recall_is_reported_beside_the_plain_one(ivfpq):
 
 
 def test_a_reranking_retriever_scores_exactly_and_survives_save_and_load(ivfpq, tmp_path):
-    x, vecs, cfg, spec, index = ivfpq
+    x, vecs, _, spec, index = ivfpq
     corpus = Corpus.from_rows([{"id": str(i), "contents": f'"t{i}"\npassage {i}'} for i in range(len(x))])
     r = DenseRetriever(corpus, None, index, spec=spec, rerank=Rerank(vecs, 50))
     q = x[[5, 1234, 4321]] + 0.01
@@ -125,7 +125,7 @@ def test_a_reranking_retriever_scores_exactly_and_survives_save_and_load(ivfpq, 
 def test_the_search_knob_is_tuned_to_the_target_recall(ivfpq):
     import faiss
 
-    x, vecs, cfg, spec, index = ivfpq
+    _, vecs, _, spec, index = ivfpq
     auto = BuildConfig(train_size=4000, show_progress=False, rerank=50, target_recall=0.95)
     rec = measure_recall(index, vecs, auto, spec, Rerank(vecs, 50))
     sweep = {int(v): r for v, r in rec["recall_by_nprobe"].items()}

@@ -64,7 +64,7 @@ def test_manifest(tmp_path):
     assert RunManifest.create(tmp_path / "run2").run_id.startswith("run2-")
     with pytest.raises(StoreError, match="already exists"):
         RunManifest.create(tmp_path / "run")
-    with pytest.raises(StoreError, match="RunManifest.create"):
+    with pytest.raises(StoreError, match=r"RunManifest\.create"):
         RunManifest.load(tmp_path / "none")
     with pytest.raises(ConfigError, match="dict, dataclass"):
         RunManifest.create(tmp_path / "run3", config=[1, 2])

@@ -66,7 +66,7 @@ def test_get_missing_and_prefix(store, make_traj):
         store.resolve_id("ab")
     with pytest.raises(StoreError, match="no trajectory id starts"):
         store.resolve_id("zz")
-    with pytest.raises(StoreError, match="store.query"):
+    with pytest.raises(StoreError, match=r"store\.query"):
         store.get("nope")
 
 

@@ -152,7 +152,7 @@ def test_a_lone_surrogate_anywhere_is_stored(store, make_traj, where):
 def test_a_value_json_cannot_hold_is_a_store_error_naming_the_fix(store, make_traj):
     traj = make_traj(3)
     traj.metadata["when"] = object()
-    with pytest.raises(StoreError, match="JSON cannot represent.*keep metadata"):
+    with pytest.raises(StoreError, match=r"JSON cannot represent.*keep metadata"):
         store.write(traj)
     assert len(store) == 0
 

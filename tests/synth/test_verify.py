@@ -57,7 +57,7 @@ def test_clean_injection_is_kept_and_the_answer_stays(graph, site, verifier):
 
 
 def test_planted_leak_is_rejected(graph, site, verifier):
-    director, [film] = person_with_films(graph, site, 1)
+    _, [film] = person_with_films(graph, site, 1)
     qa = seed_qa(graph, film, key="director")  # Who is the director of <film>?
     leak = dataclasses.replace(
         qa, question=f"Who is the director of {graph.info(film).title}, {qa.answer} or someone else?"

@@ -140,7 +140,7 @@ def test_notepad_edits_reach_the_host(registry, sock_dir):
 def test_no_gateway_is_a_clear_error(registry, sock_dir):
     ns: dict = {}
     exec(setup_code(registry, token="t", socket_path=str(sock_dir / "absent.sock")), ns)
-    with pytest.raises(ToolCallError, match="cannot reach the tool gateway .* WORKBENCH_GATEWAY"):
+    with pytest.raises(ToolCallError, match=r"cannot reach the tool gateway .* WORKBENCH_GATEWAY"):
         ns["add"](1)
     ns["notepad"].add_todo("still works without a gateway")
     assert ns["notepad"].todos[0].id == 1

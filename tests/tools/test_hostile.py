@@ -119,7 +119,7 @@ def test_idle_connections_make_room_and_busy_ones_make_new_ones_wait(registry, s
             gw.take_calls()
             assert (await asyncio.to_thread(good_client, gw, 1))[0]["result"] == 1
             assert all(b'"rested"' in r for r in await busy)
-            assert [c.name for c in gw.calls][0] == "nap"  # add ran once a nap's connection closed
+            assert next(c.name for c in gw.calls) == "nap"  # add ran once a nap's connection closed
 
     run(main())
 

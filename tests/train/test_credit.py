@@ -37,6 +37,7 @@ def three_turns(trim_before: int | None = None) -> Trajectory:
 
 
 def row_adv(trajs, estimator="reinforce_pp", segments="all", **cfg):
+    from workbench.train.estimators import Batch
     from workbench.train.trainer import row_advantages
 
     config = TrainConfig(estimator=estimator, segments=segments, **cfg)
@@ -46,17 +47,15 @@ def row_adv(trajs, estimator="reinforce_pp", segments="all", **cfg):
             samples.append(s)
             row_traj.append(i)
     width = max(len(s["completion_ids"]) for s in samples)
-    adv, eps_high, keep = row_advantages(
-        estimator,
-        config,
-        trajs,
+    rows = row_advantages(
+        config.make_estimator(),
+        Batch(trajs, config.num_generations, config.epsilon),
         0,
         row_traj,
         [s["step_index"] for s in samples],
         width,
-        group_size=config.num_generations,
     )
-    return samples, adv, eps_high, keep
+    return samples, rows.values, rows.eps_high, rows.keep
 
 
 def test_per_turn_returns_and_whitening_on_each_turns_tokens():
@@ -94,7 +93,7 @@ def test_each_context_segment_is_a_sample_with_its_turns_returns():
     assert samples[1]["completion_ids"] == [21, 22, EOS]
     assert adv[0].tolist()[:6] == pytest.approx([-0.968364, -0.968364, 0, -0.060523, -0.060523, 0], abs=1e-5)
     assert adv[1].tolist()[:3] == pytest.approx([1.028887, 1.028887, 0], abs=1e-5)
-    last, adv_last, _, _ = row_adv([t], gamma=0.5, segments="last")
+    last, _, _, _ = row_adv([t], gamma=0.5, segments="last")
     assert len(last) == 1 and last[0]["prompt_ids"] == [3, 4, 2]
 
 

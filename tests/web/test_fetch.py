@@ -68,7 +68,7 @@ def test_charset_and_plain_text(trouble):
 )
 def test_private_loopback_and_metadata_addresses_are_refused(url):
     with HttpFetcher(timeout_s=1) as f:
-        with pytest.raises(ToolError, match="refused|does not resolve"):
+        with pytest.raises(ToolError, match=r"refused|does not resolve"):
             f.fetch(url)
 
 
@@ -76,7 +76,7 @@ def test_refusal_holds_after_a_redirect_from_an_allowed_host(trouble):
     with _fetcher(trouble) as f:
         with pytest.raises(ToolError, match=r"refused http://10\.1\.2\.3/secret"):
             f.fetch(trouble + "/to-private")
-        with pytest.raises(ToolError, match="refused http://169.254.169.254"):
+        with pytest.raises(ToolError, match=r"refused http://169\.254\.169\.254"):
             f.fetch(trouble + "/to-metadata")
     with HttpFetcher() as f:  # the same server without the allow-list
         with pytest.raises(ToolError, match="refused"):
@@ -86,7 +86,7 @@ def test_refusal_holds_after_a_redirect_from_an_allowed_host(trouble):
 def test_other_schemes_and_garbage_urls_are_refused():
     with HttpFetcher() as f:
         for url in ("file:///etc/passwd", "ftp://ex.org/", "gopher://x", "/relative", "", "   "):
-            with pytest.raises(ToolError, match="absolute http|non-empty string"):
+            with pytest.raises(ToolError, match=r"absolute http|non-empty string"):
                 f.fetch(url)
     with pytest.raises(ConfigError):
         HttpFetcher(timeout_s=0)
@@ -124,7 +124,7 @@ def test_record_then_replay_with_the_server_stopped(tmp_path):
         open_page(replay, base + "/missing")
     with pytest.raises(ToolError, match="redirect loop"):  # recorded errors replay too
         replay.fetch(base + "/loop-a")
-    with pytest.raises(ToolError, match="not in the web cache .* record it first"):
+    with pytest.raises(ToolError, match=r"not in the web cache .* record it first"):
         replay.fetch(base + "/never-seen")
     with pytest.raises(ConfigError, match="record it first"):
         CachingFetcher(None, tmp_path / "absent.sqlite", mode="replay")
@@ -160,7 +160,7 @@ def test_world_corpus_urls_are_site_pages(world, site):
 def test_browse_tools_on_any_text_answer_or_raise_a_tool_error(site, url, query, page):
     browser = Browser(LocalSiteFetcher(site))
     for target in (url, site.url_for(0) + url):
-        for call in (lambda: browser.access(target, page), lambda: browser.find_in_page(target, query)):
+        for call in (lambda t=target: browser.access(t, page), lambda t=target: browser.find_in_page(t, query)):
             try:
                 out = call()
             except ToolError as exc:

@@ -45,12 +45,12 @@ def test_world_pages_keep_every_fact_and_link_and_drop_boilerplate(world, site, 
             else:
                 target = site.url_for(value)
                 assert f"[{value}]({target})" in page.markdown  # the link, made absolute
-                assert any(l.url == target and l.text == value for l in page.links)
+                assert any(link.url == target and link.text == value for link in page.links)
         passage = world.passage(entity.id)["contents"].split("\n", 1)[1]
         assert passage in page.markdown
         for junk in BOILERPLATE:
             assert junk not in page.markdown, (junk, extractor)
-        assert all(l.url.startswith("https://world3.wiki.test/wiki/") for l in page.links)
+        assert all(link.url.startswith("https://world3.wiki.test/wiki/") for link in page.links)
 
 
 def test_fallback_keeps_tables_lists_headings_and_resolves_links():
@@ -74,7 +74,7 @@ def test_fallback_keeps_tables_lists_headings_and_resolves_links():
     assert "```\ncode  kept\n  as is\n```" in md
     for junk in ("Menu", "Side stuff", "Copyright", "alert", "Site\n"):
         assert junk not in md
-    assert [l.url for l in page.links] == ["https://ex.org/dir/b.html"]
+    assert [link.url for link in page.links] == ["https://ex.org/dir/b.html"]
 
 
 def test_title_falls_back_to_the_title_tag_and_unknown_extractor_is_refused():
@@ -88,12 +88,12 @@ def test_title_falls_back_to_the_title_tag_and_unknown_extractor_is_refused():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(), st.sampled_from(["fallback"] + EXTRACTORS))
+@given(st.text(), st.sampled_from(["fallback", *EXTRACTORS]))
 def test_any_text_extracts_to_valid_text(html, extractor):
     page = extract(html, "https://ex.org/a", extractor)
     page.markdown.encode("utf-8")  # no lone surrogates
     page.title.encode("utf-8")
-    assert all(l.url.startswith(("http://", "https://")) for l in page.links)
+    assert all(link.url.startswith(("http://", "https://")) for link in page.links)
 
 
 @settings(max_examples=200, deadline=None)

@@ -131,5 +131,5 @@ def test_report_command_writes_file(evolve_run, tmp_path, capsys):
     args = parser.parse_args(["report", str(tmp_path / "missing")])
     from workbench.errors import StoreError
 
-    with pytest.raises(StoreError, match="no trajectories.sqlite"):
+    with pytest.raises(StoreError, match=r"no trajectories\.sqlite"):
         args.func(args)

@@ -27,7 +27,7 @@ def test_form_is_the_config(tmp_path):
 
     ui.set(per_device_train_batch_size=3)  # not a multiple of num_generations
     with pytest.raises(ConfigError, match="per_device_train_batch_size"):
-        ui.config
+        _ = ui.config
     ui.launch_button.click()  # the button shows it, no crash
     assert "per_device_train_batch_size" in ui.status.value and ui.handle is None
     with pytest.raises(ConfigError, match="no field"):

@@ -79,7 +79,7 @@ def test_save_round_trips_for_training(qa_run, tmp_path):
         path = tuner.save(tmp_path / f"spec{suffix}")
         loaded = RewardSpec.load(path)
         assert loaded == tuner.spec and loaded.floor == 0.0 and loaded.gate == ["agent0.format"]
-    with pytest.raises(ConfigError, match=".toml or .json"):
+    with pytest.raises(ConfigError, match=r"\.toml or \.json"):
         tuner.save(tmp_path / "spec.txt")
 
 

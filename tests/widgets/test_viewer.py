@@ -13,7 +13,7 @@ from workbench.widgets import TrajectoryViewer
 
 
 def test_opens_with_the_first_trajectory_selected(run, states):
-    run_dir, ids = run
+    run_dir, _ = run
     viewer = TrajectoryViewer(run_dir)
     assert viewer.store.readonly and len(viewer.rows) == 11 and viewer.table["n"] == 11
     first = viewer.rows.id[0]
@@ -171,14 +171,14 @@ def test_refresh_sees_a_run_that_is_still_writing(tmp_path, make_traj):
 
 
 def test_a_missing_run_directory_says_what_to_do(tmp_path):
-    with pytest.raises(StoreError, match="no trajectories.sqlite"):
+    with pytest.raises(StoreError, match=r"no trajectories\.sqlite"):
         TrajectoryViewer(tmp_path / "nope")
 
 
 def test_neighbours_are_sent_ahead(run):
     run_dir, ids = run
     viewer = TrajectoryViewer(run_dir)
-    viewer._on_message(viewer, {"action": "prefetch", "ids": ids["solver"][:2] + ["missing"]}, [])
+    viewer._on_message(viewer, {"action": "prefetch", "ids": [*ids["solver"][:2], "missing"]}, [])
     sent = viewer.comm.messages[-1][1]["data"]["content"]
     assert sent["type"] == "details" and list(sent["items"]) == ids["solver"][:2]
     assert sent["items"][ids["solver"][0]]["steps"][0]["index"] == 0

@@ -51,7 +51,7 @@ def decodes(monkeypatch) -> list[int]:
 
 
 def test_the_widget_opens_with_its_list_and_first_trajectory_in_one_message(run, opened, states):
-    run_dir, ids = run
+    run_dir, _ = run
     viewer = TrajectoryViewer(run_dir)
     state = opened[-1]["data"]["state"]
     first = viewer.rows.id[0]
@@ -163,7 +163,7 @@ def test_any_text_and_rewards_reach_the_page_as_strict_json(make_traj, rows):
         viewer = TrajectoryViewer(tmp)
         table = json.loads(viewer.table_json, parse_constant=pytest.fail)
         assert table == viewer.table and table["n"] == len(rows)
-        for i, (question, answer, policy, reward, proposer) in enumerate(rows):
+        for i, (question, answer, _policy, reward, proposer) in enumerate(rows):
             want = (safe_text(question[::-1]) or NO_QUESTION) if proposer else safe_text(question)
             assert table["question"][i] == want[: _table.QUESTION_CHARS]
             assert table["answer"][i] == safe_text(answer)[: _table.ANSWER_CHARS]

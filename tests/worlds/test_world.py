@@ -109,7 +109,7 @@ def test_save_load_round_trip(world, tmp_path):
         t.__dict__ for t in world.tasks("test")
     ]
     (tmp_path / "world.json").write_text(json.dumps({"seed": 1}))
-    with pytest.raises(ConfigError, match="World.generate"):
+    with pytest.raises(ConfigError, match=r"World\.generate"):
         World.load(tmp_path)
 
 
