@@ -41,8 +41,9 @@ from workbench.synth import (
     run_synthesis,
     seed_qa,
 )
-from workbench.web import LocalSiteFetcher, world_site
+from workbench.web import LocalSiteFetcher
 from workbench.worlds import make_world
+from workbench.worlds.site import world_site
 
 
 def clean_injections(graph, limit):

@@ -29,8 +29,9 @@ from _util import figure, p50
 from workbench.kernel import AsyncKernel
 from workbench.tools import ToolGateway, ToolRegistry
 from workbench.tools.web import web_tools
-from workbench.web import CachingFetcher, extract, has_trafilatura, world_site
+from workbench.web import CachingFetcher, extract, has_trafilatura
 from workbench.worlds import make_world
+from workbench.worlds.site import world_site
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from workbench.synth import ClosedBookPolicy, PageGraph
-from workbench.web import LocalSiteFetcher, world_site
+from workbench.web import LocalSiteFetcher
 from workbench.worlds import make_world
+from workbench.worlds.site import world_site
 
 
 @pytest.fixture(scope="session")

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from web_trouble import serve_trouble
 
-from workbench.web import world_site
 from workbench.worlds import make_world
+from workbench.worlds.site import world_site
 
 
 @pytest.fixture

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from workbench.agent import NBAgent
+from workbench.agent.asearcher import ASEARCHER_AGENT, asearcher_config, asearcher_tools
 from workbench.agent.episode import opening_messages
 from workbench.errors import ConfigError
 from workbench.policies.scripted import ScriptedPolicy
 from workbench.tools import InMemoryRetriever
 from workbench.trajectory import Task
 from workbench.web import HttpFetcher
-from workbench.web.asearcher import ASEARCHER_AGENT, asearcher_config, asearcher_tools
 
 
 def test_preset_config_and_tools(site):

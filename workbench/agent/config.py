@@ -56,7 +56,7 @@ class AgentConfig(BaseModel):
         "full",
         description="System prompt: full (rules, tool docs, notepad API), compact (one line each, "
         "for tiny models trained from scratch) or asearcher (search, read pages, keep notes; "
-        "see workbench.web.asearcher).",
+        "see workbench.agent.asearcher).",
     )
     short_text: int | None = Field(
         None,

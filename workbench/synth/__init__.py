@@ -2,7 +2,8 @@
 every edit, as a loop or as REPL tools an NB-Agent drives.
 
     from workbench.synth import PageGraph, ScriptedSynthesizer, ClosedBookPolicy, run_synthesis
-    from workbench.web import LocalSiteFetcher, world_site
+    from workbench.web import LocalSiteFetcher
+    from workbench.worlds.site import world_site
 
     site = world_site(world)
     graph = PageGraph(LocalSiteFetcher(site)); graph.crawl(list(site.pages))

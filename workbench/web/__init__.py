@@ -1,6 +1,7 @@
 """Browse: web pages as Markdown windows for agents, offline-testable and replayable.
 
-    from workbench.web import Browser, CachingFetcher, HttpFetcher, world_site, LocalSiteFetcher
+    from workbench.web import Browser, CachingFetcher, HttpFetcher, LocalSiteFetcher
+    from workbench.worlds.site import world_site
 
     site = world_site(world)                                 # the world as a static site
     browser = Browser(LocalSiteFetcher(site))
@@ -10,7 +11,9 @@
     live = CachingFetcher(HttpFetcher(), "runs/x/web.sqlite", mode="record")   # later mode="replay"
 
 The tools `access(url, page=1)` and `find_in_page(url, query)` run on the host through the gateway
-(`workbench.tools.web.web_tools`); the kernel keeps its no-network profile.
+(`workbench.tools.web.web_tools`); the kernel keeps its no-network profile. This package sits below
+`workbench.tools`: what builds on it lives higher up (a world as a site, `workbench.worlds.site`; the
+browsing solver, `workbench.worlds.browsing`; the ASearcher preset, `workbench.agent.asearcher`).
 """
 
 from workbench.web.browse import Browser, access, find_in_page, open_page, page_from_result
@@ -18,21 +21,6 @@ from workbench.web.extract import extract, has_trafilatura
 from workbench.web.fetch import CachingFetcher, Fetcher, FetchResult, HttpFetcher, LocalSiteFetcher, normalize_url
 from workbench.web.page import Link, Page, find, windows
 from workbench.web.pages import PageStore, write_pages_jsonl
-
-_LAZY = {
-    "WorldSite": "workbench.web.site",
-    "world_site": "workbench.web.site",
-    "browsing_solver": "workbench.web.solver",
-}  # they import worlds / policies: higher layers
-
-
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'workbench.web' has no attribute {name!r}")
-
 
 __all__ = [
     "Browser",
@@ -44,9 +32,7 @@ __all__ = [
     "LocalSiteFetcher",
     "Page",
     "PageStore",
-    "WorldSite",
     "access",
-    "browsing_solver",
     "extract",
     "find",
     "find_in_page",
@@ -55,6 +41,5 @@ __all__ = [
     "open_page",
     "page_from_result",
     "windows",
-    "world_site",
     "write_pages_jsonl",
 ]

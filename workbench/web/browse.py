@@ -116,7 +116,7 @@ class Browser:
         text = wins[page - 1]
         links = [link for link in doc.links if f"]({link.url})" in text][: self.max_links]
         if links:
-            text += "\n\nLinks:\n" + "\n".join(f"- {l.text}: {l.url}" for l in links)
+            text += "\n\nLinks:\n" + "\n".join(f"- {link.text}: {link.url}" for link in links)
         if page < len(wins):
             text += f"\n\n(more: access({url!r}, page={page + 1}))"
         return text

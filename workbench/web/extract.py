@@ -289,7 +289,7 @@ class _Converter(HTMLParser):
         title = self.h1 or title
         blocks = self.blocks
         if title and not (blocks and blocks[0].startswith("# ")):
-            blocks = [f"# {title}"] + blocks
+            blocks = [f"# {title}", *blocks]
         links = tuple(Link(u, t) for u, t in self.links.items())
         return Page(url, title, "\n\n".join(blocks), links)
 

@@ -176,7 +176,7 @@ class HttpFetcher:
             if 300 <= status < 400 and location:
                 nxt = normalize_url(urljoin(report_url, location))
                 if nxt in seen:
-                    raise ToolError(f"cannot open {url}: redirect loop ({' -> '.join(seen + [nxt])})")
+                    raise ToolError(f"cannot open {url}: redirect loop ({' -> '.join([*seen, nxt])})")
                 current = self._untarget(nxt)
                 continue
             return FetchResult(url, report_url, status, ctype, body, time.monotonic() - start)

@@ -147,7 +147,7 @@ class World:
         return f"https://world{self.seed}.wiki.test"
 
     def page_url(self, entity: int | str) -> str:
-        """The URL of an entity's page on the world's site (`workbench.web.world_site`)."""
+        """The URL of an entity's page on the world's site (`workbench.worlds.site.world_site`)."""
         name = self.entity(entity).name
         return f"{self.site_base}/wiki/{quote(name.replace(' ', '_'), safe='')}"
 

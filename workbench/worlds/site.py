@@ -181,7 +181,7 @@ class WorldSite:
     def http_fetcher(self, served_base: str, **kwargs: Any) -> HttpFetcher:
         """An `HttpFetcher` that reads this site's public URLs from the copy served at `served_base`."""
         netloc = urlsplit(served_base).netloc
-        allow = tuple(kwargs.pop("allow_hosts", ())) + (netloc,)
+        allow = (*kwargs.pop("allow_hosts", ()), netloc)
         return HttpFetcher(allow_hosts=allow, rewrite={self.base_url: served_base}, **kwargs)
 
 
