@@ -1,4 +1,4 @@
-"""`python -m workbench.demo_kernel` (what `make demo` runs until the main demo exists)."""
+"""`python -m workbench.kernel.tour`: the printed tour of one sandboxed kernel (`workbench kernels demo`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 
 def test_demo_kernel_shows_isolation():
-    r = subprocess.run([sys.executable, "-m", "workbench.demo_kernel"], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, "-m", "workbench.kernel.tour"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "REACHED" not in out and "blocked" in out

@@ -64,6 +64,6 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from workbench.demo_kernel import main
+    from workbench.kernel.tour import main
 
     return main()

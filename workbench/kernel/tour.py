@@ -1,4 +1,4 @@
-"""A printed tour of one sandboxed kernel: `python -m workbench.demo_kernel`.
+"""A printed tour of one sandboxed kernel: `python -m workbench.kernel.tour` (or `workbench kernels demo`).
 
 Starts a kernel with the default profile and shows, with real code run inside it, that the
 network is unreachable, a root-only host file is unreadable, the host's environment is gone,
