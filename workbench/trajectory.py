@@ -16,7 +16,7 @@ import dataclasses
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypedDict, get_args
 
 from workbench.errors import ConfigError, SchemaVersionError
 
@@ -36,6 +36,15 @@ Termination = Literal[
 """Why an episode ended (`Trajectory.termination`; "" until it ends)."""
 
 TERMINATIONS: tuple[Termination, ...] = get_args(Termination)
+
+
+class Segment(TypedDict):
+    """One training sequence of a trajectory (see `Trajectory.segments`)."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    env_mask: list[int]
+    logprobs: list[float]
 
 
 @dataclass
@@ -136,15 +145,15 @@ class Trajectory:
     def num_tool_calls(self) -> int:
         return sum(len(s.tool_calls) for s in self.steps)
 
-    def segments(self) -> list[dict[str, list]]:
+    def segments(self) -> list[Segment]:
         """Token sequences for training, one per context (a trim starts a new one).
 
         Each is {"prompt_ids", "completion_ids", "env_mask", "logprobs"}; observation tokens carry
         mask 0 and logprob 0.0. The trailing observation of the last step is dropped: nothing was
         generated after it.
         """
-        segments: list[dict[str, list]] = []
-        current: dict[str, list] | None = None
+        segments: list[Segment] = []
+        current: Segment | None = None
         for step in self.steps:
             if step.prompt_ids is not None or current is None:
                 current = {
@@ -163,8 +172,8 @@ class Trajectory:
         if segments and self.steps:
             tail = len(self.steps[-1].observation_ids)
             if tail:
-                for key in ("completion_ids", "env_mask", "logprobs"):
-                    del segments[-1][key][-tail:]
+                last = segments[-1]
+                del last["completion_ids"][-tail:], last["env_mask"][-tail:], last["logprobs"][-tail:]
         return segments
 
     # -- serialisation -------------------------------------------------------------------------
@@ -193,4 +202,4 @@ def _step_from_dict(data: dict[str, Any]) -> Step:
     return Step(**{k: v for k, v in data.items() if k in known})
 
 
-__all__ = ["SCHEMA_VERSION", "TERMINATIONS", "Step", "Task", "Termination", "ToolCall", "Trajectory"]
+__all__ = ["SCHEMA_VERSION", "TERMINATIONS", "Segment", "Step", "Task", "Termination", "ToolCall", "Trajectory"]

@@ -111,13 +111,13 @@ class Channels:
         if not isinstance(parent_id, str):
             parent_id = None
         if name != "iopub":
-            fut = self.replies.pop(parent_id, None)
+            fut = self.replies.pop(parent_id, None) if parent_id is not None else None
             if fut is not None and not fut.done():
                 fut.set_result(self._reply(content))
             return
         if self.welcome is not None and not self.welcome.done():
             self.welcome.set_result(None)
-        entry = self.collectors.get(parent_id)
+        entry = self.collectors.get(parent_id) if parent_id is not None else None
         if entry is None:
             return
         collector, idle = entry

@@ -121,10 +121,16 @@ def pidfds(pids: list[int]) -> list[int]:
 async def all_gone(fds: list[int]) -> None:
     """Wait (no polling: a pidfd turns readable when its process exits) for all to exit."""
     loop = asyncio.get_running_loop()
-    futs = []
+
+    def exited(fut: asyncio.Future[None], fd: int) -> None:
+        loop.remove_reader(fd)
+        if not fut.done():
+            fut.set_result(None)
+
+    futs: list[asyncio.Future[None]] = []
     for fd in fds:
-        fut = loop.create_future()
-        loop.add_reader(fd, lambda f=fut, d=fd: (loop.remove_reader(d), f.done() or f.set_result(None)))
+        fut: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(fd, exited, fut, fd)
         futs.append(fut)
     try:
         await asyncio.gather(*futs)

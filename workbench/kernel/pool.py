@@ -106,7 +106,11 @@ class KernelPool:
                     await kernel.close()
                 else:
                     self._warm_set.add(kernel)
-                    kernel.died.add_done_callback(lambda _, k=kernel: self._on_death(k))
+
+                    def on_death(_: asyncio.Future[int], k: AsyncKernel = kernel) -> None:
+                        self._on_death(k)
+
+                    kernel.died.add_done_callback(on_death)
                     self._ready.put_nowait(kernel)
                 return
             self._ready.put_nowait(

@@ -159,7 +159,8 @@ def build_argv(spec: SandboxSpec, command: list[str]) -> list[str]:
     # As root, the outer bwrap keeps its pid-1 reaper: it runs as root, so its death signal
     # survives, and its death tears down the whole pid namespace. As a user, the command is pid 1.
     pid1 = [] if as_root else ["--as-pid-1"]
-    argv = rlimit_argv(p) + [
+    argv = [
+        *rlimit_argv(p),
         _which("bwrap"),
         *ns,
         "--die-with-parent",
@@ -182,7 +183,7 @@ def build_argv(spec: SandboxSpec, command: list[str]) -> list[str]:
     binds = [(str(x), str(x)) for x in python_paths()]
     binds += [(str(h), i) for h, i in p.bind_pairs() + _pairs(spec.extra_ro_binds)]
     for host, inside in binds:
-        argv += _parents(inside, made) + ["--ro-bind", host, inside]
+        argv += [*_parents(inside, made), "--ro-bind", host, inside]
     argv += _parents(INSIDE_RUN, made)
     argv += ["--bind", str(spec.run_dir), INSIDE_RUN]
     if not as_root:  # (as root the inner bwrap changes dir: the outer has dropped DAC override)
@@ -217,7 +218,7 @@ def build_argv(spec: SandboxSpec, command: list[str]) -> list[str]:
             "--chdir",
             INSIDE_WORK,
         ]
-    return argv + ["--", *command]
+    return [*argv, "--", *command]
 
 
 def _parents(inside: str, made: set[str]) -> list[str]:

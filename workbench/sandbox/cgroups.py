@@ -2,9 +2,9 @@
 
 rlimits bind per process; a cgroup bounds the whole sandbox: total memory (`memory_mb`, plus
 `disk_mb` for the sandbox's tmpfs /workspace and /tmp, whose pages are charged as memory: a
-full disk then gives ENOSPC, not an OOM kill) and total tasks (`processes` plus a few for bwrap). cgroup v1 `memory`/`pids` controllers are used
-where mounted read-write, else cgroup v2 at /sys/fs/cgroup when it offers them; otherwise
-`Cgroup.create` returns None and the rlimits alone apply.
+full disk then gives ENOSPC, not an OOM kill) and total tasks (`processes` plus a few for bwrap).
+cgroup v1 `memory`/`pids` controllers are used where mounted read-write, else cgroup v2 at
+/sys/fs/cgroup when it offers them; otherwise `Cgroup.create` returns None and the rlimits alone apply.
 
     cg = Cgroup.create("rollout-ab12", profile.limits)
     argv = cg.wrap(argv) if cg else argv       # joins the cgroup, then execs argv

@@ -18,7 +18,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from workbench.errors import ConfigError
 
@@ -137,7 +137,10 @@ def _validate(p: SandboxProfile) -> None:
         )
 
 
-def _build(cls: type, data: dict[str, Any], where: str) -> Any:
+_Section = TypeVar("_Section", "SandboxProfile", "Limits")
+
+
+def _build(cls: type[_Section], data: dict[str, Any], where: str) -> _Section:
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - known)
     if unknown:

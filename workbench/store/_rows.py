@@ -59,10 +59,12 @@ def safe_trajectory(traj: Trajectory) -> Trajectory:
 
 def decode(codec: str, blob: bytes) -> dict[str, Any]:
     if codec == "zlib-json":
-        return json.loads(zlib.decompress(blob))
-    if codec == "json":
-        return json.loads(blob)
-    raise StoreError(f"unknown trajectory codec {codec!r}; upgrade workbench to read this store")
+        data: dict[str, Any] = json.loads(zlib.decompress(blob))
+    elif codec == "json":
+        data = json.loads(blob)
+    else:
+        raise StoreError(f"unknown trajectory codec {codec!r}; upgrade workbench to read this store")
+    return data
 
 
 _METADATA_KEY = '"metadata":'
@@ -80,14 +82,17 @@ def decode_metadata(codec: str, blob: bytes) -> dict[str, Any]:
     at = text.rfind(_METADATA_KEY)
     if at >= 0:
         try:
-            value, end = _DECODER.raw_decode(text, _SPACE.match(text, at + len(_METADATA_KEY)).end())
+            space = _SPACE.match(text, at + len(_METADATA_KEY))
+            assert space is not None  # `\s*` matches anywhere
+            value, end = _DECODER.raw_decode(text, space.end())
             rest = text[end:].lstrip()
             tail = json.loads("{" + (rest[1:] if rest.startswith(",") else rest))
             if isinstance(value, dict) and isinstance(tail, dict):
                 return value
         except ValueError:
             pass
-    return json.loads(text).get("metadata") or {}
+    whole: dict[str, Any] = json.loads(text)
+    return whole.get("metadata") or {}
 
 
 # -- row mapping ------------------------------------------------------------------------------

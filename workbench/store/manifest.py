@@ -78,4 +78,5 @@ def _jsonable_config(config: Any) -> dict[str, Any]:
         config = config.model_dump(mode="json")
     if not isinstance(config, dict):
         raise ConfigError(f"run config must be a dict, dataclass or pydantic model, not {type(config).__name__}")
-    return json.loads(json.dumps(config, default=str))
+    plain: dict[str, Any] = json.loads(json.dumps(config, default=str))
+    return plain

@@ -98,7 +98,8 @@ class Store:
         self.close()
 
     def __len__(self) -> int:
-        return self._conn().execute("SELECT COUNT(*) FROM trajectories").fetchone()[0]
+        count: int = self._conn().execute("SELECT COUNT(*) FROM trajectories").fetchone()[0]
+        return count
 
     def __repr__(self) -> str:
         mode = "read-only" if self.readonly else "read-write"
@@ -163,7 +164,8 @@ class Store:
             raise StoreError(f"no trajectory id starts with {prefix!r} in {self.path}")
         if len(rows) > 1:
             raise StoreError(f"id prefix {prefix!r} is ambiguous in {self.path}; give more characters")
-        return rows[0][0]
+        full_id: str = rows[0][0]
+        return full_id
 
     def iter_trajectories(self, **filters: Any) -> Iterator[Trajectory]:
         """Yield full trajectories matching the `query` filters, oldest first (streamed)."""

@@ -141,7 +141,7 @@ class ToolGateway:
             listener.close()
             raise
         self._listener, self._loop = listener, asyncio.get_running_loop()
-        self._acceptor = asyncio.create_task(self._accept_loop(), name=f"gateway-{self.rollout_id}")
+        self._acceptor = asyncio.create_task(self._accept_loop(listener), name=f"gateway-{self.rollout_id}")
         self.budget.join(self)
         return self
 
@@ -213,11 +213,11 @@ class ToolGateway:
         except RuntimeError:  # that loop is closed
             pass
 
-    async def _accept_loop(self) -> None:
+    async def _accept_loop(self, listener: socket.socket) -> None:
         while True:
             await self._conns.room()
             try:
-                await self._accept_one()
+                await self._accept_one(listener)
             except OSError as exc:  # e.g. EMFILE: the host is out of fds; retry, never die
                 log.warning("gateway %s: accept failed: %s", self.rollout_id, exc)
                 await asyncio.sleep(0.1)
@@ -225,8 +225,8 @@ class ToolGateway:
                 log.exception("gateway %s: accept failed", self.rollout_id)
                 await asyncio.sleep(0.1)
 
-    async def _accept_one(self) -> None:
-        sock, _ = await asyncio.get_running_loop().sock_accept(self._listener)
+    async def _accept_one(self, listener: socket.socket) -> None:
+        sock, _ = await asyncio.get_running_loop().sock_accept(listener)
         try:  # a kernel sends its request right after connect(): it is usually here already
             waiting = bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
         except OSError:

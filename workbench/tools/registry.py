@@ -22,9 +22,9 @@ import json
 import keyword
 import reprlib
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from workbench.errors import ConfigError, ToolError
 
@@ -128,7 +128,7 @@ def make_tool(fn: Callable[..., Any], *, name: str | None = None, final: bool = 
         return fn
     if not callable(fn):
         raise ConfigError(f"a tool must be a function, got {type(fn).__name__}")
-    name = name or getattr(fn, "__name__", "")
+    name = name or str(getattr(fn, "__name__", ""))
     if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
         raise ConfigError(f"tool name {name!r} is not a public Python identifier; pass name='my_tool'")
     if name in RESERVED_NAMES:
@@ -170,7 +170,13 @@ def make_tool(fn: Callable[..., Any], *, name: str | None = None, final: bool = 
     return Tool(name=name, fn=fn, signature=signature, doc=doc, final=final, is_async=inspect.iscoroutinefunction(fn))
 
 
-def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, final: bool = False) -> Any:
+@overload
+def tool(fn: Callable[..., Any], *, name: str | None = None, final: bool = False) -> Tool: ...
+@overload
+def tool(fn: None = None, *, name: str | None = None, final: bool = False) -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None, *, name: str | None = None, final: bool = False
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Decorator: `@tool` or `@tool(name="search_web")` turns a function into a `Tool`."""
     if fn is None:
         return lambda f: make_tool(f, name=name, final=final)
@@ -180,7 +186,7 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, final
 class ToolRegistry:
     """The tools one rollout may call. `submit_final_answer` is added unless `final_answer=False`."""
 
-    def __init__(self, tools: Iterator[Any] | list[Any] = (), *, final_answer: bool = True) -> None:
+    def __init__(self, tools: Iterable[Callable[..., Any] | Tool] = (), *, final_answer: bool = True) -> None:
         self._tools: dict[str, Tool] = {}
         for t in tools:
             self.register(t)

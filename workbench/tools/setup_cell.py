@@ -43,4 +43,5 @@ def snapshot_from_user_expression(reply: dict[str, Any]) -> dict[str, Any] | Non
             f"notepad snapshot expression failed: {reply.get('ename')}: "
             f"{reply.get('evalue')}; was the setup cell run in this kernel?"
         )
-    return json.loads(ast.literal_eval(reply["data"]["text/plain"]))
+    snapshot: dict[str, Any] | None = json.loads(ast.literal_eval(reply["data"]["text/plain"]))
+    return snapshot
