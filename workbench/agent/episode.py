@@ -138,7 +138,7 @@ async def _loop(traj: Trajectory, policy: Policy, env: Environment, config: Agen
         min_new = config.max_new_tokens  # trim before a turn could be cut short by the window
         if ctx.needs_trim(min_new):
             opening = await _off_loop(hard_opening) if config.trim != "none" else []
-            if not ctx.trim_to_fit(min_new, lambda: opening):
+            if not ctx.trim_to_fit(min_new, lambda o=opening: o):
                 traj.termination, traj.error = "token_budget", ctx.no_room(min_new)
                 return
         prompt_ids = ctx.prompt_to_record()

@@ -8,7 +8,8 @@ The only place a kernel pool and tool gateways are built. Tool sets are named; a
 name (`EpisodeJob.tools`). A tool set is a `ToolRegistry`, or a function `task -> ToolRegistry`
 called per episode (a search bound to the task, as ZeroSearch's simulator needs). One warm pool per
 sandbox setting (profile, isolation, output cap) is started on first use and lives until
-`aclose()`, across batches and policies (a later batch starts new ones); at most `concurrency` episodes run at once over all of them.
+`aclose()`, across batches and policies (a later batch starts new ones); at most `concurrency`
+episodes run at once over all of them.
 """
 
 from __future__ import annotations

@@ -14,11 +14,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.demo.config import DemoConfig
 from workbench.demo.data import TEACHER_ID, sft_mix, tokenizer_texts
 from workbench.demo.engine import demo_policy
+from workbench.trajectory import Task, Trajectory
+
+if TYPE_CHECKING:
+    from workbench.policies.base import Policy
 
 Printer = Callable[[str], None]
 
@@ -69,7 +73,7 @@ class Stages:
     def timed(self, name: str) -> _Timer:
         return _Timer(self, name)
 
-    def run_agent(self, policy: Any, tasks: list, store_dir: Path | None, **config: Any) -> list:
+    def run_agent(self, policy: Policy, tasks: list[Task], store_dir: Path | None, **config: Any) -> list[Trajectory]:
         from workbench.agent import NBAgent
         from workbench.store import Store
 
@@ -135,10 +139,20 @@ class Stages:
         from workbench.train.sft import sft
 
         c = self.cfg
-        path = (
-            self.cache
-            / f"sft-{TEACHER_ID}-{c.key('seed', 'world_size', 'vocab_size', 'n_layer', 'n_embd', 'n_head', 'teacher_tasks', 'give_up', 'sft_copies', 'sft_epochs', 'sft_lr')}"
+        sft_key = c.key(
+            "seed",
+            "world_size",
+            "vocab_size",
+            "n_layer",
+            "n_embd",
+            "n_head",
+            "teacher_tasks",
+            "give_up",
+            "sft_copies",
+            "sft_epochs",
+            "sft_lr",
         )
+        path = self.cache / f"sft-{TEACHER_ID}-{sft_key}"
         if not (path / "config.json").exists():
             model = AutoModelForCausalLM.from_pretrained(model_path)
             tok = AutoTokenizer.from_pretrained(model_path)

@@ -106,7 +106,7 @@ class BatchingBackend(abc.ABC):
     def _run_rows(self, rows: list[Row]) -> list[Completion]:
         """Generate one completion per row (runs in a worker thread)."""
 
-    def _check_row(self, row: Row) -> None:
+    def _check_row(self, row: Row) -> None:  # noqa: B027 (an optional hook: the default accepts every row)
         """Raise a clear error for a row that cannot run (e.g. a prompt that is too long)."""
 
     def validate(

@@ -253,7 +253,7 @@ class OpenAIPolicy:
         else:
             finish = "eos"
             if not self.token_space and eos is not None:
-                ids = ids + [eos]
+                ids = [*ids, eos]
         shown = ids[:-1] if finish == "eos" and ids and ids[-1] == eos else ids
         if not self.token_space:
             text = choice.get("text", "")

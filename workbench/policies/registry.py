@@ -56,7 +56,8 @@ def load_policy(spec: str, **kwargs: Any) -> Policy:
         return _SCRIPTED[name](**kwargs)
     if kind not in KINDS:
         raise ConfigError(
-            f"unknown policy kind {kind!r} in {spec!r}; choices: scripted[:NAME], transformers:PATH, openai:URL, vllm:PATH"
+            f"unknown policy kind {kind!r} in {spec!r}; "
+            "choices: scripted[:NAME], transformers:PATH, openai:URL, vllm:PATH"
         )
     if not arg:
         what = "URL" if kind == "openai" else "PATH"

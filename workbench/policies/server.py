@@ -149,7 +149,8 @@ def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | 
                 if not req.add_generation_prompt:
                     return error(
                         400,
-                        "add_generation_prompt=false is not supported; the chat prompt always ends ready for the assistant",
+                        "add_generation_prompt=false is not supported; "
+                        "the chat prompt always ends ready for the assistant",
                     )
                 if req.add_special_tokens and hasattr(codec, "chat_text"):
                     tokens = encode_text(codec, codec.chat_text(req.messages), True)

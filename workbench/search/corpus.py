@@ -95,7 +95,7 @@ def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
     with path.open("rb") as f:
         for lineno, line in enumerate(f, start=1):
             if line.strip():  # parsed without its newline, as a lazily read row is
-                yield parse_line(line.removesuffix(b"\n"), n, lambda: f"{path}:{lineno}")
+                yield parse_line(line.removesuffix(b"\n"), n, lambda at=lineno: f"{path}:{at}")
                 n += 1
 
 

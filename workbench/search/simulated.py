@@ -71,7 +71,7 @@ def parse_documents(output: str, top_k: int) -> tuple[list[tuple[str, str]], boo
     ok = bool(marks)
     if marks:
         chunks = [
-            text[m.end() : nxt.start() if nxt else len(text)] for m, nxt in zip(marks, marks[1:] + [None], strict=True)
+            text[m.end() : nxt.start() if nxt else len(text)] for m, nxt in zip(marks, [*marks[1:], None], strict=True)
         ]
     else:
         chunks = [p for p in text.split("\n\n") if p.strip()] or [text]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from workbench.errors import ConfigError
 
@@ -77,7 +77,7 @@ class Desc:
             )
 
 
-Value = Union[Ref, Span, Desc, str]  # str: a literal (a year, an occupation) or a name read from text
+Value = Ref | Span | Desc | str  # str: a literal (a year, an occupation) or a name read from text
 
 
 # -- rendering -------------------------------------------------------------------------------

@@ -201,7 +201,10 @@ def repl_teacher(session: SynthesisSession, *, target_hops: int = 3, seed: int =
 
     def turn(_context: str, n: int) -> str:
         if n == 0:
-            return f"<think>Look at what links to the seed page.</think>\n<code>\nprint(links({session.seed_url!r}))\n</code>"
+            return (
+                "<think>Look at what links to the seed page.</think>\n"
+                f"<code>\nprint(links({session.seed_url!r}))\n</code>"
+            )
         if session.history[-1].get("kept") is False and session.history[-1]["action"] != "seed":
             rejected.append(
                 {k: v for k, v in session.history[-1].items() if k in ("action", "target", "via", "key", "extra")}

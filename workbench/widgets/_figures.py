@@ -171,7 +171,7 @@ def global_steps(metrics: pd.DataFrame) -> pd.DataFrame:
     df = metrics.sort_values(["time", "step"], kind="stable").copy()
     key = df["run_id"].astype(str) + "\x00" + df["time"].astype(str) + "\x00" + df["step"].astype(str)
     df["global_step"] = 0
-    for run_id, rows in df.groupby("run_id", sort=False):
+    for _, rows in df.groupby("run_id", sort=False):
         ordinal = (~key[rows.index].duplicated()).cumsum()
         df.loc[rows.index, "global_step"] = ordinal.to_numpy()
     return df

@@ -36,7 +36,8 @@ MAX_TRAJECTORIES = 300
 _PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>{title}</title>
 <style>body{{font-family:system-ui,sans-serif;margin:24px auto;max-width:1280px;padding:0 16px}}
-table.wb-summary{{border-collapse:collapse}} .wb-summary td,.wb-summary th{{border:1px solid #ddd;padding:2px 8px;font-size:13px}}
+table.wb-summary{{border-collapse:collapse}}
+.wb-summary td,.wb-summary th{{border:1px solid #ddd;padding:2px 8px;font-size:13px}}
 h2{{margin-top:32px}} {css}</style>
 <script>{plotly}</script>
 </head><body><h1>{title}</h1><p>{subtitle}</p>{body}

@@ -94,7 +94,7 @@ class RewardTuner(w.VBox):
         self.scores: pd.DataFrame
         self.error: str | None = None
         self.preset_menu = w.Dropdown(description="preset", options=list_presets(), value=None)
-        self.add_menu = w.Dropdown(description="add", options=[""] + list_rewards(), value="")
+        self.add_menu = w.Dropdown(description="add", options=["", *list_rewards()], value="")
         self.rows_box = w.VBox()
         self.status = w.HTML()
         self.save_path = w.Text(value="reward_spec.toml", description="save to")

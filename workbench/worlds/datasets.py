@@ -7,10 +7,11 @@
     split_title('"Paris"\\nParis is ...')               # ('Paris', 'Paris is ...')
 
 A corpus row is `{"id", "contents"}` with the title on the first line in quotes, or
-`{"id", "title", "text"}`, either with an optional `url` (the page the passage comes from). A missing id becomes the row number (Search-R1 looks rows up by FAISS
-row index, so row order is the id space). A QA row needs `question` and `golden_answers`
-(a list or a string; `answers`, `answer` and Search-R1's `reward_model.ground_truth.target` are
-accepted too). A malformed line raises `ConfigError` naming the file, the line and the problem.
+`{"id", "title", "text"}`, either with an optional `url` (the page the passage comes from). A missing
+id becomes the row number (Search-R1 looks rows up by FAISS row index, so row order is the id space).
+A QA row needs `question` and `golden_answers` (a list or a string; `answers`, `answer` and
+Search-R1's `reward_model.ground_truth.target` are accepted too). A malformed line raises
+`ConfigError` naming the file, the line and the problem.
 """
 
 from __future__ import annotations

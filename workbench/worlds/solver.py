@@ -52,7 +52,7 @@ def parse_question(context: str) -> tuple[str, list[str]] | None:
     first, sep, start = inner.partition(" of ")
     if not sep:
         return None
-    return start.strip(), [first] + outer[::-1]
+    return start.strip(), [first, *outer[::-1]]
 
 
 def extract(output: str, entity: str, phrase: str) -> str | None:
