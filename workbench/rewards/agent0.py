@@ -163,11 +163,11 @@ def repetition_reward(
     if not any(t is traj for t in batch):
         raise ConfigError("agent0.repetition: the trajectory is not in ctx.batch")
     texts = [_question_text(t) for t in batch]
-    kept = [i for i, q in enumerate(texts) if q is not None]
+    kept = {i: q for i, q in enumerate(texts) if q is not None}
     key = ("agent0.repetition", threshold, tuple(texts))
     shares = ctx.extra.get(key)
     if shares is None:  # one clustering per batch, shared by all its trajectories
-        shares = dict(zip(kept, cluster_shares([texts[i] for i in kept], threshold), strict=True))
+        shares = dict(zip(kept, cluster_shares(list(kept.values()), threshold), strict=True))
         ctx.extra[key] = shares
     index = next(i for i, t in enumerate(batch) if t is traj)
     return scale * shares.get(index, 0.0)

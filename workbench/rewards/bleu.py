@@ -70,7 +70,7 @@ def cluster_average_linkage(dist: np.ndarray, threshold: float) -> list[int]:
     members = {i: [i] for i in range(n)}
     while alive.sum() > 1:
         masked = np.where(alive[:, None] & alive[None, :], d, np.inf)
-        i, j = np.unravel_index(np.argmin(masked), masked.shape)
+        i, j = (int(x) for x in np.unravel_index(np.argmin(masked), masked.shape))
         if masked[i, j] >= threshold:
             break
         i, j = min(i, j), max(i, j)

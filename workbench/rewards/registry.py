@@ -26,15 +26,19 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypeVar, cast, get_args
 
 from workbench.errors import ConfigError
 from workbench.rewards.text import extract_tag
 from workbench.trajectory import Trajectory
 
-USES = ("trajectory", "group", "batch")
+RewardUse = Literal["trajectory", "group", "batch"]
+"""What a component reads besides its trajectory: nothing more, its group, or its batch."""
+
+USES: tuple[RewardUse, ...] = get_args(RewardUse)
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
 
 
 @dataclass
@@ -43,7 +47,7 @@ class RewardContext:
 
     group: list[Trajectory] = field(default_factory=list)  # same task id, this one included
     batch: list[Trajectory] = field(default_factory=list)  # everything scored together
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[Hashable, Any] = field(default_factory=dict)  # shared by one scoring pass, e.g. a cache
 
     @classmethod
     def for_one(cls, traj: Trajectory) -> RewardContext:
@@ -53,17 +57,17 @@ class RewardContext:
 @dataclass(frozen=True)
 class RewardComponent:
     name: str
-    fn: Callable[..., float]
+    fn: Callable[..., float | Sequence[float]]  # one float per step when `per_step`, else one float
     description: str
     params: dict[str, Any]  # name -> default
-    uses: str = "trajectory"
+    uses: RewardUse = "trajectory"
     per_step: bool = False  # fn returns one value per step; the component's value is their sum
 
     def __call__(self, traj: Trajectory, ctx: RewardContext | None = None, **params: Any) -> float:
         if self.per_step:
             return math.fsum(self.steps(traj, ctx, **params))
         self._check_params(params)
-        return float(self.fn(traj, ctx or RewardContext.for_one(traj), **params))
+        return float(cast(float, self.fn(traj, ctx or RewardContext.for_one(traj), **params)))
 
     def steps(self, traj: Trajectory, ctx: RewardContext | None = None, **params: Any) -> list[float]:
         """One value per step: a per-step component's own values; for any other component,
@@ -72,7 +76,8 @@ class RewardComponent:
             n = len(traj.steps)
             return [0.0] * (n - 1) + [self(traj, ctx, **params)] if n else []
         self._check_params(params)
-        values = [float(v) for v in self.fn(traj, ctx or RewardContext.for_one(traj), **params)]
+        per_step = cast(Sequence[float], self.fn(traj, ctx or RewardContext.for_one(traj), **params))
+        values = [float(v) for v in per_step]
         if len(values) != len(traj.steps):
             raise ConfigError(
                 f"per-step reward {self.name!r} returned {len(values)} values for "
@@ -92,15 +97,13 @@ class RewardComponent:
 _REGISTRY: dict[str, RewardComponent] = {}
 
 
-def reward(
-    name: str, *, uses: str = "trajectory", per_step: bool = False
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def reward(name: str, *, uses: RewardUse = "trajectory", per_step: bool = False) -> Callable[[_Fn], _Fn]:
     """Register `fn(traj, ctx, **params) -> float` under `name` (re-registering replaces);
     with `per_step=True`, `fn` returns a list with one float per step."""
     if uses not in USES:
         raise ConfigError(f"uses={uses!r}; use one of {USES}")
 
-    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def register(fn: _Fn) -> _Fn:
         sig = inspect.signature(fn)
         params = {p.name: p.default for p in sig.parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY}
         doc = (inspect.getdoc(fn) or "").split("\n")[0]

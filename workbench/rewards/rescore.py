@@ -14,16 +14,23 @@ A spec with per-step components also recomputes each `Step.reward` (written back
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol, cast
 
+from workbench.contracts import TrajectoryStore
 from workbench.errors import ConfigError
 from workbench.rewards.spec import RewardSpec
 from workbench.trajectory import Trajectory
 
 
+class RescoredStore(TrajectoryStore, Protocol):
+    """A store `rescore` reads from and records into (`workbench.store.Store` is one)."""
+
+    def iter_trajectories(self, **filters: Any) -> Iterator[Trajectory]: ...
+
+
 def rescore(
-    target: Iterable[Trajectory] | Any,
+    target: Iterable[Trajectory] | RescoredStore,
     spec: RewardSpec | str,
     *,
     provenance: dict[str, Any] | None = None,
@@ -32,13 +39,13 @@ def rescore(
     """Score every trajectory with `spec`; returns {trajectory id: rewards}."""
     if isinstance(spec, str):
         spec = RewardSpec.preset(spec)
-    store = target if hasattr(target, "record_rewards") else None
+    store = cast(RescoredStore, target) if hasattr(target, "record_rewards") else None
     if store is not None:
         trajs = list(store.iter_trajectories(**filters))  # read all before writing
     elif filters:
         raise ConfigError(f"filters {sorted(filters)} only apply to a store; filter the list first")
     else:
-        trajs = list(target)
+        trajs = list(cast(Iterable[Trajectory], target))
     spec_json = spec.to_json()
     results = spec.score_many(trajs)
     for traj, rewards in zip(trajs, results, strict=True):

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
@@ -146,7 +147,7 @@ class RewardSpec(BaseModel):
                 step.reward = r
         return out, steps
 
-    def score_many(self, trajs: list[Trajectory], extra: dict[str, Any] | None = None) -> list[dict[str, float]]:
+    def score_many(self, trajs: list[Trajectory], extra: dict[Hashable, Any] | None = None) -> list[dict[str, float]]:
         """Score a batch: groups are the trajectories sharing a task id; the batch is all of them,
         or, for trajectories with `metadata["reward_batch"]`, those sharing its value (so a rescore
         rebuilds the batches a run scored together, e.g. Agent0's repetition penalty)."""
@@ -155,7 +156,7 @@ class RewardSpec(BaseModel):
         for t in trajs:
             groups[t.task.id].append(t)
             batches[t.metadata.get("reward_batch")].append(t)
-        shared = dict(extra or {})
+        shared: dict[Hashable, Any] = dict(extra or {})
         return [
             self.score(
                 t, RewardContext(group=groups[t.task.id], batch=batches[t.metadata.get("reward_batch")], extra=shared)
