@@ -47,6 +47,8 @@ def _start_owner(tmp: Path) -> tuple[subprocess.Popen[str], Path]:
 def _kill(p: subprocess.Popen[str]) -> None:
     p.send_signal(signal.SIGKILL)
     p.wait()
+    if p.stdout is not None:
+        p.stdout.close()  # else a ResourceWarning (an error under the suite's filterwarnings)
 
 
 def test_killed_owner_root_is_swept_live_one_is_kept(tmp_path: Path):
