@@ -110,7 +110,8 @@ def _tokens(step: Step, tokenizer: Tokenizer | None) -> dict[str, Any]:
     """The turn's token ids with their env mask (1 = trained, 0 = observation) and logprobs."""
     ids = list(step.completion_ids) + list(step.observation_ids)
     mask = [1] * len(step.completion_ids) + [0] * len(step.observation_ids)
-    logprobs = list(step.logprobs or [None] * len(step.completion_ids))[: len(step.completion_ids)]
+    n = len(step.completion_ids)
+    logprobs: list[float | None] = [*step.logprobs[:n]] if step.logprobs else [None] * n
     logprobs += [None] * (len(ids) - len(logprobs))
     pieces = None
     if tokenizer is not None and ids:

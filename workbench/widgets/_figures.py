@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 PASS_THRESHOLD = 0.5  # a rollout "passes" when its total reward is at least this
-_LAYOUT = {
+_LAYOUT: dict[str, Any] = {
     "margin": {"l": 56, "r": 16, "t": 64, "b": 48},
     "height": 320,
     "autosize": True,

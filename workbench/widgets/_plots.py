@@ -57,7 +57,9 @@ class FigureGrid(anywidget.AnyWidget):
 
     _esm = bundle("figures")
     _css = css("figures")
-    figures = traitlets.List().tag(sync=True)  # [{"name", "data", "layout"}], finite only
+    figures: traitlets.List[dict[str, Any]] = traitlets.List().tag(
+        sync=True
+    )  # [{"name", "data", "layout"}], finite only
     columns = traitlets.Int(2).tag(sync=True)
 
     def __init__(self, figures: dict[str, go.Figure] | None = None, *, columns: int = 2, **kwargs: Any) -> None:

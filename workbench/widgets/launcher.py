@@ -17,6 +17,7 @@ import dataclasses
 import json
 import os
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
@@ -98,7 +99,7 @@ class TrainingLauncher(w.VBox):
         if config is None:
             config = TrainConfig(**overrides)
         elif not isinstance(config, TrainConfig):
-            config = TrainConfig.load(config, **overrides)
+            config = TrainConfig.load(Path(config), **overrides)
         elif overrides:
             config = config.replace(**overrides)
         self.refresh_s = refresh_s
@@ -211,7 +212,7 @@ class TrainingLauncher(w.VBox):
                 self.log_view.value = (
                     "<b>log tail</b>" + _render.pre(self.handle.log_tail()) + _render.esc(self.handle.error or "")
                 )
-            self._show_samples()
+            self._show_samples(self.handle)
             if status not in ("starting", "running"):
                 self.launch_button.disabled, self.stop_button.disabled = False, True
             return status
@@ -221,7 +222,7 @@ class TrainingLauncher(w.VBox):
         self._ticker = restart_ticker(self._ticker, lambda: self.refresh() in ("starting", "running"), seconds)
         return self._ticker
 
-    def _show_samples(self, n: int = 5) -> None:
+    def _show_samples(self, handle: TrainingHandle, n: int = 5) -> None:
         path = self.fields["store_path"].value
         if not path:
             return
@@ -232,7 +233,7 @@ class TrainingLauncher(w.VBox):
         except WorkbenchError:
             return  # the run has not written its store yet
         df = store.query()
-        run_id = self.fields["run_id"].value or os.path.basename(str(self.handle.output_dir))
+        run_id = self.fields["run_id"].value or os.path.basename(str(handle.output_dir))
         df = (df[df["run_id"] == run_id] if (df["run_id"] == run_id).any() else df).tail(n)
         items = "".join(
             f"<li><code>{r.id[:8]}</code> {_render.esc(str(r.question)[:100])} → "

@@ -84,7 +84,7 @@ class RewardTuner(w.VBox):
         pass_threshold: float = _figures.PASS_THRESHOLD,
         **filters: Any,
     ) -> None:
-        from workbench.rewards import RewardSpec, list_presets, list_rewards
+        from workbench.rewards import list_presets, list_rewards
 
         self.store = open_store(source)
         self.filters = filters
@@ -106,7 +106,7 @@ class RewardTuner(w.VBox):
         )
         self.plots = FigureGrid(columns=2)
         self.panes = self.plots.panes  # name -> pane; `.figure` is the figure shown
-        self.preset_menu.observe(lambda ch: self._quiet or self._load_spec(RewardSpec.preset(ch["new"])), names="value")
+        self.preset_menu.observe(self._on_preset, names="value")
         self.add_menu.observe(self._on_add, names="value")
         self.save_button.on_click(lambda _: self._guard(lambda: self.save(self.save_path.value)))
         self.apply_button.on_click(lambda _: self._guard(self.apply))
@@ -233,6 +233,12 @@ class RewardTuner(w.VBox):
             return spec
         used = [t.reward_spec for t in self.trajectories if t.reward_spec in list_presets()]
         return RewardSpec.preset(max(set(used), key=used.count) if used else "search_r1")
+
+    def _on_preset(self, change: dict[str, Any]) -> None:
+        from workbench.rewards import RewardSpec
+
+        if not self._quiet:
+            self._load_spec(RewardSpec.preset(change["new"]))
 
     def _load_spec(self, spec: RewardSpec) -> None:
         self._spec_dict = spec.to_dict()

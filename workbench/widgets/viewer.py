@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anywidget
@@ -304,7 +305,8 @@ class TrajectoryViewer(anywidget.AnyWidget):
             self._guard(lambda: self.select(new))
 
     def _on_message(self, _widget: Any, content: dict[str, Any], _buffers: list[bytes]) -> None:
-        action, target = content.get("action"), content.get("id")
+        action = content.get("action")
+        target: Any = content.get("id")  # as the front end sent it
         actions = {
             "origin": self.goto_origin,
             "back": self.go_back,
@@ -332,7 +334,7 @@ class TrajectoryViewer(anywidget.AnyWidget):
         if items:
             self.send({"type": "details", "items": items})
 
-    def _guard(self, fn: Any) -> None:
+    def _guard(self, fn: Callable[[], object]) -> None:
         try:
             fn()
             self.notice = ""
