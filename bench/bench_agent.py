@@ -24,8 +24,8 @@ from _util import figure
 
 from workbench.agent import AgentConfig, NBAgent
 from workbench.agent.episode import EpisodeEnv, run_episode
-from workbench.agent.resolve import search_registry
 from workbench.kernel import KernelPool
+from workbench.resolve import search_registry
 from workbench.runtime import notepad_api_doc
 from workbench.search import BM25Retriever, Corpus
 from workbench.tools import ToolGateway, setup_code

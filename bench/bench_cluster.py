@@ -33,10 +33,10 @@ from _util import figure
 from workbench.agent.config import AgentConfig
 from workbench.agent.executor import gather_jobs, make_jobs
 from workbench.agent.local import LocalExecutor
-from workbench.agent.resolve import load_search_tool
 from workbench.kernel import KernelPool
 from workbench.kernel.procs import sandbox_rss_mb
 from workbench.kernel.sync import run_sync
+from workbench.resolve import load_search_tool
 from workbench.worlds import make_world
 from workbench.worlds.solver import world_solver
 
@@ -120,7 +120,7 @@ def main() -> None:
     init_s = time.perf_counter() - t
     ray_rss = sandbox_rss_mb(os.getpid()) - own_rss_mb()  # Ray's daemons and idle workers: our descendants
 
-    spec = ToolsSpec("workbench.agent.resolve:load_search_tool", corpus=str(corpus))
+    spec = ToolsSpec("workbench.resolve:load_search_tool", corpus=str(corpus))
     t = time.perf_counter()
     workers = RayWorkers.start({"default": spec}, workers=1, kernels_per_worker=P, strategy=None)
     first_warm = time.perf_counter() - t

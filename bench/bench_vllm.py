@@ -80,8 +80,8 @@ def main() -> None:
     import torch
 
     from workbench.agent import AgentConfig
-    from workbench.agent.resolve import search_registry
     from workbench.policies import TransformersPolicy, VLLMPolicy
+    from workbench.resolve import search_registry
     from workbench.search import BM25Retriever, Corpus
     from workbench.worlds import make_world
 

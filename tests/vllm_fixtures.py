@@ -44,7 +44,7 @@ def vllm_world():
 
 @pytest.fixture(scope="session")
 def vllm_tools(vllm_world):
-    from workbench.agent.resolve import search_registry
+    from workbench.resolve import search_registry
     from workbench.search import BM25Retriever, Corpus
 
     return search_registry(BM25Retriever.build(Corpus.from_rows(vllm_world.corpus()), show_progress=False))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.agent.resolve import search_registry
+from workbench.resolve import search_registry
 from workbench.worlds import make_world
 
 

@@ -61,7 +61,7 @@ def test_run_reward_flags(saved_world, tmp_path, capsys):
         assert [t.rewards for t in store.iter_trajectories()] == [{}]
     assert main(["run", "--tasks", str(tasks), "--limit", "1", "--reward", "f1", "--out", str(tmp_path / "b")]) == 0
     assert "reward: f1" in capsys.readouterr().out
-    from workbench.agent.cli import pick_reward
+    from workbench.cli.agent import pick_reward
     from workbench.trajectory import Task
 
     assert pick_reward(None, [Task("q", "What is 2+2?")]) == (

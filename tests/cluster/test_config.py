@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from workbench.cluster.select import add_executor_arguments, executor_from_args
+from workbench.cli.executors import add_executor_arguments, executor_from_args
 from workbench.errors import ConfigError
 
 
@@ -61,9 +61,9 @@ def test_cli_flags_pick_the_executor():
 @pytest.mark.slow
 def test_evolve_and_eval_recipes_build_what_the_workers_need(tmp_path):
 
+    from workbench.cli.evolve import _executor
+    from workbench.cli.recipes import eval_tools, evolve_tools
     from workbench.cluster import RayExecutor
-    from workbench.cluster.recipes import eval_tools, evolve_tools
-    from workbench.evolve.cli import _executor
     from workbench.worlds import make_world
 
     world = make_world(seed=0, size="small").save(tmp_path / "world")

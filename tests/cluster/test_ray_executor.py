@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from workbench.agent.executor import make_jobs, run_jobs
 from workbench.agent.local import LocalExecutor
 from workbench.agent.recorder import Recorder
-from workbench.agent.resolve import load_search_tool
 from workbench.cluster import RayExecutor, ToolsSpec
 from workbench.kernel.procs import process_tree
 from workbench.policies import ScriptedPolicy
+from workbench.resolve import load_search_tool
 from workbench.store import Store
 from workbench.worlds.solver import world_solver
 
@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 
 def search_spec(corpus_path) -> ToolsSpec:
-    return ToolsSpec("workbench.agent.resolve:load_search_tool", corpus=str(corpus_path))
+    return ToolsSpec("workbench.resolve:load_search_tool", corpus=str(corpus_path))
 
 
 def workers_spec(workers):

@@ -76,7 +76,7 @@ def test_unknown_executor_and_ray_options_without_ray_are_config_errors():
 @given(name=st.text(min_size=1, max_size=40), value=st.text(max_size=40))
 def test_a_spec_keyword_is_kept_or_refused_as_a_secret_never_anything_else(name, value):
     try:
-        spec = ToolsSpec("workbench.agent.resolve:load_search_tool", **{name: value})
+        spec = ToolsSpec("workbench.resolve:load_search_tool", **{name: value})
     except ConfigError as exc:
         assert "env=" in str(exc) and any(
             w in name.lower() for w in ("key", "token", "secret", "pass", "credential", "auth")

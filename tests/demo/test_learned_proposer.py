@@ -95,8 +95,8 @@ def _answer_in_world(question: str) -> str:
 @pytest.mark.slow
 def test_teacher_questions_pass_the_format_check_and_the_solver_teacher_answers_them(retriever):
     from workbench.agent import AgentConfig, NBAgent
-    from workbench.agent.resolve import search_registry
     from workbench.evolve.scoring import format_components
+    from workbench.resolve import search_registry
     from workbench.rewards.text import exact_match
     from workbench.worlds.coder import world_coder
 

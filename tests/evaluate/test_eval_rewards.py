@@ -21,7 +21,7 @@ def world():
 
 
 def test_every_evaluated_trajectory_is_stored_with_its_metrics(world, tmp_path):
-    from workbench.agent.resolve import search_registry
+    from workbench.resolve import search_registry
     from workbench.search import BM25Retriever, Corpus
 
     tools = search_registry(BM25Retriever.build(Corpus.from_rows(world.corpus()), show_progress=False))

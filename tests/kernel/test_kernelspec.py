@@ -12,7 +12,7 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
-from workbench.kernel import cli
+from workbench.cli import kernel as cli
 from workbench.kernel.procs import process_tree
 
 

@@ -23,7 +23,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from jupyter_client.session import Session
 
-from workbench.kernel import cli
+from workbench.cli import kernel as cli
 from workbench.kernel.procs import process_tree
 from workbench.sandbox.rollout import sweep_stale_roots
 

@@ -69,7 +69,7 @@ def test_vllm_absent_gives_install_hint(monkeypatch):
 def test_cli_registers_serve_model():
     import argparse
 
-    from workbench.policies.cli import register
+    from workbench.cli.policies import register
 
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers(dest="command"))

@@ -291,7 +291,7 @@ def test_any_body_gets_a_json_answer_never_a_500(server, path, body):
 
 
 CLI = (
-    "import argparse, sys; from workbench.policies import cli; p = argparse.ArgumentParser(); "
+    "import argparse, sys; from workbench.cli import policies as cli; p = argparse.ArgumentParser(); "
     "cli.register(p.add_subparsers()); a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))"
 )
 

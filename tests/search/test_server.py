@@ -57,7 +57,7 @@ def test_bad_requests_and_unreachable_server(server):
 
 
 CLI = (
-    "import argparse, sys; from workbench.search import cli; p = argparse.ArgumentParser(); "
+    "import argparse, sys; from workbench.cli import search as cli; p = argparse.ArgumentParser(); "
     "cli.register(p.add_subparsers()); a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))"
 )
 

@@ -6,9 +6,9 @@ import json
 import pandas as pd
 import pytest
 
+from workbench.cli import store as store_cli
 from workbench.errors import ConfigError, StoreError
 from workbench.store import RunManifest, Store, format_run_summary, format_trajectory
-from workbench.store import cli as store_cli
 from workbench.store.show import clip
 from workbench.trajectory import Trajectory
 

@@ -213,7 +213,7 @@ def test_preset_global_batches_match_the_papers():
 
 
 def test_cli_preset_then_file_then_overrides(tmp_path):
-    from workbench.train.cli import load_config
+    from workbench.cli.train import load_config
 
     path = tmp_path / "t.toml"
     path.write_text("[train]\nmax_steps = 7\n")

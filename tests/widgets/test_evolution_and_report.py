@@ -8,9 +8,9 @@ import re
 
 import pytest
 
+from workbench.cli.widgets import register
 from workbench.store import Store
 from workbench.widgets import EvolutionDashboard, report_html
-from workbench.widgets.cli import register
 from workbench.widgets.evolution import evolution_table
 
 

@@ -1,7 +1,7 @@
 """The code-style teacher solves world questions with generic code and decides to stop by its notepad."""
 
 from workbench.agent import AgentConfig, NBAgent
-from workbench.agent.resolve import search_registry
+from workbench.resolve import search_registry
 from workbench.search import BM25Retriever, Corpus
 from workbench.worlds import make_world
 from workbench.worlds.coder import HOP_TURN, PLAN_TURN, SUBMIT_TURN, next_turn, world_coder

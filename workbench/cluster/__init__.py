@@ -1,7 +1,7 @@
 """Distributed rollouts on Ray: kernel workers on many machines behind the executor seam.
 
     from workbench.cluster import RayExecutor, ToolsSpec
-    executor = RayExecutor({"default": ToolsSpec("workbench.agent.resolve:load_search_tool",
+    executor = RayExecutor({"default": ToolsSpec("workbench.resolve:load_search_tool",
                                                  corpus="/data/corpus.jsonl")},
                            workers=4, kernels_per_worker=4, address="auto")
 

@@ -1,6 +1,6 @@
 """`RayExecutor`: the `Executor` seam over kernel workers on a Ray cluster.
 
-    executor = RayExecutor({"default": ToolsSpec("workbench.agent.resolve:load_search_tool",
+    executor = RayExecutor({"default": ToolsSpec("workbench.resolve:load_search_tool",
                                                  corpus="/data/corpus.jsonl")},
                            mode="env", workers=2, kernels_per_worker=4, address="auto")
     trajectories = run_jobs(executor, make_jobs(tasks, config), policy, Recorder(store))

@@ -1,15 +1,13 @@
 """The executor a CLI or config names ("local" or "ray"), built the same way everywhere.
 
-    add_executor_arguments(parser)                        # --executor, --ray-address, --ray-workers, --ray-mode
-    executor = executor_from_args(args, worker_tools=spec, policy=args.policy)   # None: local
+    executor = make_executor("ray", search_tools_spec(corpus="corpus.jsonl"), concurrency=4, workers=2)
 
-`worker_tools` is what each Ray worker builds its tool sets from (`ToolsSpec`s: paths in them must
-exist on every node, so they are made absolute here).
+`tools` is what each Ray worker builds its tool sets from (`ToolsSpec`s: paths in them must exist on
+every node, so they are made absolute here). The command-line flags for it live in `workbench.cli.executors`.
 """
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -52,52 +50,6 @@ def make_executor(
     raise ConfigError(f"executor must be one of {', '.join(EXECUTORS)}, got {kind!r}")
 
 
-def add_executor_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("where episodes run")
-    g.add_argument(
-        "--executor",
-        choices=EXECUTORS,
-        default="local",
-        help="local: kernels on this machine; ray: kernel workers on a Ray cluster (pip install 'workbench[ray]')",
-    )
-    g.add_argument(
-        "--ray-address",
-        default=None,
-        help="with --executor ray: 'auto' joins the cluster `ray start` runs here, HOST:PORT or "
-        "ray://HOST:PORT another; unset starts a local one",
-    )
-    g.add_argument(
-        "--ray-workers",
-        type=int,
-        default=1,
-        help="with --executor ray: kernel workers to place (each with --concurrency kernels)",
-    )
-    g.add_argument(
-        "--ray-mode",
-        choices=("env", "episode"),
-        default="env",
-        help="with --executor ray: env = the policy runs here, kernels on the workers; episode = "
-        "whole episodes on the workers, which build the policy from --policy (an openai:URL "
-        "server they can reach)",
-    )
-
-
-def executor_from_args(
-    args: argparse.Namespace, *, worker_tools: WorkerTools | Mapping[str, WorkerTools] | None, policy: str | None = None
-) -> LocalExecutor | RayExecutor | None:
-    """The executor the flags ask for, or None for local (the caller's default path)."""
-    if getattr(args, "executor", "local") == "local":
-        if args.ray_address is not None:
-            raise ConfigError("--ray-address needs --executor ray")
-        return None
-    options: dict[str, Any] = {"workers": args.ray_workers, "mode": args.ray_mode}
-    if args.ray_mode == "episode":
-        if policy is None:
-            raise ConfigError("--ray-mode episode needs a policy the workers can build (--policy openai:URL)")
-        options["worker_policy"] = policy
-    return make_executor("ray", worker_tools, concurrency=args.concurrency, ray_address=args.ray_address, **options)
-
-
 def absolute(path: str | None) -> str | None:
     """`path` made absolute (a worker's working directory is not this one's); None stays None."""
     from pathlib import Path
@@ -112,7 +64,7 @@ def search_tools_spec(
     from workbench.cluster.spec import ToolsSpec
 
     return ToolsSpec(
-        "workbench.agent.resolve:load_search_tool",
+        "workbench.resolve:load_search_tool",
         corpus=absolute(corpus),
         index=absolute(index),
         tasks_path=absolute(tasks_path),
@@ -122,8 +74,6 @@ def search_tools_spec(
 __all__ = [
     "EXECUTORS",
     "absolute",
-    "add_executor_arguments",
-    "executor_from_args",
     "make_executor",
     "search_tools_spec",
 ]

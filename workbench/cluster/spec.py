@@ -1,6 +1,6 @@
 """Recipes that travel to cluster workers: what to build there, never the secrets it needs.
 
-    tools = ToolsSpec("workbench.agent.resolve:load_search_tool", corpus="/data/corpus.jsonl")
+    tools = ToolsSpec("workbench.resolve:load_search_tool", corpus="/data/corpus.jsonl")
     web = ToolsSpec("mylab.tools:web_search", env={"api_key": "SERPER_API_KEY"})
     policy = PolicySpec("openai:http://gpu-node:8000/v1", env={"api_key": "OPENAI_API_KEY"})
 
@@ -117,7 +117,7 @@ class PolicySpec:
 
     def build(self) -> Policy:
         """Run on the worker: the policy (scripted solvers registered, as the CLI does)."""
-        from workbench.agent.resolve import resolve_policy
+        from workbench.resolve import resolve_policy
 
         kwargs = {**self.kwargs, **_from_env(f"PolicySpec({self.spec})", self.env)}
         if not kwargs:

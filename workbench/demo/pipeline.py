@@ -45,7 +45,7 @@ class Stages:
         import torch
 
         from workbench.agent import AgentConfig
-        from workbench.agent.resolve import search_registry
+        from workbench.resolve import search_registry
         from workbench.search import BM25Retriever, Corpus
         from workbench.worlds import make_world
 

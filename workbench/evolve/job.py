@@ -113,9 +113,9 @@ class EvolveJob:
 
 def _policy(spec: str) -> tuple[Any, tuple[Any, Any] | None]:
     """(policy, (model, tokenizer) when it is a local transformers model that can be trained)."""
-    from workbench.agent.resolve import resolve_policy
     from workbench.evolve.scripted import world_proposer
     from workbench.policies import register_scripted
+    from workbench.resolve import resolve_policy
 
     register_scripted("proposer", world_proposer)
     if spec.startswith("transformers:"):

@@ -49,7 +49,7 @@ def build_simulator(config: TrainConfig, policy: Any = None) -> Any:
                 "search_engine='simulated' needs sim_policy: the simulator LLM as a policy spec "
                 "(a local model dir via 'transformers:PATH', 'openai:URL', 'scripted:NAME')"
             )
-        from workbench.agent.resolve import resolve_policy
+        from workbench.resolve import resolve_policy
 
         policy = resolve_policy(config.sim_policy)
     return SimulatedSearch(
@@ -150,11 +150,11 @@ class NBAgentEpisodes:
                 "build it with them instead of passing tools= or simulator= here"
             )
         if simulator is not None and tools is None:
-            from workbench.agent.resolve import search_registry
+            from workbench.resolve import search_registry
 
             tools = lambda task: search_registry(simulator, task)  # noqa: E731
         elif tools is None and executor is None and config is not None and config.corpus_path:
-            from workbench.agent.resolve import load_search_tool
+            from workbench.resolve import load_search_tool
 
             tools = load_search_tool(corpus=config.corpus_path)
         self.simulator = simulator

@@ -1,4 +1,9 @@
-"""Turn command-line / config strings into the objects a run needs: tasks, tools, policy, reward."""
+"""Turn command-line / config strings into the objects a run needs: tasks, tools, policy, reward.
+
+Its own layer, above what it builds (worlds, search, tools, policies, rewards) and below everything that
+takes a config of strings: the CLI, training, self-evolution, the demo, and Ray workers building a
+`ToolsSpec("workbench.resolve:load_search_tool", ...)` or a `PolicySpec`.
+"""
 
 from __future__ import annotations
 

@@ -26,14 +26,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, help="first N questions of each dataset")
     p.add_argument("--out", help="run directory: trajectories + eval.json")
     p.add_argument("--isolation", choices=["bwrap", "none"], default="bwrap")
-    from workbench.cluster.select import add_executor_arguments
+    from workbench.cli.executors import add_executor_arguments
 
     add_executor_arguments(p)
     p.set_defaults(func=_run)
 
 
 def _retriever_tools(spec: str | None, dataset: str):
-    from workbench.agent.resolve import load_search_tool, search_registry
+    from workbench.resolve import load_search_tool, search_registry
 
     if spec is None:
         return load_search_tool(tasks_path=dataset)
@@ -49,10 +49,10 @@ def _retriever_tools(spec: str | None, dataset: str):
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from workbench.agent.cli import agent_config_for
     from workbench.agent.config import AgentConfig
-    from workbench.agent.resolve import load_tasks, resolve_policy
+    from workbench.cli.agent import agent_config_for
     from workbench.evaluate.harness import evaluate
+    from workbench.resolve import load_tasks, resolve_policy
     from workbench.store import Store
 
     tasks = []
@@ -60,8 +60,9 @@ def _run(args: argparse.Namespace) -> int:
         for task in load_tasks(path, limit=args.limit):
             task.metadata.setdefault("dataset", Path(path).stem)
             tasks.append(task)
+    from workbench.cli.executors import executor_from_args
     from workbench.cluster import ToolsSpec
-    from workbench.cluster.select import absolute, executor_from_args
+    from workbench.cluster.select import absolute
 
     retriever = args.retriever
     if retriever and not retriever.startswith(("http://", "https://", "bm25:")):
@@ -72,7 +73,7 @@ def _run(args: argparse.Namespace) -> int:
         args,
         policy=args.policy,
         worker_tools=ToolsSpec(
-            "workbench.cluster.recipes:eval_tools", retriever=retriever, dataset=absolute(args.dataset[0])
+            "workbench.cli.recipes:eval_tools", retriever=retriever, dataset=absolute(args.dataset[0])
         ),
     )
     tools = _retriever_tools(args.retriever, args.dataset[0]) if executor is None else None

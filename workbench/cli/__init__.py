@@ -1,5 +1,8 @@
-"""The `workbench` command. Each layer registers its own subcommands in `<layer>/cli.py`
-(a `register(subparsers)` function that imports nothing heavy), so `workbench --help` is fast."""
+"""The `workbench` command.
+
+The top layer: one module here per command group registers its subcommands (`register(subparsers)`,
+which imports nothing heavy, so `workbench --help` is fast) and turns the flags into objects; no layer
+below imports this package."""
 
 from __future__ import annotations
 
@@ -12,15 +15,15 @@ from workbench.errors import WorkbenchError
 
 # Modules providing `register(subparsers)`. Order = order in --help.
 COMMAND_MODULES = [
-    "workbench.kernel.cli",
-    "workbench.agent.cli",
-    "workbench.store.cli",
-    "workbench.policies.cli",
-    "workbench.search.cli",
-    "workbench.evaluate.cli",
-    "workbench.train.cli",
-    "workbench.evolve.cli",
-    "workbench.widgets.cli",
+    "workbench.cli.kernel",
+    "workbench.cli.agent",
+    "workbench.cli.store",
+    "workbench.cli.policies",
+    "workbench.cli.search",
+    "workbench.cli.evaluate",
+    "workbench.cli.train",
+    "workbench.cli.evolve",
+    "workbench.cli.widgets",
 ]
 
 
@@ -68,7 +71,3 @@ def _reader_gone() -> int:
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
     return BROKEN_PIPE_EXIT
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -24,7 +24,7 @@ def evolve_tools(role: str, corpus: str) -> ToolRegistry:
 def eval_tools(retriever: str | None, dataset: str) -> ToolRegistry:
     """`workbench eval`'s search tool: a saved index, bm25:CORPUS, a Search-R1 server, or the corpus
     beside the dataset."""
-    from workbench.evaluate.cli import _retriever_tools
+    from workbench.cli.evaluate import _retriever_tools
 
     return _retriever_tools(retriever, dataset)
 

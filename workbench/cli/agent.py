@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--limit", type=int, help="only the first N tasks")
     p.add_argument("--isolation", choices=["bwrap", "none"], default="bwrap")
-    from workbench.cluster.select import add_executor_arguments
+    from workbench.cli.executors import add_executor_arguments
 
     add_executor_arguments(p)
     p.set_defaults(func=_run)
@@ -54,7 +54,7 @@ def agent_config_for(policy: Any, config: Any, source: str) -> Any:
 
 def pick_reward(name: str | None, tasks: list) -> tuple[Any, str]:
     """The scorer for `run` and a line saying which: `name`, else em when every task has gold answers."""
-    from workbench.agent.resolve import resolve_reward
+    from workbench.resolve import resolve_reward
 
     if name is not None and name.strip().lower() == "none":
         return None, "reward: none (--reward none)"
@@ -71,8 +71,8 @@ def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from workbench.agent.config import AgentConfig
-    from workbench.agent.resolve import load_search_tool, load_tasks, resolve_policy
     from workbench.agent.runner import NBAgent
+    from workbench.resolve import load_search_tool, load_tasks, resolve_policy
     from workbench.store import Store
 
     overrides = {
@@ -88,7 +88,8 @@ def _run(args: argparse.Namespace) -> int:
     config = AgentConfig.load(args.config, **overrides) if args.config else AgentConfig.from_dict(overrides)
     tasks = load_tasks(args.tasks, limit=args.limit)
     reward, reward_line = pick_reward(args.reward, tasks)
-    from workbench.cluster.select import executor_from_args, search_tools_spec
+    from workbench.cli.executors import executor_from_args
+    from workbench.cluster.select import search_tools_spec
 
     paths = {"corpus": args.corpus, "index": args.index, "tasks_path": args.tasks}
     executor = executor_from_args(args, worker_tools=search_tools_spec(**paths), policy=args.policy)

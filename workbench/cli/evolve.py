@@ -26,7 +26,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--mode", choices=["drzero", "agent0"], help="with --help-config: that mode's fields")
     p.add_argument("--resume", action="store_true", help="skip iterations whose state file exists")
     p.add_argument("--help-config", action="store_true", help="list every config field and exit")
-    from workbench.cluster.select import add_executor_arguments
+    from workbench.cli.executors import add_executor_arguments
 
     add_executor_arguments(p)
     p.set_defaults(func=_run)
@@ -34,8 +34,9 @@ def register(subparsers: Any) -> None:
 
 def _executor(args: argparse.Namespace, job: Any, config: Any) -> Any:
     """None (local kernels), or Ray workers with both roles' tool sets (BM25 over the job's corpus)."""
+    from workbench.cli.executors import executor_from_args
     from workbench.cluster import ToolsSpec
-    from workbench.cluster.select import absolute, executor_from_args
+    from workbench.cluster.select import absolute
     from workbench.errors import ConfigError
 
     if args.executor == "ray" and args.ray_mode != "env":
@@ -45,7 +46,7 @@ def _executor(args: argparse.Namespace, job: Any, config: Any) -> Any:
     return executor_from_args(
         args,
         worker_tools={
-            role: ToolsSpec("workbench.cluster.recipes:evolve_tools", role=role, corpus=corpus)
+            role: ToolsSpec("workbench.cli.recipes:evolve_tools", role=role, corpus=corpus)
             for role in ("proposer", "solver")
         },
     )
@@ -66,8 +67,8 @@ def _help(mode: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from workbench.cli.train import _parse_overrides
     from workbench.errors import ConfigError
-    from workbench.train.cli import _parse_overrides
 
     overrides = _parse_overrides(args.overrides)
     if args.help_config:

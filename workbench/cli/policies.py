@@ -12,7 +12,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "serve-model",
         help="serve a local transformers model on loopback with an OpenAI-compatible API",
-        description="Serve a local Hugging Face model dir: /v1/models, /v1/completions, /tokenize, /detokenize, /health.",
+        description="Serve a local Hugging Face model dir: "
+        "/v1/models, /v1/completions, /tokenize, /detokenize, /health.",
     )
     p.add_argument("path", help="local model directory (config.json, weights, tokenizer)")
     p.add_argument("--host", default="127.0.0.1", help="loopback address to listen on (default 127.0.0.1)")
