@@ -12,8 +12,9 @@ A role with no model (e.g. a scripted proposer) is skipped. Models train in plac
 with `TransformersPolicy.from_model(model, tok)` sample from the updated weights next iteration; the
 weights of each update are also saved to `<run>/iter_<i>/<role>/final` (the iteration's checkpoint).
 Each role's group size (`EvolveConfig.proposer_group_size` / `solver_group_size`, e.g. Dr. Zero's
-solver n = 5) becomes its `num_generations` (hrpo samples one per prompt and ignores it), with the
-micro-batch rounded up to whole groups, unless an override names `num_generations`.
+solver n = 5) becomes its `num_generations` (an estimator with a `group_key`, hrpo, samples one per
+prompt and ignores it), with the micro-batch rounded up to whole groups, unless an override names
+`num_generations`.
 Per-role `TrainConfig` overrides go in `overrides={"proposer": {...}, "solver": {...}}`; per-role
 rewards in `rewards={"solver": my_reward}` (a `.score(traj)` object or a callable) replace the
 mode's (solver: exact match against the QA target; proposer: the mode's online proposer reward).
@@ -47,12 +48,14 @@ def trl_train_fn(
         pair = models.get(request.role)
         if pair is None:
             return None
+        from workbench.train.estimators import estimator_class
         from workbench.train.run import train
 
         model, tokenizer = pair
         role_overrides = dict(overrides.get(request.role, {}))
         group = getattr(request, "group_size", 0)
-        if group >= 2 and request.estimator != "hrpo" and "num_generations" not in role_overrides:
+        grouped_by_task = estimator_class(request.estimator).group_key is None  # hrpo: one rollout per task
+        if group >= 2 and grouped_by_task and "num_generations" not in role_overrides:
             # the mode's group size; the micro-batch rounded up to hold whole groups
             batch = role_overrides.get("per_device_train_batch_size", config.per_device_train_batch_size)
             role_overrides.update(num_generations=group, per_device_train_batch_size=-(-batch // group) * group)

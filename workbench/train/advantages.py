@@ -22,7 +22,8 @@ std is the unbiased (n-1) standard deviation, as TRL and verl compute it. The se
   eps 1e-5): `token_whiten`.
 - REINFORCE (ZeroSearch's default algorithm): the raw reward, no baseline.
 
-`REGISTRY` names every estimator `TrainConfig.estimator` accepts.
+`REGISTRY` maps each built-in estimator's name to its function here; the estimator objects that
+`TrainConfig.estimator` names (their parameters, batching and registry) are in `workbench.train.estimators`.
 """
 
 from __future__ import annotations

@@ -14,14 +14,27 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workbench.configfile import check_fields, read_config_file
 from workbench.errors import ConfigError
+from workbench.train.estimators import BUILTIN, Estimator, estimator_class, make_estimator, parameters_help
 
-ESTIMATORS = ("grpo", "hrpo", "reinforce_pp", "adpo", "asearcher", "reinforce")
+ESTIMATORS = BUILTIN  # the built-in estimators; `estimators.estimator_names()` adds registered ones
+# flat names of estimator parameters kept from before `estimator_params`: name -> (estimator, parameter)
+FLAT_ESTIMATOR_PARAMS = {
+    "gamma": ("reinforce_pp", "gamma"),
+    "adpo_min_scale": ("adpo", "min_scale"),
+    "adpo_p_low": ("adpo", "p_low"),
+    "adpo_p_high": ("adpo", "p_high"),
+    "adpo_eps_boost": ("adpo", "eps_boost"),
+    "asearcher_reward_bias": ("asearcher", "reward_bias"),
+    "asearcher_reward_scaling": ("asearcher", "reward_scaling"),
+    "asearcher_reward_clip": ("asearcher", "reward_clip"),
+    "asearcher_adv_norm": ("asearcher", "adv_norm"),
+}
 EPISODE_KINDS = ("search_r1", "nbagent")
 SEGMENTS = ("all", "last")
 SEARCH_ENGINES = ("bm25", "simulated")
@@ -29,10 +42,9 @@ IS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask"
 SCHEDULES = ("constant", "linear", "cosine", "constant_with_warmup", "cosine_with_min_lr")
 
 
-def _f(default: Any, help: str, **kw: Any) -> Any:
-    if isinstance(default, (list, dict)):
-        return field(default_factory=lambda d=default: type(d)(d), metadata={"help": help}, **kw)
-    return field(default=default, metadata={"help": help}, **kw)
+def _f(default: Any, help: str) -> Any:
+    """A field with `help` metadata (an immutable default; lists and dicts use `field(default_factory=...)`)."""
+    return field(default=default, metadata={"help": help})
 
 
 @dataclass
@@ -48,8 +60,18 @@ class TrainConfig:
     # -- algorithm ---------------------------------------------------------------------------
     estimator: str = _f(
         "grpo",
-        "Advantage estimator: grpo | hrpo | reinforce_pp | adpo | asearcher | reinforce "
-        "(see workbench.train.advantages).",
+        "Advantage estimator: grpo | hrpo | reinforce_pp | adpo | asearcher | reinforce, or one registered "
+        "with @estimator(NAME) (see workbench.train.estimators).",
+    )
+    estimator_params: dict[str, dict[str, Any]] = field(
+        default_factory=dict,
+        metadata={
+            "help": "Estimator parameters by estimator name, e.g. {adpo = {min_scale = 0.5}} (TOML: a "
+            "[train.estimator_params.adpo] table); only the chosen estimator's are used, every one is checked. "
+            "reinforce_pp: gamma; adpo: min_scale, p_low, p_high, eps_boost; asearcher: reward_bias, "
+            "reward_scaling, reward_clip, adv_norm. The flat names (gamma, adpo_min_scale, "
+            "asearcher_reward_bias, ...) are still accepted and land here."
+        },
     )
     reward: str = _f("exact_match", "Reward spec: a registered name or a JSON spec for workbench.rewards.")
     num_generations: int = _f(
@@ -72,20 +94,11 @@ class TrainConfig:
     epsilon: float = _f(0.2, "Lower clip range of the ratio (1 - epsilon).")
     epsilon_high: float = _f(0.28, "Upper clip range (1 + epsilon_high); adpo widens it per sample.")
     loss_type: str = _f("dapo", "TRL loss aggregation: grpo | dr_grpo | dapo | bnpo.")
-    gamma: float = _f(0.95, "Step discount for reinforce_pp returns over multi-step trajectories.")
     segments: str = _f(
         "all",
         "Which context segments of a trimmed trajectory are trained: all (each segment "
         "its own sample, with its turns' advantages) | last (only the final context).",
     )
-    asearcher_reward_bias: float = _f(-0.5, "asearcher: bias added to the group-centred reward before scaling.")
-    asearcher_reward_scaling: float = _f(10.0, "asearcher: scale of the biased, centred reward.")
-    asearcher_reward_clip: float = _f(20.0, "asearcher: clip of the scaled reward (±).")
-    asearcher_adv_norm: bool = _f(True, "asearcher: whiten advantages over every loss token of the batch.")
-    adpo_min_scale: float = _f(0.6, "ADPO: advantage scale at self-consistency <= adpo_p_low (m).")
-    adpo_p_low: float = _f(0.3, "ADPO: self-consistency where the advantage scale starts to rise.")
-    adpo_p_high: float = _f(0.8, "ADPO: self-consistency where the scale reaches 1 and eps_high its floor.")
-    adpo_eps_boost: float = _f(0.1, "ADPO: extra upper clip at low self-consistency.")
     dynamic_sampling: bool = _f(False, "Drop groups whose rewards are all equal and refill with new prompts.")
     max_refill_rounds: int = _f(2, "Dynamic sampling: refill rounds per batch before training on what is left.")
     max_completion_length: int = _f(256, "Cap on a trajectory's completion tokens (model + observation).")
@@ -147,24 +160,58 @@ class TrainConfig:
         "sequence_mask", "IS correction: token_truncate | token_mask | sequence_truncate | sequence_mask (TRL's modes)."
     )
     vllm_importance_sampling_clip_max: float = _f(3.0, "IS correction: upper bound of the ratio (TRL's C_max).")
-    report_to: list = _f(
-        [],
-        "Logging integrations passed to TRL/transformers, offline: tensorboard "
-        "(<output_dir>/tensorboard), trackio (<output_dir>/trackio), or any other "
-        "transformers knows (wandb, mlflow ...). metrics.jsonl is always written.",
+    report_to: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "Logging integrations passed to TRL/transformers, offline: tensorboard "
+            "(<output_dir>/tensorboard), trackio (<output_dir>/trackio), or any other "
+            "transformers knows (wandb, mlflow ...). metrics.jsonl is always written."
+        },
     )
-    extra_grpo_args: dict = _f({}, "Extra keyword arguments passed to trl.GRPOConfig as is.")
+    extra_grpo_args: dict[str, Any] = field(
+        default_factory=dict, metadata={"help": "Extra keyword arguments passed to trl.GRPOConfig as is."}
+    )
+    # the flat names of FLAT_ESTIMATOR_PARAMS: keyword-only aliases, moved into estimator_params (read back
+    # as properties, below the class)
+    gamma: InitVar[float | None] = None
+    adpo_min_scale: InitVar[float | None] = None
+    adpo_p_low: InitVar[float | None] = None
+    adpo_p_high: InitVar[float | None] = None
+    adpo_eps_boost: InitVar[float | None] = None
+    asearcher_reward_bias: InitVar[float | None] = None
+    asearcher_reward_scaling: InitVar[float | None] = None
+    asearcher_reward_clip: InitVar[float | None] = None
+    asearcher_adv_norm: InitVar[bool | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, *flat: Any) -> None:
+        if isinstance(self.estimator_params, dict):  # a copy: a flat name never edits the caller's dict
+            self.estimator_params = {k: dict(v) if isinstance(v, dict) else v for k, v in self.estimator_params.items()}
+            for (name, key), value in zip(FLAT_ESTIMATOR_PARAMS.values(), flat, strict=True):
+                entry = self.estimator_params.setdefault(name, {}) if value is not None else None
+                if isinstance(entry, dict):
+                    entry[key] = value
         self.validate()
+
+    def make_estimator(self, name: str | None = None) -> Estimator:
+        """The estimator `name` (default: this run's) with its parameters from `estimator_params`."""
+        name = self.estimator if name is None else name
+        return make_estimator(name, self.estimator_params.get(name))
+
+    def estimator_param(self, name: str, key: str) -> Any:
+        """The value of parameter `key` of estimator `name`: as set in `estimator_params`, else its default."""
+        return self.make_estimator(name).params()[key]
 
     # -- checks ------------------------------------------------------------------------------
     def validate(self) -> None:
         def bad(name: str, why: str) -> ConfigError:
             return ConfigError(f"TrainConfig.{name}: {why}")
 
-        if self.estimator not in ESTIMATORS:
-            raise bad("estimator", f"{self.estimator!r} is not one of {', '.join(ESTIMATORS)}")
+        if not isinstance(self.estimator_params, dict):
+            raise bad("estimator_params", "give a table of tables: {estimator name: {parameter: value}}")
+        for name in self.estimator_params:  # every estimator's parameters are checked, the chosen one's below
+            estimator_class(name, where="TrainConfig.estimator_params (keyed by estimator name)")
+            self.make_estimator(name)
+        chosen = self.make_estimator()
         if self.episode_kind not in EPISODE_KINDS:
             raise bad("episode_kind", f"{self.episode_kind!r} is not one of {', '.join(EPISODE_KINDS)}")
         if self.executor not in ("local", "ray"):
@@ -199,8 +246,6 @@ class TrainConfig:
             )
         if not 0.0 <= self.warmup_ratio < 1.0:
             raise bad("warmup_ratio", "must be in [0, 1)")
-        if not 0.0 < self.gamma <= 1.0:
-            raise bad("gamma", "must be in (0, 1]")
         if self.max_steps < 1 or self.max_turns < 1 or self.max_completion_length < 1:
             raise bad("max_steps/max_turns/max_completion_length", "must be >= 1")
         if self.vllm_importance_sampling_mode not in IS_MODES:
@@ -214,10 +259,11 @@ class TrainConfig:
             self.report_to = [] if self.report_to in ("", "none") else [self.report_to]
         if not all(isinstance(r, str) and r for r in self.report_to):
             raise bad("report_to", "list integration names, e.g. ['tensorboard', 'trackio']")
-        if self.use_vllm and self.estimator == "hrpo" and self.vllm_mode == "server":
+        if self.use_vllm and chosen.group_key is not None and self.vllm_mode == "server":
             raise bad(
                 "vllm_mode",
-                "hrpo groups distinct questions, which vLLM server mode de-duplicates; use vllm_mode='colocate'",
+                f"{self.estimator} groups distinct questions (by {chosen.group_key}), which vLLM server mode "
+                "de-duplicates; use vllm_mode='colocate'",
             )
 
     # -- loading -----------------------------------------------------------------------------
@@ -225,6 +271,8 @@ class TrainConfig:
     def fields_help(cls, preset: str | None = None) -> dict[str, str]:
         """Each field's help; with `preset`, the preset's value and its source appended."""
         helps = {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
+        for flat, (name, key) in FLAT_ESTIMATOR_PARAMS.items():
+            helps[flat] = f"{name}: {parameters_help(name)[key]} (the flat name of estimator_params.{name}.{key})"
         if preset:
             from workbench.train.presets import preset_sources, preset_values
 
@@ -246,7 +294,7 @@ class TrainConfig:
         check_fields(
             "TrainConfig",
             merged,
-            {f.name for f in dataclasses.fields(cls)},
+            {f.name for f in dataclasses.fields(cls)} | set(FLAT_ESTIMATOR_PARAMS),
             "see `workbench train --help-config` for the list",
         )
         return cls(**merged)
@@ -272,7 +320,8 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
     def replace(self, **changes: Any) -> TrainConfig:
-        return dataclasses.replace(self, **changes)
+        """A copy with `changes` (fields or flat estimator parameter names), validated again."""
+        return type(self).from_dict(self.to_dict(), **changes)
 
     # -- TRL ---------------------------------------------------------------------------------
     def to_grpo_config(self) -> Any:
@@ -322,4 +371,19 @@ class TrainConfig:
         return GRPOConfig(**kwargs)
 
 
-__all__ = ["EPISODE_KINDS", "ESTIMATORS", "SEARCH_ENGINES", "SEGMENTS", "TrainConfig"]
+def _flat_reader(name: str, key: str) -> property:
+    def read(self: TrainConfig) -> Any:
+        return self.estimator_param(name, key)
+
+    return property(read, doc=f"estimator_params.{name}.{key}, or its default (read-only)")
+
+
+# the flat names read back what they set (`cfg.adpo_min_scale`); a dataclass InitVar keeps no value itself
+for _flat, (_name, _key) in FLAT_ESTIMATOR_PARAMS.items():
+    setattr(TrainConfig, _flat, _flat_reader(_name, _key))
+if [n for n, f in TrainConfig.__dataclass_fields__.items() if str(f.type).startswith("InitVar")] != list(
+    FLAT_ESTIMATOR_PARAMS
+):  # __post_init__ pairs the InitVars with FLAT_ESTIMATOR_PARAMS by position
+    raise AssertionError("TrainConfig's InitVars must follow FLAT_ESTIMATOR_PARAMS, in order")
+
+__all__ = ["EPISODE_KINDS", "ESTIMATORS", "FLAT_ESTIMATOR_PARAMS", "SEARCH_ENGINES", "SEGMENTS", "TrainConfig"]

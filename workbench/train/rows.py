@@ -3,11 +3,11 @@
     rows = TrainingRows.build(trajs, eos, max_completion_length, segments="all")
     rows.pad_to(multiple_of_group)          # fully masked fillers: no loss, no reward, advantage 0
     rows.pending()                          # what TRL's `rollout_func` hands back (ids, masks, extras)
-    adv, eps_high, keep = row_advantages("grpo", config, global_trajs, offset, rows.row_traj, ...)
+    adv = row_advantages(config.make_estimator(), Batch(global_trajs, group_size), offset, rows.row_traj, ...)
 
 One trajectory gives one row per trained context segment (`TrainConfig.segments`); its reward sits
-on its last segment's row. Advantages are computed per trajectory over the global batch and placed
-on its rows (per token for reinforce_pp).
+on its last segment's row. Advantages are computed by the run's estimator (`workbench.train.estimators`)
+per trajectory over the global batch and placed on its rows (per token for per-turn values).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 
-from workbench.errors import ConfigError
+from workbench.errors import TrainingError
 from workbench.train import advantages as A
-from workbench.train.config import TrainConfig
+from workbench.train.estimators import Advantages, Batch, Estimator
 from workbench.train.rollout import self_consistency, step_rewards, trajectory_samples
 from workbench.trajectory import Task, Trajectory
 
@@ -130,55 +130,40 @@ class TrainingRows:
 
 
 def row_advantages(
-    estimator: str,
-    config: TrainConfig,
-    trajs: Sequence[Trajectory],
+    estimator: Estimator,
+    batch: Batch,
     offset: int,
     row_traj: Sequence[int],
     step_index: Sequence[Sequence[int]],
     width: int,
-    *,
-    group_size: int,
-    scale_rewards: str = "group",
-) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-    """Advantages of the local rows: (advantages (B,) or (B, width), ADPO eps_high (B,), ASearcher keep (B,)).
+) -> Advantages:
+    """The estimator's advantages of the global `batch`, placed on this process's rows.
 
-    `trajs` is the global batch (every process's trajectories, in order); this process's trajectories
-    start at `offset`; `row_traj[r]` is the local trajectory of row r (-1: filler row, advantage 0);
-    `step_index[r]` the turn of each completion token of row r (-1: not a model token).
+    This process's trajectories start at `offset` in `batch.trajectories`; `row_traj[r]` is the local
+    trajectory of row r (-1: a filler row: advantage 0, `eps_high` = `batch.epsilon`, not kept);
+    `step_index[r]` the turn of each completion token of row r (-1: not a model token). Per-trajectory
+    values become (B,), per-turn values (B, width) on each turn's tokens; `eps_high` and `keep` (B,).
     """
-    c = config
-    rewards = [float(t.reward or 0.0) for t in trajs]
-    rows = len(row_traj)
-    eps_high = keep = None
-    if estimator == "reinforce_pp":
-        returns = A.reinforce_pp([step_rewards(t) for t in trajs], c.gamma)
-        local = [returns[offset + i] if i >= 0 else [] for i in row_traj]
-        return A.place_on_turns(step_index, local, width), None, None
-    if estimator == "grpo":
-        if scale_rewards == "batch":
-            centred = A.grpo(rewards, group_size, scale=False)
-            per = centred / (torch.tensor(rewards).std() + A.EPS) if len(rewards) > 1 else centred
-        else:
-            per = A.grpo(rewards, group_size, scale=scale_rewards != "none")
-    elif estimator == "hrpo":
-        per = A.hrpo(rewards, [t.hops for t in trajs])
-    elif estimator == "adpo":
-        p = [self_consistency(t.task) for t in trajs]
-        per = A.grpo(rewards, group_size) * A.adpo_scale(p, c.adpo_min_scale, c.adpo_p_low, c.adpo_p_high)
-        high = A.adpo_eps_high(p, c.epsilon, c.adpo_eps_boost, c.adpo_p_low, c.adpo_p_high)
-        eps_high = torch.tensor([float(high[offset + i]) if i >= 0 else c.epsilon for i in row_traj])
-    elif estimator == "asearcher":
-        per, kept = A.asearcher(
-            rewards, group_size, c.asearcher_reward_bias, c.asearcher_reward_scaling, c.asearcher_reward_clip
-        )
-        keep = torch.tensor([bool(kept[offset + i]) if i >= 0 else False for i in row_traj])
-    elif estimator == "reinforce":
-        per = A.reinforce(rewards)
+    adv = estimator.advantages(batch)
+    n = len(batch.trajectories)
+    for name in ("values", "eps_high", "keep"):
+        value = getattr(adv, name)
+        if value is not None and (value.dim() not in (1, 2) or value.size(0) != n):
+            raise TrainingError(
+                f"estimator {estimator.name!r} returned {name} of shape {tuple(value.shape)} for {n} "
+                "trajectories; give one entry per trajectory (values may be (N, turns))"
+            )
+    at = [offset + i if i >= 0 else -1 for i in row_traj]
+    if adv.values.dim() == 2:  # per turn: each turn's value on its tokens
+        values = A.place_on_turns(step_index, [adv.values[j].tolist() if j >= 0 else [] for j in at], width)
     else:
-        raise ConfigError(f"unknown estimator {estimator!r}")
-    adv = torch.tensor([float(per[offset + i]) if i >= 0 else 0.0 for i in row_traj], dtype=torch.float32)
-    return adv.reshape(rows), eps_high, keep
+        values = torch.tensor([float(adv.values[j]) if j >= 0 else 0.0 for j in at], dtype=torch.float32)
+    eps_high = keep = None
+    if adv.eps_high is not None:
+        eps_high = torch.tensor([float(adv.eps_high[j]) if j >= 0 else batch.epsilon for j in at])
+    if adv.keep is not None:
+        keep = torch.tensor([bool(adv.keep[j]) if j >= 0 else False for j in at])
+    return dataclasses.replace(adv, values=values, eps_high=eps_high, keep=keep)
 
 
 __all__ = ["ROW_FIELDS", "TrainingRows", "row_advantages", "tasks_dataset", "workbench_reward"]

@@ -45,6 +45,7 @@ import torch
 from workbench.errors import ConfigError, TrainingError
 from workbench.train import advantages as A
 from workbench.train.config import TrainConfig
+from workbench.train.estimators import Batch
 from workbench.train.policy import live_policy, run_sync
 from workbench.train.rewards import resolve_reward, score_trajectory
 from workbench.train.rollout import dynamic_sampling, pass_rate_by_hop, task_drawer
@@ -117,21 +118,24 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
     ) -> None:
         check_trl_version()
         tasks = list(tasks)
+        estimator = config.make_estimator()
         per_batch = config.per_device_train_batch_size * config.gradient_accumulation_steps
-        need = per_batch if config.estimator == "hrpo" else per_batch // config.num_generations
+        need = per_batch // estimator.rollouts_per_task(config.num_generations)
         if len(tasks) < need:
             raise ConfigError(
                 f"{len(tasks)} tasks cannot fill one batch: {config.estimator} needs at least {need} "
                 "distinct tasks; add tasks or lower per_device_train_batch_size"
             )
-        if config.dynamic_sampling and config.estimator == "hrpo":
+        if config.dynamic_sampling and estimator.group_key is not None:
             raise ConfigError(
-                "dynamic_sampling refills per-question groups; hrpo has one rollout per question. "
-                "Turn dynamic_sampling off or use grpo/adpo/reinforce_pp"
+                f"dynamic_sampling refills per-question groups; {config.estimator} has one rollout per question "
+                f"(grouped by {estimator.group_key}). Turn dynamic_sampling off or use an estimator grouping the "
+                "rollouts of one question (grpo/adpo/reinforce_pp)"
             )
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.wb_config = config
+        self.estimator = estimator
         self.episodes = episodes
         self.scorer = resolve_reward(reward if reward is not None else config.reward)
         self.tasks = tasks
@@ -145,12 +149,12 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         self._pending: dict[str, list] | None = None
         # objects with `set_training_step(i)` (a simulated search's noise curriculum), the episodes' own too
         self.curricula = [*curricula, *getattr(episodes, "curricula", ())]
-        if config.estimator == "hrpo":
+        if estimator.group_key is not None:
             from workbench.train.sampler import HopGroupSampler
 
             HopGroupSampler(
-                [t.metadata.get("hops") for t in tasks], config.num_generations, per_batch
-            )  # raises a ConfigError naming the fix when hop groups cannot be filled
+                [t.metadata.get(estimator.group_key) for t in tasks], config.num_generations, per_batch
+            )  # raises a ConfigError naming the fix when the groups cannot be filled
         logging.getLogger("trl.trainer.grpo_trainer").addFilter(_OwnRowsFilter())
         args = config.to_grpo_config()
         shared = config.use_vllm and config.vllm_mode == "colocate" and _single_process()
@@ -326,43 +330,39 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
     ) -> None:
         from accelerate.utils import gather_object
 
-        est, device = self.wb_config.estimator, out["advantages"].device
+        device = out["advantages"].device
         every = gather_object(trajs)  # the global batch, in process order
         offset = self.accelerator.process_index * len(trajs)
-        adv, eps_high, keep = row_advantages(
-            est,
-            self.wb_config,
-            every,
-            offset,
-            row_traj,
-            step_index,
-            out["completion_ids"].size(1),
-            group_size=self.num_generations,
-            scale_rewards=str(self.scale_rewards),
-        )
-        if keep is not None:  # asearcher: rows of flat groups leave the loss, then whitening over loss tokens
-            keep = keep.to(device)
+        batch = Batch(every, self.num_generations, float(self.wb_config.epsilon), str(self.scale_rewards))
+        rows = row_advantages(self.estimator, batch, offset, row_traj, step_index, out["completion_ids"].size(1))
+        adv = rows.values
+        if rows.keep is not None:  # rows of dropped trajectories (asearcher's flat groups) leave the loss
+            keep = rows.keep.to(device)
             out["tool_mask"] = out["tool_mask"] * keep.unsqueeze(1).to(out["tool_mask"].dtype)
             tokens = (out["completion_mask"] * out["tool_mask"]).sum(dim=1)
             out["num_items_in_batch"] = self.accelerator.gather(tokens.sum()).sum()
-            if self.wb_config.asearcher_adv_norm:
-                values = gather_object(adv.tolist())
-                counts = gather_object(tokens.tolist())
-                start = sum(gather_object([len(row_traj)])[: self.accelerator.process_index])
-                adv = A.token_whiten(values, counts)[start : start + len(row_traj)] * keep.cpu()
-            self._metrics["train"]["asearcher/kept_rows"].append(float(keep.float().mean()))
+            self._metrics["train"][f"{self.estimator.name}/kept_rows"].append(float(keep.float().mean()))
+        if rows.token_whiten:  # whitened over every loss token of the global batch
+            tokens = (out["completion_mask"] * out["tool_mask"]).sum(dim=1)
+            values = gather_object(adv.tolist())
+            counts = gather_object(tokens.tolist())
+            start = sum(gather_object([len(row_traj)])[: self.accelerator.process_index])
+            adv = A.token_whiten(values, counts)[start : start + len(row_traj)]
+            if rows.keep is not None:
+                adv = adv * rows.keep
         out["advantages"] = adv.to(device)
-        if eps_high is not None:
-            out["eps_high"] = eps_high.to(device)
+        if rows.eps_high is not None:
+            out["eps_high"] = rows.eps_high.to(device)
 
     def _get_train_sampler(self, dataset: Any = None) -> Any:
-        if self.wb_config.estimator != "hrpo":
+        key = self.estimator.group_key
+        if key is None:
             return super()._get_train_sampler(dataset)
         from workbench.train.sampler import HopGroupSampler
 
-        # one rollout per distinct question, each batch whole groups of same-hop questions
+        # one rollout per distinct question, each batch whole groups of questions sharing the key (hrpo: hops)
         data = dataset if dataset is not None else self.train_dataset
-        hops = [json.loads(row)["metadata"].get("hops") for row in data["task_json"]]
+        hops = [json.loads(row)["metadata"].get(key) for row in data["task_json"]]
         return HopGroupSampler(
             hops,
             self.num_generations,
