@@ -14,6 +14,7 @@ not set explicitly from them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from workbench.configfile import read_config_file
 from workbench.errors import ConfigError
-from workbench.policies.base import AGENT_SETTINGS_KEY
+from workbench.policies.base import AGENT_SETTINGS_KEY, Policy
 
 
 class AgentConfig(BaseModel):
@@ -29,42 +30,42 @@ class AgentConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_steps: int = Field(8, ge=1, description="Think-Code-Observe turns before the episode ends.")
-    max_context_tokens: int = Field(4096, ge=64, description="Context window; older turns are trimmed to fit.")
-    max_new_tokens: int = Field(512, ge=1, description="Cap on one turn's generation.")
-    token_budget: int | None = Field(None, ge=1, description="Cap on generated tokens over the episode.")
-    wall_clock_s: float = Field(300.0, gt=0, description="Wall-clock budget of one episode, seconds.")
-    exec_timeout_s: float = Field(30.0, gt=0, description="Timeout of one code execution, seconds.")
+    max_steps: int = Field(default=8, ge=1, description="Think-Code-Observe turns before the episode ends.")
+    max_context_tokens: int = Field(default=4096, ge=64, description="Context window; older turns are trimmed to fit.")
+    max_new_tokens: int = Field(default=512, ge=1, description="Cap on one turn's generation.")
+    token_budget: int | None = Field(default=None, ge=1, description="Cap on generated tokens over the episode.")
+    wall_clock_s: float = Field(default=300.0, gt=0, description="Wall-clock budget of one episode, seconds.")
+    exec_timeout_s: float = Field(default=30.0, gt=0, description="Timeout of one code execution, seconds.")
     trim: Literal["hard", "soft", "none"] = Field(
-        "hard", description="hard: keep only task + notepad; soft: drop oldest turns first; none: end instead."
+        default="hard", description="hard: keep only task + notepad; soft: drop oldest turns first; none: end instead."
     )
-    temperature: float = Field(1.0, ge=0, description="Sampling temperature; 0 = greedy.")
-    top_p: float = Field(1.0, gt=0, le=1)
-    top_k: int = Field(0, ge=0)
-    seed: int | None = Field(None, description="Sampling seed (per episode it is offset by the task index).")
-    profile: str = Field("default", description="Sandbox profile name or path to a TOML profile.")
-    isolation: Literal["bwrap", "none"] = Field("bwrap", description="'none' runs kernels unsandboxed (warns).")
-    output_cap: int = Field(2000, ge=100, description="Characters of one observation shown to the model.")
-    tool_call_budget: int = Field(50, ge=0, description="Tool calls allowed per episode.")
-    tool_timeout_s: float = Field(30.0, gt=0, description="Timeout of one tool call, seconds.")
-    search_top_k: int = Field(3, ge=1, description="Passages returned by the search tool.")
-    show_notepad: bool = Field(True, description="Render the notepad into every observation.")
+    temperature: float = Field(default=1.0, ge=0, description="Sampling temperature; 0 = greedy.")
+    top_p: float = Field(default=1.0, gt=0, le=1)
+    top_k: int = Field(default=0, ge=0)
+    seed: int | None = Field(default=None, description="Sampling seed (per episode it is offset by the task index).")
+    profile: str = Field(default="default", description="Sandbox profile name or path to a TOML profile.")
+    isolation: Literal["bwrap", "none"] = Field(default="bwrap", description="'none' runs kernels unsandboxed (warns).")
+    output_cap: int = Field(default=2000, ge=100, description="Characters of one observation shown to the model.")
+    tool_call_budget: int = Field(default=50, ge=0, description="Tool calls allowed per episode.")
+    tool_timeout_s: float = Field(default=30.0, gt=0, description="Timeout of one tool call, seconds.")
+    search_top_k: int = Field(default=3, ge=1, description="Passages returned by the search tool.")
+    show_notepad: bool = Field(default=True, description="Render the notepad into every observation.")
     task_variable: str | None = Field(
-        "task", description="Notebook variable holding the task's question (None: the prompt only)."
+        default="task", description="Notebook variable holding the task's question (None: the prompt only)."
     )
     prompt: Literal["full", "compact", "asearcher"] = Field(
-        "full",
+        default="full",
         description="System prompt: full (rules, tool docs, notepad API), compact (one line each, "
         "for tiny models trained from scratch) or asearcher (search, read pages, keep notes; "
         "see workbench.agent.asearcher).",
     )
     short_text: int | None = Field(
-        None,
+        default=None,
         ge=20,
         description="ASearcher's short_text: after the next turn, the observation of a turn that "
         "called a page tool shrinks to its first N characters (None: keep it whole).",
     )
-    page_tools: tuple[str, ...] = Field(("access",), description="Tools whose observations short_text shrinks.")
+    page_tools: tuple[str, ...] = Field(default=("access",), description="Tools whose observations short_text shrinks.")
 
     @classmethod
     def load(cls, path: str | Path, **overrides: object) -> AgentConfig:
@@ -72,7 +73,7 @@ class AgentConfig(BaseModel):
         return cls.from_dict({**read_config_file(path, what="agent config", table="agent"), **overrides})
 
     @classmethod
-    def from_dict(cls, data: dict) -> AgentConfig:
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentConfig:
         from pydantic import ValidationError
 
         try:
@@ -119,7 +120,7 @@ def read_model_settings(source: Any) -> dict[str, Any]:
     return _checked(raw, f"{MODEL_KEY} of {source}") if raw else {}
 
 
-def policy_settings(policy: Any) -> dict[str, Any]:
+def policy_settings(policy: Policy) -> dict[str, Any]:
     """The checked agent settings a policy's model carries (`policy.agent_settings`), or {}."""
     raw = getattr(policy, "agent_settings", None)
     return _checked(raw, f"{MODEL_KEY} of {getattr(policy, 'name', policy)}") if raw else {}

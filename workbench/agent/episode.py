@@ -27,7 +27,7 @@ from workbench.agent.context import ContextWatcher, window
 from workbench.agent.environment import Environment, EpisodeEnv
 from workbench.agent.parsing import parse_turn
 from workbench.agent.prompts import render
-from workbench.policies.base import Policy, SamplingParams, policy_context_size
+from workbench.policies.base import Codec, Policy, SamplingParams, policy_context_size
 from workbench.trajectory import Step, Task, Trajectory
 
 STOP = ["</code>"]
@@ -65,7 +65,7 @@ def _observation_parts(
     return body, codec.encode(body), block, codec.encode(block) if block else []
 
 
-def _stub_ids(codec: Any, output: str, chars: int, *, steps_left: int, tokens_left: int) -> list[int]:
+def _stub_ids(codec: Codec, output: str, chars: int, *, steps_left: int, tokens_left: int) -> list[int]:
     """A read page's observation shrunk to its first `chars` characters (ASearcher's short_text)."""
     short = (
         output
@@ -138,7 +138,7 @@ async def _loop(traj: Trajectory, policy: Policy, env: Environment, config: Agen
         min_new = config.max_new_tokens  # trim before a turn could be cut short by the window
         if ctx.needs_trim(min_new):
             opening = await _off_loop(hard_opening) if config.trim != "none" else []
-            if not ctx.trim_to_fit(min_new, lambda o=opening: o):
+            if not ctx.trim_to_fit(min_new, opening.copy):
                 traj.termination, traj.error = "token_budget", ctx.no_room(min_new)
                 return
         prompt_ids = ctx.prompt_to_record()

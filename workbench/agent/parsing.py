@@ -163,7 +163,9 @@ def _margin(text: str) -> str:
         other = re.compile(rf"\n(?!{margin[:_SHORT_MARGIN]})[ \t]*[^ \t\n]").search(text, pos)
         if other is None:
             break
-        margin, pos = _common_prefix(margin, _INDENT.match(text, other.start()).group(1)), other.start()
+        line = _INDENT.match(text, other.start())  # `other` found a non-blank line: it has an indent
+        assert line is not None
+        margin, pos = _common_prefix(margin, line.group(1)), other.start()
     if len(margin) <= _SHORT_MARGIN:
         return margin
     # every line starts with more than _SHORT_MARGIN blanks, so there are few: the common prefix of

@@ -17,15 +17,20 @@ import dataclasses
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.agent.config import AgentConfig, policy_settings, with_model_settings
 from workbench.agent.executor import EpisodeJob, Executor, gather_jobs, make_jobs, stream_recorded
 from workbench.agent.recorder import Recorder, describe, note, store_trajectory
+from workbench.contracts import Scorer, TrajectoryStore
 from workbench.errors import ConfigError
 from workbench.kernel.sync import run_sync
 from workbench.policies.base import Policy
 from workbench.trajectory import Task, Trajectory
+
+if TYPE_CHECKING:
+    from workbench.agent.local import ToolSet
+    from workbench.kernel import KernelPool
 
 
 class NBAgent:
@@ -36,11 +41,11 @@ class NBAgent:
         self,
         policy: Policy,
         *,
-        tools: Any = None,
+        tools: ToolSet | None = None,
         config: AgentConfig | None = None,
-        store: Any = None,
-        reward_spec: Any = None,
-        pool: Any = None,
+        store: TrajectoryStore | None = None,
+        reward_spec: Scorer | None = None,
+        pool: KernelPool | None = None,
         run_id: str | None = None,
         concurrency: int = 4,
         role: str = "solver",

@@ -63,11 +63,21 @@ class Codec(Protocol):
 @runtime_checkable
 class Policy(Protocol):
     """A model backend. `generate` takes a batch of prompts (token ids) and returns one
-    `Completion` per prompt, in order."""
+    `Completion` per prompt, in order. `name`, `codec` and `context_size` are read-only here: a
+    backend may hold them as plain attributes or as properties."""
 
-    name: str
-    codec: Codec
-    context_size: int | None  # most tokens (prompt + completion) the model takes; None = unknown/unbounded
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def codec(self) -> Codec:
+        """The tokenizer of this model: prompts are `codec.chat(messages)`, completions decode with it."""
+        ...
+
+    @property
+    def context_size(self) -> int | None:
+        """Most tokens (prompt + completion) the model takes; None = unknown/unbounded."""
+        ...
 
     async def generate(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]: ...
 
@@ -76,7 +86,7 @@ class Policy(Protocol):
         ...
 
 
-def policy_context_size(policy: Any) -> int | None:
+def policy_context_size(policy: Policy) -> int | None:
     """`policy.context_size` when it is a positive int, else None (policies written before it existed)."""
     size = getattr(policy, "context_size", None)
     return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None

@@ -62,8 +62,8 @@ class BatchStats:
 
 @dataclass
 class _Lane:
-    pending: list[tuple[Row, asyncio.Future]] = field(default_factory=list)
-    task: asyncio.Task | None = None
+    pending: list[tuple[Row, asyncio.Future[Completion]]] = field(default_factory=list)
+    task: asyncio.Task[None] | None = None
 
 
 def make_rows(
@@ -91,14 +91,14 @@ class BatchingBackend(abc.ABC):
 
     supports_controls: ClassVar[bool] = False
 
-    def __init__(self, *, batch_window_ms: float = 5.0, max_batch_size: int = 32):
+    def __init__(self, *, batch_window_ms: float = 5.0, max_batch_size: int = 32) -> None:
         if max_batch_size < 1:
             raise PolicyError(f"max_batch_size must be >= 1, got {max_batch_size}")
         self.batch_window_ms = batch_window_ms
         self.max_batch_size = max_batch_size
         self.stats = BatchStats()
         self._lock = threading.Lock()
-        self._lanes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._lanes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Lane] = weakref.WeakKeyDictionary()
         self._cancels = 0  # bumped by cancel_running(); a batch compares it with its value at start
         self._batch_cancels = 0
 
@@ -182,7 +182,7 @@ class BatchingBackend(abc.ABC):
                 continue
             _deliver(batch, outs)
 
-    async def _one_by_one(self, batch: list[tuple[Row, asyncio.Future]]) -> None:
+    async def _one_by_one(self, batch: list[tuple[Row, asyncio.Future[Completion]]]) -> None:
         for item in batch:
             try:
                 outs = await asyncio.to_thread(self._run_locked, [item[0]])
@@ -195,13 +195,13 @@ class BatchingBackend(abc.ABC):
                 _deliver([item], outs)
 
 
-def _deliver(batch: list[tuple[Row, asyncio.Future]], outs: list[Completion]) -> None:
+def _deliver(batch: list[tuple[Row, asyncio.Future[Completion]]], outs: list[Completion]) -> None:
     for (_, f), out in zip(batch, outs, strict=True):
         if not f.done():
             f.set_result(out)
 
 
-def _fail(batch: list[tuple[Row, asyncio.Future]], exc: BaseException) -> None:
+def _fail(batch: list[tuple[Row, asyncio.Future[Completion]]], exc: BaseException) -> None:
     err = exc if isinstance(exc, WorkbenchError) else PolicyError(f"generation failed: {exc!r}")
     if err is not exc:
         err.__cause__ = exc

@@ -35,12 +35,13 @@ class TokenizerCodec:
     """Encode/decode with a Hugging Face tokenizer, exactly: no special tokens are added on
     `encode`, none are skipped on `decode`, and no tokenization spaces are cleaned up."""
 
-    def __init__(self, tokenizer: Any):
+    def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
 
     @property
     def eos_token_id(self) -> int | None:
-        return self.tokenizer.eos_token_id
+        eos = self.tokenizer.eos_token_id
+        return None if eos is None else int(eos)
 
     @property
     def has_chat_template(self) -> bool:
@@ -51,7 +52,7 @@ class TokenizerCodec:
         messages = [{**m, "content": safe_text(m["content"])} if isinstance(m["content"], str) else m for m in messages]
         if not self.has_chat_template:
             return plain_chat_text(messages)
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return str(self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
 
     def chat(self, messages: Sequence[dict[str, str]]) -> list[int]:
         return self.encode(self.chat_text(messages))
@@ -60,7 +61,7 @@ class TokenizerCodec:
         return list(self.tokenizer.encode(safe_text(text), add_special_tokens=False))
 
     def decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        return str(self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False))
 
 
 __all__ = ["TokenizerCodec", "plain_chat_text"]

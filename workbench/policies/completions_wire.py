@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from workbench.errors import ConfigError
+from workbench.policies.base import Codec, Completion
 from workbench.policies.sampling import MAX_TOP_LOGPROBS, LogitControls
 from workbench.webio import BadRequest, parse_json, validation_message
 
@@ -133,9 +134,10 @@ def logit_controls(req: CompletionRequest) -> LogitControls | None:
     return controls if controls.adjusts_logits or controls.top_logprobs else None
 
 
-def encode_text(codec, text: str, special: bool) -> list[int]:
-    if special and hasattr(codec, "tokenizer"):
-        return list(codec.tokenizer.encode(text, add_special_tokens=True))
+def encode_text(codec: Codec, text: str, special: bool) -> list[int]:
+    tokenizer = getattr(codec, "tokenizer", None)  # a TokenizerCodec's
+    if special and tokenizer is not None:
+        return list(tokenizer.encode(text, add_special_tokens=True))
     return codec.encode(text)
 
 
@@ -143,11 +145,14 @@ def finite_logprob(x: float) -> float:
     return x if math.isfinite(x) else _FLOOR
 
 
-def choice(index: int, prompt_ids, c, req: CompletionRequest, stop: list[str], codec) -> dict[str, Any]:
+def choice(
+    index: int, prompt_ids: list[int], c: Completion, req: CompletionRequest, stop: list[str], codec: Codec
+) -> dict[str, Any]:
     text = c.text
-    if req.skip_special_tokens and hasattr(codec, "tokenizer"):
+    tokenizer = getattr(codec, "tokenizer", None)  # a TokenizerCodec's
+    if req.skip_special_tokens and tokenizer is not None:
         shown = c.token_ids[:-1] if c.finish_reason == "eos" else c.token_ids
-        text = codec.tokenizer.decode(shown, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        text = str(tokenizer.decode(shown, skip_special_tokens=True, clean_up_tokenization_spaces=False))
     stop_reason: str | int | None = None
     if c.finish_reason == "stop":
         stop_reason = next((s for s in stop if s in text), None)
@@ -168,7 +173,7 @@ def choice(index: int, prompt_ids, c, req: CompletionRequest, stop: list[str], c
     return choice
 
 
-def choice_logprobs(c, codec) -> dict[str, Any]:
+def choice_logprobs(c: Completion, codec: Codec) -> dict[str, Any]:
     """OpenAI's completions logprobs: tokens, token_logprobs, top_logprobs (one {token: logprob}
     per position, the top alternatives and the sampled token), text_offset. As in vLLM, a
     logprob of -inf (a token top-k / top-p ruled out) is reported as -9999.0."""

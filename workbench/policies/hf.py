@@ -17,13 +17,16 @@ models' single-token tags), `text` keeps those extra characters so it always mat
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError, PolicyError
 from workbench.policies.base import Completion, model_agent_settings
 from workbench.policies.batching import BatchingBackend, DetailedCompletion, Row
 from workbench.policies.codec import TokenizerCodec
 from workbench.policies.sampling import RowSampler, StopWatcher, sample_next
+
+if TYPE_CHECKING:
+    import torch
 
 UNSET_MAX_LENGTH = 10**8  # tokenizers without a limit report a huge model_max_length (2**30, 1e30)
 
@@ -46,7 +49,7 @@ def _pick_device(device: str) -> str:
     return device
 
 
-def _pick_dtype(dtype: Any, device: str):
+def _pick_dtype(dtype: Any, device: str) -> Any:  # a torch.dtype
     import torch
 
     if dtype in (None, "auto"):
@@ -77,7 +80,7 @@ class TransformersPolicy(BatchingBackend):
         batch_window_ms: float = 5.0,
         max_batch_size: int = 32,
         name: str | None = None,
-    ):
+    ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         path = Path(model_path).expanduser()
@@ -88,7 +91,7 @@ class TransformersPolicy(BatchingBackend):
             )
         dev = _pick_device(device)
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=_pick_dtype(dtype, dev), local_files_only=True)
+        model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=_pick_dtype(dtype, dev), local_files_only=True)
         model.to(dev).eval()
         self._init(model, tokenizer, name or path.name, str(path), batch_window_ms, max_batch_size)
 
@@ -108,7 +111,15 @@ class TransformersPolicy(BatchingBackend):
         self._init(model, tokenizer, name, None, batch_window_ms, max_batch_size)
         return self
 
-    def _init(self, model, tokenizer, name, path, batch_window_ms, max_batch_size) -> None:
+    def _init(
+        self,
+        model: Any,
+        tokenizer: Any,
+        name: str,
+        path: str | None,
+        batch_window_ms: float,
+        max_batch_size: int,
+    ) -> None:
         import torch
 
         super().__init__(batch_window_ms=batch_window_ms, max_batch_size=max_batch_size)
@@ -132,8 +143,9 @@ class TransformersPolicy(BatchingBackend):
         self._rng = torch.Generator(device="cpu").manual_seed(int(torch.randint(0, 1 << 62, (1,))))
 
     @property
-    def device(self):
-        return next(self.model.parameters()).device
+    def device(self) -> torch.device:
+        device: torch.device = next(self.model.parameters()).device
+        return device
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -163,7 +175,7 @@ class TransformersPolicy(BatchingBackend):
         if row.controls is not None:
             row.controls.check_vocab(self.vocab_size)
 
-    def _generator(self, row: Row):
+    def _generator(self, row: Row) -> torch.Generator:
         import torch
 
         dev = self.device
@@ -216,8 +228,9 @@ class TransformersPolicy(BatchingBackend):
                     continue
                 out_ids[i].append(tok_list[i])
                 out_lps[i].append(lp_list[i])
-                if tops[i] is not None:
-                    out_tops[i].append(dict(tops[i]))
+                top = tops[i]
+                if top is not None:
+                    out_tops[i].append(dict(top))
                 if tok_list[i] in self.eos_ids:
                     finish[i] = "eos"
                 elif watchers[i].hit(out_ids[i]):
@@ -242,9 +255,10 @@ class TransformersPolicy(BatchingBackend):
                 past_key_values=out.past_key_values,
                 use_cache=True,
             )
+        reasons = [f for f in finish if f is not None]  # every row has finished
         return [
             self._completion(ids, f, lp, top if r.controls and r.controls.top_logprobs else None)
-            for ids, f, lp, top, r in zip(out_ids, finish, out_lps, out_tops, rows, strict=True)
+            for ids, f, lp, top, r in zip(out_ids, reasons, out_lps, out_tops, rows, strict=True)
         ]
 
     def _completion(

@@ -25,8 +25,8 @@ from typing import Any
 import httpx
 
 from workbench.errors import ConfigError, PolicyError
-from workbench.policies.base import AGENT_SETTINGS_KEY, ByteCodec, Completion, SamplingParams
-from workbench.policies.batching import make_rows
+from workbench.policies.base import AGENT_SETTINGS_KEY, ByteCodec, Codec, Completion, SamplingParams
+from workbench.policies.batching import Row, make_rows
 from workbench.safetext import safe_json, safe_text
 
 _RETRY_STATUS = {502, 503, 504}
@@ -52,7 +52,7 @@ def _explain(resp: httpx.Response) -> str:
 class RemoteCodec:
     """A codec that asks the server (`/tokenize`, `/detokenize`). Blocking calls: fine on loopback."""
 
-    def __init__(self, policy: OpenAIPolicy, eos_token_id: int | None):
+    def __init__(self, policy: OpenAIPolicy, eos_token_id: int | None) -> None:
         self._policy = policy
         self._eos = eos_token_id
 
@@ -62,16 +62,15 @@ class RemoteCodec:
 
     def chat(self, messages: Sequence[dict[str, str]]) -> list[int]:
         body = {"model": self._policy.model, "messages": safe_json(list(messages)), "add_generation_prompt": True}
-        return self._policy._post_sync("/tokenize", body).json()["tokens"]
+        return [int(t) for t in self._policy._post_sync("/tokenize", body).json()["tokens"]]
 
     def encode(self, text: str) -> list[int]:
         body = {"model": self._policy.model, "prompt": safe_text(text), "add_special_tokens": False}
-        return self._policy._post_sync("/tokenize", body).json()["tokens"]
+        return [int(t) for t in self._policy._post_sync("/tokenize", body).json()["tokens"]]
 
     def decode(self, ids: Sequence[int]) -> str:
-        return self._policy._post_sync("/detokenize", {"model": self._policy.model, "tokens": list(ids)}).json()[
-            "prompt"
-        ]
+        reply = self._policy._post_sync("/detokenize", {"model": self._policy.model, "tokens": list(ids)})
+        return str(reply.json()["prompt"])
 
 
 class OpenAIPolicy:
@@ -119,7 +118,7 @@ class OpenAIPolicy:
             raise PolicyError(f"{self.root}/v1/models lists no models; pass model=NAME")
         return cards[0]
 
-    def _pick_codec(self, tokenizer: Any):
+    def _pick_codec(self, tokenizer: Any) -> tuple[Codec, bool, str]:
         if tokenizer is not None:
             from workbench.policies.codec import TokenizerCodec
 
@@ -187,7 +186,8 @@ class OpenAIPolicy:
                 if resp.status_code not in _RETRY_STATUS or attempt == self.retries:
                     if resp.status_code >= 400:
                         raise PolicyError(_explain(resp))
-                    return resp.json()
+                    data: dict[str, Any] = resp.json()
+                    return data
             await asyncio.sleep(self.backoff * 2**attempt)
         raise AssertionError("unreachable")
 
@@ -203,7 +203,7 @@ class OpenAIPolicy:
         limit = asyncio.Semaphore(self.max_concurrency)
         async with httpx.AsyncClient(timeout=self.timeout, headers=self.headers) as client:
 
-            async def one(row) -> Completion:
+            async def one(row: Row) -> Completion:
                 async with limit:
                     return await self._parse(
                         client, await self._post(client, "/v1/completions", self._body(row)), params
@@ -211,7 +211,7 @@ class OpenAIPolicy:
 
             return list(await asyncio.gather(*(one(r) for r in rows)))
 
-    def _body(self, row) -> dict[str, Any]:
+    def _body(self, row: Row) -> dict[str, Any]:
         p = row.params
         body: dict[str, Any] = {
             "model": self.model,

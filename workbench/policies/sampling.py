@@ -12,9 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from workbench.errors import ConfigError
 from workbench.policies.base import SamplingParams
+
+if TYPE_CHECKING:
+    import torch
 
 MAX_TOP_LOGPROBS = 20
 
@@ -79,42 +83,45 @@ class RowSampler:
     repeats it keeps the counts of the tokens it has seen (`prompt`, then each one sampled)."""
 
     params: SamplingParams
-    generator: object  # torch.Generator
+    generator: torch.Generator | None
     controls: LogitControls | None = None
     prompt: Sequence[int] = ()
-    _counts: object = None  # (V,) float: times each token was generated
-    _seen: object = None  # (V,) bool: in the prompt or generated
+    _counts: torch.Tensor | None = None  # (V,) float: times each token was generated
+    _seen: torch.Tensor | None = None  # (V,) bool: in the prompt or generated
 
-    def adjust(self, row):
+    def adjust(self, row: torch.Tensor) -> torch.Tensor:
         """`row` (V,) with the logit bias and penalties applied (a new tensor; `row` is untouched)."""
         import torch
 
         c = self.controls
         if c is None or not c.adjusts_logits:
             return row
-        if self._counts is None:
-            self._counts = torch.zeros_like(row)
-            self._seen = torch.zeros(row.shape, dtype=torch.bool, device=row.device)
+        counts, seen = self._counts, self._seen
+        if counts is None or seen is None:  # set together, on the first row
+            counts = self._counts = torch.zeros_like(row)
+            seen = self._seen = torch.zeros(row.shape, dtype=torch.bool, device=row.device)
             if self.prompt:
-                self._seen[torch.tensor(list(self.prompt), device=row.device)] = True
+                seen[torch.tensor(list(self.prompt), device=row.device)] = True
         row = row.clone()
         if c.logit_bias:
             ids = torch.tensor(list(c.logit_bias), device=row.device)
             row.index_add_(0, ids, torch.tensor(list(c.logit_bias.values()), dtype=row.dtype, device=row.device))
         if c.repetition_penalty != 1:
             penalised = torch.where(row > 0, row / c.repetition_penalty, row * c.repetition_penalty)
-            row = torch.where(self._seen, penalised, row)
+            row = torch.where(seen, penalised, row)
         if c.frequency_penalty or c.presence_penalty:
-            row = row - self._counts * c.frequency_penalty - (self._counts > 0).to(row.dtype) * c.presence_penalty
+            row = row - counts * c.frequency_penalty - (counts > 0).to(row.dtype) * c.presence_penalty
         return row
 
     def observe(self, token: int) -> None:
-        if self._counts is not None:
+        if self._counts is not None and self._seen is not None:
             self._counts[token] += 1
             self._seen[token] = True
 
 
-def sample_next(logits, samplers: Sequence[RowSampler]):
+def sample_next(
+    logits: torch.Tensor, samplers: Sequence[RowSampler]
+) -> tuple[torch.Tensor, torch.Tensor, list[list[tuple[int, float]] | None]]:
     """Pick one token per row. `logits` is (B, V) float. Returns (tokens (B,), logprobs (B,),
     tops): tops[i] is None, or [(token id, logprob), ...] best first when row i asks for
     `top_logprobs`."""
@@ -144,7 +151,7 @@ def sample_next(logits, samplers: Sequence[RowSampler]):
     return tokens, logprobs, tops
 
 
-def _filter_top_k_top_p(row, top_k: int, top_p: float):
+def _filter_top_k_top_p(row: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
     import torch
 
     if top_k and 0 < top_k < row.numel():
@@ -167,7 +174,7 @@ class StopWatcher:
     4n + 4 ids after every step finds it at the exact step that completes it.
     """
 
-    def __init__(self, stop: Sequence[str], decode: Callable[[Sequence[int]], str]):
+    def __init__(self, stop: Sequence[str], decode: Callable[[Sequence[int]], str]) -> None:
         self.stop = [s for s in stop if s]
         self.decode = decode
         self.window = 4 * max((len(s) for s in self.stop), default=0) + 4

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Self
 
 from workbench.errors import ConfigError
 from workbench.policies.base import ByteCodec, Codec, Completion, SamplingParams, truncate_at_stop
@@ -59,7 +59,7 @@ class ScriptedPolicy:
     @classmethod
     def from_turns(
         cls, turns: Sequence[str], *, codec: Codec | None = None, name: str = "scripted", repeat_last: bool = True
-    ):
+    ) -> Self:
         """Play `turns` in order. Past the end, repeat the last turn (or, with
         `repeat_last=False`, return an empty completion that ends with EOS)."""
         turns = list(turns)

@@ -29,8 +29,9 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError, PolicyError, WorkbenchError
 from workbench.policies.base import SamplingParams
@@ -48,16 +49,23 @@ from workbench.policies.completions_wire import (
 )
 from workbench.webio import BadRequest, BodyLimit
 
+if TYPE_CHECKING:
+    import uvicorn
+    from fastapi import FastAPI
+    from starlette.requests import Request
 
-def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | None = None):
-    """A FastAPI app serving `policy` (a `TransformersPolicy`)."""
+    from workbench.policies.hf import TransformersPolicy
+
+
+def build_app(policy: TransformersPolicy, model_name: str | None = None, limits: ModelLimits | None = None) -> FastAPI:
+    """A FastAPI app serving `policy`."""
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse
 
     lim = limits or ModelLimits()
 
     @contextlib.asynccontextmanager
-    async def lifespan(app):
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
         if hasattr(policy, "cancel_running"):  # stopping: a long generation must not hold up the exit
             policy.cancel_running()
@@ -95,7 +103,7 @@ def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | 
             card["workbench_agent"] = settings
         return {"object": "list", "data": [card]}
 
-    async def completions(request):  # POST endpoints read the raw body themselves (see webio)
+    async def completions(request: Request) -> JSONResponse:  # POST endpoints read the raw body themselves (see webio)
         try:
             req = parse_request(CompletionRequest, await request.body())
             if req.model not in (None, name):
@@ -142,7 +150,7 @@ def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | 
             }
         )
 
-    async def tokenize(request):
+    async def tokenize(request: Request) -> JSONResponse:
         try:
             req = parse_request(TokenizeRequest, await request.body())
             if req.messages is not None:
@@ -166,14 +174,14 @@ def build_app(policy: Any, model_name: str | None = None, limits: ModelLimits | 
             {"count": len(tokens), "max_model_len": max_len, "tokens": tokens, "eos_token_id": codec.eos_token_id}
         )
 
-    async def detokenize(request):
+    async def detokenize(request: Request) -> JSONResponse:
         try:
             req = parse_request(DetokenizeRequest, await request.body())
         except WorkbenchError as exc:
             return error(400, str(exc))
         bad = next((t for t in req.tokens if vocab is not None and not 0 <= t < vocab), None)
         if bad is not None:
-            return error(400, f"tokens: token id {bad} is outside this model's vocabulary (0..{vocab - 1})")
+            return error(400, f"tokens: token id {bad} is outside this model's vocabulary (0..{(vocab or 0) - 1})")
         return JSONResponse({"prompt": codec.decode(req.tokens)})
 
     app.add_route("/v1/completions", completions, methods=["POST"])
@@ -207,7 +215,9 @@ def serve_model(
 
     _check_host(host)
     app = build_app(TransformersPolicy(path, **policy_kwargs), limits=limits)
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=shutdown_grace)
+    # uvicorn waits `timeout_graceful_shutdown` seconds as a float, though it annotates an int
+    grace: Any = shutdown_grace
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=grace)
 
 
 class ModelServer:
@@ -223,18 +233,19 @@ class ModelServer:
         self,
         path: str | Path | None = None,
         *,
-        policy: Any = None,
+        policy: TransformersPolicy | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
         limits: ModelLimits | None = None,
         **policy_kwargs: Any,
-    ):
+    ) -> None:
         if (path is None) == (policy is None):
             raise ConfigError("ModelServer needs either a model path or policy=..., not both")
         _check_host(host)
         if policy is None:
             from workbench.policies.hf import TransformersPolicy
 
+            assert path is not None  # exactly one of path and policy, checked above
             policy = TransformersPolicy(path, **policy_kwargs)
         self.policy = policy
         self.limits = limits
@@ -244,21 +255,21 @@ class ModelServer:
         self._sock.bind((host, port))
         self.port = self._sock.getsockname()[1]
         self.url = f"http://{host}:{self.port}"
-        self._server = None
+        self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
     def start(self, timeout: float = 30.0) -> ModelServer:
         import uvicorn
 
         app = build_app(self.policy, limits=self.limits)
-        config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2.0)
-        self._server = uvicorn.Server(config)
+        config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+        self._server = server = uvicorn.Server(config)
         self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True, name="workbench-serve-model"
+            target=server.run, kwargs={"sockets": [self._sock]}, daemon=True, name="workbench-serve-model"
         )
         self._thread.start()
         deadline = time.monotonic() + timeout
-        while not self._server.started:
+        while not server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise PolicyError(f"the model server did not start on {self.url}; see the log above")
             time.sleep(0.02)

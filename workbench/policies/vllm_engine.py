@@ -22,6 +22,7 @@ import importlib.metadata
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from workbench.errors import ConfigError, PolicyError
@@ -51,7 +52,7 @@ def cpu_defaults(engine_kwargs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def import_vllm():
+def import_vllm() -> ModuleType:
     """`vllm`, or PolicyError naming the fix. A broken install (e.g. torchvision built for
     another torch) raises more than ImportError on import, so every error is caught."""
     try:
@@ -165,7 +166,7 @@ class VLLMPolicy(BatchingBackend):
                 "encode prompts with this model's tokenizer (policy.codec.encode)"
             )
 
-    def _sampling_params(self, row: Row):
+    def _sampling_params(self, row: Row) -> Any:  # a vllm.SamplingParams
         p = row.params
         return self._vllm.SamplingParams(
             n=1,

@@ -64,7 +64,7 @@ def extract(output: str, entity: str, phrase: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
-def next_turn(context: str, *, noise: float = 0.0, give_up: float = 0.0, seed: int = 0) -> str:
+def next_turn(context: str, *, noise: float = 0.0, give_up: float = 0.0, seed: int | str = 0) -> str:
     """The solver's next turn for the episode whose visible text is `context`."""
     parsed = parse_question(context)
     if parsed is None:
