@@ -6,49 +6,32 @@
     agent = wb.NBAgent(policy, config=wb.AgentConfig(max_steps=6), store=wb.Store("runs/demo"))
     trajectories = agent.run(tasks)
 
-Names are imported lazily, so `import workbench` stays fast and pulls in no torch.
+Names are imported lazily, so `import workbench` stays fast and pulls in no torch. Everything else is
+public in its own package (`workbench.search`, `workbench.rewards`, ...).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING
+
+from workbench._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it
-_EXPORTS = {
-    "AgentConfig": "workbench.agent",
-    "AsyncKernel": "workbench.kernel",
-    "Kernel": "workbench.kernel",
-    "KernelPool": "workbench.kernel",
-    "NBAgent": "workbench.agent",
-    "Observation": "workbench.kernel",
-    "RewardSpec": "workbench.rewards",
-    "ScriptedPolicy": "workbench.policies",
-    "Step": "workbench.trajectory",
-    "Store": "workbench.store",
-    "Task": "workbench.trajectory",
-    "ToolCall": "workbench.trajectory",
-    "Trajectory": "workbench.trajectory",
-    "TransformersPolicy": "workbench.policies",
-    "OpenAIPolicy": "workbench.policies",
-    "load_policy": "workbench.policies",
-    "rescore": "workbench.rewards",
-    "tool": "workbench.tools",
-}
+if TYPE_CHECKING:
+    from workbench.agent import AgentConfig, NBAgent
+    from workbench.kernel import Kernel
+    from workbench.rewards import RewardSpec
+    from workbench.store import Store
+else:
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "workbench.agent": ["AgentConfig", "NBAgent"],
+            "workbench.kernel": ["Kernel"],
+            "workbench.rewards": ["RewardSpec"],
+            "workbench.store": ["Store"],
+        },
+    )
 
-__all__ = sorted(_EXPORTS) + ["__version__"]
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'workbench' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__all__ = ["AgentConfig", "Kernel", "NBAgent", "RewardSpec", "Store"]

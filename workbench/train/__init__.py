@@ -9,43 +9,18 @@ Heavy pieces (TRL, torch) load on first use, so `import workbench.train` stays c
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING
 
-from workbench.train.config import EPISODE_KINDS, ESTIMATORS, TrainConfig
+from workbench._lazy import lazy_exports
+from workbench.train.config import TrainConfig
+from workbench.train.launch import TrainingHandle, launch  # eager: `launch` is also a submodule's name
 
-# eager (light): a lazy name equal to its submodule would resolve to the module after the first import
-from workbench.train.launch import TrainingHandle, launch
+if TYPE_CHECKING:
+    from workbench.train.run import train
+    from workbench.train.trainer import WorkbenchGRPOTrainer
+else:
+    __getattr__, __dir__ = lazy_exports(
+        __name__, {"workbench.train.run": ["train"], "workbench.train.trainer": ["WorkbenchGRPOTrainer"]}
+    )
 
-_LAZY = {
-    "WorkbenchGRPOTrainer": "workbench.train.trainer",
-    "SearchR1Episodes": "workbench.train.episodes",
-    "MetricsCallback": "workbench.train.callbacks",
-    "train": "workbench.train.run",
-    "live_policy": "workbench.train.policy",
-    "resolve_reward": "workbench.train.rewards",
-    "advantages": "workbench.train.advantages",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module = importlib.import_module(_LAZY[name])
-        return module if name == "advantages" else getattr(module, name)
-    raise AttributeError(f"module 'workbench.train' has no attribute {name!r}")
-
-
-__all__ = [
-    "EPISODE_KINDS",
-    "ESTIMATORS",
-    "MetricsCallback",
-    "SearchR1Episodes",
-    "TrainConfig",
-    "TrainingHandle",
-    "WorkbenchGRPOTrainer",
-    "advantages",
-    "launch",
-    "live_policy",
-    "resolve_reward",
-    "train",
-]
+__all__ = ["TrainConfig", "TrainingHandle", "WorkbenchGRPOTrainer", "launch", "train"]

@@ -13,29 +13,26 @@ offline HTML file. Names import lazily: `import workbench.widgets` pulls in no i
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING
 
-_EXPORTS = {
-    "TrajectoryViewer": "workbench.widgets.viewer",
-    "RewardTuner": "workbench.widgets.tuner",
-    "TrainingLauncher": "workbench.widgets.launcher",
-    "EvolutionDashboard": "workbench.widgets.evolution",
-    "write_report": "workbench.widgets.report",
-    "report_html": "workbench.widgets.report",
-}
+from workbench._lazy import lazy_exports
 
-__all__ = sorted(_EXPORTS)
+if TYPE_CHECKING:
+    from workbench.widgets.evolution import EvolutionDashboard
+    from workbench.widgets.launcher import TrainingLauncher
+    from workbench.widgets.report import report_html, write_report
+    from workbench.widgets.tuner import RewardTuner
+    from workbench.widgets.viewer import TrajectoryViewer
+else:
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "workbench.widgets.evolution": ["EvolutionDashboard"],
+            "workbench.widgets.launcher": ["TrainingLauncher"],
+            "workbench.widgets.report": ["report_html", "write_report"],
+            "workbench.widgets.tuner": ["RewardTuner"],
+            "workbench.widgets.viewer": ["TrajectoryViewer"],
+        },
+    )
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'workbench.widgets' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__all__ = ["EvolutionDashboard", "RewardTuner", "TrainingLauncher", "TrajectoryViewer", "report_html", "write_report"]
