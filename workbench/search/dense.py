@@ -11,6 +11,12 @@ half-precision vectors: half the memory, ~1.7x faster a query, slower in batches
 probed), `"hnsw"` (HNSW32) or any `faiss.index_factory` string. With faiss-gpu installed the index
 is sharded over all GPUs (`faiss.index_cpu_to_all_gpus`, fp16), as Search-R1's `--faiss_gpu`.
 
+Same query, same hits: a query's vector never depends on its batch-mates (see `encoder`), and neither
+do its hits. A flat index ranks a batch through BLAS and a lone query without it, and the two round
+differently (scores apart by up to 5e-7, measured); so a flat index's top `k + RESCORE_MARGIN` are
+scored again query by query (float64 products, summed in a fixed order) and ranked by that score,
+ties to the lower row. Other types score each query on its own already.
+
 Threads: builds use every available core; a small query batch (< 20) searches on `search_threads`
 (default 1): on a busy 2-core machine that was ~2x faster at 100k passages than two OpenMP
 threads (20 ms vs 44-59 ms median, measured). Batches of a few queries or more go through BLAS
@@ -37,6 +43,7 @@ from workbench.search.hits import Hit, RetrieverBase, check_queries
 from workbench.search.vectors import Rerank, ShardVectors, shard_path
 
 FORMAT_VERSION = 1
+RESCORE_MARGIN = 16  # candidates beyond k that a flat index returns for re-scoring
 
 
 @contextlib.contextmanager
@@ -114,6 +121,13 @@ def tune_index(index: Any, *, nprobe: int = 16, ef_search: int = 64) -> None:
             pass  # not this index type
 
 
+def is_flat(index: Any) -> bool:
+    """An exact float32 index (`"flat"`), whose batch and lone-query scores round differently."""
+    import faiss
+
+    return isinstance(faiss.downcast_index(index), faiss.IndexFlat)
+
+
 def to_gpu(index: Any, required: bool) -> Any:
     """Shard `index` over every visible GPU in fp16 if faiss-gpu is present (else return it)."""
     import faiss
@@ -164,6 +178,7 @@ class DenseRetriever(RetrieverBase):
             )
         self.rerank = rerank
         self.cpu_index = index
+        self._flat = is_flat(index)
         self.index = index if gpu is False else to_gpu(index, required=bool(gpu))
 
     @classmethod
@@ -217,11 +232,29 @@ class DenseRetriever(RetrieverBase):
         k = min(int(top_k), len(self.corpus))
         q = np.ascontiguousarray(vectors, dtype=np.float32)
         with faiss_threads(self.search_threads if len(vectors) < 20 else None):
-            scores, ids = self.rerank.search(self.index, q, k) if self.rerank else self.index.search(q, k)
+            if self.rerank:
+                scores, ids = self.rerank.search(self.index, q, k)
+            elif self._flat:
+                scores, ids = self._search_flat(q, k)
+            else:
+                scores, ids = self.index.search(q, k)
         return [
             [self.corpus.hit(int(i), float(s)) for s, i in zip(srow, irow, strict=True) if i >= 0]
             for srow, irow in zip(scores, ids, strict=True)
         ]
+
+    def _search_flat(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The flat index's top `k + RESCORE_MARGIN`, re-scored and ranked query by query: each row's
+        scores and ids are those the query gets alone (see the module notes)."""
+        _, candidates = self.index.search(q, min(k + RESCORE_MARGIN, self.cpu_index.ntotal))
+        scores = np.full((len(q), k), -np.inf, np.float32)
+        ids = np.full((len(q), k), -1, np.int64)
+        for r, (query, row) in enumerate(zip(q.astype(np.float64), candidates, strict=True)):
+            row = row[row >= 0]
+            exact = (self.cpu_index.reconstruct_batch(row).astype(np.float64) * query).sum(1)
+            best = np.lexsort((row, -exact))[:k]
+            scores[r, : len(best)], ids[r, : len(best)] = exact[best], row[best]
+        return scores, ids
 
     def retrieve(self, queries: list[str], top_k: int = 3) -> list[list[Hit]]:
         queries = check_queries(queries, top_k)
