@@ -13,21 +13,24 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback
+
+if TYPE_CHECKING:
+    from workbench.store import Store
 
 
 class MetricsCallback(TrainerCallback):
     """Appends each log row to metrics.jsonl (always) and to `store.log_metrics` (when given)."""
 
-    def __init__(self, output_dir: str | Path, *, store: Any = None, run_id: str = "") -> None:
+    def __init__(self, output_dir: str | Path, *, store: Store | None = None, run_id: str = "") -> None:
         self.path = Path(output_dir) / "metrics.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.store = store
         self.run_id = run_id or Path(output_dir).name
 
-    def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         if not logs:
             return
         values = {

@@ -21,12 +21,15 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from importlib.resources import files
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 
 from workbench.policies.base import Policy, SamplingParams
 from workbench.trajectory import Step, Task, ToolCall, Trajectory
+
+if TYPE_CHECKING:
+    from workbench.search.hits import Retriever
 
 SEARCH_RE = re.compile(r"<search>(.*?)</search>", re.DOTALL)
 ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
@@ -34,7 +37,8 @@ STOPS = ["</search>", "</answer>"]
 
 
 def _template() -> jinja2.Template:
-    return jinja2.Template(files("workbench.train").joinpath("prompts/search_r1.j2").read_text())
+    template: jinja2.Template = jinja2.Template(files("workbench.train").joinpath("prompts/search_r1.j2").read_text())
+    return template
 
 
 def hit_fields(hit: Any) -> tuple[str, str]:
@@ -73,7 +77,7 @@ class SearchR1Episodes:
 
     def __init__(
         self,
-        retriever: Any,
+        retriever: Retriever | Callable[[str, int], Sequence[Any]],
         *,
         max_turns: int = 4,
         max_turn_tokens: int = 64,
@@ -88,8 +92,10 @@ class SearchR1Episodes:
         self.top_k = top_k
         self.temperature = temperature
         self.max_total_tokens = max_total_tokens
-        template = _template() if prompt is None else None
-        self.prompt = prompt or (lambda task: template.render(question=task.question))
+        if prompt is None:
+            template = _template()
+            prompt = lambda task: template.render(question=task.question)  # noqa: E731
+        self.prompt = prompt
 
     @property
     def curricula(self) -> list[Any]:
@@ -97,12 +103,12 @@ class SearchR1Episodes:
         return [self.retriever] if callable(getattr(self.retriever, "set_training_step", None)) else []
 
     def search(self, query: str, task: Task | None = None) -> list[Any]:
-        retriever = self.retriever
-        if task is not None and callable(getattr(retriever, "for_task", None)):
-            retriever = retriever.for_task(task.question, task.golden_answers, task_id=task.id)
-        if hasattr(retriever, "search"):
-            return list(retriever.search(query, self.top_k))
-        return list(retriever(query, self.top_k))
+        source: Any = self.retriever  # for_task, search or a plain function, duck-typed
+        if task is not None and callable(getattr(source, "for_task", None)):
+            source = source.for_task(task.question, task.golden_answers, task_id=task.id)
+        if hasattr(source, "search"):
+            return list(source.search(query, self.top_k))
+        return list(source(query, self.top_k))
 
     async def __call__(self, tasks: Sequence[Task], policy: Policy) -> list[Trajectory]:
         trajs = [Trajectory(task=t, lineage={"policy": policy.describe()}) for t in tasks]

@@ -155,9 +155,14 @@ def estimator_class(name: str, where: str = "TrainConfig.estimator") -> type[Est
         ) from None
 
 
+def _parameters(cls: type[Estimator]) -> tuple[dataclasses.Field[Any], ...]:
+    """The parameters (dataclass fields) of a registered class; `@estimator` checked it is a dataclass."""
+    return dataclasses.fields(typing.cast(Any, cls))
+
+
 def parameters_help(name: str) -> dict[str, str]:
     """{parameter: help} of the estimator registered under `name`."""
-    return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(estimator_class(name))}
+    return {f.name: f.metadata.get("help", "") for f in _parameters(estimator_class(name))}
 
 
 def _check_type(cls: type[Estimator], key: str, value: Any, where: str) -> Any:
@@ -180,7 +185,7 @@ def make_estimator(name: str, params: Mapping[str, Any] | None = None) -> Estima
     if params is not None and not isinstance(params, Mapping):
         raise ConfigError(f"{where}: {params!r} is not a table; give {{parameter: value}}")
     given = dict(params or {})
-    known = {f.name for f in dataclasses.fields(cls)}
+    known = {f.name for f in _parameters(cls)}
     unknown = sorted(set(given) - known)
     if unknown:
         takes = ", ".join(sorted(known)) or "no parameters"

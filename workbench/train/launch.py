@@ -20,6 +20,7 @@ import sys
 import time
 import traceback
 from collections.abc import Iterator
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,7 @@ def _child_main(config: dict[str, Any]) -> None:
 class TrainingHandle:
     """A training run in a child process (see the module docstring)."""
 
-    def __init__(self, process: Any, output_dir: Path) -> None:
+    def __init__(self, process: BaseProcess, output_dir: Path) -> None:
         self.process = process
         self.output_dir = output_dir
         self._stopping = False
@@ -85,13 +86,14 @@ class TrainingHandle:
 
     def _status_file(self) -> dict[str, Any]:
         try:
-            return json.loads((self.output_dir / "status.json").read_text())
+            status: dict[str, Any] = json.loads((self.output_dir / "status.json").read_text())
+            return status
         except (OSError, ValueError):
             return {}
 
     @property
     def status(self) -> str:
-        recorded = self._status_file().get("status", "starting")
+        recorded = str(self._status_file().get("status", "starting"))
         if self.process.is_alive():
             return recorded if recorded in ("starting", "running") else "running"
         code = self.process.exitcode

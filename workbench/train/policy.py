@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.kernel.sync import run_sync
 from workbench.policies.base import Completion, SamplingParams
 from workbench.policies.codec import TokenizerCodec
 from workbench.policies.vllm_engine import VLLMPolicy
+
+if TYPE_CHECKING:
+    from workbench.policies.hf import TransformersPolicy
 
 
 class ColocatedVLLMPolicy(VLLMPolicy):
@@ -70,6 +73,7 @@ class VLLMTrainerPolicy:
     """
 
     name = "vllm-colocate"
+    context_size: int | None = None  # unknown here: TRL's engine holds the window
 
     def __init__(self, trainer: Any) -> None:
         self.tokenizer = trainer.processing_class
@@ -117,7 +121,7 @@ class VLLMTrainerPolicy:
         return out
 
 
-def live_policy(model: Any, tokenizer: Any) -> Any:
+def live_policy(model: Any, tokenizer: Any) -> TransformersPolicy:
     """Wrap a live model as a policy (the policies layer's `TransformersPolicy.from_model`)."""
     from workbench.policies.hf import TransformersPolicy
 

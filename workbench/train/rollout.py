@@ -24,9 +24,10 @@ from typing import Any
 from workbench.trajectory import Step, Task, Trajectory
 
 FINISHED = ("submitted", "no_code")
+Sample = dict[str, list[Any]]  # prompt_ids, completion_ids, env_mask, logprobs, step_index (module docstring)
 
 
-def _empty(eos_token_id: int | None, fallback_prompt: Sequence[int]) -> dict[str, list]:
+def _empty(eos_token_id: int | None, fallback_prompt: Sequence[int]) -> Sample:
     pad = [eos_token_id if eos_token_id is not None else 0]
     return {
         "prompt_ids": list(fallback_prompt) or pad,
@@ -53,14 +54,14 @@ def trajectory_samples(
     max_completion_length: int,
     segments: str = "all",
     fallback_prompt: Sequence[int] = (),
-) -> list[dict[str, list]]:
+) -> list[Sample]:
     """The training samples of one trajectory: one per context segment (`"all"`) or the last one."""
     groups = segment_steps(traj)
     if not groups:  # nothing was generated (policy error): one empty, fully masked completion
         return [_empty(eos_token_id, fallback_prompt)]
     if segments == "last":
         groups = groups[-1:]
-    samples = []
+    samples: list[Sample] = []
     for n, group in enumerate(groups):
         last = n == len(groups) - 1
         prompt = list(group[0][1].prompt_ids or []) or list(fallback_prompt)
@@ -80,7 +81,13 @@ def trajectory_samples(
         tail = len(group[-1][1].observation_ids)
         if tail:
             ids, mask, lps, idx = ids[:-tail], mask[:-tail], lps[:-tail], idx[:-tail]
-        sample = {"prompt_ids": prompt, "completion_ids": ids, "env_mask": mask, "logprobs": lps, "step_index": idx}
+        sample: Sample = {
+            "prompt_ids": prompt,
+            "completion_ids": ids,
+            "env_mask": mask,
+            "logprobs": lps,
+            "step_index": idx,
+        }
         ends = traj.termination in FINISHED or not last  # a segment cut by a trim ended on purpose too
         if ends and eos_token_id is not None and (not ids or ids[-1] != eos_token_id):
             for key, value in (
@@ -102,7 +109,7 @@ def trajectory_samples(
 
 def trajectory_sample(
     traj: Trajectory, eos_token_id: int | None, max_completion_length: int, fallback_prompt: Sequence[int] = ()
-) -> dict[str, list]:
+) -> Sample:
     """The sample of the trajectory's last context segment."""
     return trajectory_samples(traj, eos_token_id, max_completion_length, "last", fallback_prompt)[0]
 
@@ -175,7 +182,7 @@ def task_drawer(tasks: Sequence[Task], seed: int) -> Callable[[int], list[Task]]
     order: list[Task] = []
 
     def draw(n: int) -> list[Task]:
-        out = []
+        out: list[Task] = []
         while len(out) < n and tasks:
             if not order:
                 order.extend(rng.sample(list(tasks), len(tasks)))
@@ -195,6 +202,7 @@ def pass_rate_by_hop(trajs: Sequence[Trajectory]) -> dict[str, float]:
 
 __all__ = [
     "RefillReport",
+    "Sample",
     "dynamic_sampling",
     "pass_rate_by_hop",
     "segment_steps",

@@ -37,10 +37,10 @@ def tasks_dataset(tasks: Sequence[Task]) -> Any:
 
 
 def workbench_reward(
-    prompts: list,
-    completions: list,
+    prompts: list[Any],
+    completions: list[Any],
     wb_reward: list[float | None],
-    wb_rewards: list[dict] | None = None,
+    wb_rewards: list[dict[str, float]] | None = None,
     log_metric: Any = None,
     **_: Any,
 ) -> list[float | None]:
@@ -104,14 +104,18 @@ class TrainingRows:
     def _row_trajs(self) -> list[Trajectory | None]:
         return [self.trajs[i] if i >= 0 else None for i in self.row_traj]
 
-    def pending(self) -> dict[str, list]:
+    def pending(self) -> dict[str, list[Any]]:
         """The rows as TRL's `rollout_func` returns them: token fields plus per-row extras."""
-        out: dict[str, list] = {k: [s[k] for s in self.samples] for k in ROW_FIELDS}
+        out: dict[str, list[Any]] = {k: [s[k] for s in self.samples] for k in ROW_FIELDS}
         ts, kind = self._row_trajs(), self.kind
         out.update(
             wb_row=list(kind),
-            wb_reward=[float(t.reward or 0.0) if k == "last" else None for t, k in zip(ts, kind, strict=True)],
-            wb_rewards=[dict(t.rewards) if k == "last" else {} for t, k in zip(ts, kind, strict=True)],
+            wb_reward=[
+                float(t.reward or 0.0) if t is not None and k == "last" else None for t, k in zip(ts, kind, strict=True)
+            ],
+            wb_rewards=[
+                dict(t.rewards) if t is not None and k == "last" else {} for t, k in zip(ts, kind, strict=True)
+            ],
             task_id=[t.task.id if t else "" for t in ts],
             hops=[t.hops if t else None for t in ts],
             turns=[len(t.steps) if t else 0 for t in ts],
@@ -121,7 +125,7 @@ class TrainingRows:
         )
         return out
 
-    def dataset_rows(self) -> list[dict[str, str]]:
+    def dataset_rows(self) -> list[dict[str, Any]]:
         """The rows as dataset inputs (prompt and task JSON; "" / "{}" for fillers)."""
         return [
             {"prompt": t.task.question if t else "", "task_json": json.dumps(dataclasses.asdict(t.task)) if t else "{}"}

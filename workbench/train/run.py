@@ -16,11 +16,17 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError, TrainingError
 from workbench.train.config import TrainConfig
-from workbench.trajectory import Task
+from workbench.trajectory import Task, Trajectory
+
+if TYPE_CHECKING:
+    from workbench.agent.executor import Executor
+    from workbench.contracts import EpisodeRunner
+    from workbench.policies.base import Policy
+    from workbench.store import Store
 
 
 def load_tasks(path: str | Path) -> list[Task]:
@@ -39,7 +45,7 @@ def load_tasks(path: str | Path) -> list[Task]:
     return tasks
 
 
-def build_simulator(config: TrainConfig, policy: Any = None) -> Any:
+def build_simulator(config: TrainConfig, policy: Policy | None = None) -> Any:
     """The ZeroSearch simulated search a config names (`search_engine="simulated"`)."""
     from workbench.search.simulated import SimulatedSearch
 
@@ -128,7 +134,7 @@ class NBAgentEpisodes:
         role: str = "solver",
         lineage: dict[str, Any] | None = None,
         simulator: Any = None,
-        executor: Any = None,
+        executor: Executor | None = None,
         toolset: str = "default",
         owns_executor: bool = False,
     ) -> None:
@@ -166,9 +172,9 @@ class NBAgentEpisodes:
         self.run_id = run_id or (config.run_id if config is not None else "") or None
         self.role, self.lineage = role, dict(lineage or {})
         self._owns_executor = executor is None or owns_executor
-        self.executor: Any = executor
+        self.executor: Executor | None = executor
 
-    def _executor(self) -> Any:
+    def _executor(self) -> Executor:
         if self.executor is None:
             from workbench.agent.local import LocalExecutor
 
@@ -177,7 +183,7 @@ class NBAgentEpisodes:
             )
         return self.executor
 
-    async def __call__(self, tasks: list[Task], policy: Any) -> list[Any]:
+    async def __call__(self, tasks: Sequence[Task], policy: Policy) -> list[Trajectory]:
         from workbench.agent.executor import config_for, gather_jobs, make_jobs
 
         jobs = make_jobs(
@@ -201,7 +207,7 @@ class NBAgentEpisodes:
         run_sync(self.aclose())
 
 
-def stamp_agent_settings(model: Any, episodes: Any) -> None:
+def stamp_agent_settings(model: Any, episodes: EpisodeRunner[Policy]) -> None:
     """Record the agent settings NB-Agent episodes run with on the model, so its checkpoints and
     final dir carry them (`workbench.agent.config.stamp_model`); other episode kinds record none."""
     agent_config = getattr(episodes, "agent_config", None)
@@ -228,13 +234,13 @@ def train(
     config: TrainConfig,
     *,
     tasks: Sequence[Task] | None = None,
-    episodes: Any = None,
+    episodes: EpisodeRunner[Policy] | None = None,
     model: Any = None,
     tokenizer: Any = None,
     reward: Any = None,
-    store: Any = None,
-    callbacks: list | None = None,
-) -> dict:
+    store: Store | None = None,
+    callbacks: list[Any] | None = None,
+) -> dict[str, Any]:
     """Run one training job to the end; returns a summary dict."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")

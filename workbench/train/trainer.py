@@ -37,11 +37,12 @@ import logging
 import math
 import os
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+from workbench.contracts import Curriculum, EpisodeRunner, TrajectoryStore
 from workbench.errors import ConfigError, TrainingError
 from workbench.train import advantages as A
 from workbench.train.config import TrainConfig
@@ -52,8 +53,13 @@ from workbench.train.rollout import dynamic_sampling, pass_rate_by_hop, task_dra
 from workbench.train.rows import TrainingRows, row_advantages, tasks_dataset, workbench_reward
 from workbench.trajectory import Task, Trajectory
 
+if TYPE_CHECKING:
+    from trl import GRPOConfig
+
+    from workbench.policies.base import Policy
+    from workbench.train.policy import ColocatedVLLMPolicy
+
 REQUIRED_TRL = "1.16.0"
-EpisodeRunner = Callable[[list[Task], Any], Awaitable[list[Trajectory]]]
 
 
 def check_trl_version() -> None:
@@ -81,8 +87,17 @@ class _OwnRowsFilter(logging.Filter):
         return not ("All reward functions returned None" in msg and "'wb_row': '" in msg)
 
 
-def _rollout_func(prompts: list, trainer: WorkbenchGRPOTrainer) -> dict[str, list]:
+def _rollout_func(prompts: list[str], trainer: GRPOTrainer) -> dict[str, Any]:
+    if not isinstance(trainer, WorkbenchGRPOTrainer):
+        raise TrainingError("workbench's rollout_func runs inside WorkbenchGRPOTrainer only")
     return trainer.rollout(prompts)
+
+
+def _known(value: int | None, name: str) -> int:
+    """A TRL setting its trainer fills in at construction (typed Optional there)."""
+    if value is None:
+        raise TrainingError(f"TRL left {name} unset; build the trainer through WorkbenchGRPOTrainer(...)")
+    return value
 
 
 def _single_process() -> bool:
@@ -102,19 +117,21 @@ class _SyncAfterStep(TrainerCallback):
 class WorkbenchGRPOTrainer(GRPOTrainer):
     """GRPOTrainer whose samples are whole workbench episodes; see the module docstring."""
 
+    args: GRPOConfig  # what GRPOTrainer is built with (transformers types it as TrainingArguments)
+
     def __init__(
         self,
         model: Any,
         tokenizer: Any,
         tasks: Sequence[Task],
         *,
-        episodes: EpisodeRunner,
+        episodes: EpisodeRunner[Policy],
         config: TrainConfig,
         reward: Any = None,
-        callbacks: list | None = None,
-        store: Any = None,
-        policy_factory: Callable[[WorkbenchGRPOTrainer], Any] | None = None,
-        curricula: Sequence[Any] = (),
+        callbacks: list[TrainerCallback] | None = None,
+        store: TrajectoryStore | None = None,
+        policy_factory: Callable[[WorkbenchGRPOTrainer], Policy] | None = None,
+        curricula: Sequence[Curriculum] = (),
     ) -> None:
         check_trl_version()
         tasks = list(tasks)
@@ -146,7 +163,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         self.policy_factory = policy_factory
         self.last_trajectories: list[Trajectory] = []
         self._draw = task_drawer(tasks, config.seed + 1)
-        self._pending: dict[str, list] | None = None
+        self._pending: dict[str, list[Any]] | None = None
         # objects with `set_training_step(i)` (a simulated search's noise curriculum), the episodes' own too
         self.curricula = [*curricula, *getattr(episodes, "curricula", ())]
         if estimator.group_key is not None:
@@ -166,7 +183,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
                 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(config.vllm_kv_cache_gib))
         if shared:
             args.use_vllm = False  # the engine is the process's shared one, built below, not TRL's own
-        self._colocated_policy: Any = None
+        self._colocated_policy: ColocatedVLLMPolicy | None = None
         super().__init__(
             model=model,
             reward_funcs=[workbench_reward],
@@ -192,12 +209,12 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
 
         for cb in self.callback_handler.callbacks:
             if isinstance(cb, TensorBoardCallback) and cb.logging_dir is None:
-                cb.logging_dir = os.path.join(self.args.output_dir, "tensorboard")
+                cb.logging_dir = os.path.join(str(self.args.output_dir), "tensorboard")
 
     # -- vLLM ----------------------------------------------------------------------------------
     def sync_vllm_weights(self) -> None:
         """Load the trained weights into vLLM (TRL's `sync_weights`); called after every optimizer step."""
-        self.vllm_generation.sync_weights()
+        self.vllm_generation.sync_weights()  # type: ignore[no-untyped-call]  # TRL's method is unannotated
         self._last_loaded_step = self.state.global_step
 
     def _log_logp_gap(self, out: dict[str, Any]) -> None:
@@ -225,12 +242,17 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         zero = torch.zeros((), device=old.device)
         mean = delta.mean() if delta.numel() else zero
         high = delta.max() if delta.numel() else zero
-        metrics = self._metrics["train" if self.model.training else "eval"]
+        metrics = self._metrics["train" if self._training else "eval"]
         metrics["sampling/logp_gap/mean"].append(self.accelerator.gather(mean).mean().item())
         metrics["sampling/logp_gap/max"].append(self.accelerator.gather(high).max().item())
 
     # -- rollouts ----------------------------------------------------------------------------
-    def policy(self) -> Any:
+    @property
+    def _training(self) -> bool:
+        """Whether the model is in training mode (generation for an optimizer step, not evaluation)."""
+        return self.model is not None and self.model.training
+
+    def policy(self) -> Policy:
         """The policy episodes sample from: the live weights, or vLLM synced with them."""
         if self.policy_factory is not None:
             return self.policy_factory(self)
@@ -259,22 +281,26 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             t.lineage.setdefault("train_step", self.state.global_step)
         return trajs
 
-    def rollout(self, prompts: list) -> dict[str, list]:
+    def rollout(self, prompts: list[str]) -> dict[str, list[Any]]:
         """TRL's `rollout_func`: the rows `_generate_and_score_completions` prepared, one per prompt."""
         if self._pending is None or len(self._pending["prompt_ids"]) != len(prompts):
             raise TrainingError("rollout called outside a generation batch")
         return self._pending
 
-    def _collect(self, inputs: list[dict]) -> list[Trajectory]:
+    def _collect(self, inputs: list[dict[str, Any]]) -> list[Trajectory]:
         """Run (and score) the episodes of a generation batch; dynamic sampling refills flat groups."""
         for curriculum in self.curricula:
             curriculum.set_training_step(self.state.global_step + 1)
         tasks = [Task(**json.loads(r["task_json"])) for r in inputs]
         trajs = self.run_episodes(tasks)
         metrics = self._metrics["train"]
-        if self.wb_config.dynamic_sampling and self.model.training:
+        if self.wb_config.dynamic_sampling and self._training:
             report = dynamic_sampling(
-                trajs, self.num_generations, self._draw, self.run_episodes, self.wb_config.max_refill_rounds
+                trajs,
+                _known(self.num_generations, "num_generations"),
+                self._draw,
+                self.run_episodes,
+                self.wb_config.max_refill_rounds,
             )
             metrics["dynamic_sampling/refill_rounds"].append(report.rounds)
             metrics["dynamic_sampling/refill_prompts"].append(report.prompts_refilled)
@@ -283,15 +309,16 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         self._log_episodes(trajs)
         return trajs
 
-    def _rows(self, trajs: list[Trajectory]) -> tuple[list[dict], list[int]]:
+    def _rows(self, trajs: list[Trajectory]) -> tuple[list[dict[str, Any]], list[int]]:
         """Training rows (one per trained segment, then fillers) and each row's trajectory (-1 = filler)."""
         from accelerate.utils import gather_object
 
-        group = self.num_generations if self.model.training else self.num_generations_eval
-        unit = group * self.args.steps_per_generation // math.gcd(group, self.args.steps_per_generation)
-        rows = TrainingRows.build(
-            trajs, self.processing_class.eos_token_id, self.args.max_completion_length, self.wb_config.segments
-        )
+        group = _known(self.num_generations if self._training else self.num_generations_eval, "num_generations")
+        steps = _known(self.args.steps_per_generation, "steps_per_generation")
+        unit = group * steps // math.gcd(group, steps)
+        eos = getattr(self.processing_class, "eos_token_id", None)
+        width = _known(self.args.max_completion_length, "max_completion_length")
+        rows = TrainingRows.build(trajs, eos, width, self.wb_config.segments)
         most = max(gather_object([len(rows.samples)]))
         rows.pad_to(-(-most // unit) * unit)
         self._metrics["train"]["episode/segments"].append(rows.segments / max(len(trajs), 1))
@@ -311,7 +338,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             self.recorder.record(t)
 
     # -- advantages --------------------------------------------------------------------------
-    def _generate_and_score_completions(self, inputs: list[dict]) -> dict[str, Any]:
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         trajs = self._collect(inputs)
         rows, row_traj = self._rows(trajs)
         step_index = self._pending["step_index"] if self._pending is not None else []
@@ -321,7 +348,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             self._pending = None
         if self.use_vllm:
             self._log_logp_gap(out)
-        if self.model.training:
+        if self._training:
             self._set_advantages(out, trajs, row_traj, step_index)
         return out
 
@@ -333,7 +360,8 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         device = out["advantages"].device
         every = gather_object(trajs)  # the global batch, in process order
         offset = self.accelerator.process_index * len(trajs)
-        batch = Batch(every, self.num_generations, float(self.wb_config.epsilon), str(self.scale_rewards))
+        group = _known(self.num_generations, "num_generations")
+        batch = Batch(every, group, float(self.wb_config.epsilon), str(self.scale_rewards))
         rows = row_advantages(self.estimator, batch, offset, row_traj, step_index, out["completion_ids"].size(1))
         adv = rows.values
         if rows.keep is not None:  # rows of dropped trajectories (asearcher's flat groups) leave the loss
@@ -361,27 +389,32 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         from workbench.train.sampler import HopGroupSampler
 
         # one rollout per distinct question, each batch whole groups of questions sharing the key (hrpo: hops)
-        data = dataset if dataset is not None else self.train_dataset
+        data: Any = dataset if dataset is not None else self.train_dataset  # a datasets.Dataset
         hops = [json.loads(row)["metadata"].get(key) for row in data["task_json"]]
         return HopGroupSampler(
             hops,
-            self.num_generations,
-            self.args.generation_batch_size,
-            repeat_count=self.num_iterations * self.args.steps_per_generation,
+            _known(self.num_generations, "num_generations"),
+            _known(self.args.generation_batch_size, "generation_batch_size"),
+            repeat_count=self.num_iterations * _known(self.args.steps_per_generation, "steps_per_generation"),
             seed=self.args.seed,
         )
 
     def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
         if "eps_high" not in inputs:
-            return super()._compute_loss(model, inputs)
+            return self._trl_loss(model, inputs)
         low, high = self.epsilon_low, self.epsilon_high
         per_sample = inputs["eps_high"].unsqueeze(1)
-        self.epsilon_high = per_sample  # both bounds must be tensors for torch.clamp
-        self.epsilon_low = torch.full_like(per_sample, float(low))
+        # both bounds must be tensors for torch.clamp; TRL types them float
+        self.epsilon_high = per_sample
+        self.epsilon_low = torch.full_like(per_sample, float(low))  # type: ignore[assignment]
         try:
-            return super()._compute_loss(model, inputs)
+            return self._trl_loss(model, inputs)
         finally:
             self.epsilon_low, self.epsilon_high = low, high
+
+    def _trl_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
+        loss: torch.Tensor = super()._compute_loss(model, inputs)  # type: ignore[no-untyped-call]  # unannotated in TRL
+        return loss
 
 
 __all__ = [

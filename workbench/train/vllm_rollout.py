@@ -34,7 +34,7 @@ from typing import Any
 
 from workbench.errors import ConfigError
 
-_ENGINES: dict[tuple, Any] = {}
+_ENGINES: dict[tuple[Any, ...], Any] = {}
 CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)  # vLLM 0.32's CPU attention kernels
 
 
@@ -198,7 +198,8 @@ def model_sequence_logprobs(model: Any, ids: Sequence[int]) -> list[float]:
     with torch.no_grad():
         logits = model(torch.tensor([list(ids)], device=model.device)).logits[0, :-1].float()
     target = torch.tensor(list(ids[1:]), device=logits.device)
-    return logits.log_softmax(-1).gather(1, target[:, None])[:, 0].tolist()
+    logprobs: list[float] = logits.log_softmax(-1).gather(1, target[:, None])[:, 0].tolist()
+    return logprobs
 
 
 def shared_generation(trainer: Any, args: Any) -> Any:
