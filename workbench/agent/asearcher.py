@@ -12,12 +12,16 @@ here is 6,000 (under the gateway's 20k result cap, and kind to small models).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.agent.config import AgentConfig
 from workbench.tools.registry import Tool, ToolRegistry, make_tool
 from workbench.tools.web import web_tools
 from workbench.web.fetch import Fetcher
+
+if TYPE_CHECKING:
+    from workbench.search.hits import Retriever
+    from workbench.trajectory import Task
 
 ASEARCHER_AGENT: dict[str, Any] = {
     "prompt": "asearcher",
@@ -50,8 +54,8 @@ answer_tool: Tool = make_tool(_answer, name="answer", final=True)
 def asearcher_tools(
     fetcher: Fetcher,
     *,
-    retriever: Any = None,
-    task: Any = None,
+    retriever: Retriever | None = None,
+    task: Task | None = None,
     window_chars: int = 6000,
     search_top_k: int = 5,
     **browser_options: Any,

@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -68,7 +69,7 @@ class DemoConfig:
         return dataclasses.asdict(self)
 
 
-FAST = dict(
+FAST: dict[str, Any] = dict(
     teacher_tasks=60,
     sft_epochs=2,
     iterations=1,
@@ -82,7 +83,7 @@ FAST = dict(
 )
 """Settings for a smoke run (tests): every stage runs, in about a minute; no learning is expected."""
 
-FAST_LEARNED = dict(
+FAST_LEARNED: dict[str, Any] = dict(
     FAST,
     proposer_teacher_tasks=16,
     proposer_hop_weights={1: 1.0, 2: 1.0},

@@ -27,13 +27,19 @@ import hashlib
 import json
 import random
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.demo.config import DemoConfig
 from workbench.demo.pipeline import DemoResult, Printer, Stages, solver_stages
 from workbench.evolve.coder_proposer import HOP_TURN, PLAN_TURN, STUCK_TURN
+from workbench.trajectory import Task, Trajectory
+
+if TYPE_CHECKING:
+    from workbench.contracts import EpisodeRunner
+    from workbench.evolve.loop import TrainFn, TrainRequest
+    from workbench.policies.base import Policy
 
 PROPOSER_PROMPT_SEED = "proposer-teacher"  # documents of the teacher's prompts: apart from each iteration's
 PROPOSER_TEACHER_ID = hashlib.sha1((PLAN_TURN + HOP_TURN + STUCK_TURN).encode()).hexdigest()[:6]
@@ -91,11 +97,11 @@ def hop_stats(trajs: Sequence[Any]) -> dict[str, dict[str, float]]:
 class RecordedEpisodes:
     """An episode runner that keeps the per-hop scores of every batch it returns."""
 
-    def __init__(self, runner: Any) -> None:
+    def __init__(self, runner: EpisodeRunner[Policy]) -> None:
         self.runner = runner
         self.batches: list[dict[str, dict[str, float]]] = []
 
-    async def __call__(self, tasks: list, policy: Any) -> list:
+    async def __call__(self, tasks: Sequence[Task], policy: Policy) -> list[Trajectory]:
         trajs = await self.runner(tasks, policy)
         self.batches.append(hop_stats(trajs))
         return trajs
@@ -109,13 +115,13 @@ def whole_hop_groups(tasks: Sequence[Any], group: int) -> tuple[list[Any], list[
 
 
 def proposer_train_fn(
-    model: Any, tokenizer: Any, cfg: DemoConfig, solver_fn: Callable[[Any], Any], *, on_step: Printer = print
-) -> Callable[[Any], Any]:
+    model: Any, tokenizer: Any, cfg: DemoConfig, solver_fn: TrainFn, *, on_step: Printer = print
+) -> TrainFn:
     """`run_drzero`'s train_fn: HRPO on the proposer model, `solver_fn` (GRPO) for the solver."""
     from workbench.train import TrainConfig
     from workbench.train.run import train
 
-    def train_fn(req: Any) -> dict[str, Any]:
+    def train_fn(req: TrainRequest) -> dict[str, Any] | None:
         if req.role == "solver":
             return solver_fn(req)
         group = cfg.proposer_hop_group
@@ -167,7 +173,9 @@ class LearnedStages(Stages):
             proposer_task(d, h, iteration=-1, prompt_index=j) for j, (d, h) in enumerate(zip(docs, hops, strict=True))
         ]
 
-    def run_proposer(self, policy: Any, tasks: list, store_dir: Path | None, **config: Any) -> list:
+    def run_proposer(
+        self, policy: Policy, tasks: list[Task], store_dir: Path | None, **config: Any
+    ) -> list[Trajectory]:
         from workbench.agent import AgentConfig, NBAgent
         from workbench.evolve.proposer import proposer_tools
         from workbench.store import Store

@@ -19,13 +19,19 @@ import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.agent.config import AgentConfig
 from workbench.agent.runner import NBAgent
+from workbench.contracts import TrajectoryStore
 from workbench.errors import ConfigError
 from workbench.evaluate.metrics import EvalRewards, Judge, answer_scores, as_rewards, summarize
 from workbench.trajectory import Task, Trajectory
+
+if TYPE_CHECKING:
+    from workbench.agent.executor import Executor
+    from workbench.agent.local import ToolSet
+    from workbench.policies.base import Policy
 
 
 @dataclasses.dataclass
@@ -57,18 +63,18 @@ class EvalReport:
 
 def evaluate(
     tasks: Sequence[Task],
-    policy: Any,
+    policy: Policy,
     *,
-    tools: Any = None,
+    tools: ToolSet | None = None,
     k: int = 1,
     temperature: float | None = None,
     config: AgentConfig | None = None,
-    store: Any = None,
+    store: TrajectoryStore | None = None,
     judge: Judge | None = None,
     concurrency: int = 4,
     progress: bool = True,
     normalizer: str = "squad",
-    executor: Any = None,
+    executor: Executor | None = None,
 ) -> EvalReport:
     """Run `k` attempts per task and summarise (see the module docstring). `executor`: where the
     episodes run (it holds the tools then; default: local kernels with `tools`)."""
@@ -102,7 +108,7 @@ def evaluate(
     return EvalReport(summarize(trajectories, k=k, normalizer=normalizer, scores=scores), k, trajectories)
 
 
-def _record(store: Any, traj: Trajectory, rewards: dict[str, float], name: str) -> None:
+def _record(store: TrajectoryStore | None, traj: Trajectory, rewards: dict[str, float], name: str) -> None:
     traj.rewards, traj.reward_spec = rewards, name
     if store is not None:
         store.record_rewards(traj.id, rewards, name, provenance={"reason": "evaluation metrics with the judge"})

@@ -17,12 +17,20 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import workbench.synth.reward  # noqa: F401  (the synthesizer spec's component)
 from workbench.evolve.config import EvolveConfig, _f, _spec
 from workbench.evolve.loop import EvolveResult, IterationResult, TrainFn, TrainRequest
 from workbench.rewards.spec import RewardSpec
+
+if TYPE_CHECKING:
+    from workbench.agent.local import ToolSet
+    from workbench.policies.base import Policy
+    from workbench.search.hits import Retriever
+    from workbench.store import Store
+    from workbench.synth.loop import Synthesizer
+    from workbench.synth.pages import PageGraph
 
 
 @dataclass
@@ -53,13 +61,13 @@ class ASearcherConfig(EvolveConfig):
 def run_asearcher(
     config: ASearcherConfig,
     *,
-    graph: Any,
-    synthesizer: Any,
-    direct_policy: Any,
-    retriever: Any = None,
-    store: Any = None,
+    graph: PageGraph,
+    synthesizer: Synthesizer,
+    direct_policy: Policy,
+    retriever: Retriever | None = None,
+    store: Store | None = None,
     train_fn: TrainFn | None = None,
-    solver_tools: Any = None,
+    solver_tools: ToolSet | None = None,
 ) -> EvolveResult:
     """The loop of the module docstring (sync)."""
     from workbench.evolve.modes import asearcher_mode

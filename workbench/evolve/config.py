@@ -13,8 +13,9 @@ import abc
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from workbench.configfile import check_fields, read_config_file
 from workbench.errors import ConfigError
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 def _f(default: Any, help: str) -> Any:
     if isinstance(default, (list, dict)):
-        return field(default_factory=lambda d=default: type(d)(d), metadata={"help": help})
+        return field(default_factory=partial(type(default), default), metadata={"help": help})
     return field(default=default, metadata={"help": help})
 
 
@@ -125,13 +126,13 @@ class EvolveConfig(abc.ABC):
         return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> EvolveConfig:
+    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> Self:
         merged = {**data, **overrides}
         check_fields(cls.__name__, merged, {f.name for f in dataclasses.fields(cls)})
         return cls(**merged)
 
     @classmethod
-    def load(cls, path: str | Path, **overrides: Any) -> EvolveConfig:
+    def load(cls, path: str | Path, **overrides: Any) -> Self:
         """Read TOML/YAML/JSON; an `[evolve]` table is used if present."""
         return cls.from_dict(read_config_file(path, what="evolve config", table="evolve"), **overrides)
 

@@ -24,10 +24,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.configfile import check_fields, read_config_file
 from workbench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from workbench.agent.executor import Executor
+    from workbench.evolve.loop import EvolveResult
+    from workbench.policies.base import Policy
 
 MODES = ("drzero", "agent0")
 
@@ -111,7 +116,7 @@ class EvolveJob:
         return cls.from_dict(read_config_file(path, what="evolve config"), **overrides)
 
 
-def _policy(spec: str) -> tuple[Any, tuple[Any, Any] | None]:
+def _policy(spec: str) -> tuple[Policy, tuple[Any, Any] | None]:
     """(policy, (model, tokenizer) when it is a local transformers model that can be trained)."""
     from workbench.evolve.scripted import world_proposer
     from workbench.policies import register_scripted
@@ -130,7 +135,7 @@ def _policy(spec: str) -> tuple[Any, tuple[Any, Any] | None]:
     return resolve_policy(spec), None
 
 
-def run_job(job: EvolveJob, *, resume: bool = False, executor: Any = None) -> Any:
+def run_job(job: EvolveJob, *, resume: bool = False, executor: Executor | None = None) -> EvolveResult:
     """Run the job to the end; returns the `EvolveResult`. `executor`: where the episodes run (it
     must have the tool sets "proposer" and "solver"); default: local kernels."""
     from workbench.evolve.loop import run_agent0, run_drzero

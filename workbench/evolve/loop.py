@@ -28,17 +28,26 @@ import dataclasses
 import json
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from workbench.agent.executor import Executor
+from workbench.contracts import EpisodeRunner, Scorer
 from workbench.errors import ConfigError
 from workbench.evolve.config import Agent0Config, DrZeroConfig, EvolveConfig
 from workbench.evolve.modes import Mode, agent0_mode, drzero_mode
 from workbench.evolve.phases import Phases, PrecomputedReward, ProposerEpisodes, SolverEpisodes, evolve_executor
 from workbench.evolve.proposer import proposer_task, proposer_tools, sample_documents, sample_hops, solver_tools
+from workbench.policies.base import Policy
 from workbench.trajectory import Task
+
+if TYPE_CHECKING:
+    from workbench.agent.local import LocalExecutor
+    from workbench.search.corpus import Corpus
+    from workbench.search.hits import Retriever
+    from workbench.store import Store
 
 
 @dataclass
@@ -48,12 +57,12 @@ class TrainRequest:
     role: str  # "proposer" | "solver"
     estimator: str
     tasks: list[Task]
-    episodes: Any  # async (tasks, policy) -> trajectories, scored by `reward`
-    reward: Any
+    episodes: EpisodeRunner[Policy]  # trajectories come back unscored: `reward` scores them
+    reward: Scorer
     output_dir: Path
     iteration: int
     run_id: str
-    store: Any
+    store: Store
     group_size: int = 0  # rollouts per prompt/question the mode asks for (0: the TrainConfig's)
 
 
@@ -75,15 +84,17 @@ class IterationResult:
 class EvolveResult:
     run_dir: Path
     run_id: str
-    store: Any
+    store: Store
     iterations: list[IterationResult] = field(default_factory=list)
 
 
-def _resolve_corpus(corpus: Any, retriever: Any) -> tuple[list[dict[str, Any]], Any]:
+def _resolve_corpus(
+    corpus: Corpus | Sequence[dict[str, Any]] | str | Path | None, retriever: Retriever | None
+) -> tuple[list[dict[str, Any]], Retriever]:
     from workbench.search import BM25Retriever, Corpus
 
     if corpus is None and retriever is not None and hasattr(retriever, "corpus"):
-        corpus = retriever.corpus
+        corpus = getattr(retriever, "corpus")  # noqa: B009 - not part of the Retriever protocol
     if corpus is None:
         raise ConfigError(
             "pass corpus= (rows, a Corpus or a JSONL path) or a retriever with a .corpus: "
@@ -109,14 +120,14 @@ def run_evolution(
     config: EvolveConfig,
     mode: Mode,
     *,
-    proposer_policy: Any,
-    solver_policy: Any = None,
-    corpus: Any = None,
-    retriever: Any = None,
-    store: Any = None,
+    proposer_policy: Policy,
+    solver_policy: Policy | None = None,
+    corpus: Corpus | Sequence[dict[str, Any]] | str | Path | None = None,
+    retriever: Retriever | None = None,
+    store: Store | None = None,
     train_fn: TrainFn | None = None,
     resume: bool = False,
-    executor: Any = None,
+    executor: Executor | None = None,
 ) -> EvolveResult:
     """The loop of the module docstring, for either mode."""
     from workbench.store import Store
@@ -125,8 +136,8 @@ def run_evolution(
         raise ConfigError("proposer_policy is required (e.g. workbench.evolve.world_proposer())")
     if solver_policy is None and not config.shared_model:
         raise ConfigError("pass solver_policy=, or set shared_model=True to let the proposer solve too")
-    solver = proposer_policy if config.shared_model else solver_policy
-    rows, retriever = _resolve_corpus(corpus, retriever)
+    solver = proposer_policy if config.shared_model or solver_policy is None else solver_policy
+    rows, search = _resolve_corpus(corpus, retriever)
     run_dir, run_id = Path(config.run_dir), config.resolved_run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     store = store if store is not None else Store(run_dir)
@@ -135,9 +146,9 @@ def run_evolution(
         json.dumps({"proposer": mode.proposer_spec.to_dict(), "solver": mode.solver_spec.to_dict()}, indent=2)
     )
     result = EvolveResult(run_dir, run_id, store)
-    owned = executor is None
-    if owned:
-        executor = evolve_executor(proposer_tools(retriever), solver_tools(retriever), config.concurrency)
+    owned: LocalExecutor | None = None  # the executor built here, closed here
+    if executor is None:
+        executor = owned = evolve_executor(proposer_tools(search), solver_tools(search), config.concurrency)
     s_cfg = config.agent_config("solver")
     phases = Phases(executor, config.agent_config("proposer"), s_cfg, store, run_id)
     bar = _bar(config.iterations, config.progress)
@@ -153,8 +164,8 @@ def run_evolution(
             bar.update(1)
     finally:
         bar.close()
-        if owned:
-            executor.close()
+        if owned is not None:
+            owned.close()
     return result
 
 
@@ -164,8 +175,8 @@ def _iteration(
     mode: Mode,
     phases: Phases,
     rows: list[dict[str, Any]],
-    proposer_policy: Any,
-    solver: Any,
+    proposer_policy: Policy,
+    solver: Policy,
     train_fn: TrainFn | None,
     bar: Any,
 ) -> IterationResult:
@@ -288,14 +299,14 @@ def load_qa(path: str | Path) -> list[Task]:
 def run_drzero(
     config: DrZeroConfig | None = None,
     *,
-    proposer_policy: Any,
-    solver_policy: Any = None,
-    corpus: Any = None,
-    retriever: Any = None,
-    store: Any = None,
+    proposer_policy: Policy,
+    solver_policy: Policy | None = None,
+    corpus: Corpus | Sequence[dict[str, Any]] | str | Path | None = None,
+    retriever: Retriever | None = None,
+    store: Store | None = None,
     train_fn: TrainFn | None = None,
     resume: bool = False,
-    executor: Any = None,
+    executor: Executor | None = None,
     **overrides: Any,
 ) -> EvolveResult:
     """Dr. Zero self-evolution (see the module docstring); keyword overrides build/patch the config."""
@@ -317,14 +328,14 @@ def run_drzero(
 def run_agent0(
     config: Agent0Config | None = None,
     *,
-    proposer_policy: Any,
-    solver_policy: Any = None,
-    corpus: Any = None,
-    retriever: Any = None,
-    store: Any = None,
+    proposer_policy: Policy,
+    solver_policy: Policy | None = None,
+    corpus: Corpus | Sequence[dict[str, Any]] | str | Path | None = None,
+    retriever: Retriever | None = None,
+    store: Store | None = None,
     train_fn: TrainFn | None = None,
     resume: bool = False,
-    executor: Any = None,
+    executor: Executor | None = None,
     **overrides: Any,
 ) -> EvolveResult:
     """Agent0 self-evolution: curriculum reward, majority-vote pseudo-labels, band filter, executor ADPO."""
@@ -343,7 +354,10 @@ def run_agent0(
     )
 
 
-def _config(cls: type, config: Any, overrides: dict[str, Any]) -> Any:
+ConfigT = TypeVar("ConfigT", DrZeroConfig, Agent0Config)
+
+
+def _config(cls: type[ConfigT], config: ConfigT | None, overrides: dict[str, Any]) -> ConfigT:
     if config is None:
         return cls.from_dict(overrides)
     if not isinstance(config, cls):

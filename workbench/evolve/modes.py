@@ -173,12 +173,13 @@ def agent0_mode(config: Agent0Config) -> Mode:
             vote = vote_of(it)
             if (
                 not it.valid
+                or it.proposal is None  # a valid item has one (the gate)
                 or not it.attempts
                 or vote.answer is None
                 or not in_band(band_p(it), config.p_low, config.p_high)
             ):
                 continue
-            agrees = exact_match(vote.answer, [it.proposal.answer])  # type: ignore[union-attr]
+            agrees = exact_match(vote.answer, [it.proposal.answer])
             out.append(
                 _qa_task(
                     it,
@@ -189,7 +190,7 @@ def agent0_mode(config: Agent0Config) -> Mode:
                     proposer_answer=it.proposal.answer,
                     label_agrees_with_proposer=bool(agrees),
                 )
-            )  # type: ignore[union-attr]
+            )
         return out
 
     def metrics(items: list[Proposed]) -> dict[str, float]:
@@ -234,14 +235,14 @@ def asearcher_mode(config: Any) -> Mode:
     def qa_set(items: list[Proposed]) -> list[Task]:
         out = []
         for it in items:
-            if it.valid:
+            if it.valid and it.proposal is not None:  # a valid item has one (the gate)
                 r = record(it)
                 qa = r.get("qa") or {}
                 task = _qa_task(
                     it,
                     it.proposal.answer,
                     config,
-                    self_consistency=r.get("direct_accuracy"),  # type: ignore[union-attr]
+                    self_consistency=r.get("direct_accuracy"),
                     statements=qa.get("statements", []),
                     edit_history=r.get("edit_history", []),
                 )

@@ -21,16 +21,24 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.agent.config import AgentConfig
 from workbench.agent.executor import Executor, config_for, gather_jobs, make_jobs
 from workbench.agent.recorder import Recorder
+from workbench.contracts import Scorer
 from workbench.evolve.proposer import Proposal, proposal_of
 from workbench.kernel.sync import run_sync
+from workbench.policies.base import Policy
 from workbench.store import Store
 from workbench.train.run import NBAgentEpisodes
 from workbench.trajectory import Task, Trajectory
+
+if TYPE_CHECKING:
+    from workbench.agent.local import LocalExecutor, ToolSet
+    from workbench.evolve.modes import Mode
+    from workbench.kernel import KernelPool
+    from workbench.rewards.spec import RewardSpec
 
 
 @dataclass
@@ -50,7 +58,7 @@ class Proposed:
         return int(self.traj.task.metadata.get("hops", 1))
 
 
-def evolve_executor(proposer_tools: Any, solver_tools: Any, concurrency: int) -> Any:
+def evolve_executor(proposer_tools: ToolSet, solver_tools: ToolSet, concurrency: int) -> LocalExecutor:
     """A `LocalExecutor` with the two roles' tool sets (episodes take a fresh kernel each)."""
     from workbench.agent.local import LocalExecutor
 
@@ -74,7 +82,7 @@ class Phases:
         self.recorder = Recorder(self.store)
 
     async def propose(
-        self, tasks: Sequence[Task], policy: Any, lineage: dict[str, Any] | None = None
+        self, tasks: Sequence[Task], policy: Policy, lineage: dict[str, Any] | None = None
     ) -> list[Proposed]:
         """Proposer episodes and their proposals (not yet recorded: `record` does, once scored)."""
         jobs = make_jobs(
@@ -97,9 +105,9 @@ class Phases:
     async def attempt(
         self,
         items: Sequence[Proposed],
-        policy: Any,
+        policy: Policy,
         n: int,
-        reward_spec: Any,
+        reward_spec: Scorer,
         answer_of: Callable[[Proposed], list[str]] | None = None,
         lineage: dict[str, Any] | None = None,
     ) -> None:
@@ -142,21 +150,28 @@ class Phases:
         ):
             it.attempts.append(traj)
 
-    def propose_sync(self, tasks: Sequence[Task], policy: Any, lineage: dict[str, Any] | None = None) -> list[Proposed]:
+    def propose_sync(
+        self, tasks: Sequence[Task], policy: Policy, lineage: dict[str, Any] | None = None
+    ) -> list[Proposed]:
         return run_sync(self.propose(tasks, policy, lineage))
 
     def attempt_sync(
-        self, items: Sequence[Proposed], policy: Any, n: int, reward_spec: Any, lineage: dict[str, Any] | None = None
+        self,
+        items: Sequence[Proposed],
+        policy: Policy,
+        n: int,
+        reward_spec: Scorer,
+        lineage: dict[str, Any] | None = None,
     ) -> None:
         run_sync(self.attempt(items, policy, n, reward_spec, lineage=lineage))
 
-    def scored(self, items: Sequence[Proposed], spec: Any) -> None:
+    def scored(self, items: Sequence[Proposed], spec: RewardSpec) -> None:
         """Put each item's rewards on its trajectory (without recording it)."""
         for it in items:
             it.traj.rewards = dict(it.rewards)
             it.traj.reward_spec = spec.name
 
-    def record(self, items: Sequence[Proposed], spec: Any, provenance: dict[str, Any] | None = None) -> None:
+    def record(self, items: Sequence[Proposed], spec: RewardSpec, provenance: dict[str, Any] | None = None) -> None:
         """Record each item's trajectory once, with its rewards (and, in the reward history, the spec)."""
         for it in items:
             it.traj = self.recorder.record(it.traj, spec, rewards=it.rewards, provenance=provenance or {})
@@ -175,9 +190,9 @@ class ProposerEpisodes:
         self,
         phases: Phases,
         *,
-        solver_policy: Any,
+        solver_policy: Policy | None,
         attempts: int,
-        mode: Any,
+        mode: Mode,
         answer_of: Callable[[Proposed], list[str]] | None = None,
     ) -> None:
         self.phases = phases
@@ -186,7 +201,7 @@ class ProposerEpisodes:
         self.mode, self.answer_of = mode, answer_of
         self.solver_episodes = 0  # solver episodes run so far (the proposer update's cost)
 
-    async def __call__(self, tasks: list[Task], policy: Any) -> list[Trajectory]:
+    async def __call__(self, tasks: Sequence[Task], policy: Policy) -> list[Trajectory]:
         phases = self.phases
         items = await phases.propose(tasks, policy, lineage={"phase": "proposer_update"})
         self.mode.gate(items)
@@ -224,21 +239,19 @@ class SolverEpisodes(NBAgentEpisodes):
 
     def __init__(
         self,
-        tools_or_executor: Any,
-        agent_config: Any,
+        tools_or_executor: Executor | ToolSet,
+        agent_config: AgentConfig,
         *,
         run_id: str = "",
         concurrency: int = 4,
-        reward_spec: Any = None,
-        store: Any = None,
+        reward_spec: Scorer | None = None,
+        store: Store | None = None,
     ) -> None:
-        from workbench.agent.executor import Executor
-
         shared = isinstance(tools_or_executor, Executor)
         super().__init__(
             agent_config=agent_config,
-            executor=tools_or_executor if shared else None,
-            tools=None if shared else tools_or_executor,
+            executor=tools_or_executor if isinstance(tools_or_executor, Executor) else None,
+            tools=None if isinstance(tools_or_executor, Executor) else tools_or_executor,
             toolset="solver" if shared else "default",
             concurrency=concurrency,
             run_id=run_id or None,
@@ -248,7 +261,7 @@ class SolverEpisodes(NBAgentEpisodes):
 
 
 @contextlib.asynccontextmanager
-async def kernel_pool(agent_config: Any, size: int) -> AsyncIterator[Any]:
+async def kernel_pool(agent_config: AgentConfig, size: int) -> AsyncIterator[KernelPool]:
     """A started `KernelPool` for `agent_config`'s sandbox, for code that drives `NBAgent(pool=...)`
     itself; episode runs go through an executor (`evolve_executor`)."""
     from workbench.kernel import KernelPool

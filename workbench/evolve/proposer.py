@@ -19,12 +19,16 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 
 from workbench.errors import ConfigError
 from workbench.trajectory import Task, Trajectory
+
+if TYPE_CHECKING:
+    from workbench.search.hits import Retriever
+    from workbench.tools import ToolRegistry
 
 SUBMIT = "submit_question"
 MODES = ("drzero", "agent0")
@@ -43,7 +47,7 @@ def _submit_question(question: str, answer: str) -> str:
     return f"Question submitted: {question} -> {answer}"
 
 
-def proposer_tools(retriever: Any, *, top_k_max: int = 10) -> Any:
+def proposer_tools(retriever: Retriever, *, top_k_max: int = 10) -> ToolRegistry:
     """A registry with `search` over `retriever` and the final tool `submit_question`."""
     from workbench.tools import ToolRegistry, make_tool, search_tool
 
@@ -52,7 +56,7 @@ def proposer_tools(retriever: Any, *, top_k_max: int = 10) -> Any:
     )
 
 
-def solver_tools(retriever: Any) -> Any:
+def solver_tools(retriever: Retriever) -> ToolRegistry:
     """A registry with `search` over `retriever` (plus `submit_final_answer`)."""
     from workbench.tools import ToolRegistry, search_tool
 
