@@ -1,4 +1,4 @@
-"""L0 / NB-Agent rewards: answer, stepwise format compliance and code-execution success.
+r"""L0 / NB-Agent rewards: answer, stepwise format compliance and code-execution success.
 
 For step i of a T-step trajectory L0 pays `r_i = 0.8·qa_i + 0.1·format_i + 0.1·code_i`:
 - `qa` (last step only): `0.9·EM + 0.1·has_answer`.
@@ -9,13 +9,20 @@ For step i of a T-step trajectory L0 pays `r_i = 0.8·qa_i + 0.1·format_i + 0.1
     l0_step_rewards(traj)      # [r_1, …, r_T], the per-step form training can use
     RewardSpec.preset("l0").score_steps(traj) == l0_step_rewards(traj)   # and sets Step.reward
 
+EM is L0's (`_normalize_text` in `verl_adapter/reward/nb_agent_reward.py`): lowercase, drop
+every character outside `[a-z0-9\s]`, collapse whitespace; articles are kept, so "Beatles" against
+gold "The Beatles" is no match (qa 0.1, the has_answer term alone). `normalizer=` picks another.
+
 Variants (named params):
 - `has_answer="fixed"` (default) pays only for a non-empty answer; `"l0"` pays for any submitted
   answer, the empty string included, as L0 does.
 - `no_output="success"` (default) counts a cell that ran without output as a success;
   `"zero"` scores it 0 as L0's code does.
-L0's ASCII-only normaliser (which makes all CJK answers equal) is deliberately not offered; EM
-here uses every gold alias (L0 compared against one string).
+- `normalizer="l0"` (default, L0's); `"squad"` drops articles and punctuation, `"unicode"` keeps
+  non-ASCII letters.
+Where L0's rule is not followed: a gold that normalises to "" (CJK, say) is compared by its light
+form (NFKC, casefold), since under L0's rule every CJK answer would match every CJK gold; and EM
+takes every gold alias (L0 compares against one string).
 """
 
 from __future__ import annotations
@@ -72,7 +79,7 @@ def step_code_score(step: Step, no_output: str = "success") -> float:
     return 1.0 - errors / outputs
 
 
-def l0_qa(answer: str | None, golds: list[str], *, has_answer: str = "fixed", normalizer: str = "squad") -> float:
+def l0_qa(answer: str | None, golds: list[str], *, has_answer: str = "fixed", normalizer: str = "l0") -> float:
     """`0.9·EM + 0.1·has_answer`."""
     if has_answer not in ("fixed", "l0"):
         raise ConfigError(f"has_answer={has_answer!r}; use 'fixed' or 'l0'")
@@ -86,7 +93,7 @@ def l0_step_rewards(
     weights: tuple[float, float, float] = (0.8, 0.1, 0.1),
     has_answer: str = "fixed",
     no_output: str = "success",
-    normalizer: str = "squad",
+    normalizer: str = "l0",
 ) -> list[float]:
     """L0's per-step rewards `w_qa·qa_i + w_fmt·format_i + w_code·code_i` (qa on the last step)."""
     T = len(traj.steps)
@@ -102,9 +109,7 @@ def l0_step_rewards(
 
 
 @reward("l0.qa")
-def l0_qa_reward(
-    traj: Trajectory, ctx: RewardContext, *, has_answer: str = "fixed", normalizer: str = "squad"
-) -> float:
+def l0_qa_reward(traj: Trajectory, ctx: RewardContext, *, has_answer: str = "fixed", normalizer: str = "l0") -> float:
     """L0 answer score 0.9·EM + 0.1·has_answer."""
     return l0_qa(answer_of(traj), traj.task.golden_answers, has_answer=has_answer, normalizer=normalizer)
 

@@ -32,7 +32,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "name": "l0",
         "description": "L0: 0.8·(0.9·EM + 0.1·has_answer) + 0.1·format + 0.1·code, summed over steps",
         "components": [
-            {"name": "l0.qa", "weight": 0.8},
+            {"name": "l0.qa", "weight": 0.8, "params": {"normalizer": "l0"}},
             {"name": "l0.format", "weight": 0.1},
             {"name": "l0.code", "weight": 0.1},
         ],
@@ -41,7 +41,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "name": "l0_upstream",
         "description": "L0 with its code's has_answer (any string) and output-less cells scoring 0",
         "components": [
-            {"name": "l0.qa", "weight": 0.8, "params": {"has_answer": "l0"}},
+            {"name": "l0.qa", "weight": 0.8, "params": {"has_answer": "l0", "normalizer": "l0"}},
             {"name": "l0.format", "weight": 0.1},
             {"name": "l0.code", "weight": 0.1, "params": {"no_output": "zero"}},
         ],
