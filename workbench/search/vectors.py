@@ -78,7 +78,7 @@ def exact_top(vecs: ShardVectors, queries: np.ndarray, k: int) -> np.ndarray:
     """Exact inner-product top-k row ids over all shards (streamed, shard by shard)."""
     best_s = np.full((len(queries), 0), -np.inf, np.float32)
     best_i = np.zeros((len(queries), 0), np.int64)
-    for start, part in zip(vecs.starts, vecs.parts, strict=True):
+    for start, part in zip(vecs.starts[:-1], vecs.parts, strict=True):
         s = np.concatenate([best_s, queries @ np.asarray(part, dtype=np.float32).T], 1)
         i = np.concatenate([best_i, np.broadcast_to(np.arange(len(part)) + start, (len(queries), len(part)))], 1)
         keep = np.argpartition(-s, min(k, s.shape[1] - 1), 1)[:, :k]
