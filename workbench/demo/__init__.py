@@ -6,6 +6,6 @@ evaluated on held-out questions, improved by self-evolution with GRPO, and evalu
 """
 
 from workbench.demo.config import FAST, DemoConfig
-from workbench.demo.pipeline import DemoResult, run_demo
+from workbench.demo.pipeline import run_demo
 
-__all__ = ["FAST", "DemoConfig", "DemoResult", "run_demo"]
+__all__ = ["FAST", "DemoConfig", "run_demo"]

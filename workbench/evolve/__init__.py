@@ -17,61 +17,26 @@ with `submit_question(question, answer)`; its reward is recorded on its trajecto
 (`train_fn`, e.g. `trl_train_fn`) update the proposer (HRPO / GRPO) and the solver (GRPO / ADPO).
 """
 
-from workbench.evolve.config import Agent0Config, DrZeroConfig, EvolveConfig
-from workbench.evolve.loop import (
-    EvolveResult,
-    IterationResult,
-    TrainRequest,
-    arun_evolution,
-    load_qa,
-    run_agent0,
-    run_drzero,
-    run_evolution,
-)
-from workbench.evolve.modes import Mode, agent0_mode, drzero_mode
-from workbench.evolve.phases import PrecomputedReward, Proposed, ProposerEpisodes, SolverEpisodes, evolve_executor
+from workbench.evolve.config import Agent0Config, DrZeroConfig
+from workbench.evolve.loop import load_qa, run_agent0, run_drzero
+from workbench.evolve.phases import evolve_executor
 from workbench.evolve.proposer import (
     Proposal,
     proposal_of,
     proposer_task,
     proposer_tools,
-    render_prompt,
     sample_documents,
     sample_hops,
     solver_tools,
 )
-from workbench.evolve.scoring import (
-    Vote,
-    attach_attempts,
-    format_components,
-    in_band,
-    majority_vote,
-    repetition_shares,
-    score_proposers,
-    solver_hits,
-    uncertainty,
-)
+from workbench.evolve.scoring import format_components, in_band, majority_vote, uncertainty
 from workbench.evolve.scripted import sampling_world_solver, world_proposer
 from workbench.evolve.training import trl_train_fn
 
 __all__ = [
     "Agent0Config",
     "DrZeroConfig",
-    "EvolveConfig",
-    "EvolveResult",
-    "IterationResult",
-    "Mode",
-    "PrecomputedReward",
     "Proposal",
-    "Proposed",
-    "ProposerEpisodes",
-    "SolverEpisodes",
-    "TrainRequest",
-    "Vote",
-    "agent0_mode",
-    "arun_evolution",
-    "attach_attempts",
-    "drzero_mode",
     "evolve_executor",
     "format_components",
     "in_band",
@@ -80,16 +45,11 @@ __all__ = [
     "proposal_of",
     "proposer_task",
     "proposer_tools",
-    "render_prompt",
-    "repetition_shares",
     "run_agent0",
     "run_drzero",
-    "run_evolution",
     "sample_documents",
     "sample_hops",
     "sampling_world_solver",
-    "score_proposers",
-    "solver_hits",
     "solver_tools",
     "trl_train_fn",
     "uncertainty",

@@ -8,13 +8,13 @@ OpenAI-compatible HTTP, in-process vLLM; plus `load_policy(spec)` and `serve-mod
 Heavy libraries (torch, transformers, vllm) load only when a backend is built.
 """
 
-from workbench.policies.base import ByteCodec, Codec, Completion, Policy, SamplingParams, truncate_at_stop
+from workbench.policies.base import ByteCodec, Codec, Completion, Policy, SamplingParams
 from workbench.policies.codec import TokenizerCodec
 from workbench.policies.hf import TransformersPolicy
 from workbench.policies.openai_compat import OpenAIPolicy
-from workbench.policies.registry import load_policy, register_scripted, scripted_names
+from workbench.policies.registry import load_policy, register_scripted
 from workbench.policies.scripted import ScriptedPolicy
-from workbench.policies.server import ModelServer, serve_model
+from workbench.policies.server import ModelServer
 from workbench.policies.vllm_engine import VLLMPolicy
 
 __all__ = [
@@ -31,7 +31,4 @@ __all__ = [
     "VLLMPolicy",
     "load_policy",
     "register_scripted",
-    "scripted_names",
-    "serve_model",
-    "truncate_at_stop",
 ]

@@ -21,25 +21,15 @@ from workbench.rewards.bleu import cluster_average_linkage, cluster_shares, sent
 from workbench.rewards.drzero import difficulty_score, drzero_format
 from workbench.rewards.judge import LLMJudge, register_judge
 from workbench.rewards.l0 import l0_step_rewards
-from workbench.rewards.registry import (
-    RewardComponent,
-    RewardContext,
-    answer_of,
-    describe_rewards,
-    get_reward,
-    list_rewards,
-    question_of,
-    reward,
-)
+from workbench.rewards.registry import RewardContext, get_reward, list_rewards, reward
 from workbench.rewards.rescore import rescore
 from workbench.rewards.resolve import resolve_reward
-from workbench.rewards.spec import Component, RewardSpec, list_presets
+from workbench.rewards.spec import RewardSpec, list_presets
 from workbench.rewards.text import (
     asearcher_em,
     cover_em,
     exact_match,
     extract_answer,
-    extract_tag,
     has_answer,
     normalize_answer,
     normalize_l0,
@@ -49,25 +39,20 @@ from workbench.rewards.text import (
 )
 
 __all__ = [
-    "Component",
     "LLMJudge",
-    "RewardComponent",
     "RewardContext",
     "RewardSpec",
     "adpo_eps_high",
     "adpo_scale",
-    "answer_of",
     "asearcher_em",
     "asearcher_prompt",
     "cluster_average_linkage",
     "cluster_shares",
     "cover_em",
-    "describe_rewards",
     "difficulty_score",
     "drzero_format",
     "exact_match",
     "extract_answer",
-    "extract_tag",
     "get_reward",
     "has_answer",
     "l0_step_rewards",
@@ -76,7 +61,6 @@ __all__ = [
     "normalize_answer",
     "normalize_l0",
     "normalize_unicode",
-    "question_of",
     "register_judge",
     "rescore",
     "resolve_reward",

@@ -6,10 +6,9 @@ calls `install(globals(), specs, token=...)`; the model then sees `notepad`, one
 host tool, and `submit_final_answer`.
 """
 
-from workbench.runtime.bridge import current_notepad, install, push_error, snapshot_json
-from workbench.runtime.client import GatewayClient, ToolArgumentError, ToolCallError
-from workbench.runtime.notepad import NOTEPAD_API, STATUSES, Notepad, NotepadError, Todo
-from workbench.runtime.stubs import FINAL_ANSWER_SPEC, make_stub
+from workbench.runtime.bridge import install, snapshot_json
+from workbench.runtime.client import GatewayClient, ToolCallError
+from workbench.runtime.notepad import NOTEPAD_API, Notepad, NotepadError
 
 
 def notepad_api_doc() -> str:
@@ -18,19 +17,12 @@ def notepad_api_doc() -> str:
 
 
 __all__ = [
-    "FINAL_ANSWER_SPEC",
     "NOTEPAD_API",
-    "STATUSES",
     "GatewayClient",
     "Notepad",
     "NotepadError",
-    "Todo",
-    "ToolArgumentError",
     "ToolCallError",
-    "current_notepad",
     "install",
-    "make_stub",
     "notepad_api_doc",
-    "push_error",
     "snapshot_json",
 ]

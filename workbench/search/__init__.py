@@ -22,8 +22,8 @@ from workbench.search.hits import Hit, Retriever, format_hits, split_contents
 from workbench.search.hybrid import HybridRetriever
 from workbench.search.index import build_index, load_index
 from workbench.search.remote import RemoteRetriever
-from workbench.search.server import create_app, serve, serve_in_thread
-from workbench.search.simulated import SimulatedCall, SimulatedSearch, noise_probability, parse_documents
+from workbench.search.server import serve_in_thread
+from workbench.search.simulated import SimulatedSearch, noise_probability, parse_documents
 
 __all__ = [
     "BM25Retriever",
@@ -35,16 +35,13 @@ __all__ = [
     "HybridRetriever",
     "RemoteRetriever",
     "Retriever",
-    "SimulatedCall",
     "SimulatedSearch",
     "build_dense",
     "build_index",
-    "create_app",
     "format_hits",
     "load_index",
     "noise_probability",
     "parse_documents",
-    "serve",
     "serve_in_thread",
     "split_contents",
 ]

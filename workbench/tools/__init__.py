@@ -8,24 +8,21 @@ async with ToolGateway(registry, rollout_dir / "run" / "gateway.sock", rollout_i
     ...
 """
 
-from workbench.tools.builtins import Hit, InMemoryRetriever, format_hits, search_tool, submit_final_answer
+from workbench.tools.builtins import InMemoryRetriever, format_hits, search_tool
 from workbench.tools.gateway import ToolGateway
-from workbench.tools.registry import Tool, ToolRegistry, format_annotation, make_tool, tool
+from workbench.tools.registry import Tool, ToolRegistry, make_tool, tool
 from workbench.tools.setup_cell import SNAPSHOT_EXPRESSION, setup_code, snapshot_from_user_expression
 
 __all__ = [
     "SNAPSHOT_EXPRESSION",
-    "Hit",
     "InMemoryRetriever",
     "Tool",
     "ToolGateway",
     "ToolRegistry",
-    "format_annotation",
     "format_hits",
     "make_tool",
     "search_tool",
     "setup_code",
     "snapshot_from_user_expression",
-    "submit_final_answer",
     "tool",
 ]

@@ -16,19 +16,17 @@ The tools `access(url, page=1)` and `find_in_page(url, query)` run on the host t
 browsing solver, `workbench.worlds.browsing`; the ASearcher preset, `workbench.agent.asearcher`).
 """
 
-from workbench.web.browse import Browser, access, find_in_page, open_page, page_from_result
+from workbench.web.browse import Browser, access, find_in_page, open_page
 from workbench.web.extract import extract, has_trafilatura
-from workbench.web.fetch import CachingFetcher, Fetcher, FetchResult, HttpFetcher, LocalSiteFetcher, normalize_url
-from workbench.web.page import Link, Page, find, windows
+from workbench.web.fetch import CachingFetcher, Fetcher, HttpFetcher, LocalSiteFetcher, normalize_url
+from workbench.web.page import Page, find, windows
 from workbench.web.pages import PageStore, write_pages_jsonl
 
 __all__ = [
     "Browser",
     "CachingFetcher",
-    "FetchResult",
     "Fetcher",
     "HttpFetcher",
-    "Link",
     "LocalSiteFetcher",
     "Page",
     "PageStore",
@@ -39,7 +37,6 @@ __all__ = [
     "has_trafilatura",
     "normalize_url",
     "open_page",
-    "page_from_result",
     "windows",
     "write_pages_jsonl",
 ]

@@ -6,19 +6,10 @@ world.save("data/world0")              # corpus.jsonl, qa_train.jsonl, qa_test.j
 tasks = load_qa("data/world0/qa_test.jsonl")
 """
 
-from workbench.worlds.datasets import Passage, iter_corpus, iter_qa, load_corpus, load_qa, split_title
-from workbench.worlds.questions import Hop, Question
-from workbench.worlds.schema import RELATIONS, Entity, Relation
-from workbench.worlds.world import SIZES, World, make_world
+from workbench.worlds.datasets import iter_corpus, iter_qa, load_corpus, load_qa, split_title
+from workbench.worlds.world import World, make_world
 
 __all__ = [
-    "RELATIONS",
-    "SIZES",
-    "Entity",
-    "Hop",
-    "Passage",
-    "Question",
-    "Relation",
     "World",
     "iter_corpus",
     "iter_qa",
