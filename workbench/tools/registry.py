@@ -183,6 +183,15 @@ def tool(
     return make_tool(fn, name=name, final=final)
 
 
+def _submit_final_answer(answer: str) -> str:
+    """Submit your final answer; this ends the episode. Call it once, with the answer only."""
+    return f"Final answer submitted: {answer}"
+
+
+# Defined here, beside the registry that adds it by default (workbench.tools.builtins re-exports it).
+submit_final_answer: Tool = make_tool(_submit_final_answer, name="submit_final_answer", final=True)
+
+
 class ToolRegistry:
     """The tools one rollout may call. `submit_final_answer` is added unless `final_answer=False`."""
 
@@ -191,8 +200,6 @@ class ToolRegistry:
         for t in tools:
             self.register(t)
         if final_answer and not any(t.final for t in self._tools.values()):
-            from workbench.tools.builtins import submit_final_answer
-
             self.register(submit_final_answer)
 
     def register(self, fn: Callable[..., Any] | Tool, *, name: str | None = None, final: bool = False) -> Tool:
