@@ -8,10 +8,14 @@ takes a config of strings: the CLI, training, self-evolution, the demo, and Ray 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
 from workbench.trajectory import Task
+
+if TYPE_CHECKING:
+    from workbench.search.hits import Retriever
+    from workbench.tools import ToolRegistry
 
 
 def load_tasks(path: str | Path, *, limit: int | None = None) -> list[Task]:
@@ -24,7 +28,7 @@ def load_tasks(path: str | Path, *, limit: int | None = None) -> list[Task]:
     return tasks[:limit] if limit else tasks
 
 
-def search_registry(retriever: Any, task: Task | None = None) -> Any:
+def search_registry(retriever: Retriever, task: Task | None = None) -> ToolRegistry:
     """A tool registry with `search` over `retriever` (plus `submit_final_answer`); with `task`, a
     simulated search is bound to that task's question and gold answers."""
     from workbench.tools import ToolRegistry, search_tool

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workbench.agent.config import AgentConfig
+    from workbench.policies.base import Policy
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-def agent_config_for(policy: Any, config: Any, source: str) -> Any:
+def agent_config_for(policy: Policy, config: AgentConfig | None, source: str) -> AgentConfig:
     """`config` completed with the agent settings `policy`'s model carries; prints which it took."""
     from workbench.agent.config import describe_taken, policy_settings, with_model_settings
 

@@ -24,12 +24,15 @@ import json
 from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.blocking import run_blocking
 from workbench.errors import ConfigError
 from workbench.rewards.registry import RewardContext, answer_of, reward
 from workbench.trajectory import Trajectory
+
+if TYPE_CHECKING:
+    from workbench.policies.base import Policy
 
 _JUDGES: dict[str, Any] = {}
 
@@ -72,7 +75,7 @@ def parse_verdict(text: str) -> bool | None:
 class LLMJudge:
     """`judge(question, prediction, golds) -> 1.0 | 0.0` through any `Policy`."""
 
-    def __init__(self, policy: Any, *, max_new_tokens: int = 512, temperature: float = 0.0) -> None:
+    def __init__(self, policy: Policy, *, max_new_tokens: int = 512, temperature: float = 0.0) -> None:
         if not hasattr(policy, "generate") or not hasattr(policy, "codec"):
             raise ConfigError(
                 "LLMJudge needs a workbench policy (with .generate and .codec), e.g. "

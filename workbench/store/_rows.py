@@ -133,7 +133,7 @@ HISTORY_INSERT = (
 BLOB_COLUMNS = "codec, data, rewards_json, reward_spec"
 
 
-def policy_name(policy: Any) -> str | None:
+def policy_name(policy: object) -> str | None:
     if policy is None or isinstance(policy, str):
         return None if policy is None else safe_text(policy)
     if isinstance(policy, dict):

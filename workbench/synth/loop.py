@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.errors import ConfigError, ToolError
 from workbench.synth.edits import apply_edit, edit_options, seed_qa
@@ -35,6 +35,10 @@ from workbench.synth.pages import PageGraph
 from workbench.synth.qa import SynthQA
 from workbench.synth.verify import DirectSolver, Verdict, Verifier
 from workbench.trajectory import Step, Task, Trajectory
+
+if TYPE_CHECKING:
+    from workbench.policies.base import Policy
+    from workbench.store import Store
 
 
 def _f(default: Any, help: str) -> Any:
@@ -127,7 +131,7 @@ def _action_template() -> Any:
 class PolicySynthesizer:
     """A model chooses each edit from the options (`prompts/action.j2`), answering `<action>{json}</action>`."""
 
-    def __init__(self, policy: Any, *, max_new_tokens: int = 128, temperature: float = 0.8) -> None:
+    def __init__(self, policy: Policy, *, max_new_tokens: int = 128, temperature: float = 0.8) -> None:
         self.policy, self.max_new_tokens, self.temperature = policy, max_new_tokens, temperature
         self.name = f"policy-synthesizer({getattr(policy, 'name', '?')})"
 
@@ -434,11 +438,11 @@ class SynthesisResult:
 def run_synthesis(
     graph: PageGraph,
     synthesizer: Synthesizer,
-    direct_policy: Any,
+    direct_policy: Policy,
     *,
     seeds: list[str] | None = None,
     config: SynthesisConfig | None = None,
-    store: Any = None,
+    store: Store | None = None,
     verifier: Verifier | None = None,
 ) -> SynthesisResult:
     """Synthesize from each seed url (default: `config.seeds` random entity pages of `graph`)."""

@@ -20,7 +20,7 @@ import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from workbench.errors import ToolError
 from workbench.synth.edits import apply_edit, edit_options, seed_qa
@@ -37,6 +37,11 @@ from workbench.synth.pages import PageGraph
 from workbench.synth.qa import SynthQA
 from workbench.synth.verify import DirectSolver, Verdict, Verifier
 from workbench.trajectory import Task, Trajectory
+
+if TYPE_CHECKING:
+    from workbench.agent.config import AgentConfig
+    from workbench.policies.base import Policy
+    from workbench.store import Store
 
 
 class SynthesisSession:
@@ -224,13 +229,13 @@ def repl_teacher(session: SynthesisSession, *, target_hops: int = 3, seed: int =
 
 async def arun_repl_synthesis(
     graph: PageGraph,
-    policy: Any | Callable[[SynthesisSession], Any],
-    direct_policy: Any,
+    policy: Policy | Callable[[SynthesisSession], Policy],
+    direct_policy: Policy,
     *,
     seeds: list[str],
     config: SynthesisConfig | None = None,
-    store: Any = None,
-    agent_config: Any = None,
+    store: Store | None = None,
+    agent_config: AgentConfig | None = None,
     concurrency: int = 2,
 ) -> SynthesisResult:
     """One NB-Agent synthesis episode per seed url; `policy` is a Policy or a factory `session -> Policy`."""
@@ -253,7 +258,8 @@ async def arun_repl_synthesis(
         async def one(url: str) -> Synthesis:
             async with sem:
                 session = await asyncio.to_thread(SynthesisSession, graph, verifier, url, config=config)
-                pol = policy(session) if callable(policy) and not hasattr(policy, "generate") else policy
+                factory = callable(policy) and not hasattr(policy, "generate")  # a Policy may be callable too
+                pol = policy(session) if factory and callable(policy) else cast("Policy", policy)
                 agent = NBAgent(
                     pol,
                     tools=session.tools(),

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.blocking import run_blocking
 from workbench.rewards.agent0 import answer_leaks
@@ -29,6 +29,9 @@ from workbench.rewards.text import exact_match, extract_answer
 from workbench.safetext import safe_text
 from workbench.synth.pages import PageGraph, norm
 from workbench.synth.qa import Statement, SynthQA
+
+if TYPE_CHECKING:
+    from workbench.policies.base import Policy
 
 REASONS = ("leak", "unsupported", "ambiguous", "unanswerable", "too_easy", "solver_error", "malformed")
 
@@ -85,7 +88,7 @@ class DirectSolver:
     """`n` answers from `policy` without tools (ASearcher: n = 8 at temperature 0.6), judged by EM."""
 
     def __init__(
-        self, policy: Any, *, n: int = 8, temperature: float = 0.6, max_new_tokens: int = 128, seed: int = 0
+        self, policy: Policy, *, n: int = 8, temperature: float = 0.6, max_new_tokens: int = 128, seed: int = 0
     ) -> None:
         if n < 1:
             raise ValueError("DirectSolver needs n >= 1 attempts")

@@ -23,10 +23,39 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.errors import ConfigError, ToolError
-from workbench.tools.registry import Tool, make_tool, submit_final_answer
+from workbench.tools.registry import Tool, make_tool
+
+
+def _submit_final_answer(answer: str) -> str:
+    """Submit your final answer; this ends the episode. Call it once, with the answer only."""
+    return f"Final answer submitted: {answer}"
+
+
+submit_final_answer: Tool = make_tool(_submit_final_answer, name="submit_final_answer", final=True)
+
+if TYPE_CHECKING:
+    from workbench.trajectory import Task
+
+
+class BatchSearch(Protocol):
+    """`retrieve(queries, top_k)`: one list of hits per query, best first (workbench.search's
+    `Retriever` is one); an async method gives an async tool."""
+
+    def retrieve(self, queries: list[str], top_k: int = ...) -> Any: ...
+
+
+class SingleSearch(Protocol):
+    """`search(query, top_k)`: the hits of one query, best first; an async method gives an async tool."""
+
+    def search(self, query: str, top_k: int = ...) -> Any: ...
+
+
+SearchBackend = BatchSearch | SingleSearch
+"""What a search tool searches (see the module docstring): a hit is any object or dict with a title
+and a text, or a Search-R1 `contents`."""
 
 
 @dataclass
@@ -57,21 +86,26 @@ def format_hits(hits: list[Any]) -> str:
     return "\n".join(lines) if lines else "No results."
 
 
-def bind_task(retriever: Any, task: Any) -> Any:
+def bind_task(retriever: SearchBackend, task: Task | None) -> SearchBackend:
     """`retriever.for_task(task.question, task.golden_answers, task_id=task.id)` when it has one, else `retriever`."""
-    if task is None or not callable(getattr(retriever, "for_task", None)):
+    for_task = getattr(retriever, "for_task", None)
+    if task is None or not callable(for_task):
         return retriever
-    return retriever.for_task(task.question, list(task.golden_answers), task_id=str(task.id))
+    bound: SearchBackend = for_task(task.question, list(task.golden_answers), task_id=str(task.id))
+    return bound
 
 
-def search_tool(retriever: Any, *, name: str = "search", max_top_k: int = 10, task: Any = None) -> Tool:
+def search_tool(
+    retriever: SearchBackend, *, name: str = "search", max_top_k: int = 10, task: Task | None = None
+) -> Tool:
     """A `search(query: str, top_k: int = 3) -> str` tool over `retriever` (see module doc)."""
     retriever = bind_task(retriever, task)
-    if callable(getattr(retriever, "retrieve", None)):
-        method = retriever.retrieve
+    retrieve, search_one = getattr(retriever, "retrieve", None), getattr(retriever, "search", None)
+    if callable(retrieve):
+        method = retrieve
         batched = True
-    elif callable(getattr(retriever, "search", None)):
-        method = retriever.search
+    elif callable(search_one):
+        method = search_one
         batched = False
     else:
         raise ConfigError(

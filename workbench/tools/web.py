@@ -10,13 +10,16 @@ The tools run on the host; the kernel keeps its no-network profile even for the 
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError, ToolError
-from workbench.tools.builtins import bind_task
+from workbench.tools.builtins import SearchBackend, bind_task
 from workbench.tools.registry import Tool, make_tool
 from workbench.web.browse import Browser
 from workbench.web.fetch import Fetcher
+
+if TYPE_CHECKING:
+    from workbench.trajectory import Task
 
 
 def _field(hit: Any, name: str) -> Any:
@@ -47,12 +50,13 @@ def format_web_hits(hits: list[Any], text_chars: int = 300) -> str:
 
 
 def web_search_tool(
-    retriever: Any, *, top_k: int = 5, max_top_k: int = 10, task: Any = None, name: str = "search"
+    retriever: SearchBackend, *, top_k: int = 5, max_top_k: int = 10, task: Task | None = None, name: str = "search"
 ) -> Tool:
     """`search(query, top_k=5)` over `retriever` (sync `retrieve` or `search`), hits with URLs."""
     retriever = bind_task(retriever, task)
-    batched = callable(getattr(retriever, "retrieve", None))
-    method = retriever.retrieve if batched else getattr(retriever, "search", None)
+    retrieve = getattr(retriever, "retrieve", None)
+    batched = callable(retrieve)
+    method = retrieve if batched else getattr(retriever, "search", None)
     if not callable(method) or inspect.iscoroutinefunction(method):
         raise ConfigError(
             f"{type(retriever).__name__}: web_search_tool needs a sync retrieve(queries, top_k) or search(query, top_k)"
@@ -96,7 +100,12 @@ def browse_tools(browser: Browser) -> list[Tool]:
 
 
 def web_tools(
-    fetcher: Fetcher, *, retriever: Any = None, task: Any = None, search_top_k: int = 5, **browser_options: Any
+    fetcher: Fetcher,
+    *,
+    retriever: SearchBackend | None = None,
+    task: Task | None = None,
+    search_top_k: int = 5,
+    **browser_options: Any,
 ) -> list[Tool]:
     """access + find_in_page over `fetcher` (a `Browser` with `browser_options`), plus `search`
     with URLs when a retriever is given."""
