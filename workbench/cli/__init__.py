@@ -71,3 +71,6 @@ def _reader_gone() -> int:
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
     return BROKEN_PIPE_EXIT
+
+
+__all__ = ["main"]
