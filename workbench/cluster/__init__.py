@@ -11,25 +11,18 @@ importing this package, or anything else in workbench, never imports it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
+from workbench._lazy import lazy_exports
 from workbench.cluster.spec import PolicySpec, ToolsSpec
 
-_LAZY = {
-    "RayExecutor": "workbench.cluster.executor",
-    "RayWorkers": "workbench.cluster.workers",
-    "connect": "workbench.cluster.workers",
-    "EnvHost": "workbench.cluster.host",
-    "make_executor": "workbench.cluster.select",
-}
+if TYPE_CHECKING:
+    from workbench.cluster.executor import RayExecutor
+    from workbench.cluster.workers import RayWorkers, connect
+else:
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {"workbench.cluster.executor": ["RayExecutor"], "workbench.cluster.workers": ["RayWorkers", "connect"]},
+    )
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'workbench.cluster' has no attribute {name!r}")
-
-
-__all__ = ["EnvHost", "PolicySpec", "RayExecutor", "RayWorkers", "ToolsSpec", "connect", "make_executor"]
+__all__ = ["PolicySpec", "RayExecutor", "RayWorkers", "ToolsSpec", "connect"]
