@@ -4,6 +4,8 @@
     cfg = TrainConfig(model_path="runs/tiny", tasks_path="tasks.jsonl", estimator="hrpo")
     cfg = TrainConfig.load("train.toml", max_steps=3)           # file, then overrides
     cfg = TrainConfig.preset("drzero_solver", model_path="runs/tiny")   # a seed paper's settings
+    cfg = TrainConfig(estimator="adpo", estimator_params={"adpo": {"min_scale": 0.5}})  # or adpo_min_scale=0.5
+    cfg.make_estimator()                                        # ADPO(min_scale=0.5, p_low=0.3, ...)
 
 Every field carries `help` metadata (shown by `workbench train --help-config`). `to_grpo_config()`
 maps the run onto TRL's `GRPOConfig`; the workbench-only fields (estimator, episodes, dynamic

@@ -14,7 +14,10 @@ How it plugs into TRL (see the TRL 1.16 notes in the design docs):
   `completion_ids`, `logprobs`, `env_mask` plus extra fields (task id, hops, reward components, turn
   of each token). Observation tokens are attended to, never trained on (`env_mask` → `tool_mask`).
   The rows and their advantages are built in `workbench.train.rows`.
-- Advantages are computed per trajectory over the global batch and placed on its rows: grpo (TRL's
+- Advantages come from the run's estimator (`workbench.train.estimators`: a registry of objects, so
+  a new one needs no change here), computed per trajectory over the global batch and placed on its
+  rows; the trainer applies what the `Advantages` carry (a per-row upper clip, rows kept, token
+  whitening) and the estimator's `group_key` picks the batch sampler. Built in: grpo (TRL's
   group normalisation), hrpo (one rollout per question, whole hop groups per batch, normalised per
   hop count), reinforce_pp (whitened discounted per-turn returns on each turn's tokens, (B, T)),
   adpo (grpo · s(p) and a per-sample upper clip used in `_compute_loss`), asearcher (group-centred,
