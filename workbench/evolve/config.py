@@ -90,11 +90,10 @@ class EvolveConfig(abc.ABC):
             or sum(self.hop_weights.values()) <= 0
         ):
             raise bad("hop_weights", f"{self.hop_weights}: keys are hop counts >= 1, weights >= 0, not all 0")
-        from workbench.train.config import ESTIMATORS
+        from workbench.train.estimators import estimator_class
 
         for name in ("proposer_estimator", "solver_estimator"):
-            if getattr(self, name) not in ESTIMATORS:
-                raise bad(name, f"{getattr(self, name)!r} is not one of {', '.join(ESTIMATORS)}")
+            estimator_class(getattr(self, name), where=f"{type(self).__name__}.{name}")  # a ConfigError naming it
         for name in ("proposer_agent", "solver_agent"):
             self.agent_config(name.split("_")[0])  # raises ConfigError naming the bad key
 
