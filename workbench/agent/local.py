@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 from workbench.agent.config import AgentConfig
@@ -239,4 +239,24 @@ class LocalExecutor:
         await self.aclose()
 
 
-__all__ = ["LocalExecutor", "PoolKey", "ToolSet", "open_environment", "pool_key"]
+@contextlib.asynccontextmanager
+async def kernel_pool(agent_config: AgentConfig, size: int) -> AsyncIterator[KernelPool]:
+    """A started `KernelPool` for `agent_config`'s sandbox, for code that drives `NBAgent(pool=...)`
+    itself (QA synthesis); episode runs go through an executor, which keeps its own pools."""
+    from workbench.kernel import KernelPool
+
+    pool = KernelPool(
+        size=size,
+        profile=agent_config.profile,
+        isolation=agent_config.isolation,
+        output_cap=agent_config.output_cap,
+        startup_code="import workbench.runtime",
+    )
+    await pool.start()
+    try:
+        yield pool
+    finally:
+        await pool.close()
+
+
+__all__ = ["LocalExecutor", "PoolKey", "ToolSet", "kernel_pool", "open_environment", "pool_key"]

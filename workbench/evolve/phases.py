@@ -18,8 +18,7 @@ attempts, as Dr. Zero does.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +36,6 @@ from workbench.trajectory import Task, Trajectory
 if TYPE_CHECKING:
     from workbench.agent.local import LocalExecutor, ToolSet
     from workbench.evolve.modes import Mode
-    from workbench.kernel import KernelPool
     from workbench.rewards.spec import RewardSpec
 
 
@@ -260,26 +258,6 @@ class SolverEpisodes(NBAgentEpisodes):
         )
 
 
-@contextlib.asynccontextmanager
-async def kernel_pool(agent_config: AgentConfig, size: int) -> AsyncIterator[KernelPool]:
-    """A started `KernelPool` for `agent_config`'s sandbox, for code that drives `NBAgent(pool=...)`
-    itself; episode runs go through an executor (`evolve_executor`)."""
-    from workbench.kernel import KernelPool
-
-    pool = KernelPool(
-        size=size,
-        profile=agent_config.profile,
-        isolation=agent_config.isolation,
-        output_cap=agent_config.output_cap,
-        startup_code="import workbench.runtime",
-    )
-    await pool.start()
-    try:
-        yield pool
-    finally:
-        await pool.close()
-
-
 __all__ = [
     "Phases",
     "PrecomputedReward",
@@ -287,5 +265,4 @@ __all__ = [
     "ProposerEpisodes",
     "SolverEpisodes",
     "evolve_executor",
-    "kernel_pool",
 ]

@@ -240,8 +240,8 @@ async def arun_repl_synthesis(
 ) -> SynthesisResult:
     """One NB-Agent synthesis episode per seed url; `policy` is a Policy or a factory `session -> Policy`."""
     from workbench.agent.config import AgentConfig
+    from workbench.agent.local import kernel_pool
     from workbench.agent.runner import NBAgent
-    from workbench.evolve.phases import kernel_pool
 
     config = config or SynthesisConfig()
     config.validate()

@@ -26,15 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.errors import ConfigError, ToolError
-from workbench.tools.registry import Tool, make_tool
-
-
-def _submit_final_answer(answer: str) -> str:
-    """Submit your final answer; this ends the episode. Call it once, with the answer only."""
-    return f"Final answer submitted: {answer}"
-
-
-submit_final_answer: Tool = make_tool(_submit_final_answer, name="submit_final_answer", final=True)
+from workbench.tools.registry import Tool, make_tool, submit_final_answer
 
 if TYPE_CHECKING:
     from workbench.trajectory import Task
