@@ -32,20 +32,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-def _retriever_tools(spec: str | None, dataset: str):
-    from workbench.resolve import load_search_tool, search_registry
-
-    if spec is None:
-        return load_search_tool(tasks_path=dataset)
-    if spec.startswith(("http://", "https://")):
-        from workbench.search import RemoteRetriever
-
-        return search_registry(RemoteRetriever(spec))
-    if spec.startswith("bm25:"):
-        return load_search_tool(corpus=spec[len("bm25:") :])
-    return load_search_tool(index=spec)
-
-
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -61,6 +47,7 @@ def _run(args: argparse.Namespace) -> int:
             task.metadata.setdefault("dataset", Path(path).stem)
             tasks.append(task)
     from workbench.cli.executors import executor_from_args
+    from workbench.cli.recipes import eval_tools
     from workbench.cluster import ToolsSpec
     from workbench.cluster.select import absolute
 
@@ -76,7 +63,7 @@ def _run(args: argparse.Namespace) -> int:
             "workbench.cli.recipes:eval_tools", retriever=retriever, dataset=absolute(args.dataset[0])
         ),
     )
-    tools = _retriever_tools(args.retriever, args.dataset[0]) if executor is None else None
+    tools = eval_tools(args.retriever, args.dataset[0]) if executor is None else None
     policy = resolve_policy(args.policy)
     flags = {"isolation": args.isolation, **({"max_steps": args.max_steps} if args.max_steps is not None else {})}
     config = AgentConfig.load(args.config, **flags) if args.config else AgentConfig.from_dict(flags)

@@ -1,4 +1,4 @@
-"""Tool-set factories for `ToolsSpec`s that the command line sends to Ray workers."""
+"""Tool-set factories of the commands, for a local run and for the `ToolsSpec`s they send to Ray workers."""
 
 from __future__ import annotations
 
@@ -24,9 +24,17 @@ def evolve_tools(role: str, corpus: str) -> ToolRegistry:
 def eval_tools(retriever: str | None, dataset: str) -> ToolRegistry:
     """`workbench eval`'s search tool: a saved index, bm25:CORPUS, a Search-R1 server, or the corpus
     beside the dataset."""
-    from workbench.cli.evaluate import _retriever_tools
+    from workbench.resolve import load_search_tool, search_registry
 
-    return _retriever_tools(retriever, dataset)
+    if retriever is None:
+        return load_search_tool(tasks_path=dataset)
+    if retriever.startswith(("http://", "https://")):
+        from workbench.search import RemoteRetriever
+
+        return search_registry(RemoteRetriever(retriever))
+    if retriever.startswith("bm25:"):
+        return load_search_tool(corpus=retriever[len("bm25:") :])
+    return load_search_tool(index=retriever)
 
 
 __all__ = ["eval_tools", "evolve_tools"]
