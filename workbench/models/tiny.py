@@ -79,8 +79,8 @@ def build_tokenizer(
     merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model["merges"]]
     hf = Qwen2Tokenizer(
         vocab=model["vocab"],
-        merges=merges,
-        unk_token=None,
+        merges=merges,  # type: ignore[arg-type]  # annotated list[str]; tokenizers' BPE takes (a, b) pairs
+        unk_token=None,  # type: ignore[arg-type]  # annotated str; None means no unknown token, as in Qwen2
         eos_token=IM_END,
         pad_token=PAD_TOKEN,
         clean_up_tokenization_spaces=False,

@@ -95,7 +95,11 @@ def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
     with path.open("rb") as f:
         for lineno, line in enumerate(f, start=1):
             if line.strip():  # parsed without its newline, as a lazily read row is
-                yield parse_line(line.removesuffix(b"\n"), n, lambda at=lineno: f"{path}:{at}")
+
+                def where(at: int = lineno) -> str:
+                    return f"{path}:{at}"
+
+                yield parse_line(line.removesuffix(b"\n"), n, where)
                 n += 1
 
 

@@ -199,7 +199,7 @@ class SimulatedSearch(RetrieverBase):
         self,
         queries: list[str],
         top_k: int | None = None,
-        *,  # type: ignore[override]
+        *,
         question: str | Sequence[str] = "",
         answer: str | Sequence[str] = "",
         task_id: str = "",
@@ -210,7 +210,7 @@ class SimulatedSearch(RetrieverBase):
         self,
         query: str,
         top_k: int | None = None,
-        *,  # type: ignore[override]
+        *,
         question: str = "",
         answer: str = "",
         task_id: str = "",

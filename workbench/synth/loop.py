@@ -322,7 +322,8 @@ def synthesize_one(
     )
     if not seed_ok:
         return _finish(traj, qa, False, seed_acc, seed_acc, history, attempts, "error", verdict.detail)
-    accuracy, rejected = seed_acc, []
+    accuracy = seed_acc
+    rejected: list[dict[str, Any]] = []
     for turn in range(1, config.max_edits + 1):
         ready = accuracy is not None and accuracy == 0.0 and qa.hops >= config.min_hops
         try:

@@ -14,12 +14,15 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from html.parser import HTMLParser
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urljoin, urlsplit
 
 from workbench.errors import ConfigError
 from workbench.safetext import safe_text
 from workbench.web.page import Link, Page
+
+if TYPE_CHECKING:
+    from configparser import ConfigParser
 
 Extractor = Literal["auto", "fallback", "trafilatura"]
 
@@ -306,7 +309,7 @@ _MD_LINK = re.compile(r"\[([^\]\n]*)\]\(([^)\s]+)\)")
 
 
 @lru_cache(maxsize=1)
-def _trafilatura_config() -> object:
+def _trafilatura_config() -> ConfigParser:
     from trafilatura.settings import use_config
 
     config = use_config()

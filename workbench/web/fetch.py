@@ -150,7 +150,7 @@ class HttpFetcher:
             infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except (socket.gaierror, UnicodeError) as exc:
             raise ToolError(f"cannot open {url}: host {host!r} does not resolve ({exc})") from None
-        ips = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+        ips = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
         bad = [str(ip) for ip in ips if _refused(ip)]
         if bad or not ips:
             raise ToolError(
