@@ -9,9 +9,10 @@ resolve_reward(my_spec) / resolve_reward(lambda traj: 1.0)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from workbench.contracts import Scorer
 from workbench.errors import ConfigError
 from workbench.rewards.registry import list_rewards
 from workbench.rewards.spec import RewardSpec, list_presets
@@ -20,10 +21,14 @@ from workbench.trajectory import Trajectory
 ALIASES = {"exact_match": "em"}
 
 
+RewardFunction = Callable[[Trajectory], float | dict[str, float]]
+"""A plain function scoring one trajectory: its total, or a dict of rewards with a "total"."""
+
+
 class CallableReward:
     """A plain function `traj -> float | dict` as a scorer."""
 
-    def __init__(self, fn: Any) -> None:
+    def __init__(self, fn: RewardFunction) -> None:
         self.fn = fn
         self.name = getattr(fn, "__name__", "reward")
 
@@ -32,7 +37,7 @@ class CallableReward:
         return dict(out) if isinstance(out, dict) else {"total": float(out)}
 
 
-def resolve_reward(spec: Any) -> Any:
+def resolve_reward(spec: str | Scorer | RewardFunction) -> Scorer:
     """See the module docstring. Unknown names list what exists."""
     if hasattr(spec, "score"):
         return spec
@@ -58,4 +63,4 @@ def resolve_reward(spec: Any) -> Any:
     )
 
 
-__all__ = ["CallableReward", "resolve_reward"]
+__all__ = ["CallableReward", "RewardFunction", "resolve_reward"]
