@@ -278,6 +278,7 @@ def test_host_sigkill_leaves_no_orphans(tmp_path: Path):
     finally:
         host.kill()
         host.wait()
+        host.stdout.close()
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and any(_running(p) for p in pids):
         time.sleep(0.05)

@@ -140,3 +140,4 @@ def test_serve_model_cli_says_which_settings_it_serves(stamped_dir):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+        proc.stdout.close()

@@ -34,13 +34,19 @@ def test_search_r1_request_with_and_without_scores(server, bm25):
 
 
 def test_remote_retriever_matches_local(server, bm25):
-    remote = RemoteRetriever(server)
-    qs = ["Who founded the festival?", "Who directed the film?"]
-    got = remote.retrieve(qs, top_k=3)
-    want = bm25.retrieve(qs, top_k=3)
-    assert [[(h.id, h.title, h.text) for h in r] for r in got] == [[(h.id, h.title, h.text) for h in r] for r in want]
-    assert [h.score for h in got[0]] == pytest.approx([h.score for h in want[0]])
-    assert RemoteRetriever(server + "/retrieve").search(qs[0])[0].id == want[0][0].id
+    remote, by_path = RemoteRetriever(server), RemoteRetriever(server + "/retrieve")
+    try:
+        qs = ["Who founded the festival?", "Who directed the film?"]
+        got = remote.retrieve(qs, top_k=3)
+        want = bm25.retrieve(qs, top_k=3)
+        assert [[(h.id, h.title, h.text) for h in r] for r in got] == [
+            [(h.id, h.title, h.text) for h in r] for r in want
+        ]
+        assert [h.score for h in got[0]] == pytest.approx([h.score for h in want[0]])
+        assert by_path.search(qs[0])[0].id == want[0][0].id
+    finally:  # their pooled connections (unclosed, a ResourceWarning)
+        remote.close()
+        by_path.close()
 
 
 def test_bad_requests_and_unreachable_server(server):

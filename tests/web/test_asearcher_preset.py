@@ -60,7 +60,7 @@ TURNS = [
 def test_short_text_shrinks_a_read_page_after_the_next_turn(trouble):
     seen: list[str] = []  # the context of every turn, as the model saw it
     url = trouble + "/long"
-    turns = [TURNS[0].replace("<code>", f"<code>URL = {url!r}\n")] + TURNS[1:]
+    turns = [TURNS[0].replace("<code>", f"<code>URL = {url!r}\n"), *TURNS[1:]]
 
     def script(context: str, _turn: int) -> str:  # one episode: its turn is how many contexts came
         seen.append(context)
@@ -93,4 +93,4 @@ def test_short_text_shrinks_a_read_page_after_the_next_turn(trouble):
 
 
 def test_preset_values_are_valid_agent_settings():
-    assert set(ASEARCHER_AGENT) <= set(asearcher_config().model_fields)
+    assert set(ASEARCHER_AGENT) <= set(type(asearcher_config()).model_fields)
