@@ -14,10 +14,13 @@ Whatever bytes a client sends, the answer is a reply, never a crash or a 500:
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
 from workbench.safetext import safe_bytes, safe_json
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 __all__ = ["BadRequest", "BodyLimit", "parse_json", "validation_message"]
 
@@ -44,7 +47,7 @@ def parse_json(raw: bytes) -> Any:
         raise BadRequest("the JSON body nests too deeply; send a flat request object") from None
 
 
-def validation_message(exc: Any) -> str:
+def validation_message(exc: ValidationError) -> str:
     """One line for a pydantic `ValidationError`: 'field: problem; other: problem'."""
     parts = []
     for err in exc.errors(include_input=False, include_url=False)[:10]:

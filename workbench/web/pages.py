@@ -14,13 +14,16 @@ import asyncio
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError, ToolError
 from workbench.safetext import safe_json
 from workbench.web.browse import open_page
 from workbench.web.extract import Extractor
 from workbench.web.fetch import Fetcher, normalize_url
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 MAX_URLS = 256
 MAX_URL_CHARS = 4096
@@ -107,7 +110,7 @@ def write_pages_jsonl(
     return out
 
 
-def add_access_route(app: Any, pages: PageStore) -> None:
+def add_access_route(app: "FastAPI", pages: PageStore) -> None:
     """Add ASearcher's `POST /access` to a FastAPI app (the search server's)."""
     from fastapi import Request
     from fastapi.responses import JSONResponse
