@@ -37,6 +37,8 @@ from workbench.synth.verify import DirectSolver, Verdict, Verifier
 from workbench.trajectory import Step, Task, Trajectory
 
 if TYPE_CHECKING:
+    import jinja2
+
     from workbench.policies.base import Policy
     from workbench.store import Store
 
@@ -121,7 +123,7 @@ class ScriptedSynthesizer:
 
 
 @lru_cache(maxsize=1)
-def _action_template() -> Any:
+def _action_template() -> jinja2.Template:
     import jinja2
 
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)

@@ -19,10 +19,13 @@ import threading
 from collections import defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ToolError
 from workbench.synth.qa import Desc, Ref, Span, Value
+
+if TYPE_CHECKING:
+    from workbench.web.page import Page
 
 _ROW = re.compile(r"^\|\s*(.*?)\s*\|\s*(.*?)\s*\|\s*$")
 _LINK = re.compile(r"\[([^\]]*)\]\(([^)\s]+)\)")
@@ -100,7 +103,7 @@ class PageGraph:
         self.fetches = 0
 
     # -- reading ---------------------------------------------------------------------------------
-    def page(self, url: str) -> Any:
+    def page(self, url: str) -> Page:
         from workbench.web import open_page
 
         self.fetches += 1

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ToolError
 from workbench.policies.base import ByteCodec, Completion, SamplingParams
 from workbench.synth.pages import PageGraph, PageInfo
 from workbench.synth.qa import parse_question
 from workbench.synth.verify import seeded
+
+if TYPE_CHECKING:
+    from workbench.web.page import Page
 
 
 class _Memory(PageGraph):
@@ -31,7 +34,7 @@ class _Memory(PageGraph):
         for info in infos:
             self._add(info.url, info)
 
-    def page(self, url: str) -> Any:
+    def page(self, url: str) -> Page:
         raise ToolError(f"{url} is not remembered")
 
 

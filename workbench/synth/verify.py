@@ -31,6 +31,8 @@ from workbench.synth.pages import PageGraph, norm
 from workbench.synth.qa import Statement, SynthQA
 
 if TYPE_CHECKING:
+    import jinja2
+
     from workbench.policies.base import Policy
 
 REASONS = ("leak", "unsupported", "ambiguous", "unanswerable", "too_easy", "solver_error", "malformed")
@@ -73,7 +75,7 @@ class Verdict:
 
 
 @lru_cache(maxsize=1)
-def _direct_template() -> Any:
+def _direct_template() -> jinja2.Template:
     import jinja2
 
     text = (Path(__file__).parent / "prompts" / "direct.j2").read_text(encoding="utf-8")

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from workbench.store import Store
+    from workbench.widgets.viewer import TrajectoryViewer
 
 TABLE_COLUMNS = [
     "iteration",
@@ -241,7 +242,7 @@ class EvolutionDashboard(w.VBox):
         self.plots = FigureGrid(columns=2)
         self.panes = self.plots.panes  # name -> pane; `.figure` is the figure shown
         self.plots.on_click(lambda name, point: self._on_click(name, point))
-        self.viewer: Any = None  # a TrajectoryViewer, made on the first click
+        self.viewer: TrajectoryViewer | None = None  # made on the first click
         self.viewer_box = w.VBox()
         self.table_view = w.HTML()
         self.iteration_menu = w.Dropdown(description="iteration", options=[])
@@ -279,7 +280,7 @@ class EvolutionDashboard(w.VBox):
             self._show_samples()
             return self.table
 
-    def open_point(self, figure: str, iteration: int, hops: int) -> Any:
+    def open_point(self, figure: str, iteration: int, hops: int) -> TrajectoryViewer:
         """Show the trajectories behind one point (what a click does); returns the viewer."""
         from workbench.widgets.viewer import TrajectoryViewer
 
