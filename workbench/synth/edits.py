@@ -16,7 +16,7 @@ from typing import Any
 
 from workbench.errors import ToolError
 from workbench.synth.pages import PageGraph, PageInfo, norm
-from workbench.synth.qa import Clue, Desc, Ref, Span, Statement, SynthQA, Value, refs, replace
+from workbench.synth.qa import Clue, Desc, Ref, Span, Statement, SynthQA, Value, refs, render, replace
 
 WIDEN = {4: 9, 9: 19}  # a span of 5 years widens to its decade, a decade to 20 years
 
@@ -80,13 +80,18 @@ def inject(graph: PageGraph, qa: SynthQA, target: str, via: str, key: str, extra
     return SynthQA(qa.answer, qa.answer_url, qa.answer_kind, replace(qa.tree, ref, node), qa.statements + new)
 
 
-def _spans(value: Value) -> list[Clue]:
+def _numbers(value: Value) -> list[tuple[Clue, Span | str]]:
+    """The clues giving a number (a year or a span of years), each with that number."""
     if not isinstance(value, Desc):
         return []
     if value.of_key:
-        return _spans(value.of_subject)  # type: ignore[arg-type]
-    out = [c for c in value.clues if isinstance(c.value, Span) or (isinstance(c.value, str) and c.value.isdigit())]
-    return out + [c for cl in value.clues for c in _spans(cl.value)]
+        return _numbers(value.subject)
+    out = [
+        (c, c.value)
+        for c in value.clues
+        if isinstance(c.value, Span) or (isinstance(c.value, str) and c.value.isdigit())
+    ]
+    return out + [n for cl in value.clues for n in _numbers(cl.value)]
 
 
 def blur(value: Span | str) -> Span | None:
@@ -104,16 +109,16 @@ def blur(value: Span | str) -> Span | None:
 
 def fuzz(graph: PageGraph, qa: SynthQA, key: str) -> SynthQA:
     """Blur the number the question gives for `key` one step (the statements stay the same)."""
-    clues = [c for c in _spans(qa.tree) if c.key == key]
-    if not clues:
+    numbers = [(c, n) for c, n in _numbers(qa.tree) if c.key == key]
+    if not numbers:
         raise ToolError(
             f"the question gives no number for {key!r}; fuzzable keys: "
-            f"{sorted({c.key for c in _spans(qa.tree)}) or 'none (inject one with extra=)'}"
+            f"{sorted({c.key for c, _ in _numbers(qa.tree)}) or 'none (inject one with extra=)'}"
         )
-    clue = clues[0]
-    new = blur(clue.value)  # type: ignore[arg-type]
+    clue, number = numbers[0]
+    new = blur(number)
     if new is None:
-        raise ToolError(f"{key!r} is already as blurred as it gets ({clue.value.text})")  # type: ignore[union-attr]
+        raise ToolError(f"{key!r} is already as blurred as it gets ({render(number)})")
     return dc_replace(qa, tree=replace(qa.tree, clue, Clue(key, new)), question="")
 
 
@@ -142,8 +147,8 @@ def edit_options(graph: PageGraph, qa: SynthQA) -> list[dict[str, Any]]:
                         "extra": extras[0] if extras else "",
                     }
                 )
-    for clue in _spans(qa.tree):
-        if blur(clue.value) is not None:  # type: ignore[arg-type]
+    for clue, number in _numbers(qa.tree):
+        if blur(number) is not None:
             out.append({"action": "fuzz", "key": clue.key})
     return out
 

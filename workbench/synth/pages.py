@@ -179,7 +179,7 @@ class PageGraph:
             return set()
         if value.of_key:
             out: set[str] = set()
-            for s in self.resolve(value.of_subject):  # type: ignore[arg-type]
+            for s in self.resolve(value.subject):
                 if s.startswith(("http://", "https://")):
                     out |= {f.value_url or norm(f.value) for f in self._safe_info(s).values(value.of_key)}
             return out

@@ -70,11 +70,18 @@ class Desc:
     clues: tuple[Clue, ...] = ()
 
     def __post_init__(self) -> None:
-        if bool(self.of_key) == bool(self.clues):
+        if bool(self.of_key) == bool(self.clues) or (self.of_key and self.of_subject is None):
             raise ConfigError(
                 "a Desc is either `the KEY of X` (of_key, of_subject) or "
                 "`the KIND whose ...` (clues), not both or neither"
             )
+
+    @property
+    def subject(self) -> Value:
+        """`X` in `the KEY of X`; a `the KIND whose ...` description has none (ConfigError)."""
+        if self.of_subject is None:
+            raise ConfigError(f"`the {self.kind or 'one'} whose ...` has no subject; read its clues")
+        return self.of_subject
 
 
 Value = Ref | Span | Desc | str  # str: a literal (a year, an occupation) or a name read from text
@@ -89,7 +96,7 @@ def render(value: Value) -> str:
     if isinstance(value, str):
         return value
     if value.of_key:
-        return f"the {value.of_key} of {render(value.of_subject)}"  # type: ignore[arg-type]
+        return f"the {value.of_key} of {render(value.subject)}"
     clues = sorted(value.clues, key=lambda c: isinstance(c.value, Desc))  # a nested D comes last
     return f"the {value.kind or 'one'} whose " + " and whose ".join(f"{c.key} is {render(c.value)}" for c in clues)
 
@@ -173,7 +180,7 @@ def to_json(value: Value) -> Any:
     if isinstance(value, str):
         return value
     if value.of_key:
-        return {"kind": value.kind, "of": [value.of_key, to_json(value.of_subject)]}  # type: ignore[arg-type]
+        return {"kind": value.kind, "of": [value.of_key, to_json(value.subject)]}
     return {"kind": value.kind, "clues": [[c.key, to_json(c.value)] for c in value.clues]}
 
 
@@ -198,23 +205,22 @@ def refs(value: Value) -> list[Ref]:
     if not isinstance(value, Desc):
         return []
     if value.of_key:
-        return refs(value.of_subject)  # type: ignore[arg-type]
+        return refs(value.subject)
     return [r for c in value.clues for r in refs(c.value)]
 
 
 def replace(value: Value, old: Value | Clue, new: Value | Clue) -> Value:
     """The tree with the node or clue `old` (compared by value) replaced by `new`."""
-    if value == old:
-        return new  # type: ignore[return-value]
+    if value == old and not isinstance(new, Clue):
+        return new
     if not isinstance(value, Desc):
         return value
     if value.of_key:
-        return Desc(kind=value.kind, of_key=value.of_key, of_subject=replace(value.of_subject, old, new))  # type: ignore[arg-type]
+        return Desc(kind=value.kind, of_key=value.of_key, of_subject=replace(value.subject, old, new))
     return Desc(
         kind=value.kind,
         clues=tuple(
-            new if c == old else Clue(c.key, replace(c.value, old, new))  # type: ignore[misc]
-            for c in value.clues
+            new if isinstance(new, Clue) and c == old else Clue(c.key, replace(c.value, old, new)) for c in value.clues
         ),
     )
 
