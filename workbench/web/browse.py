@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from typing import TypedDict, Unpack
 
 from workbench.errors import ConfigError, ToolError
 from workbench.safetext import safe_text
@@ -60,6 +61,19 @@ def page_from_result(result: FetchResult, extractor: Extractor = "auto") -> Page
 def open_page(fetcher: Fetcher, url: str, extractor: Extractor = "auto") -> Page:
     """Fetch `url` and extract it as a `Page` (ToolError on any failure)."""
     return page_from_result(fetcher.fetch(url), extractor)
+
+
+class BrowserOptions(TypedDict, total=False):
+    """`Browser`'s keyword options, for the one-off `access` and `find_in_page`."""
+
+    window_chars: int
+    max_windows: int
+    max_page_chars: int
+    max_links: int
+    context_chars: int
+    max_matches: int
+    extractor: Extractor
+    cache_pages: int
 
 
 class Browser:
@@ -139,11 +153,11 @@ class Browser:
         return head + ":\n" + "\n\n".join(f"[{i}] {p}" for i, p in enumerate(shown, 1))
 
 
-def access(fetcher: Fetcher, url: str, page: int = 1, **options: object) -> str:
+def access(fetcher: Fetcher, url: str, page: int = 1, **options: Unpack[BrowserOptions]) -> str:
     """One-off `Browser(fetcher, **options).access(url, page)`."""
-    return Browser(fetcher, **options).access(url, page)  # type: ignore[arg-type]
+    return Browser(fetcher, **options).access(url, page)
 
 
-def find_in_page(fetcher: Fetcher, url: str, query: str, **options: object) -> str:
+def find_in_page(fetcher: Fetcher, url: str, query: str, **options: Unpack[BrowserOptions]) -> str:
     """One-off `Browser(fetcher, **options).find_in_page(url, query)`."""
-    return Browser(fetcher, **options).find_in_page(url, query)  # type: ignore[arg-type]
+    return Browser(fetcher, **options).find_in_page(url, query)

@@ -11,9 +11,13 @@ the hop's relation, note the fact and the next page's URL, follow that link, ...
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from workbench.policies.scripted import ScriptedPolicy
 from workbench.worlds.solver import parse_question
+
+if TYPE_CHECKING:
+    from workbench.policies.base import Codec
 
 _FACT = re.compile(r"the (.+?) of (.+?) is (.+?)\s*$", re.MULTILINE)
 _PAGE = re.compile(r"the page of (.+?) is (\S+)\s*$", re.MULTILINE)
@@ -90,9 +94,9 @@ def next_turn(context: str) -> str:
     return "<think>" + " ".join(think) + "</think>\n<code>\n" + "\n".join(lines) + "\n</code>"
 
 
-def browsing_solver(*, codec: object = None, name: str = "browsing-solver") -> ScriptedPolicy:
+def browsing_solver(*, codec: Codec | None = None, name: str = "browsing-solver") -> ScriptedPolicy:
     """A ScriptedPolicy that answers world questions with search, find_in_page and the notepad."""
-    return ScriptedPolicy(lambda context, _turn: next_turn(context), codec=codec, name=name)  # type: ignore[arg-type]
+    return ScriptedPolicy(lambda context, _turn: next_turn(context), codec=codec, name=name)
 
 
 __all__ = ["browsing_solver", "next_turn"]
