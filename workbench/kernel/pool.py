@@ -73,7 +73,10 @@ class KernelPool:
         self._ready = asyncio.Queue()
         self._slots = asyncio.Semaphore(self.max_concurrency)
         await asyncio.gather(*(self._spawn() for _ in range(self.size)))
-        errors = [k for k in list(self._ready._queue) if isinstance(k, PoolError)]  # type: ignore[attr-defined]
+        warmed = [self._ready.get_nowait() for _ in range(self._ready.qsize())]  # look, then put back in order
+        for item in warmed:
+            self._ready.put_nowait(item)
+        errors = [k for k in warmed if isinstance(k, PoolError)]
         if errors:
             await self.close()
             raise errors[0]

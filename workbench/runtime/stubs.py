@@ -89,5 +89,5 @@ def make_stub(spec: dict[str, Any], client: GatewayClient) -> Callable[..., Any]
     stub.__name__ = stub.__qualname__ = name
     stub.__doc__ = spec.get("doc") or None
     stub.__module__ = "tools"
-    stub.__signature__ = signature  # type: ignore[attr-defined]
+    stub.__signature__ = signature  # type: ignore[attr-defined]  # read by inspect.signature; typeshed has no such attribute
     return stub
