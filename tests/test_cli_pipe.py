@@ -37,7 +37,8 @@ def _read_a_little_then_close(proc: subprocess.Popen[bytes]) -> tuple[int, str]:
     first = proc.stdout.read(100)
     assert first, "the command printed nothing before the pipe closed"
     proc.stdout.close()  # `head` has what it wants and exits
-    stderr = proc.stderr.read().decode()
+    with proc.stderr:
+        stderr = proc.stderr.read().decode()
     return proc.wait(timeout=60), stderr
 
 
@@ -68,6 +69,7 @@ def test_help_into_a_closed_pipe_exits_quietly(args: tuple[str, ...]) -> None:
     )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()
-    stderr = proc.stderr.read().decode()
+    with proc.stderr:
+        stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=60) in (0, 141)
     assert stderr == ""
