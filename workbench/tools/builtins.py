@@ -22,6 +22,7 @@ import inspect
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -114,22 +115,20 @@ def search_tool(
     def hits_of(result: Any) -> list[Any]:
         return list(result[0]) if batched else list(result)
 
-    if inspect.iscoroutinefunction(method):
+    async def async_search(query: str, top_k: int = 3) -> str:
+        check(query, top_k)
+        return format_hits(hits_of(await method([query] if batched else query, top_k)))
 
-        async def search(query: str, top_k: int = 3) -> str:
-            check(query, top_k)
-            return format_hits(hits_of(await method([query] if batched else query, top_k)))
-    else:
+    def search(query: str, top_k: int = 3) -> str:
+        check(query, top_k)
+        return format_hits(hits_of(method([query] if batched else query, top_k)))
 
-        def search(query: str, top_k: int = 3) -> str:  # type: ignore[misc]
-            check(query, top_k)
-            return format_hits(hits_of(method([query] if batched else query, top_k)))
-
-    search.__doc__ = (
+    fn: Callable[..., object] = async_search if inspect.iscoroutinefunction(method) else search
+    fn.__doc__ = (
         f"Search the document collection. Returns the top_k (1-{max_top_k}) most "
         "relevant documents as lines 'Doc i (Title: ...) text'."
     )
-    return make_tool(search, name=name)
+    return make_tool(fn, name=name)
 
 
 _TOKEN = re.compile(r"\w+")
