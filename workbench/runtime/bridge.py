@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TypedDict
 
+    from workbench.runtime.stubs import ToolSpec
+
     class _State(TypedDict):
         notepad: Notepad | None
         push_error: str | None
@@ -42,7 +44,7 @@ def _ipython_shell() -> Any:
 
 def install(
     namespace: dict[str, Any],
-    specs: list[dict[str, Any]],
+    specs: list[ToolSpec],
     *,
     socket_path: str | None = None,
     token: str | None = None,

@@ -16,10 +16,29 @@ from workbench.runtime.client import GatewayClient, ToolArgumentError, ToolCallE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import inspect
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, NotRequired, Required, TypedDict
 
-FINAL_ANSWER_SPEC: dict[str, Any] = {
+    class ParameterSpec(TypedDict):
+        """One parameter of a tool: `kind` is an `inspect.Parameter` kind's name."""
+
+        name: str
+        kind: NotRequired[str]
+        annotation: NotRequired[str]
+        default: NotRequired[Any]
+
+    class ToolSpec(TypedDict, total=False):
+        """A tool as JSON (`workbench.tools.Tool.spec`): what `make_stub` builds a function from."""
+
+        name: Required[str]
+        doc: str
+        parameters: list[ParameterSpec]
+        returns: str
+        final: bool
+
+
+FINAL_ANSWER_SPEC: ToolSpec = {
     "name": "submit_final_answer",
     "doc": "Submit your final answer; this ends the episode. Non-str answers are converted with str().",
     "parameters": [{"name": "answer", "kind": "POSITIONAL_OR_KEYWORD", "annotation": "str"}],
@@ -30,7 +49,7 @@ _TYPES: dict[str, type | None] = {t.__name__: t for t in (str, int, float, bool,
 _TYPES["None"] = None
 
 
-def _annotation(text: Any) -> Any:
+def _annotation(text: object) -> object:
     """'list[str]' → list[str] when it names builtins only; anything else stays a string."""
     import inspect
 
@@ -42,7 +61,7 @@ def _annotation(text: Any) -> Any:
         return str(text)
 
 
-def _signature(spec: dict[str, Any]) -> Any:
+def _signature(spec: ToolSpec) -> inspect.Signature:
     import inspect
 
     params = []
@@ -54,13 +73,13 @@ def _signature(spec: dict[str, Any]) -> Any:
     return inspect.Signature(params, return_annotation=returns)
 
 
-def make_stub(spec: dict[str, Any], client: GatewayClient) -> Callable[..., Any]:
+def make_stub(spec: ToolSpec, client: GatewayClient) -> Callable[..., Any]:
     """Build the kernel-side function for one tool spec (see `workbench.tools.Tool.spec`)."""
     import json
 
     name = spec["name"]
     final = bool(spec.get("final"))
-    signature = _signature(dict(spec, returns="None") if final else spec)
+    signature = _signature({**spec, "returns": "None"} if final else spec)
 
     def stub(*args: Any, **kwargs: Any) -> Any:
         try:

@@ -24,9 +24,12 @@ import reprlib
 import typing
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from workbench.errors import ConfigError, ToolError
+
+if TYPE_CHECKING:
+    from workbench.runtime.stubs import ParameterSpec, ToolSpec
 
 _REPR = reprlib.Repr()
 _REPR.maxstring = _REPR.maxother = 80
@@ -59,11 +62,11 @@ class Tool:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> ToolSpec:
         """The JSON spec the runtime turns into a stub (name, doc, parameters, returns, final)."""
         params = []
         for p in self.signature.parameters.values():
-            entry: dict[str, Any] = {"name": p.name, "kind": p.kind.name, "annotation": format_annotation(p.annotation)}
+            entry: ParameterSpec = {"name": p.name, "kind": p.kind.name, "annotation": format_annotation(p.annotation)}
             if p.default is not inspect.Parameter.empty:
                 entry["default"] = p.default
             params.append(entry)
@@ -231,7 +234,7 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return list(self._tools)
 
-    def specs(self) -> list[dict[str, Any]]:
+    def specs(self) -> list[ToolSpec]:
         """JSON specs for `workbench.runtime.install`."""
         return [t.spec() for t in self._tools.values()]
 
