@@ -182,6 +182,9 @@ class Config:
     `check_types(self)`) first."""
 
     config_table: ClassVar[str | None] = None
+    # Declared, not set: `@dataclass` sets it on each dataclass subclass, and the declaration lets the
+    # type checker take a Config where dataclasses.fields/asdict want a dataclass.
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
     def __post_init__(self) -> None:
         check_types(self)  # keywords are checked as a file's values are
@@ -194,7 +197,7 @@ class Config:
         if model_fields is not None:  # pydantic
             return {name: f.annotation for name, f in model_fields.items()}
         hints = get_type_hints(cls)
-        return {f.name: hints.get(f.name, Any) for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        return {f.name: hints.get(f.name, Any) for f in dataclasses.fields(cls)}
 
     @classmethod
     def fields_help(cls) -> dict[str, str]:
@@ -202,7 +205,7 @@ class Config:
         model_fields = getattr(cls, "model_fields", None)
         if model_fields is not None:
             return {name: f.description or "" for name, f in model_fields.items()}
-        return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
 
     @classmethod
     def accepted_keys(cls) -> set[str]:
@@ -256,7 +259,7 @@ class Config:
         """Every field as plain data (nested configs as tables): `from_dict` reads it back."""
         if hasattr(self, "model_dump"):
             return dict(self.model_dump())
-        return dataclasses.asdict(self)  # type: ignore[call-overload]
+        return dataclasses.asdict(self)
 
     def explicit_dict(self) -> dict[str, Any]:
         """The fields to carry into a copy: all of them (AgentConfig: only those set explicitly)."""
@@ -359,7 +362,7 @@ def _defaults(cls: type[Config]) -> dict[str, Any]:
     if model_fields is not None:
         return {n: f.default for n, f in model_fields.items()}
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+    for f in dataclasses.fields(cls):
         if f.default is not dataclasses.MISSING:
             out[f.name] = f.default
         elif f.default_factory is not dataclasses.MISSING:
