@@ -14,13 +14,13 @@ sampling) are read by `WorkbenchGRPOTrainer` itself.
 
 from __future__ import annotations
 
-import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import InitVar, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
-from workbench.configfile import check_fields, read_config_file
+from workbench.configfile import Config, check_types, config_field
 from workbench.errors import ConfigError
 from workbench.train.estimators import BUILTIN, Estimator, estimator_class, make_estimator, parameters_help
 
@@ -44,23 +44,21 @@ IS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask"
 SCHEDULES = ("constant", "linear", "cosine", "constant_with_warmup", "cosine_with_min_lr")
 
 
-def _f(default: Any, help: str) -> Any:
-    """A field with `help` metadata (an immutable default; lists and dicts use `field(default_factory=...)`)."""
-    return field(default=default, metadata={"help": help})
-
-
 @dataclass
-class TrainConfig:
-    """Settings of one RL run. Field docs live in each field's `help` metadata."""
+class TrainConfig(Config):
+    """Settings of one RL run. Field docs live in each field's `help` metadata; values are checked
+    against the annotations (`workbench.configfile.Config`)."""
+
+    config_table = "train"
 
     # -- what to train, on what --------------------------------------------------------------
-    model_path: str = _f("", "Local directory of the model + tokenizer to train (never a hub id).")
-    output_dir: str = _f("runs/train", "Where checkpoints, metrics.jsonl and the run log go.")
-    tasks_path: str = _f("", "JSONL of tasks (id, question, golden_answers, metadata such as hops).")
-    run_id: str = _f("", "Run id for the store's metrics; defaults to the output dir's name.")
-    store_path: str = _f("", "SQLite store to log metrics into (optional; metrics.jsonl is always written).")
+    model_path: str = config_field("", "Local directory of the model + tokenizer to train (never a hub id).")
+    output_dir: str = config_field("runs/train", "Where checkpoints, metrics.jsonl and the run log go.")
+    tasks_path: str = config_field("", "JSONL of tasks (id, question, golden_answers, metadata such as hops).")
+    run_id: str = config_field("", "Run id for the store's metrics; defaults to the output dir's name.")
+    store_path: str = config_field("", "SQLite store to log metrics into (optional; metrics.jsonl is always written).")
     # -- algorithm ---------------------------------------------------------------------------
-    estimator: str = _f(
+    estimator: str = config_field(
         "grpo",
         "Advantage estimator: grpo | hrpo | reinforce_pp | adpo | asearcher | reinforce, or one registered "
         "with @estimator(NAME) (see workbench.train.estimators).",
@@ -75,93 +73,101 @@ class TrainConfig:
             "asearcher_reward_bias, ...) are still accepted and land here."
         },
     )
-    reward: str = _f("exact_match", "Reward spec: a registered name or a JSON spec for workbench.rewards.")
-    num_generations: int = _f(
+    reward: str = config_field("exact_match", "Reward spec: a registered name or a JSON spec for workbench.rewards.")
+    num_generations: int = config_field(
         4,
         "Rollouts per question (grpo/adpo/reinforce_pp/asearcher/reinforce); hrpo "
         "samples 1 rollout per question and this many same-hop questions per group.",
     )
-    per_device_train_batch_size: int = _f(4, "Sequences per optimizer micro-batch (multiple of num_generations).")
-    gradient_accumulation_steps: int = _f(1, "Micro-batches per optimizer step.")
-    max_steps: int = _f(10, "Optimizer steps to run.")
-    learning_rate: float = _f(1e-6, "Peak learning rate.")
-    lr_scheduler_type: str = _f(
+    per_device_train_batch_size: int = config_field(
+        4, "Sequences per optimizer micro-batch (multiple of num_generations)."
+    )
+    gradient_accumulation_steps: int = config_field(1, "Micro-batches per optimizer step.")
+    max_steps: int = config_field(10, "Optimizer steps to run.")
+    learning_rate: float = config_field(1e-6, "Peak learning rate.")
+    lr_scheduler_type: str = config_field(
         "constant", "LR schedule: constant | linear | cosine | constant_with_warmup | cosine_with_min_lr."
     )
-    warmup_steps: int = _f(0, "Linear warm-up steps.")
-    warmup_ratio: float = _f(0.0, "Warm-up as a share of max_steps (used when warmup_steps is 0).")
-    weight_decay: float = _f(0.0, "AdamW weight decay.")
-    max_grad_norm: float = _f(1.0, "Gradient clipping norm.")
-    beta: float = _f(0.0, "KL coefficient against the reference model (k3 estimator, in the loss).")
-    epsilon: float = _f(0.2, "Lower clip range of the ratio (1 - epsilon).")
-    epsilon_high: float = _f(0.28, "Upper clip range (1 + epsilon_high); adpo widens it per sample.")
-    loss_type: str = _f("dapo", "TRL loss aggregation: grpo | dr_grpo | dapo | bnpo.")
-    segments: str = _f(
+    warmup_steps: int = config_field(0, "Linear warm-up steps.")
+    warmup_ratio: float = config_field(0.0, "Warm-up as a share of max_steps (used when warmup_steps is 0).")
+    weight_decay: float = config_field(0.0, "AdamW weight decay.")
+    max_grad_norm: float = config_field(1.0, "Gradient clipping norm.")
+    beta: float = config_field(0.0, "KL coefficient against the reference model (k3 estimator, in the loss).")
+    epsilon: float = config_field(0.2, "Lower clip range of the ratio (1 - epsilon).")
+    epsilon_high: float = config_field(0.28, "Upper clip range (1 + epsilon_high); adpo widens it per sample.")
+    loss_type: str = config_field("dapo", "TRL loss aggregation: grpo | dr_grpo | dapo | bnpo.")
+    segments: str = config_field(
         "all",
         "Which context segments of a trimmed trajectory are trained: all (each segment "
         "its own sample, with its turns' advantages) | last (only the final context).",
     )
-    dynamic_sampling: bool = _f(False, "Drop groups whose rewards are all equal and refill with new prompts.")
-    max_refill_rounds: int = _f(2, "Dynamic sampling: refill rounds per batch before training on what is left.")
-    max_completion_length: int = _f(256, "Cap on a trajectory's completion tokens (model + observation).")
-    temperature: float = _f(1.0, "Sampling temperature during rollouts.")
+    dynamic_sampling: bool = config_field(False, "Drop groups whose rewards are all equal and refill with new prompts.")
+    max_refill_rounds: int = config_field(
+        2, "Dynamic sampling: refill rounds per batch before training on what is left."
+    )
+    max_completion_length: int = config_field(256, "Cap on a trajectory's completion tokens (model + observation).")
+    temperature: float = config_field(1.0, "Sampling temperature during rollouts.")
     # -- episodes ----------------------------------------------------------------------------
-    episode_kind: str = _f("search_r1", "Episode runner: search_r1 (tag-based search tool) | nbagent.")
-    corpus_path: str = _f("", "search_r1: JSONL corpus ({id, contents} or {title, text}) for the BM25 retriever.")
-    top_k: int = _f(3, "search_r1: documents per search.")
-    search_engine: str = _f(
+    episode_kind: str = config_field("search_r1", "Episode runner: search_r1 (tag-based search tool) | nbagent.")
+    corpus_path: str = config_field(
+        "", "search_r1: JSONL corpus ({id, contents} or {title, text}) for the BM25 retriever."
+    )
+    top_k: int = config_field(3, "search_r1: documents per search.")
+    search_engine: str = config_field(
         "bm25",
         "Search behind the episodes: bm25 (over corpus_path) | simulated (an LLM "
         "writes the documents, ZeroSearch; set sim_policy).",
     )
-    sim_policy: str = _f(
+    sim_policy: str = config_field(
         "", "simulated: the simulator LLM, as a policy spec (a local model dir, 'openai:URL', 'scripted:NAME' …)."
     )
-    sim_p_start: float = _f(0.0, "simulated: P(noisy documents) at the first step (ZeroSearch p_s).")
-    sim_p_end: float = _f(0.5, "simulated: P(noisy documents) from the last step on (ZeroSearch p_e).")
-    sim_b: float = _f(4.0, "simulated: exponential base b of the curriculum (ZeroSearch eq. 1).")
-    sim_total_steps: int = _f(0, "simulated: m in ZeroSearch eq. 1; 0 = max_steps.")
-    max_turns: int = _f(4, "Model turns per episode.")
-    max_turn_tokens: int = _f(64, "New tokens per model turn.")
-    agent_profile: str = _f("default", "nbagent: sandbox profile name.")
-    concurrency: int = _f(4, "Episodes run at once (with executor='ray': kernels per worker).")
-    executor: str = _f(
+    sim_p_start: float = config_field(0.0, "simulated: P(noisy documents) at the first step (ZeroSearch p_s).")
+    sim_p_end: float = config_field(0.5, "simulated: P(noisy documents) from the last step on (ZeroSearch p_e).")
+    sim_b: float = config_field(4.0, "simulated: exponential base b of the curriculum (ZeroSearch eq. 1).")
+    sim_total_steps: int = config_field(0, "simulated: m in ZeroSearch eq. 1; 0 = max_steps.")
+    max_turns: int = config_field(4, "Model turns per episode.")
+    max_turn_tokens: int = config_field(64, "New tokens per model turn.")
+    agent_profile: str = config_field("default", "nbagent: sandbox profile name.")
+    concurrency: int = config_field(4, "Episodes run at once (with executor='ray': kernels per worker).")
+    executor: str = config_field(
         "local",
         "nbagent: where episodes run: local (kernels here) | ray (kernel workers on a Ray "
         "cluster; the model stays in the trainer; needs pip install 'workbench[ray]').",
     )
-    ray_address: str = _f(
+    ray_address: str = config_field(
         "", "executor='ray': 'auto' (the cluster `ray start` runs here), HOST:PORT, or '' to start a local one."
     )
-    ray_workers: int = _f(1, "executor='ray': kernel workers to place.")
+    ray_workers: int = config_field(1, "executor='ray': kernel workers to place.")
     # -- bookkeeping -------------------------------------------------------------------------
-    seed: int = _f(0, "Random seed (sampler, sampling, init).")
-    save_steps: int = _f(0, "Save a checkpoint every N steps (0 = only at the end).")
-    resume_from: str = _f("", "Checkpoint dir to resume from, or 'latest' for the newest in output_dir.")
-    logging_steps: int = _f(1, "Log metrics every N steps.")
-    use_cpu: bool = _f(True, "Train on CPU (set False on a GPU machine).")
-    bf16: bool = _f(False, "bf16 mixed precision (GPU).")
-    use_vllm: bool = _f(
+    seed: int = config_field(0, "Random seed (sampler, sampling, init).")
+    save_steps: int = config_field(0, "Save a checkpoint every N steps (0 = only at the end).")
+    resume_from: str = config_field("", "Checkpoint dir to resume from, or 'latest' for the newest in output_dir.")
+    logging_steps: int = config_field(1, "Log metrics every N steps.")
+    use_cpu: bool = config_field(True, "Train on CPU (set False on a GPU machine).")
+    bf16: bool = config_field(False, "bf16 mixed precision (GPU).")
+    use_vllm: bool = config_field(
         False,
         "Generate rollouts with vLLM (CPU build or CUDA): an in-process engine synced "
         "with the trained weights after every optimizer step (workbench.train.vllm_rollout).",
     )
-    vllm_mode: str = _f(
+    vllm_mode: str = config_field(
         "colocate", "vLLM mode: colocate (in-process; CPU or GPU) | server (`vllm serve`, NCCL weight sync: CUDA only)."
     )
-    vllm_gpu_memory_utilization: float = _f(0.3, "Colocate on GPU: share of GPU memory vLLM may take.")
-    vllm_kv_cache_gib: int = _f(1, "Colocate on vLLM's CPU build: KV cache size in GiB.")
-    vllm_importance_sampling_correction: bool = _f(
+    vllm_gpu_memory_utilization: float = config_field(0.3, "Colocate on GPU: share of GPU memory vLLM may take.")
+    vllm_kv_cache_gib: int = config_field(1, "Colocate on vLLM's CPU build: KV cache size in GiB.")
+    vllm_importance_sampling_correction: bool = config_field(
         False,
         "Correct the gap between vLLM's sampling logprobs and "
         "the trainer's (TRL's truncated/masked importance "
         "sampling). The gap is logged either way "
         "(sampling/logp_gap/mean|max).",
     )
-    vllm_importance_sampling_mode: str = _f(
+    vllm_importance_sampling_mode: str = config_field(
         "sequence_mask", "IS correction: token_truncate | token_mask | sequence_truncate | sequence_mask (TRL's modes)."
     )
-    vllm_importance_sampling_clip_max: float = _f(3.0, "IS correction: upper bound of the ratio (TRL's C_max).")
+    vllm_importance_sampling_clip_max: float = config_field(
+        3.0, "IS correction: upper bound of the ratio (TRL's C_max)."
+    )
     report_to: list[str] = field(
         default_factory=list,
         metadata={
@@ -186,6 +192,8 @@ class TrainConfig:
     asearcher_adv_norm: InitVar[bool | None] = None
 
     def __post_init__(self, *flat: Any) -> None:
+        self.report_to = _report_list(self.report_to)
+        check_types(self)
         if isinstance(self.estimator_params, dict):  # a copy: a flat name never edits the caller's dict
             self.estimator_params = {k: dict(v) if isinstance(v, dict) else v for k, v in self.estimator_params.items()}
             for (name, key), value in zip(FLAT_ESTIMATOR_PARAMS.values(), flat, strict=True):
@@ -272,7 +280,7 @@ class TrainConfig:
     @classmethod
     def fields_help(cls, preset: str | None = None) -> dict[str, str]:
         """Each field's help; with `preset`, the preset's value and its source appended."""
-        helps = {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
+        helps = super().fields_help()
         for flat, (name, key) in FLAT_ESTIMATOR_PARAMS.items():
             helps[flat] = f"{name}: {parameters_help(name)[key]} (the flat name of estimator_params.{name}.{key})"
         if preset:
@@ -291,20 +299,21 @@ class TrainConfig:
         return cls.from_dict(preset_values(name), **overrides)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> TrainConfig:
-        merged = {**data, **overrides}
-        check_fields(
-            "TrainConfig",
-            merged,
-            {f.name for f in dataclasses.fields(cls)} | set(FLAT_ESTIMATOR_PARAMS),
-            "see `workbench train --help-config` for the list",
-        )
-        return cls(**merged)
+    def config_types(cls) -> dict[str, Any]:
+        # each estimator's table is checked by the registry (`validate`), whose errors name the estimator
+        return {**super().config_types(), "estimator_params": dict[str, Any]}
 
     @classmethod
-    def load(cls, path: str | Path, **overrides: Any) -> TrainConfig:
-        """Read a TOML, YAML or JSON file; a `[train]` table is used if present."""
-        return cls.from_dict(read_config_file(path, what="train config", table="train"), **overrides)
+    def accepted_keys(cls) -> set[str]:
+        return super().accepted_keys() | set(FLAT_ESTIMATOR_PARAMS)
+
+    @classmethod
+    def _build(cls, data: Mapping[str, Any], where: str) -> Self:
+        return super()._build({**data, "report_to": _report_list(data.get("report_to", []))}, where)
+
+    @classmethod
+    def _fields_hint(cls) -> str:
+        return "see `workbench train --help-config` for the list"
 
     def log_locations(self) -> dict[str, str]:
         """Where this run's logs go: metrics.jsonl always, then each `report_to` integration's directory."""
@@ -317,9 +326,6 @@ class TrainConfig:
             tr = os.environ.get("TRACKIO_DIR") or str(out / "trackio")
             where["trackio"] = f"{tr}  (TRACKIO_DIR={tr} trackio show --project {self.run_id or out.name})"
         return where
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
     def replace(self, **changes: Any) -> TrainConfig:
         """A copy with `changes` (fields or flat estimator parameter names), validated again."""
@@ -371,6 +377,13 @@ class TrainConfig:
         )
         kwargs.update(self.extra_grpo_args)
         return GRPOConfig(**kwargs)
+
+
+def _report_list(report_to: Any) -> Any:
+    """`report_to` as a list: one integration's name is a list of one, "" or "none" an empty list."""
+    if isinstance(report_to, str):
+        return [] if report_to in ("", "none") else [report_to]
+    return report_to
 
 
 def _flat_reader(name: str, key: str) -> property:
