@@ -2,71 +2,92 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from workbench.configfile import Config, config_field
 
 
 @dataclass
-class DemoConfig:
-    run_dir: str = "runs/demo"
-    seed: int = 0
-    world_size: str = "small"  # 300 passages, 1000 train / 200 held-out questions
+class DemoConfig(Config):
+    """The demo's settings; each field's help is shown by `DemoConfig.fields_help()`."""
+
+    config_table = "demo"
+
+    run_dir: str = config_field("runs/demo", "Where the demo's stages write (models, stores, caches, the report).")
+    seed: int = config_field(0, "Seed of the world, the teacher, training and sampling.")
+    world_size: str = config_field(
+        "small",
+        "Synthetic world size: tiny | small (300 passages, 1000 train / 200 held-out questions) | medium | large.",
+    )
     # tiny model
-    vocab_size: int = 1000
-    n_layer: int = 2
-    n_embd: int = 128
-    n_head: int = 4
+    vocab_size: int = config_field(1000, "Vocabulary of the tiny model's tokenizer, trained on the world.")
+    n_layer: int = config_field(2, "Transformer layers of the tiny model.")
+    n_embd: int = config_field(128, "Hidden width of the tiny model.")
+    n_head: int = config_field(4, "Attention heads of the tiny model.")
     # teacher + SFT
-    teacher_tasks: int = 200
-    give_up: float = 0.8  # share of short-horizon twins among multi-hop SFT examples
-    sft_copies: int = 3
-    sft_epochs: int = 3
-    sft_lr: float = 3e-3
+    teacher_tasks: int = config_field(200, "Training questions the scripted teacher solves for the SFT data.")
+    give_up: float = config_field(0.8, "Share of short-horizon twins among multi-hop SFT examples.")
+    sft_copies: int = config_field(3, "Copies of each teacher episode in the SFT data.")
+    sft_epochs: int = config_field(3, "SFT epochs over the teacher's episodes.")
+    sft_lr: float = config_field(3e-3, "SFT learning rate.")
     # self-evolution / RL
-    iterations: int = 2
-    proposer_prompts: int = 16
+    iterations: int = config_field(2, "Self-evolution iterations (propose questions, then train the solver).")
+    proposer_prompts: int = config_field(16, "Proposer prompts (document + hop count) per iteration.")
     # The demo trades Dr. Zero's values (5 proposer samples per prompt, n = 5 attempts, solver group 5)
     # for CPU time: one proposer sample per prompt, 3 attempts, GRPO groups of `rl_generations`.
-    proposer_samples: int = 1
-    solver_attempts: int = 3
-    rl_steps_per_iteration: int = 5
-    rl_questions_per_step: int = 4
-    rl_generations: int = 4
-    rl_lr: float = 3e-4
-    rl_temperature: float = 1.0
-    rl_beta: float = 0.1  # KL to the SFT model (k3, in the loss): keeps "stop when nothing is left" intact
-    rl_reward: str = "l0.qa"  # 0.9·EM + 0.1·has_answer: answering at all beats running out of steps
-    rl_top_p: float = 0.95  # trims the sampling tail on the long constant code, keeps the decisions stochastic
+    proposer_samples: int = config_field(1, "Proposer episodes per prompt (Dr. Zero: 5; 1 for CPU time).")
+    solver_attempts: int = config_field(3, "Solver attempts per proposed question (Dr. Zero: n = 5; 3 for CPU time).")
+    rl_steps_per_iteration: int = config_field(5, "Solver GRPO steps per iteration.")
+    rl_questions_per_step: int = config_field(4, "Questions per solver GRPO step.")
+    rl_generations: int = config_field(4, "Rollouts per question: the solver's GRPO group size.")
+    rl_lr: float = config_field(3e-4, "Solver RL learning rate.")
+    rl_temperature: float = config_field(1.0, "Sampling temperature of the solver's RL rollouts.")
+    rl_beta: float = config_field(
+        0.1, "KL coefficient to the SFT model (k3, in the loss): keeps 'stop when nothing is left' intact."
+    )
+    rl_reward: str = config_field(
+        "l0.qa", "Solver reward spec (l0.qa: 0.9·EM + 0.1·has_answer; answering at all beats running out of steps)."
+    )
+    rl_top_p: float = config_field(
+        0.95, "Top-p of the RL rollouts: trims the sampling tail on the long constant code, keeps decisions stochastic."
+    )
     # learned proposer (`--proposer learned`): its own tokenizer and tiny Qwen2 (the solver's layers and
     # width), SFT on the scripted proposer's episodes, HRPO in each iteration
-    proposer_teacher_tasks: int = 200
-    proposer_hop_weights: dict = field(default_factory=lambda: {1: 4.0, 2: 3.0, 3: 2.0, 4: 1.0})  # Dr. Zero
-    proposer_vocab_size: int = 1000
-    proposer_context_tokens: int = 2048
-    proposer_max_new_tokens: int = 512  # room for the teacher's first cell (its patterns and helpers, ~470 tokens)
-    proposer_sft_epochs: int = 5  # 155 steps: the constant first cell and the choice of an option
-    proposer_rl_steps: int = 2  # HRPO steps per iteration
-    proposer_rl_batch: int = 8  # proposer rollouts per HRPO step (one per prompt) ...
-    proposer_hop_group: int = 2  # ... in hop groups of this many same-hop prompts
-    proposer_rl_lr: float = 3e-4
+    proposer_teacher_tasks: int = config_field(
+        200, "--proposer learned: scripted proposer episodes its SFT learns from."
+    )
+    proposer_hop_weights: dict[int, float] = config_field(
+        {1: 4.0, 2: 3.0, 3: 2.0, 4: 1.0}, "--proposer learned: hop-count sampling weights (Dr. Zero: 4:3:2:1)."
+    )
+    proposer_vocab_size: int = config_field(1000, "--proposer learned: vocabulary of its own tokenizer.")
+    proposer_context_tokens: int = config_field(2048, "--proposer learned: its context window, tokens.")
+    proposer_max_new_tokens: int = config_field(
+        512, "--proposer learned: tokens per turn (room for the teacher's first cell, ~470 tokens)."
+    )
+    proposer_sft_epochs: int = config_field(
+        5, "--proposer learned: SFT epochs (155 steps: the constant first cell and the choice of an option)."
+    )
+    proposer_rl_steps: int = config_field(2, "--proposer learned: HRPO steps per iteration.")
+    proposer_rl_batch: int = config_field(8, "--proposer learned: rollouts per HRPO step (one per prompt) ...")
+    proposer_hop_group: int = config_field(2, "... in hop groups of this many same-hop prompts.")
+    proposer_rl_lr: float = config_field(3e-4, "--proposer learned: HRPO learning rate.")
     # evaluation and runtime
-    eval_tasks: int = 150  # held-out questions, greedy
-    concurrency: int = 16  # episodes at once: one batch for the policy, kernel start-up overlaps
-    max_steps: int = 6
-    torch_threads: int = 2
-    engine: str = "transformers"  # generation (RL, solver attempts, evaluation): transformers | vllm
-    extra: dict = field(default_factory=dict)
+    eval_tasks: int = config_field(150, "Held-out questions of each evaluation (greedy).")
+    concurrency: int = config_field(16, "Episodes at once: one batch for the policy; kernel start-up overlaps.")
+    max_steps: int = config_field(6, "Agent turns per episode.")
+    torch_threads: int = config_field(2, "torch.set_num_threads for training and generation.")
+    engine: Literal["transformers", "vllm"] = config_field(
+        "transformers", "Generation (RL, solver attempts, evaluation): transformers | vllm."
+    )
+    extra: dict[str, Any] = config_field({}, "Free-form settings for experiments, kept with the config.")
 
     def key(self, *names: str) -> str:
         """A short hash of the named fields: cache keys for what those fields determine."""
         values = {n: getattr(self, n) for n in names}
         return hashlib.sha1(json.dumps(values, sort_keys=True).encode()).hexdigest()[:10]
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
 
 
 FAST: dict[str, Any] = dict(
