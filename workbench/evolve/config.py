@@ -10,14 +10,12 @@ Every field carries `help` metadata. Agent settings for episodes come as keyword
 from __future__ import annotations
 
 import abc
-import dataclasses
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from functools import partial
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from workbench.configfile import check_fields, read_config_file
+from workbench.configfile import Config, config_field
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -25,45 +23,48 @@ if TYPE_CHECKING:
     from workbench.rewards.spec import RewardSpec
 
 
-def _f(default: Any, help: str) -> Any:
-    if isinstance(default, (list, dict)):
-        return field(default_factory=partial(type(default), default), metadata={"help": help})
-    return field(default=default, metadata={"help": help})
-
-
 @dataclass
-class EvolveConfig(abc.ABC):
+class EvolveConfig(Config, abc.ABC):
     """Settings shared by both modes."""
 
-    run_dir: str = _f("runs/evolve", "Where iter_<i>/ folders (QA sets, checkpoints, state) are written.")
-    run_id: str = _f("", "Run id for trajectories and metrics; defaults to run_dir's name.")
-    iterations: int = _f(1, "Proposer/solver iterations.")
-    prompts_per_iteration: int = _f(8, "Proposer prompts (document + hop count) per iteration.")
-    samples_per_prompt: int = _f(
+    config_table = "evolve"
+
+    run_dir: str = config_field("runs/evolve", "Where iter_<i>/ folders (QA sets, checkpoints, state) are written.")
+    run_id: str = config_field("", "Run id for trajectories and metrics; defaults to run_dir's name.")
+    iterations: int = config_field(1, "Proposer/solver iterations.")
+    prompts_per_iteration: int = config_field(8, "Proposer prompts (document + hop count) per iteration.")
+    samples_per_prompt: int = config_field(
         1, "Proposer episodes per prompt; the solver attempts and the QA set keep the best-format one (Dr. Zero mode)."
     )
-    hop_weights: dict = _f({1: 4.0, 2: 3.0, 3: 2.0, 4: 1.0}, "Hop-count sampling weights (Dr. Zero: 4:3:2:1).")
-    solver_attempts: int = _f(5, "Solver episodes per valid question (n).")
-    max_question_words: int = _f(50, "QA-set questions are cut to this many words.")
-    max_document_chars: int = _f(1200, "Source documents are cut to this many characters.")
-    shared_model: bool = _f(False, "Proposer and solver are one model: the solver policy is the proposer's.")
-    concurrency: int = _f(4, "Episodes run at once (one sandboxed kernel each).")
-    seed: int = _f(0, "Seed for document and hop sampling.")
-    proposer_agent: dict = _f(
+    hop_weights: dict[int, float] = config_field(
+        {1: 4.0, 2: 3.0, 3: 2.0, 4: 1.0}, "Hop-count sampling weights (Dr. Zero: 4:3:2:1)."
+    )
+    solver_attempts: int = config_field(5, "Solver episodes per valid question (n).")
+    max_question_words: int = config_field(50, "QA-set questions are cut to this many words.")
+    max_document_chars: int = config_field(1200, "Source documents are cut to this many characters.")
+    shared_model: bool = config_field(False, "Proposer and solver are one model: the solver policy is the proposer's.")
+    concurrency: int = config_field(4, "Episodes run at once (one sandboxed kernel each).")
+    seed: int = config_field(0, "Seed for document and hop sampling.")
+    proposer_agent: dict[str, Any] = config_field(
         {"max_steps": 6, "max_context_tokens": 8192}, "AgentConfig keywords for proposer episodes."
     )
-    solver_agent: dict = _f({"max_steps": 6, "max_context_tokens": 8192}, "AgentConfig keywords for solver episodes.")
-    proposer_estimator: str = _f("hrpo", "Estimator of the proposer update (workbench.train).")
-    solver_estimator: str = _f("grpo", "Estimator of the solver update (workbench.train).")
-    proposer_group_size: int = _f(
+    solver_agent: dict[str, Any] = config_field(
+        {"max_steps": 6, "max_context_tokens": 8192}, "AgentConfig keywords for solver episodes."
+    )
+    proposer_estimator: str = config_field("hrpo", "Estimator of the proposer update (workbench.train).")
+    solver_estimator: str = config_field("grpo", "Estimator of the solver update (workbench.train).")
+    proposer_group_size: int = config_field(
         1, "Rollouts per prompt in the proposer update (TrainConfig.num_generations; hrpo always samples 1 per prompt)."
     )
-    solver_group_size: int = _f(4, "Rollouts per question in the solver update (TrainConfig.num_generations).")
-    progress: bool = _f(True, "Show tqdm progress bars.")
+    solver_group_size: int = config_field(
+        4, "Rollouts per question in the solver update (TrainConfig.num_generations)."
+    )
+    progress: bool = config_field(True, "Show tqdm progress bars.")
 
     mode = "evolve"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self.hop_weights = {int(k): float(v) for k, v in dict(self.hop_weights).items()}
         self.validate()
 
@@ -121,22 +122,19 @@ class EvolveConfig(abc.ABC):
 
     # -- loading ----------------------------------------------------------------------------
     @classmethod
-    def fields_help(cls) -> dict[str, str]:
-        return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
+    def accepted_keys(cls) -> set[str]:
+        return super().accepted_keys() | {"mode"}  # to_dict writes it
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> Self:
-        merged = {**data, **overrides}
-        check_fields(cls.__name__, merged, {f.name for f in dataclasses.fields(cls)})
-        return cls(**merged)
-
-    @classmethod
-    def load(cls, path: str | Path, **overrides: Any) -> Self:
-        """Read TOML/YAML/JSON; an `[evolve]` table is used if present."""
-        return cls.from_dict(read_config_file(path, what="evolve config", table="evolve"), **overrides)
+    def _build(cls, data: Mapping[str, Any], where: str) -> Self:
+        data = dict(data)
+        mode = data.pop("mode", cls.mode)
+        if mode != cls.mode:
+            raise ConfigError(f"{where}.mode: {mode!r} is not {cls.mode!r}; this config is {cls.__name__}")
+        return super()._build(data, where)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "mode": self.mode}
+        return {**super().to_dict(), "mode": self.mode}
 
 
 def _spec(preset: str, patch: Callable[[dict[str, Any]], None]) -> RewardSpec:
@@ -164,10 +162,10 @@ class DrZeroConfig(EvolveConfig):
     Defaults from the paper and its code: 5 proposer samples per prompt (the best-format one is
     kept), n = 5 solver attempts, proposer group size 1 (HRPO) and solver group size 5 (GRPO)."""
 
-    samples_per_prompt: int = _f(5, "Proposer samples per prompt; the best-format one is kept (Dr. Zero: 5).")
-    proposer_group_size: int = _f(1, "Proposer rollouts per prompt (Dr. Zero HRPO: 1).")
-    solver_group_size: int = _f(5, "Solver rollouts per question (Dr. Zero GRPO: n = 5).")
-    format_weight: float = _f(0.5, "Weight of the format score in the proposer reward (Dr. Zero code: 0.5).")
+    samples_per_prompt: int = config_field(5, "Proposer samples per prompt; the best-format one is kept (Dr. Zero: 5).")
+    proposer_group_size: int = config_field(1, "Proposer rollouts per prompt (Dr. Zero HRPO: 1).")
+    solver_group_size: int = config_field(5, "Solver rollouts per question (Dr. Zero GRPO: n = 5).")
+    format_weight: float = config_field(0.5, "Weight of the format score in the proposer reward (Dr. Zero code: 0.5).")
     mode = "drzero"
 
     def proposer_spec(self) -> RewardSpec:
@@ -184,29 +182,29 @@ class DrZeroConfig(EvolveConfig):
 class Agent0Config(EvolveConfig):
     """Agent0: curriculum reward `uncertainty + tool use − repetition`; executor ADPO on pseudo-labels."""
 
-    solver_attempts: int = _f(10, "Executor attempts per question (Agent0 reward: 10).")
-    proposer_estimator: str = _f("grpo", "Estimator of the curriculum (proposer) update.")
-    solver_estimator: str = _f("adpo", "Estimator of the executor (solver) update.")
-    p_low: float = _f(0.3, "Keep questions with self-consistency p >= p_low (Agent0 README: 0.3).")
-    p_high: float = _f(0.8, "... and p <= p_high (README: 0.8; upload.py default 0.7).")
-    p_denominator: str = _f("valid", "Band p over 'valid' answers (Agent0 curation) or 'all' attempts.")
-    proposer_group_size: int = _f(4, "Curriculum rollouts per prompt (Agent0 App. A.1: 4).")
-    solver_group_size: int = _f(16, "Executor rollouts per question (Agent0 App. A.1: 16).")
-    uncertainty_form: str = _f(
+    solver_attempts: int = config_field(10, "Executor attempts per question (Agent0 reward: 10).")
+    proposer_estimator: str = config_field("grpo", "Estimator of the curriculum (proposer) update.")
+    solver_estimator: str = config_field("adpo", "Estimator of the executor (solver) update.")
+    p_low: float = config_field(0.3, "Keep questions with self-consistency p >= p_low (Agent0 README: 0.3).")
+    p_high: float = config_field(0.8, "... and p <= p_high (README: 0.8; upload.py default 0.7).")
+    p_denominator: str = config_field("valid", "Band p over 'valid' answers (Agent0 curation) or 'all' attempts.")
+    proposer_group_size: int = config_field(4, "Curriculum rollouts per prompt (Agent0 App. A.1: 4).")
+    solver_group_size: int = config_field(16, "Executor rollouts per question (Agent0 App. A.1: 16).")
+    uncertainty_form: str = config_field(
         "paper",
         "'paper': preset agent0_paper, R_format·max(0, 1 - 2|p - 0.5| + "
         "λ_tool·R_tool - R_rep) (eq. 5); 'code': preset agent0, min(p, 1 - p) "
         "gated on agreement - R_rep + R_tool, -1 without a question.",
     )
-    tool_gamma: float = _f(0.05, "Tool-use reward per call, γ in R_tool = γ·min(N, C) (Agent0 code: 0.05).")
-    tool_lambda: float = _f(0.6, "λ_tool, the weight of R_tool in the paper's form (Agent0 §4: 0.6).")
-    tool_cap: int = _f(4, "Tool calls counted at most, C (Agent0: 4).")
-    tool_count: str = _f(
+    tool_gamma: float = config_field(0.05, "Tool-use reward per call, γ in R_tool = γ·min(N, C) (Agent0 code: 0.05).")
+    tool_lambda: float = config_field(0.6, "λ_tool, the weight of R_tool in the paper's form (Agent0 §4: 0.6).")
+    tool_cap: int = config_field(4, "Tool calls counted at most, C (Agent0: 4).")
+    tool_count: str = config_field(
         "cells",
         "What N counts per executor attempt: 'cells' (executed cells that did not "
         "submit the answer) or 'calls' (host tool calls but the submission).",
     )
-    repetition_threshold: float = _f(0.5, "BLEU distance threshold of the repetition clusters.")
+    repetition_threshold: float = config_field(0.5, "BLEU distance threshold of the repetition clusters.")
     mode = "agent0"
 
     def proposer_spec(self) -> RewardSpec:
