@@ -280,9 +280,15 @@ class _Contents(Sequence[str]):
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitem__(self, i: Any) -> Any:
-        got = self.rows[i]
-        return [r["contents"] for r in got] if isinstance(i, slice) else got["contents"]
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [r["contents"] for r in self.rows[i]]
+        contents: str = self.rows[i]["contents"]
+        return contents
 
     def __iter__(self) -> Iterator[str]:
         return (r["contents"] for r in self.rows)

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import RetrievalError
 from workbench.search.hits import Hit, RetrieverBase, check_queries
+
+if TYPE_CHECKING:
+    import httpx
 
 
 class RemoteRetriever(RetrieverBase):
@@ -22,7 +25,7 @@ class RemoteRetriever(RetrieverBase):
         url = url.rstrip("/")
         self.url = url if url.endswith("/retrieve") else url + "/retrieve"
         self.timeout, self.retries, self.backoff = timeout, retries, backoff
-        self._client: Any = None  # one pooled connection for sync calls (httpx.Client is thread-safe)
+        self._client: httpx.Client | None = None  # one pooled connection for sync calls (httpx.Client is thread-safe)
 
     def close(self) -> None:
         if self._client is not None:
@@ -73,7 +76,7 @@ class RemoteRetriever(RetrieverBase):
             f"({last}); start one with `workbench serve-search --index DIR`"
         )
 
-    def _parse(self, resp: Any, n: int) -> list[list[Hit]]:
+    def _parse(self, resp: httpx.Response, n: int) -> list[list[Hit]]:
         if resp.status_code >= 500:
             raise _Retryable(f"HTTP {resp.status_code}")
         if resp.status_code != 200:
