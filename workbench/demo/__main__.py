@@ -6,8 +6,22 @@ import argparse
 import os
 import sys
 
+# One arithmetic on every x86-64 host with AVX2: ATen's vector kernels and oneDNN's JIT pick their code path by
+# the newest vector unit present, and an AVX-512 path sums softmax, norms and reductions in another order, so two
+# hosts of one instance type on different CPU generations would train different models from the same seed.
+# Set before torch loads; a value already in the environment wins. MKL's BLAS is not pinned here: its only
+# vendor-independent mode, MKL_CBWR=COMPATIBLE, ran matrix products of the demo's sizes ~2x slower (measured); set it
+# yourself for bit-equal runs across CPU generations.
+ARITHMETIC_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+
+
+def pin_arithmetic() -> None:
+    for name, value in ARITHMETIC_ENV.items():
+        os.environ.setdefault(name, value)
+
 
 def main(argv: list[str] | None = None) -> int:
+    pin_arithmetic()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from workbench.demo import FAST, DemoConfig, run_demo

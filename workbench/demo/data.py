@@ -13,10 +13,10 @@ from __future__ import annotations
 import copy
 import hashlib
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from workbench.trajectory import Step, Trajectory
+from workbench.trajectory import Step, Task, Trajectory
 from workbench.worlds import World
 from workbench.worlds.coder import HOP_TURN, PLAN_TURN, SUBMIT_TURN
 
@@ -61,6 +61,18 @@ def short_horizon_twin(traj: Trajectory, codec: Any) -> Trajectory | None:
     return twin
 
 
+def in_task_order(trajectories: Iterable[Trajectory], tasks: Sequence[Task]) -> list[Trajectory]:
+    """`trajectories` in the order of `tasks` (a task's own trajectories keep their order). A store
+    yields them in the order episodes finished, which depends on kernel timing; SFT data read back from
+    a cache must come in the order a fresh run gives it, or the cached run trains on another sequence."""
+    index = {task.id: i for i, task in enumerate(tasks)}
+    trajs = list(trajectories)
+    missing = {t.task.id for t in trajs if t.task.id not in index}
+    if missing:
+        raise ValueError(f"trajectories of tasks not asked for: {sorted(missing)[:3]}")
+    return sorted(trajs, key=lambda t: index[t.task.id])
+
+
 def sft_mix(
     trajectories: Sequence[Trajectory], codec: Any, *, give_up: float, copies: int, seed: int
 ) -> list[Trajectory]:
@@ -74,4 +86,4 @@ def sft_mix(
     return out
 
 
-__all__ = ["SUBMIT_TURN", "TEACHER_ID", "sft_mix", "short_horizon_twin", "tokenizer_texts"]
+__all__ = ["SUBMIT_TURN", "TEACHER_ID", "in_task_order", "sft_mix", "short_horizon_twin", "tokenizer_texts"]

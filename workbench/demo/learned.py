@@ -243,14 +243,16 @@ class LearnedStages(Stages):
 
     def proposer_teacher(self, codec: Any) -> list:
         """The code-style proposer teacher on the teacher prompts, token-exact in the proposer's codec."""
+        from workbench.demo.data import in_task_order
         from workbench.evolve.coder_proposer import coder_proposer
         from workbench.store import Store
 
+        prompts = self.proposer_prompts()
         store_dir = self.cache / f"proposer-teacher-{self._proposer_key()}"
         if (store_dir / "done").exists():
             with Store.open_readonly(store_dir) as store:
-                return list(store.iter_trajectories())
-        trajs = self.run_proposer(coder_proposer(seed=self.cfg.seed, codec=codec), self.proposer_prompts(), store_dir)
+                return in_task_order(store.iter_trajectories(), prompts)  # the store holds them as they finished
+        trajs = self.run_proposer(coder_proposer(seed=self.cfg.seed, codec=codec), prompts, store_dir)
         (store_dir / "done").touch()
         return trajs
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.demo.config import DemoConfig
-from workbench.demo.data import TEACHER_ID, sft_mix, tokenizer_texts
+from workbench.demo.data import TEACHER_ID, in_task_order, sft_mix, tokenizer_texts
 from workbench.demo.engine import demo_policy
 from workbench.trajectory import Task, Trajectory
 
@@ -124,11 +124,12 @@ class Stages:
         from workbench.worlds.coder import world_coder
 
         c = self.cfg
+        tasks = self.world.tasks("train")[: c.teacher_tasks]
         store_dir = self.cache / f"teacher-{TEACHER_ID}-{c.key('seed', 'world_size', 'vocab_size', 'teacher_tasks')}"
         if (store_dir / "done").exists():
             with Store.open_readonly(store_dir) as store:
-                return list(store.iter_trajectories())
-        trajs = self.run_agent(world_coder(codec=codec), self.world.tasks("train")[: c.teacher_tasks], store_dir)
+                return in_task_order(store.iter_trajectories(), tasks)  # the store holds them as they finished
+        trajs = self.run_agent(world_coder(codec=codec), tasks, store_dir)
         (store_dir / "done").touch()
         return trajs
 
