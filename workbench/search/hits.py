@@ -9,6 +9,7 @@ format_hits(hits, template="[{i}] {title}: {text}", sep="\\n")
 from __future__ import annotations
 
 import abc
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -89,7 +90,7 @@ class RetrieverBase(abc.ABC):
         return self.retrieve([query], top_k=top_k)[0]
 
 
-def check_queries(queries: Any, top_k: int) -> list[str]:
+def check_queries(queries: Iterable[object], top_k: int) -> list[str]:
     """Validate `retrieve` arguments; a bare string is the common mistake."""
     from workbench.errors import ConfigError
 
