@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import workbench.synth.reward  # noqa: F401  (the synthesizer spec's component)
-from workbench.evolve.config import EvolveConfig, _f, _spec
+from workbench.configfile import config_field
+from workbench.evolve.config import EvolveConfig, _spec
 from workbench.evolve.loop import EvolveResult, IterationResult, TrainFn, TrainRequest
 from workbench.rewards.spec import RewardSpec
 
@@ -37,12 +38,16 @@ if TYPE_CHECKING:
 class ASearcherConfig(EvolveConfig):
     """ASearcher: a QA-synthesis agent writes the solver's questions; the solver trains on them (GRPO or ADPO)."""
 
-    solver_attempts: int = _f(8, "No-tool answers per verification (ASearcher: 8).")
-    max_edits: int = _f(16, "Edit turns per synthesis (ASearcher: 16).")
-    min_hops: int = _f(2, "Supporting facts an accepted QA needs at least.")
-    max_direct_accuracy: float = _f(0.25, "An edit is too easy above this share of right no-tool answers.")
-    solver_estimator: str = _f("grpo", "Estimator of the solver update ('adpo' reads the direct accuracy as p).")
-    max_question_words: int = _f(200, "QA-set questions are cut to this many words (synthesized ones run long).")
+    solver_attempts: int = config_field(8, "No-tool answers per verification (ASearcher: 8).")
+    max_edits: int = config_field(16, "Edit turns per synthesis (ASearcher: 16).")
+    min_hops: int = config_field(2, "Supporting facts an accepted QA needs at least.")
+    max_direct_accuracy: float = config_field(0.25, "An edit is too easy above this share of right no-tool answers.")
+    solver_estimator: str = config_field(
+        "grpo", "Estimator of the solver update ('adpo' reads the direct accuracy as p)."
+    )
+    max_question_words: int = config_field(
+        200, "QA-set questions are cut to this many words (synthesized ones run long)."
+    )
     mode = "asearcher"
 
     def proposer_spec(self) -> RewardSpec:
