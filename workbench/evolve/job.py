@@ -22,11 +22,12 @@ place (`trl_train_fn`); each update's weights go to `<run_dir>/iter_<i>/<role>/f
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
-from workbench.configfile import check_fields, read_config_file
+from workbench.configfile import Config, check_fields, read_config_file
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ MODES = ("drzero", "agent0")
 
 
 @dataclass
-class EvolveJob:
+class EvolveJob(Config):
     """What to evolve, on what; `evolve` and `train` hold the fields of those configs."""
 
     mode: str = field(default="drzero", metadata={"help": "drzero (Dr. Zero) | agent0 (Agent0)."})
@@ -53,8 +54,10 @@ class EvolveJob:
         default="scripted:world",
         metadata={"help": "Solver policy spec: scripted:world, transformers:PATH (trained with [train]), openai:URL."},
     )
-    evolve: dict = field(default_factory=dict, metadata={"help": "[evolve] table: DrZeroConfig / Agent0Config fields."})
-    train: dict | None = field(
+    evolve: dict[str, Any] = field(
+        default_factory=dict, metadata={"help": "[evolve] table: DrZeroConfig / Agent0Config fields."}
+    )
+    train: dict[str, Any] | None = field(
         default=None,
         metadata={
             "help": "[train] table: TrainConfig fields of each update (see `workbench train --help-config`); "
@@ -63,6 +66,7 @@ class EvolveJob:
     )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.mode not in MODES:
             raise ConfigError(f"evolve job: mode {self.mode!r} is not one of {', '.join(MODES)}")
         if not self.corpus:
@@ -85,11 +89,7 @@ class EvolveJob:
         return TrainConfig.from_dict(dict(self.train or {}))
 
     @classmethod
-    def fields_help(cls) -> dict[str, str]:
-        return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> EvolveJob:
+    def from_dict(cls, data: Mapping[str, Any], **overrides: Any) -> Self:
         """Top-level fields, `[evolve]` and `[train]` tables; overrides name a job field, `train.FIELD`
         or (anything else) an evolve field."""
         data = {**data, "evolve": dict(data.get("evolve") or {})}
@@ -109,10 +109,10 @@ class EvolveJob:
             {f.name for f in dataclasses.fields(cls)},
             "top-level fields are mode, corpus, proposer, solver; others go under [evolve] or [train]",
         )
-        return cls(**data)
+        return cls._build(data, "EvolveJob")
 
     @classmethod
-    def load(cls, path: str | Path, **overrides: Any) -> EvolveJob:
+    def load(cls, path: str | Path, **overrides: Any) -> Self:
         return cls.from_dict(read_config_file(path, what="evolve config"), **overrides)
 
 
