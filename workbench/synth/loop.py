@@ -29,6 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from workbench.configfile import Config, config_field
 from workbench.errors import ConfigError, ToolError
 from workbench.synth.edits import apply_edit, edit_options, seed_qa
 from workbench.synth.pages import PageGraph
@@ -43,24 +44,22 @@ if TYPE_CHECKING:
     from workbench.store import Store
 
 
-def _f(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
-
-
 @dataclass
-class SynthesisConfig:
+class SynthesisConfig(Config):
     """Settings of one synthesis run (ASearcher's defaults where it has one)."""
 
-    run_dir: str = _f("runs/synth", "Where qa.jsonl (accepted QAs) is written.")
-    run_id: str = _f("", "Run id of the stored trajectories; defaults to run_dir's name.")
-    seeds: int = _f(8, "Seed pages (one synthesis each) when no seed urls are passed.")
-    max_edits: int = _f(16, "Edit turns per synthesis (ASearcher: 16).")
-    min_hops: int = _f(2, "Supporting facts an accepted QA needs at least.")
-    direct_attempts: int = _f(8, "No-tool answers per verification (ASearcher: 8).")
-    direct_temperature: float = _f(0.6, "Sampling temperature of the no-tool answers (ASearcher: 0.6).")
-    max_direct_accuracy: float = _f(0.25, "An edit is too easy above this share of right no-tool answers.")
-    seed: int = _f(0, "Seed for picking seed pages and seed facts.")
-    iteration: int = _f(0, "Recorded on every synthesis (self-evolution iterations).")
+    config_table = "synth"
+
+    run_dir: str = config_field("runs/synth", "Where qa.jsonl (accepted QAs) is written.")
+    run_id: str = config_field("", "Run id of the stored trajectories; defaults to run_dir's name.")
+    seeds: int = config_field(8, "Seed pages (one synthesis each) when no seed urls are passed.")
+    max_edits: int = config_field(16, "Edit turns per synthesis (ASearcher: 16).")
+    min_hops: int = config_field(2, "Supporting facts an accepted QA needs at least.")
+    direct_attempts: int = config_field(8, "No-tool answers per verification (ASearcher: 8).")
+    direct_temperature: float = config_field(0.6, "Sampling temperature of the no-tool answers (ASearcher: 0.6).")
+    max_direct_accuracy: float = config_field(0.25, "An edit is too easy above this share of right no-tool answers.")
+    seed: int = config_field(0, "Seed for picking seed pages and seed facts.")
+    iteration: int = config_field(0, "Recorded on every synthesis (self-evolution iterations).")
 
     def validate(self) -> None:
         for name in ("seeds", "max_edits", "min_hops", "direct_attempts"):
