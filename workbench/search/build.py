@@ -28,7 +28,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, wait
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from workbench.children import die_with_parent
+from workbench.configfile import Config, config_field
 from workbench.errors import ConfigError, RetrievalError
 from workbench.search.corpus import iter_jsonl
 from workbench.search.dense import FORMAT_VERSION, factory_string, tune_index
@@ -46,51 +47,44 @@ FLAT_MAX = 200_000  # auto: exhaustive search up to here (~0.15 GB at 384-d in f
 
 
 @dataclass
-class BuildConfig:
+class BuildConfig(Config):
     """How `build_dense` encodes and indexes a corpus (the CLI's flags map one to one)."""
 
-    index: str = field(
-        default="auto", metadata={"help": "auto | flat | flat16 | hnsw-sq | hnsw | ivfpq | ivf | factory string"}
+    index: str = config_field("auto", "auto | flat | flat16 | hnsw-sq | hnsw | ivfpq | ivf | factory string")
+    encoder: str | None = config_field(None, "local encoder dir (default: packaged MiniLM)")
+    shard_size: int = config_field(20_000, "passages per shard file (the unit of resume)")
+    workers: int | None = config_field(None, "encoding processes on CPU (default: CPUs)")
+    device: str = config_field("auto", "cpu | cuda | auto (cuda when torch sees a GPU)")
+    batch_size: int = config_field(64, "passages per encoder call")
+    train_size: int = config_field(100_000, "vectors sampled to train IVF / PQ / SQ")
+    recall_queries: int = config_field(200, "queries for recall@k vs exact")
+    recall_k: int = config_field(10, "k of the stored recall@k")
+    nprobe: int | None = config_field(
+        None, "IVF lists probed per query (default: the fewest that reach --target-recall)"
     )
-    encoder: str | None = field(default=None, metadata={"help": "local encoder dir (default: packaged MiniLM)"})
-    shard_size: int = field(default=20_000, metadata={"help": "passages per shard file (the unit of resume)"})
-    workers: int | None = field(default=None, metadata={"help": "encoding processes on CPU (default: CPUs)"})
-    device: str = field(default="auto", metadata={"help": "cpu | cuda | auto (cuda when torch sees a GPU)"})
-    batch_size: int = field(default=64, metadata={"help": "passages per encoder call"})
-    train_size: int = field(default=100_000, metadata={"help": "vectors sampled to train IVF / PQ / SQ"})
-    recall_queries: int = field(default=200, metadata={"help": "queries for recall@k vs exact"})
-    recall_k: int = field(default=10, metadata={"help": "k of the stored recall@k"})
-    nprobe: int | None = field(
-        default=None, metadata={"help": "IVF lists probed per query (default: the fewest that reach --target-recall)"}
+    ef_search: int | None = config_field(
+        None, "HNSW candidates per query (default: the fewest that reach --target-recall)"
     )
-    ef_search: int | None = field(
-        default=None, metadata={"help": "HNSW candidates per query (default: the fewest that reach --target-recall)"}
+    target_recall: float = config_field(0.95, "recall@k vs exact the search-time parameter is tuned to reach")
+    rerank: int = config_field(
+        100, "compressed types: candidates re-ranked exactly against the stored vectors, memory-mapped (0: off)"
     )
-    target_recall: float = field(
-        default=0.95, metadata={"help": "recall@k vs exact the search-time parameter is tuned to reach"}
-    )
-    rerank: int = field(
-        default=100,
-        metadata={
-            "help": "compressed types: candidates re-ranked exactly against the stored vectors, memory-mapped (0: off)"
-        },
-    )
-    seed: int = field(default=0, metadata={"help": "seed of the training and recall samples"})
-    fresh: bool = field(default=False, metadata={"help": "drop finished shards and start over"})
-    show_progress: bool = field(default=True, metadata={"help": "tqdm bars with rate and ETA"})
+    seed: int = config_field(0, "seed of the training and recall samples")
+    fresh: bool = config_field(False, "drop finished shards and start over")
+    show_progress: bool = config_field(True, "tqdm bars with rate and ETA")
 
     def check(self) -> None:
         for name in ("shard_size", "batch_size", "train_size", "recall_queries", "recall_k", "nprobe", "ef_search"):
             if getattr(self, name) is not None and int(getattr(self, name)) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+                raise ConfigError(f"BuildConfig.{name}: must be >= 1, got {getattr(self, name)}")
         if not 0 < self.target_recall <= 1:
-            raise ConfigError(f"target_recall must be in (0, 1], got {self.target_recall}")
+            raise ConfigError(f"BuildConfig.target_recall: must be in (0, 1], got {self.target_recall}")
         if self.rerank < 0:
-            raise ConfigError(f"rerank must be >= 0 (0: off), got {self.rerank}")
+            raise ConfigError(f"BuildConfig.rerank: must be >= 0 (0: off), got {self.rerank}")
         if self.workers is not None and self.workers < 1:
-            raise ConfigError(f"workers must be >= 1, got {self.workers}")
+            raise ConfigError(f"BuildConfig.workers: must be >= 1, got {self.workers}")
         if self.device not in ("auto", "cpu", "cuda"):
-            raise ConfigError(f"device must be auto, cpu or cuda, got {self.device!r}")
+            raise ConfigError(f"BuildConfig.device: must be auto, cpu or cuda, got {self.device!r}")
 
 
 def auto_index(n: int, d: int) -> str:
