@@ -3,8 +3,9 @@
 The loop talks to its sandbox only through an `Environment` (`workbench.agent.environment`): one
 `step(code, timeout)` per turn, so the kernel may be local or on another machine.
 
-`run_episode` is the whole loop on one screen. It never raises for an episode-level failure: kernel
-death, a policy error or anything unexpected ends the trajectory with a termination reason.
+`_Episode._turn` is one turn on one screen: each of its steps returns an `_Ending` or None, and
+`run_episode` writes the ending's termination in one place. It never raises for an episode-level
+failure: kernel death, a policy error or anything unexpected ends the trajectory with a termination.
 
 Each observation is encoded once; the notepad block after it is encoded apart, as the context's
 replaceable tail (see `ContextWatcher`), and recorded as the end of that step's observation. The
@@ -19,18 +20,22 @@ import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any, TypeVar
 
 from workbench.agent.config import AgentConfig
 from workbench.agent.context import ContextWatcher, window
-from workbench.agent.environment import Environment, EpisodeEnv
+from workbench.agent.environment import Environment, EpisodeEnv, StepResult
 from workbench.agent.parsing import parse_turn
 from workbench.agent.prompts import render
 from workbench.policies.base import Codec, Policy, SamplingParams, policy_context_size
-from workbench.trajectory import Step, Task, Trajectory
+from workbench.trajectory import Step, Task, Termination, Trajectory
 
 STOP = ["</code>"]
+TURN_SEED_STRIDE = 1009
+"""Turn i of an episode seeded s samples with seed s * TURN_SEED_STRIDE + i: a prime stride, so the turn
+seeds of episodes s and s + 1 stay apart for up to 1009 turns."""
 NO_CODE_NOTE = "No code ran: write your code inside <code> ... </code>."
 T = TypeVar("T")
 
@@ -102,65 +107,110 @@ async def run_episode(
     traj = trajectory or Trajectory(task=task)
     traj.lineage.setdefault("policy", policy.describe())
     try:
-        await _loop(traj, policy, env, config, seed)
+        ending = await _Episode(traj, policy, env, config, seed).run()
+        traj.termination = ending.termination
+        if ending.error is not None:
+            traj.error = ending.error
     except Exception as exc:  # an episode failure must never end the batch
         traj.termination, traj.error = "error", "".join(traceback.format_exception(exc))[-4000:]
     traj.ended_at = time.time()
     return traj
 
 
-async def _loop(traj: Trajectory, policy: Policy, env: Environment, config: AgentConfig, seed: int | None) -> None:
-    codec = policy.codec
-    started = time.monotonic()
-    messages = opening_messages(traj.task, env, config)
-    ctx = ContextWatcher(
-        codec.chat(messages),
-        window(config.max_context_tokens, policy_context_size(policy)),
-        config.max_new_tokens,
-        config.trim,
-    )
-    generated = 0
-    last_output = ""
-    stub: tuple[Any, list[int]] | None = None  # (turn, its short observation), applied after the next turn
+@dataclass(frozen=True)
+class _Ending:
+    """Why the episode ended, and what went wrong when something did."""
 
-    def hard_opening() -> list[int]:  # the notepad block stays the context's tail, after this
-        trimmed = render("trimmed", question=traj.task.question, last_output=last_output)
-        return codec.chat([messages[0], {"role": "user", "content": trimmed}])
+    termination: Termination
+    error: str | None = None
 
-    for index in range(config.max_steps):
-        if time.monotonic() - started > config.wall_clock_s:
-            traj.termination = "wall_clock"
-            return
-        budget_left = None if config.token_budget is None else config.token_budget - generated
+
+class _Episode:
+    """One episode's turns and the state they share: the context, the tokens generated so far, the last
+    output (for a hard trim's opening) and the read page waiting to be shortened to a stub."""
+
+    def __init__(self, traj: Trajectory, policy: Policy, env: Environment, config: AgentConfig, seed: int | None):
+        self.traj, self.policy, self.env, self.config, self.seed = traj, policy, env, config, seed
+        self.codec = policy.codec
+        self.started = time.monotonic()
+        self.messages = opening_messages(traj.task, env, config)
+        self.ctx = ContextWatcher(
+            self.codec.chat(self.messages),
+            window(config.max_context_tokens, policy_context_size(policy)),
+            config.max_new_tokens,
+            config.trim,
+        )
+        self.generated = 0
+        self.last_output = ""
+        self.stub: tuple[Any, list[int]] | None = None  # (turn, its short observation), applied after the next turn
+
+    async def run(self) -> _Ending:
+        """Turn after turn until one returns an ending, or the steps run out."""
+        for index in range(self.config.max_steps):
+            ending = await self._turn(index)
+            if ending is not None:
+                return ending
+        return _Ending("max_steps")
+
+    async def _turn(self, index: int) -> _Ending | None:
+        """Think → Code → Observe once; an `_Ending` when the episode ends on this turn."""
+        budget_left = None if self.config.token_budget is None else self.config.token_budget - self.generated
+        ending = self._out_of_time_or_tokens(budget_left) or await self._make_room()
+        if ending is not None:
+            return ending
+        step = await self._generate(index, budget_left)
+        if isinstance(step, _Ending):
+            return step
+        result = await self._execute(step)
+        output = NO_CODE_NOTE if result.observation is None else result.observation.text
+        ending = self._ending_after(step, result)
+        if ending is not None:
+            step.observation_text = output
+            return ending
+        await self._observe(step, output, budget_left)
+        return None
+
+    def _out_of_time_or_tokens(self, budget_left: int | None) -> _Ending | None:
+        if time.monotonic() - self.started > self.config.wall_clock_s:
+            return _Ending("wall_clock")
         if budget_left is not None and budget_left <= 0:
-            traj.termination = "token_budget"
-            return
-        min_new = config.max_new_tokens  # trim before a turn could be cut short by the window
-        if ctx.needs_trim(min_new):
-            opening = await _off_loop(hard_opening) if config.trim != "none" else []
-            if not ctx.trim_to_fit(min_new, opening.copy):
-                traj.termination, traj.error = "token_budget", ctx.no_room(min_new)
-                return
-        prompt_ids = ctx.prompt_to_record()
-        max_new = ctx.room_for_generation()
+            return _Ending("token_budget")
+        return None
+
+    async def _make_room(self) -> _Ending | None:
+        """Trim before a turn could be cut short by the window; an ending when even trimming leaves no room."""
+        min_new = self.config.max_new_tokens
+        if self.ctx.needs_trim(min_new):
+            opening = await _off_loop(self._hard_opening) if self.config.trim != "none" else []
+            if not self.ctx.trim_to_fit(min_new, opening.copy):
+                return _Ending("token_budget", self.ctx.no_room(min_new))
+        return None
+
+    def _hard_opening(self) -> list[int]:  # the notepad block stays the context's tail, after this
+        trimmed = render("trimmed", question=self.traj.task.question, last_output=self.last_output)
+        return self.codec.chat([self.messages[0], {"role": "user", "content": trimmed}])
+
+    async def _generate(self, index: int, budget_left: int | None) -> Step | _Ending:
+        """The model's turn, parsed and appended to the trajectory as a new step (or a policy error)."""
+        prompt_ids = self.ctx.prompt_to_record()
+        max_new = self.ctx.room_for_generation()
         if budget_left is not None:
             max_new = min(max_new, budget_left)
+        config = self.config
         params = SamplingParams(
             max_new_tokens=max_new,
             temperature=config.temperature,
             top_p=config.top_p,
             top_k=config.top_k,
             stop=STOP,
-            seed=None if seed is None else seed * 1009 + index,
+            seed=None if self.seed is None else self.seed * TURN_SEED_STRIDE + index,
         )
-
         t0 = time.monotonic()
         try:
-            [out] = await policy.generate([ctx.context_ids], params)
+            [out] = await self.policy.generate([self.ctx.context_ids], params)
         except Exception as exc:
-            traj.termination, traj.error = "policy_error", f"{type(exc).__name__}: {exc}"
-            return
-        generated += len(out.token_ids)
+            return _Ending("policy_error", f"{type(exc).__name__}: {exc}")
+        self.generated += len(out.token_ids)
         parsed = await _off_loop(parse_turn, out.text)
         step = Step(
             index=index,
@@ -173,68 +223,71 @@ async def _loop(traj: Trajectory, policy: Policy, env: Environment, config: Agen
             logprobs=out.logprobs,
             finish_reason=out.finish_reason,
             generate_s=time.monotonic() - t0,
-            context_tokens=len(ctx),
+            context_tokens=len(self.ctx),
         )
-        traj.steps.append(step)
+        self.traj.steps.append(step)
+        return step
 
+    async def _execute(self, step: Step) -> StepResult:
+        """Run the step's code in the environment and record on the step what came back."""
         t1 = time.monotonic()
-        remaining = max(1.0, config.wall_clock_s - (time.monotonic() - started))
-        result = await env.step(parsed.code, min(config.exec_timeout_s, remaining))
-        obs = result.observation
-        if obs is not None:
+        remaining = max(1.0, self.config.wall_clock_s - (time.monotonic() - self.started))
+        result = await self.env.step(step.code, min(self.config.exec_timeout_s, remaining))
+        if result.observation is not None:
             step.execute_s = time.monotonic() - t1
-            step.observation = obs.to_dict()
-            output = obs.text
-        else:
-            output = NO_CODE_NOTE
+            step.observation = result.observation.to_dict()
         step.tool_calls = list(result.tool_calls)
         step.notepad = dict(result.notepad or {})
+        return result
 
+    def _ending_after(self, step: Step, result: StepResult) -> _Ending | None:
+        """An answer was submitted, the kernel died, or the model stopped without code."""
+        obs = result.observation
         if result.final_answer is not None:
-            traj.final_answer = result.final_answer
-            step.observation_text = output
-            traj.termination = "submitted"
-            return
+            self.traj.final_answer = result.final_answer
+            return _Ending("submitted")
         if obs is not None and obs.kernel_died:
-            step.observation_text = output
-            traj.termination, traj.error = "kernel_died", obs.error_value or "kernel died"
-            return
-        if parsed.code is None and out.finish_reason == "eos":
-            step.observation_text = output
-            traj.termination = "no_code"
-            return
+            return _Ending("kernel_died", obs.error_value or "kernel died")
+        if step.code is None and step.finish_reason == "eos":
+            return _Ending("no_code")
+        return None
 
-        steps_left = config.max_steps - index - 1
-        tokens_left = (ctx.max_context_tokens - len(ctx) if budget_left is None else budget_left) - len(out.token_ids)
+    async def _observe(self, step: Step, output: str, budget_left: int | None) -> None:
+        """Show the model its output and the notepad, and record on the step exactly what it saw."""
+        config, codec = self.config, self.codec
+        steps_left = config.max_steps - step.index - 1
+        tokens_left = (self.ctx.max_context_tokens - len(self.ctx) if budget_left is None else budget_left) - len(
+            step.completion_ids
+        )
+        tokens_left = max(0, tokens_left)
         notepad_text = await _off_loop(render_notepad, step.notepad) if config.show_notepad else ""
         body, body_ids, block, block_ids = await _off_loop(
-            partial(
-                _observation_parts, codec, output, notepad_text, steps_left=steps_left, tokens_left=max(0, tokens_left)
-            )
+            partial(_observation_parts, codec, output, notepad_text, steps_left=steps_left, tokens_left=tokens_left)
         )
         # the step records what the model saw after its turn: the observation, then the notepad
         step.observation_text, step.observation_ids = body + block, body_ids + block_ids
-        last_output = output
-        ctx.append(step.completion_ids, body_ids, block_ids)
-        if config.short_text:  # the page was seen once in full; from the turn after next, a stub
-            if stub is not None:
-                ctx.shrink(*stub)
-            stub = None
-            if any(call.name in config.page_tools for call in step.tool_calls):
-                stub = (
-                    ctx.turns[-1],
-                    await _off_loop(
-                        partial(
-                            _stub_ids,
-                            codec,
-                            output,
-                            config.short_text,
-                            steps_left=steps_left,
-                            tokens_left=max(0, tokens_left),
-                        )
-                    ),
+        self.last_output = output
+        self.ctx.append(step.completion_ids, body_ids, block_ids)
+        if config.short_text:
+            await self._shorten_read_page(step, output, steps_left=steps_left, tokens_left=tokens_left)
+
+    async def _shorten_read_page(self, step: Step, output: str, *, steps_left: int, tokens_left: int) -> None:
+        """The page was seen once in full; from the turn after next, a stub (ASearcher's short_text)."""
+        if self.stub is not None:
+            self.ctx.shrink(*self.stub)
+        self.stub = None
+        if any(call.name in self.config.page_tools for call in step.tool_calls):
+            stub_ids = await _off_loop(
+                partial(
+                    _stub_ids,
+                    self.codec,
+                    output,
+                    self.config.short_text,
+                    steps_left=steps_left,
+                    tokens_left=tokens_left,
                 )
-    traj.termination = "max_steps"
+            )
+            self.stub = (self.ctx.turns[-1], stub_ids)
 
 
 __all__ = ["EpisodeEnv", "opening_messages", "run_episode"]
