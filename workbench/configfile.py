@@ -70,12 +70,12 @@ def check_fields(name: str, given: dict[str, Any], known: set[str], hint: str = 
 # -- the config base ---------------------------------------------------------------------------
 # Every config class (a dataclass, or AgentConfig's pydantic model) mixes in `Config`: help on each field
 # (`config_field`), loading from a file or a dict, `--set` overrides, and values checked against the
-# field's annotation. Text values are coerced where the field's type is unambiguous ("10" for an int,
-# "1e-6" for a float, "true" for a bool: YAML 1.1 reads 1e-6 as a string, and --set values are text);
-# anything else of the wrong type is a ConfigError naming the field.
+# field's annotation. Files and keywords are typed, so a value of the wrong type (the text "10" for an
+# int included) is a ConfigError naming the field; only `--set` text is parsed, by the field's type
+# (kept as text for a str field, else read as JSON: `--set max_steps=10` is the int 10). An int is
+# accepted for a float; a list for a tuple; a table for a nested config.
 
 _MUTABLE = (list, dict, set)
-_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 
 
 def config_field(default: Any, help: str) -> Any:
@@ -83,6 +83,16 @@ def config_field(default: Any, help: str) -> Any:
     if isinstance(default, _MUTABLE):
         return field(default_factory=partial(copy.deepcopy, default), metadata={"help": help})
     return field(default=default, metadata={"help": help})
+
+
+def _unquote(value: Any) -> str:
+    """The hint for a number or bool written as text in a file."""
+    if not isinstance(value, str):
+        return ""
+    hint = " (unquoted)"
+    if re.fullmatch(r"[-+]?\d+(\.\d*)?[eE][-+]?\d+", value.strip()):
+        hint += "; YAML 1.1 reads 1e-6 as text, write 1.0e-6"
+    return hint
 
 
 def _is_config_class(tp: Any) -> bool:
@@ -96,8 +106,8 @@ def _type_name(tp: Any) -> str:
 
 
 def check_value(tp: Any, value: Any, where: str) -> Any:
-    """`value` as annotation `tp` asks (text coerced to int/float/bool, an int to a float, a list to a
-    tuple, a table to a nested config); a ConfigError naming `where` when it is not one."""
+    """`value` as annotation `tp` asks (an int as a float, a list as a tuple, a table as a nested config);
+    a ConfigError naming `where` when it is not one."""
     origin, args = get_origin(tp), get_args(tp)
     if tp is Any or tp is object:
         return value
@@ -123,26 +133,17 @@ def check_value(tp: Any, value: Any, where: str) -> Any:
             return tp._build(value, where)
         raise ConfigError(f"{where}: {value!r} is not a table of {tp.__name__} fields")
     if tp is bool:
-        if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
-            return value.strip().lower() in _TRUE
         if isinstance(value, bool):
             return value
-        raise ConfigError(f"{where}: {value!r} is not a bool; give true or false")
+        raise ConfigError(f"{where}: {value!r} is not a bool; give true or false{_unquote(value)}")
     if tp is int:
-        if isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d+\s*", value):
-            return int(value)
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-        raise ConfigError(f"{where}: {value!r} is not an int; give a whole number")
+        raise ConfigError(f"{where}: {value!r} is not an int; give a whole number{_unquote(value)}")
     if tp is float:
-        if isinstance(value, str):
-            try:
-                return float(value)
-            except ValueError:
-                pass
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
-        raise ConfigError(f"{where}: {value!r} is not a float; give a number")
+        raise ConfigError(f"{where}: {value!r} is not a float; give a number{_unquote(value)}")
     if tp is str:
         if isinstance(value, str):
             return value
