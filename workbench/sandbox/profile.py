@@ -18,8 +18,9 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar, cast
 
+from workbench.configfile import Config, config_field, read_config_file
 from workbench.errors import ConfigError
 
 PROFILES_DIR = Path(__file__).resolve().parents[2] / "sandbox" / "profiles"
@@ -27,41 +28,53 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
-class Limits:
+class Limits(Config):
     """Resource limits: rlimits on every process, plus a per-sandbox cgroup where available."""
 
-    memory_mb: int = 4096  # RLIMIT_AS per process; cgroup memory limit for the whole sandbox
-    processes: int = 256  # RLIMIT_NPROC for the sandbox uid (threads count)
-    cpu_seconds: int = 3600  # RLIMIT_CPU per process
-    file_size_mb: int = 1024  # RLIMIT_FSIZE
-    open_files: int = 1024  # RLIMIT_NOFILE
-    disk_mb: int = 1024  # the whole writable area (/workspace + /tmp), tmpfs: held in memory
+    memory_mb: int = config_field(4096, "RLIMIT_AS per process; the cgroup memory limit of the whole sandbox, MiB.")
+    processes: int = config_field(256, "RLIMIT_NPROC for the sandbox uid (threads count).")
+    cpu_seconds: int = config_field(3600, "RLIMIT_CPU per process, seconds.")
+    file_size_mb: int = config_field(1024, "RLIMIT_FSIZE: the largest file a process may write, MiB.")
+    open_files: int = config_field(1024, "RLIMIT_NOFILE: open file descriptors per process.")
+    disk_mb: int = config_field(
+        1024, "The whole writable area (/workspace + /tmp), a tmpfs held in memory, MiB; /tmp takes tmp_size_mb."
+    )
 
 
 @dataclass(frozen=True)
-class SandboxProfile:
+class SandboxProfile(Config):
     """One sandbox configuration. Defaults equal `sandbox/profiles/default.toml`."""
 
-    name: str = "default"
-    description: str = ""
-    network: bool = False  # True shares the host network (weaker; see networked.toml)
-    etc_network: bool = False  # bind resolv.conf/hosts/ssl (only useful with network)
-    tmp_size_mb: int = 256  # /tmp's share of limits.disk_mb; /workspace gets the rest
-    ro_binds: tuple[str, ...] = ()  # "HOST" or "HOST:INSIDE"
-    pass_env: tuple[str, ...] = ("LANG", "LC_ALL", "TZ")
-    env: dict[str, str] = field(
-        default_factory=lambda: {
+    name: str = config_field("default", "The profile's name (a file's stem when loaded from one).")
+    description: str = config_field("", "What the profile is for.")
+    network: bool = config_field(False, "Share the host network (weaker isolation; see networked.toml).")
+    etc_network: bool = config_field(False, "Bind resolv.conf, hosts and the SSL certificates (useful with network).")
+    tmp_size_mb: int = config_field(256, "/tmp's share of limits.disk_mb, MiB; /workspace gets the rest.")
+    ro_binds: tuple[str, ...] = config_field((), 'Extra read-only binds: "HOST" or "HOST:INSIDE", absolute paths.')
+    pass_env: tuple[str, ...] = config_field(
+        ("LANG", "LC_ALL", "TZ"), "Host environment variables passed into the sandbox, by name."
+    )
+    env: dict[str, str] = config_field(
+        {
             "OMP_NUM_THREADS": "1",
             "OPENBLAS_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1",
             "MPLBACKEND": "Agg",
             "PYTHONDONTWRITEBYTECODE": "1",
-        }
+        },
+        'Environment variables set inside the sandbox: NAME = "value".',
     )
-    limits: Limits = field(default_factory=Limits)
+    limits: Limits = field(default_factory=Limits, metadata={"help": "Resource limits (the [limits] table)."})
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         _validate(self)
+
+    @classmethod
+    def from_file(cls, path: str | Path, **overrides: Any) -> Self:
+        """A profile file (TOML, YAML or JSON), then `overrides`; its name defaults to the file's stem."""
+        data = read_config_file(path, what="sandbox profile")
+        return cast(Self, profile_from_dict({**data, **overrides}, source=str(path)))
 
     def replace(self, **changes: Any) -> SandboxProfile:
         """A copy with some fields changed; `limits` may be a dict of just the changed limits."""
@@ -153,7 +166,12 @@ def _build(cls: type[_Section], data: dict[str, Any], where: str) -> _Section:
         for key in ("ro_binds", "pass_env"):
             if isinstance(data.get(key), list):
                 data[key] = tuple(data[key])
-    return cls(**data)
+    try:
+        return cls._build(data, "SandboxProfile" if cls is SandboxProfile else "SandboxProfile.limits")
+    except ConfigError as exc:
+        if str(exc).startswith("sandbox profile"):
+            raise
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def profile_from_dict(data: dict[str, Any], *, source: str = "<dict>") -> SandboxProfile:
