@@ -14,21 +14,21 @@ not set explicitly from them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workbench.configfile import read_config_file
+from workbench.configfile import Config
 from workbench.errors import ConfigError
 from workbench.policies.base import AGENT_SETTINGS_KEY, Policy
 
 
-class AgentConfig(BaseModel):
-    """Budgets, sampling and sandbox settings for NB-Agent episodes."""
+class AgentConfig(Config, BaseModel):
+    """Budgets, sampling and sandbox settings for NB-Agent episodes (a pydantic model with the `Config`
+    base's loading; strict: the text "8" for max_steps is an error, an int for a float is fine)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
+    config_table: ClassVar[str | None] = "agent"
 
     max_steps: int = Field(default=8, ge=1, description="Think-Code-Observe turns before the episode ends.")
     max_context_tokens: int = Field(default=4096, ge=64, description="Context window; older turns are trimmed to fit.")
@@ -40,8 +40,8 @@ class AgentConfig(BaseModel):
         default="hard", description="hard: keep only task + notepad; soft: drop oldest turns first; none: end instead."
     )
     temperature: float = Field(default=1.0, ge=0, description="Sampling temperature; 0 = greedy.")
-    top_p: float = Field(default=1.0, gt=0, le=1)
-    top_k: int = Field(default=0, ge=0)
+    top_p: float = Field(default=1.0, gt=0, le=1, description="Nucleus sampling: the top tokens' probability mass.")
+    top_k: int = Field(default=0, ge=0, description="Sample among the k likeliest tokens; 0 = no cap.")
     seed: int | None = Field(default=None, description="Sampling seed (per episode it is offset by the task index).")
     profile: str = Field(default="default", description="Sandbox profile name or path to a TOML profile.")
     isolation: Literal["bwrap", "none"] = Field(default="bwrap", description="'none' runs kernels unsandboxed (warns).")
@@ -65,22 +65,13 @@ class AgentConfig(BaseModel):
         description="ASearcher's short_text: after the next turn, the observation of a turn that "
         "called a page tool shrinks to its first N characters (None: keep it whole).",
     )
-    page_tools: tuple[str, ...] = Field(default=("access",), description="Tools whose observations short_text shrinks.")
+    page_tools: tuple[str, ...] = Field(
+        default=("access",), strict=False, description="Tools whose observations short_text shrinks."
+    )
 
-    @classmethod
-    def load(cls, path: str | Path, **overrides: object) -> AgentConfig:
-        """Read a TOML, YAML or JSON file (optionally under an [agent] table), then apply overrides."""
-        return cls.from_dict({**read_config_file(path, what="agent config", table="agent"), **overrides})
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> AgentConfig:
-        from pydantic import ValidationError
-
-        try:
-            return cls(**data)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise ConfigError(f"invalid agent config: {problems}") from None
+    def explicit_dict(self) -> dict[str, Any]:
+        """The fields set explicitly: a copy (`with_overrides`) keeps the rest unset, for a model's settings."""
+        return self.model_dump(include=self.model_fields_set)
 
     def model_settings(self) -> dict[str, Any]:
         """The settings that shape what the model sees (`MODEL_SETTINGS`): what a model dir carries."""
