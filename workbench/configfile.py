@@ -95,6 +95,13 @@ def _unquote(value: Any) -> str:
     return hint
 
 
+def _key(key_type: Any, key: Any) -> Any:
+    """A table key as `key_type`: TOML and JSON keys are always text, so "1" is read as the int 1."""
+    if key_type is int and isinstance(key, str) and re.fullmatch(r"[-+]?\d+", key):
+        return int(key)
+    return key
+
+
 def _is_config_class(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, Config)
 
@@ -159,7 +166,7 @@ def check_value(tp: Any, value: Any, where: str) -> Any:
             raise ConfigError(f"{where}: {value!r} is not a table; give {{key: value}}")
         key_t, value_t = args if len(args) == 2 else (Any, Any)
         return {
-            check_value(key_t, k, f"{where} (key {k!r})"): check_value(value_t, v, f"{where}.{k}")
+            check_value(key_t, _key(key_t, k), f"{where} (key {k!r})"): check_value(value_t, v, f"{where}.{k}")
             for k, v in value.items()
         }
     if isinstance(tp, type):
@@ -237,7 +244,9 @@ class Config:
         try:
             return cls(**data)
         except ValidationError as exc:
-            problems = "; ".join(f"{where}.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            problems = "; ".join(
+                f"{where}.{'.'.join(map(str, e['loc']))}: {e['msg']}, got {e['input']!r}" for e in exc.errors()
+            )
             raise ConfigError(problems) from None
 
     @classmethod

@@ -96,7 +96,10 @@ class EvolveConfig(Config, abc.ABC):
         for name in ("proposer_estimator", "solver_estimator"):
             estimator_class(getattr(self, name), where=f"{type(self).__name__}.{name}")  # a ConfigError naming it
         for name in ("proposer_agent", "solver_agent"):
-            self.agent_config(name.split("_")[0])  # raises ConfigError naming the bad key
+            try:
+                self.agent_config(name.split("_")[0])
+            except ConfigError as exc:  # "AgentConfig.max_steps: ..." named under its parent
+                raise ConfigError(str(exc).replace("AgentConfig", f"{type(self).__name__}.{name}")) from None
 
     def group_size(self, role: str) -> int:
         return self.proposer_group_size if role == "proposer" else self.solver_group_size

@@ -92,6 +92,9 @@ class EvolveJob(Config):
     def from_dict(cls, data: Mapping[str, Any], **overrides: Any) -> Self:
         """Top-level fields, `[evolve]` and `[train]` tables; overrides name a job field, `train.FIELD`
         or (anything else) an evolve field."""
+        for table in ("evolve", "train"):
+            if data.get(table) is not None and not isinstance(data[table], Mapping):
+                raise ConfigError(f"EvolveJob.{table}: {data[table]!r} is not a table; give [{table}] fields")
         data = {**data, "evolve": dict(data.get("evolve") or {})}
         if data.get("train") is not None:
             data["train"] = dict(data["train"])
