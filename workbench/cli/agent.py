@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--corpus", help="JSONL corpus for the search tool (default: the tasks' world, if any)")
     p.add_argument("--index", help="a saved retriever index directory for the search tool")
     p.add_argument("--config", help="agent config TOML/YAML")
+    from workbench.cli.configs import add_config_arguments
+
+    add_config_arguments(p, "workbench.agent.config:AgentConfig")
     p.add_argument("--max-steps", type=int)
     p.add_argument("--temperature", type=float)
     p.add_argument(
@@ -90,6 +93,7 @@ def _run(args: argparse.Namespace) -> int:
         if v is not None
     }
     config = AgentConfig.load(args.config, **overrides) if args.config else AgentConfig.from_dict(overrides)
+    config = config.with_overrides(args.overrides)
     tasks = load_tasks(args.tasks, limit=args.limit)
     reward, reward_line = pick_reward(args.reward, tasks)
     from workbench.cli.executors import executor_from_args

@@ -22,6 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--temperature", type=float, help="default 0 (greedy) for k=1, 1.0 for k>1")
     p.add_argument("--max-steps", type=int, help="turns per episode (default: the model's own setting, else 8)")
     p.add_argument("--config", help="agent config TOML/YAML (its fields override the model's own settings)")
+    from workbench.cli.configs import add_config_arguments
+
+    add_config_arguments(p, "workbench.agent.config:AgentConfig")
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--limit", type=int, help="first N questions of each dataset")
     p.add_argument("--out", help="run directory: trajectories + eval.json")
@@ -67,6 +70,7 @@ def _run(args: argparse.Namespace) -> int:
     policy = resolve_policy(args.policy)
     flags = {"isolation": args.isolation, **({"max_steps": args.max_steps} if args.max_steps is not None else {})}
     config = AgentConfig.load(args.config, **flags) if args.config else AgentConfig.from_dict(flags)
+    config = config.with_overrides(args.overrides)
     config = agent_config_for(policy, config, args.policy)
     store = Store(args.out) if args.out else None
     try:

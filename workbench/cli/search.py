@@ -52,6 +52,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         else:
             kind = {"int": int, "int | None": int, "float": float}.get(str(f.type), str)
             b.add_argument(flag, type=kind, default=f.default, help=f"dense only: {f.metadata['help']}")
+    from workbench.cli.configs import add_config_arguments
+
+    add_config_arguments(b, "workbench.search.build:BuildConfig")
     b.set_defaults(func=_build)
 
 
@@ -87,6 +90,6 @@ def _build(args: argparse.Namespace) -> int:
     from workbench.search.build import BuildConfig, build_dense
 
     cfg = BuildConfig(**{f.name: getattr(args, f.name) for f in fields(BuildConfig) if hasattr(args, f.name)})
-    build_dense(args.corpus, args.out, cfg)
+    build_dense(args.corpus, args.out, cfg.with_overrides(args.overrides))
     print(f"built a dense index in {args.out} (serve it with `workbench serve-search --index {args.out}`)")
     return 0

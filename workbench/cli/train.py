@@ -26,7 +26,8 @@ def register(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="FIELD=VALUE",
-        help="override a config field (JSON values parse: --set max_steps=3)",
+        help="override a config field, dotted for nested ones (--set max_steps=3 --set "
+        "estimator_params.adpo.p_low=0.2); VALUE is read by the field's type",
     )
     p.add_argument("--foreground", action="store_true", help="train in this process instead of a child")
     p.add_argument("--help-config", action="store_true", help="list every config field and exit")
@@ -58,8 +59,8 @@ def _parse_overrides(items: list[str]) -> dict[str, Any]:
 
 
 def load_config(path: str | None, preset: str | None, overrides: dict[str, Any]) -> Any:
-    """Preset values, then the config file's, then the overrides."""
-    from workbench.configfile import read_config_file
+    """Preset values, then the config file's, then the overrides (nested tables merge)."""
+    from workbench.configfile import merge_nested, read_config_file
     from workbench.train.config import TrainConfig
 
     data: dict[str, Any] = {}
@@ -69,7 +70,7 @@ def load_config(path: str | None, preset: str | None, overrides: dict[str, Any])
         data.update(preset_values(preset))
     if path:
         data.update(read_config_file(path, what="train config", table="train"))
-    return TrainConfig.from_dict(data, **overrides)
+    return TrainConfig.from_dict(merge_nested(data, overrides))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -82,7 +83,9 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if not args.config and not args.preset:
         raise ConfigError("workbench train needs a CONFIG file or --preset NAME (see --help-config for the fields)")
-    overrides = _parse_overrides(args.overrides)
+    from workbench.configfile import parse_overrides
+
+    overrides = parse_overrides(TrainConfig, args.overrides)
     overrides.update({k: v for k, v in (("executor", args.executor), ("ray_address", args.ray_address)) if v})
     config = load_config(args.config, args.preset, overrides)
     if args.foreground:
