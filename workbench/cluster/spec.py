@@ -120,12 +120,7 @@ class PolicySpec:
         from workbench.resolve import resolve_policy
 
         kwargs = {**self.kwargs, **_from_env(f"PolicySpec({self.spec})", self.env)}
-        if not kwargs:
-            return resolve_policy(self.spec)
-        import workbench.worlds.solver  # noqa: F401  registers scripted:world
-        from workbench.policies import load_policy
-
-        return load_policy(self.spec, **kwargs)
+        return resolve_policy(self.spec, **kwargs)
 
 
 WorkerTools = Union["ToolSet", ToolsSpec]  # a tool set as sent to workers: built here, or a recipe built there

@@ -12,7 +12,7 @@ from workbench.policies.base import ByteCodec, Codec, Completion, Policy, Sampli
 from workbench.policies.codec import TokenizerCodec
 from workbench.policies.hf import TransformersPolicy
 from workbench.policies.openai_compat import OpenAIPolicy
-from workbench.policies.registry import load_policy, register_scripted
+from workbench.policies.registry import load_policy, register_backend, register_scripted
 from workbench.policies.scripted import ScriptedPolicy
 from workbench.policies.server import ModelServer
 from workbench.policies.vllm_engine import VLLMPolicy
@@ -30,5 +30,6 @@ __all__ = [
     "TransformersPolicy",
     "VLLMPolicy",
     "load_policy",
+    "register_backend",
     "register_scripted",
 ]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 
-from workbench.policies.registry import register_scripted
 from workbench.policies.scripted import ScriptedPolicy
 from workbench.worlds.solver import _chance, parse_question
 
@@ -81,7 +80,5 @@ def world_coder(*, give_up: float = 0.0, seed: int = 0, codec=None, name: str = 
         name=f"{name}(give_up={give_up})" if give_up else name,
     )
 
-
-register_scripted("coder", world_coder)
 
 __all__ = ["FACT_PATTERNS", "HOP_TURN", "PLAN_TURN", "SUBMIT_TURN", "next_turn", "world_coder"]

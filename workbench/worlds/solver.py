@@ -20,7 +20,6 @@ import random
 import re
 import zlib
 
-from workbench.policies.registry import register_scripted
 from workbench.policies.scripted import ScriptedPolicy
 
 _Q = re.compile(r"Task: (?:What|Who) is the (.+)\?\s*$", re.MULTILINE)
@@ -123,8 +122,5 @@ def world_solver(
         name=f"{name}({knobs})" if knobs else name,
     )
 
-
-register_scripted("default", world_solver)
-register_scripted("world", world_solver)
 
 __all__ = ["extract", "next_turn", "parse_question", "world_solver"]
