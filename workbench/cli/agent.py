@@ -20,7 +20,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--tasks", required=True, help="JSONL with id, question, golden_answers (+ metadata)")
     p.add_argument(
-        "--policy", default="scripted", help="scripted | scripted:NAME | transformers:PATH | openai:URL | vllm:PATH"
+        "--policy",
+        default="scripted",
+        help="scripted | scripted:NAME | transformers:PATH | openai:URL | vllm:PATH | BACKEND:ARG "
+        "(a backend your code registered with workbench.policies.register_backend)",
+    )
+    p.add_argument(
+        "--tools",
+        default="search",
+        help="the tool set: search (over --index / --corpus / the tasks' world), none, or a NAME your "
+        "code registered with workbench.resolve.register_tool_set",
     )
     p.add_argument("--profile", default="default", help="sandbox profile name or TOML path")
     p.add_argument("--concurrency", type=int, default=4)
@@ -79,7 +88,8 @@ def _run(args: argparse.Namespace) -> int:
 
     from workbench.agent.config import AgentConfig
     from workbench.agent.runner import NBAgent
-    from workbench.resolve import load_search_tool, load_tasks, resolve_policy
+    from workbench.errors import ConfigError
+    from workbench.resolve import load_tasks, load_tool_set, resolve_policy
     from workbench.store import Store
 
     overrides = {
@@ -100,8 +110,10 @@ def _run(args: argparse.Namespace) -> int:
     from workbench.cluster.select import search_tools_spec
 
     paths = {"corpus": args.corpus, "index": args.index, "tasks_path": args.tasks}
+    if args.executor != "local" and args.tools != "search":
+        raise ConfigError(f"--tools {args.tools} needs --executor local: workers build the search tool set only")
     executor = executor_from_args(args, worker_tools=search_tools_spec(**paths), policy=args.policy)
-    registry = load_search_tool(**paths) if executor is None else None
+    registry = load_tool_set(args.tools, **paths) if executor is None else None
     policy = resolve_policy(args.policy)
     config = agent_config_for(policy, config, args.policy)
     print(reward_line, flush=True)

@@ -1,0 +1,94 @@
+"""Explicit registration: a policy backend and a tool set registered from this file alone are named
+on `workbench run`'s command line, and importing workbench registers nothing by itself."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench.cli import main
+from workbench.errors import ConfigError
+from workbench.policies import Policy, ScriptedPolicy, load_policy, register_backend
+from workbench.resolve import load_tool_set, register_tool_set, resolve_policy, tool_set_names
+from workbench.store import Store
+from workbench.tools import ToolRegistry, tool
+
+VAULT_CODES = {"north": "XK-7", "south": "QJ-2"}
+
+
+@tool
+def vault_code(vault: str) -> str:
+    """The door code of one vault."""
+    return VAULT_CODES[vault]
+
+
+def vault_tools(**_: object) -> ToolRegistry:
+    return ToolRegistry([vault_code])
+
+
+def vault_agent(arg: str, **kwargs: object) -> Policy:
+    """One turn: ask the host tool for vault ARG's code and submit it."""
+    cell = f'<think>Ask for the code.</think>\n<code>\nsubmit_final_answer(vault_code("{arg}"))\n</code>'
+    return ScriptedPolicy.from_turns([cell], name=f"vault-agent({arg})")
+
+
+def test_a_backend_and_a_tool_set_from_this_file_run_through_the_cli(tmp_path: Path, capsys) -> None:
+    """The task's gold answer is "QJ-2", which only the host tool knows: an exact-match reward of 1
+    means the CLI built our backend from `vault_agent:south` and gave the kernel our `vault_code`."""
+    register_backend("vault_agent", vault_agent)
+    register_tool_set("vaults", vault_tools)
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(
+        json.dumps({"id": "v1", "question": "What is the south vault's code?", "golden_answers": ["QJ-2"]})
+    )
+    out = tmp_path / "run"
+    argv = ["run", "--tasks", str(tasks), "--policy", "vault_agent:south", "--tools", "vaults", "--out", str(out)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "1 episodes, 1 submitted an answer" in printed
+    assert "mean reward 1.000 (em" in printed
+    with Store.open_readonly(out) as store:
+        [traj] = list(store.iter_trajectories())
+    assert (traj.final_answer, traj.termination, traj.rewards) == ("QJ-2", "submitted", {"em": 1.0, "total": 1.0})
+
+
+def test_unknown_names_list_the_known_ones_and_say_how_to_register() -> None:
+    with pytest.raises(ConfigError, match="register_tool_set") as err:
+        load_tool_set("no_such_tools")
+    assert "none" in str(err.value) and "search" in str(err.value)
+    with pytest.raises(ConfigError, match="register_backend") as err:
+        load_policy("no_such_backend:x")
+    assert "transformers:PATH" in str(err.value) and "openai:URL" in str(err.value)
+
+
+def test_built_ins_are_found_without_importing_their_modules_first() -> None:
+    assert {"none", "search"} <= set(tool_set_names())
+    assert load_tool_set("none").names == ["submit_final_answer"]
+    assert resolve_policy("scripted:coder").name == "world-coder"
+    assert resolve_policy("scripted").name == "world-solver"
+
+
+def test_bad_registrations_are_refused() -> None:
+    with pytest.raises(ConfigError, match="identifier"):
+        register_backend("not a name", vault_agent)
+    with pytest.raises(ConfigError, match="identifier"):
+        register_tool_set("two words", vault_tools)
+    with pytest.raises(ConfigError, match="already registered"):
+        register_tool_set("search", vault_tools, replace=False)
+
+
+def test_importing_workbench_registers_nothing() -> None:
+    """In a fresh interpreter, importing the packages leaves every registry empty until a lookup."""
+    code = """
+import workbench, workbench.policies, workbench.resolve, workbench.rewards, workbench.worlds, workbench.synth
+from workbench.policies import registry as policies
+from workbench import resolve
+print(len(policies._BACKENDS), len(policies._SCRIPTED), len(resolve._TOOL_SETS))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "0", "0"]
