@@ -269,9 +269,13 @@ class _Episode:
         self.last_output = output
         self.ctx.append(step.completion_ids, body_ids, block_ids)
         if config.short_text:
-            await self._shorten_read_page(step, output, steps_left=steps_left, tokens_left=tokens_left)
+            await self._shorten_read_page(
+                step, output, config.short_text, steps_left=steps_left, tokens_left=tokens_left
+            )
 
-    async def _shorten_read_page(self, step: Step, output: str, *, steps_left: int, tokens_left: int) -> None:
+    async def _shorten_read_page(
+        self, step: Step, output: str, chars: int, *, steps_left: int, tokens_left: int
+    ) -> None:
         """The page was seen once in full; from the turn after next, a stub (ASearcher's short_text)."""
         if self.stub is not None:
             self.ctx.shrink(*self.stub)
@@ -282,7 +286,7 @@ class _Episode:
                     _stub_ids,
                     self.codec,
                     output,
-                    self.config.short_text,
+                    chars,
                     steps_left=steps_left,
                     tokens_left=tokens_left,
                 )

@@ -52,6 +52,7 @@ from workbench.webio import BadRequest, BodyLimit
 if TYPE_CHECKING:
     import uvicorn
     from fastapi import FastAPI
+    from fastapi.responses import JSONResponse
     from starlette.requests import Request
 
     from workbench.policies.hf import TransformersPolicy
@@ -60,9 +61,6 @@ if TYPE_CHECKING:
 def build_app(policy: TransformersPolicy, model_name: str | None = None, limits: ModelLimits | None = None) -> FastAPI:
     """A FastAPI app serving `policy`."""
     from fastapi import FastAPI
-    from fastapi.responses import JSONResponse
-
-    lim = limits or ModelLimits()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -71,91 +69,120 @@ def build_app(policy: TransformersPolicy, model_name: str | None = None, limits:
             policy.cancel_running()
 
     app = FastAPI(title="workbench serve-model", lifespan=lifespan)
-    name = model_name or policy.name.split(":", 1)[-1]
-    codec = policy.codec
-    max_len = getattr(policy, "context_size", None) or policy.max_positions
-    settings = getattr(policy, "agent_settings", None) or {}  # passed on so OpenAIPolicy runs it as trained
-    vocab = getattr(policy, "vocab_size", None)
+    routes = _Routes(policy, model_name, limits or ModelLimits())
+    app.add_middleware(BodyLimit, max_bytes=routes.limits.max_body_bytes, make_body=lambda m: _error_body(m, 413))
+    app.get("/health")(routes.health)
+    app.get("/v1/models")(routes.models)
+    # POST endpoints read the raw body themselves (see webio)
+    app.add_route("/v1/completions", routes.completions, methods=["POST"])
+    app.add_route("/tokenize", routes.tokenize, methods=["POST"])
+    app.add_route("/detokenize", routes.detokenize, methods=["POST"])
+    return app
 
-    def error_body(message: str, status: int = 400) -> dict[str, Any]:
-        kind = "invalid_request_error" if status < 500 else "server_error"
-        return {"error": {"message": message, "type": kind, "code": status}}
 
-    def error(status: int, message: str) -> JSONResponse:
-        return JSONResponse(status_code=status, content=error_body(message, status))
+def _error_body(message: str, status: int = 400) -> dict[str, Any]:
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    return {"error": {"message": message, "type": kind, "code": status}}
 
-    app.add_middleware(BodyLimit, max_bytes=lim.max_body_bytes, make_body=lambda m: error_body(m, 413))
 
-    @app.get("/health")
-    async def health() -> dict[str, str]:
+def _json(content: dict[str, Any], status: int = 200) -> JSONResponse:
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse(status_code=status, content=content)
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return _json(_error_body(message, status), status)
+
+
+class _Routes:
+    """The server's endpoints, sharing the policy, its codec and what the model card says."""
+
+    def __init__(self, policy: TransformersPolicy, model_name: str | None, limits: ModelLimits):
+        self.policy, self.limits = policy, limits
+        self.name = model_name or policy.name.split(":", 1)[-1]
+        self.codec = policy.codec
+        self.max_len = getattr(policy, "context_size", None) or policy.max_positions
+        self.settings = getattr(policy, "agent_settings", None) or {}  # passed on so OpenAIPolicy runs it as trained
+        self.vocab = getattr(policy, "vocab_size", None)
+
+    async def health(self) -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/v1/models")
-    async def models() -> dict[str, Any]:
+    async def models(self) -> dict[str, Any]:
         card = {
-            "id": name,
+            "id": self.name,
             "object": "model",
             "created": int(time.time()),
             "owned_by": "workbench",
-            "max_model_len": max_len,
+            "max_model_len": self.max_len,
         }
-        if settings:
-            card["workbench_agent"] = settings
+        if self.settings:
+            card["workbench_agent"] = self.settings
         return {"object": "list", "data": [card]}
 
-    async def completions(request: Request) -> JSONResponse:  # POST endpoints read the raw body themselves (see webio)
+    async def completions(self, request: Request) -> JSONResponse:
         try:
             req = parse_request(CompletionRequest, await request.body())
-            if req.model not in (None, name):
-                return error(404, f"model {req.model!r} is not served here; this server serves {name!r}")
+            if req.model not in (None, self.name):
+                return _error(404, f"model {req.model!r} is not served here; this server serves {self.name!r}")
             refuse_unsupported(req)
-            prompts = prompt_ids(req, codec)
-            if not 1 <= req.n <= lim.max_choices or len(prompts) * req.n > lim.max_choices:
-                raise BadRequest(
-                    f"n: {len(prompts)} prompt(s) x n={req.n} completions; the limit is {lim.max_choices} "
-                    "per request (and n >= 1): split the request"
-                )
-            stop = [req.stop] if isinstance(req.stop, str) else list(req.stop or [])
-            longest = max(len(p) for p in prompts)
-            room = (max_len - longest) if max_len else 16
-            params = SamplingParams(
-                max_new_tokens=req.max_tokens if req.max_tokens is not None else max(room, 1),
-                temperature=1.0 if req.temperature is None else req.temperature,
-                top_p=1.0 if req.top_p is None else req.top_p,
-                top_k=max(req.top_k or 0, 0),
-                stop=stop,
-                seed=req.seed,
-            )
+            prompts = prompt_ids(req, self.codec)
+            params = self._sampling_params(req, prompts)
             rows = [p for p in prompts for _ in range(req.n)]  # choice i * n + j samples with seed + i * n + j
             controls = logit_controls(req)
-            policy.validate(rows, params, controls)  # a bad request fails here, before joining a batch
+            self.policy.validate(rows, params, controls)  # a bad request fails here, before joining a batch
         except (ConfigError, PolicyError) as exc:
-            return error(getattr(exc, "status", 400), str(exc))
+            return _error(getattr(exc, "status", 400), str(exc))
         try:
             kwargs = {"controls": controls} if controls is not None else {}
-            results = await policy.generate(rows, params, **kwargs)
+            results = await self.policy.generate(rows, params, **kwargs)
         except WorkbenchError as exc:
-            return error(500, f"generation failed: {exc}")
-        choices = [choice(i, ids, c, req, stop, codec) for i, (ids, c) in enumerate(zip(rows, results, strict=True))]
+            return _error(500, f"generation failed: {exc}")
+        stop = params.stop
+        choices = [
+            choice(i, ids, c, req, stop, self.codec) for i, (ids, c) in enumerate(zip(rows, results, strict=True))
+        ]
         n_prompt = sum(len(p) for p in prompts)
         n_out = sum(len(c.token_ids) for c in results)
-        return JSONResponse(
+        return _json(
             {
                 "id": f"cmpl-{uuid.uuid4().hex}",
                 "object": "text_completion",
                 "created": int(time.time()),
-                "model": name,
+                "model": self.name,
                 "choices": choices,
                 "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_out, "total_tokens": n_prompt + n_out},
             }
         )
 
-    async def tokenize(request: Request) -> JSONResponse:
+    def _sampling_params(self, req: CompletionRequest, prompts: list[list[int]]) -> SamplingParams:
+        """The request's sampling parameters; a 400 when it asks for more choices than one request may."""
+        limit = self.limits.max_choices
+        if not 1 <= req.n <= limit or len(prompts) * req.n > limit:
+            raise BadRequest(
+                f"n: {len(prompts)} prompt(s) x n={req.n} completions; the limit is {limit} "
+                "per request (and n >= 1): split the request"
+            )
+        stop = [req.stop] if isinstance(req.stop, str) else list(req.stop or [])
+        longest = max(len(p) for p in prompts)
+        room = (self.max_len - longest) if self.max_len else 16
+        return SamplingParams(
+            max_new_tokens=req.max_tokens if req.max_tokens is not None else max(room, 1),
+            temperature=1.0 if req.temperature is None else req.temperature,
+            top_p=1.0 if req.top_p is None else req.top_p,
+            top_k=max(req.top_k or 0, 0),
+            stop=stop,
+            seed=req.seed,
+        )
+
+    async def tokenize(self, request: Request) -> JSONResponse:
+        codec = self.codec
         try:
             req = parse_request(TokenizeRequest, await request.body())
             if req.messages is not None:
                 if not req.add_generation_prompt:
-                    return error(
+                    return _error(
                         400,
                         "add_generation_prompt=false is not supported; "
                         "the chat prompt always ends ready for the assistant",
@@ -167,27 +194,23 @@ def build_app(policy: TransformersPolicy, model_name: str | None = None, limits:
             elif req.prompt is not None:
                 tokens = encode_text(codec, req.prompt, req.add_special_tokens is not False)
             else:
-                return error(400, "send 'prompt' (text) or 'messages' (chat)")
+                return _error(400, "send 'prompt' (text) or 'messages' (chat)")
         except WorkbenchError as exc:
-            return error(400, str(exc))
-        return JSONResponse(
-            {"count": len(tokens), "max_model_len": max_len, "tokens": tokens, "eos_token_id": codec.eos_token_id}
+            return _error(400, str(exc))
+        return _json(
+            {"count": len(tokens), "max_model_len": self.max_len, "tokens": tokens, "eos_token_id": codec.eos_token_id}
         )
 
-    async def detokenize(request: Request) -> JSONResponse:
+    async def detokenize(self, request: Request) -> JSONResponse:
         try:
             req = parse_request(DetokenizeRequest, await request.body())
         except WorkbenchError as exc:
-            return error(400, str(exc))
+            return _error(400, str(exc))
+        vocab = self.vocab
         bad = next((t for t in req.tokens if vocab is not None and not 0 <= t < vocab), None)
         if bad is not None:
-            return error(400, f"tokens: token id {bad} is outside this model's vocabulary (0..{(vocab or 0) - 1})")
-        return JSONResponse({"prompt": codec.decode(req.tokens)})
-
-    app.add_route("/v1/completions", completions, methods=["POST"])
-    app.add_route("/tokenize", tokenize, methods=["POST"])
-    app.add_route("/detokenize", detokenize, methods=["POST"])
-    return app
+            return _error(400, f"tokens: token id {bad} is outside this model's vocabulary (0..{(vocab or 0) - 1})")
+        return _json({"prompt": self.codec.decode(req.tokens)})
 
 
 def _check_host(host: str) -> None:
