@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -168,10 +168,10 @@ class Encoder:
     def _uses_torch(self, role: str) -> bool:
         return (self.query_backend if role == "query" else self.backend) == "torch"
 
-    def _prefixed(self, texts: list[str], role: str) -> list[str]:
+    def _prefixed(self, texts: Sequence[str], role: str) -> Sequence[str]:
         return [f"{role}: {t}" for t in texts] if self.e5 else texts
 
-    def _torch_encode(self, texts: list[str], show_progress: bool = False) -> np.ndarray:
+    def _torch_encode(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
         vecs = self.model.encode(
             [safe_text(t) for t in texts],
             batch_size=self.batch_size,
@@ -193,7 +193,7 @@ class Encoder:
         return out
 
     def encode_passages(
-        self, passages: list[str], show_progress: bool = False, on_batch: Callable[[int], None] | None = None
+        self, passages: Sequence[str], show_progress: bool = False, on_batch: Callable[[int], None] | None = None
     ) -> np.ndarray:
         """Unit vectors for `passages`, in batches; `on_batch(n)` after each encoded batch of `n` (progress)."""
         texts = self._prefixed(passages, "passage")

@@ -29,15 +29,18 @@ import os
 import shutil
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from workbench.errors import ConfigError
 from workbench.safetext import safe_text
+
+if TYPE_CHECKING:
+    from sentence_transformers.sentence_transformer.modules import Transformer
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
 EXPORT_VERSION = 1
@@ -69,10 +72,11 @@ def export(model_path: Path, out: Path) -> Path:
 
     st = SentenceTransformer(str(model_path), device="cpu", local_files_only=True)
     pooling = _pooling_mode(st)
-    transformer = st[0]
-    names = [
-        n for n in ("input_ids", "attention_mask", "token_type_ids") if n in transformer.tokenizer.model_input_names
-    ]
+    transformer = cast("Transformer", st[0])  # nn.Sequential indexing is typed Module
+    tokenizer, dim = transformer.tokenizer, st.get_embedding_dimension()
+    if tokenizer is None or dim is None:
+        raise ConfigError(f"{model_path}: a sentence-transformers text model with a tokenizer is needed to export")
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tokenizer.model_input_names]
 
     class Pooled(torch.nn.Module):
         def __init__(self) -> None:
@@ -116,12 +120,12 @@ def export(model_path: Path, out: Path) -> Path:
             per_channel=True,
             reduce_range=True,
         )
-        transformer.tokenizer.save_pretrained(str(tmp))
+        tokenizer.save_pretrained(str(tmp))
         info = {
             "source": str(model_path),
             "max_length": int(st.max_seq_length or 512),
             "inputs": names,
-            "dim": int(st.get_embedding_dimension()),
+            "dim": int(dim),
             "pooling": pooling,
             "export_version": EXPORT_VERSION,
         }
@@ -196,7 +200,7 @@ class OrtModel:
         """The unit vector of `text` from a run of its own (no padding, no batch-mates): (dim,) float32."""
         return np.asarray(self.session.run(None, self._feeds([text]))[0][0], dtype=np.float32)
 
-    def encode_each(self, texts: list[str], workers: int = 1) -> np.ndarray:
+    def encode_each(self, texts: Sequence[str], workers: int = 1) -> np.ndarray:
         """Unit vectors for `texts`, one run per text, `workers` runs at a time (ONNX Runtime releases
         the GIL while it runs). Each row equals `encode_one` of its text bit for bit, whatever the batch."""
         out = np.zeros((len(texts), self.dim), np.float32)
@@ -210,7 +214,7 @@ class OrtModel:
         return out
 
     def encode(
-        self, texts: list[str], batch_size: int = 64, on_batch: Callable[[int], None] | None = None
+        self, texts: Sequence[str], batch_size: int = 64, on_batch: Callable[[int], None] | None = None
     ) -> np.ndarray:
         """Unit vectors for `texts`; batches group texts of similar length (less padding). A row depends
         slightly on its batch-mates (see the module notes; `encode_each` does not).

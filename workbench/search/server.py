@@ -189,7 +189,8 @@ def serve(
         port=port,
         log_level="warning",
         access_log=False,
-        timeout_graceful_shutdown=shutdown_grace,
+        # uvicorn annotates int, but awaits it as an asyncio timeout: fractions of a second work
+        timeout_graceful_shutdown=shutdown_grace,  # type: ignore[arg-type]
     )
 
 
@@ -216,7 +217,7 @@ def serve_in_thread(
         raise RetrievalError(f"cannot bind {host}:{port} ({exc}); pick another port or port=0 for a free one") from None
     bound_port = sock.getsockname()[1]
     app = create_app(retriever, topk=topk, limits=limits, pages=pages)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1.0)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, daemon=True, name=f"search-server-{bound_port}"
