@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from collections.abc import Callable
@@ -25,3 +26,17 @@ def figure(
     verdict = "" if ok is None else ("  [ok]" if ok else "  [MISSED]")
     tgt = f"  (target {target})" if target else ""
     print(f"{name:<44} {value:10.3f} {unit:<6}{ratio}{tgt}{verdict}", flush=True)
+
+
+def add_smoke_flag(parser: argparse.ArgumentParser) -> None:
+    """`--smoke`: tiny sizes, a few seconds; tests/test_benches.py runs every bench so, to see that it still runs."""
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny sizes, a few seconds: checks that the bench runs (figures mean nothing)",
+    )
+
+
+def smoke_skip(part: str, reason: str) -> None:
+    """Say what a smoke run leaves out, and why (a smoke run never skips silently)."""
+    print(f"smoke: skipped {part}: {reason}", flush=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _util import figure
+from _util import add_smoke_flag, figure
 
 from workbench.agent import AgentConfig, NBAgent
 from workbench.agent.episode import EpisodeEnv, run_episode
@@ -69,19 +69,24 @@ async def overhead_per_step(tasks, tools) -> tuple[float, int]:
 
 
 def throughput(tasks, tools, concurrency: int) -> float:
-    agent = NBAgent(world_solver(), tools=tools, config=CONFIG, concurrency=concurrency)
+    """Episodes/s through an NBAgent on a pool warmed before the clock starts (the pool it would build,
+    passed in)."""
 
     async def go() -> float:
-        try:
-            await agent._ensure_pool()
-            await agent._pool.wait_warm()
+        async with KernelPool(
+            concurrency,
+            profile=CONFIG.profile,
+            isolation=CONFIG.isolation,
+            output_cap=CONFIG.output_cap,
+            startup_code="import workbench.runtime",
+        ) as pool:
+            await pool.wait_warm()
+            agent = NBAgent(world_solver(), tools=tools, config=CONFIG, concurrency=concurrency, pool=pool)
             t = time.perf_counter()
             trajs = await agent.arun(tasks, progress=False)
             elapsed = time.perf_counter() - t
             assert all(tr.termination == "submitted" for tr in trajs), {tr.termination for tr in trajs}
             return len(trajs) / elapsed
-        finally:
-            await agent.aclose()
 
     return asyncio.run(go())
 
@@ -89,14 +94,17 @@ def throughput(tasks, tools, concurrency: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--episodes", type=int, default=32)
+    add_smoke_flag(parser)
     args = parser.parse_args()
+    if args.smoke:
+        args.episodes = 2
     world = make_world(seed=0, size="small")
     tools = search_registry(BM25Retriever.build(Corpus.from_rows(world.corpus()), show_progress=False))
     tasks = world.tasks("test")[: args.episodes]
 
-    rtt = asyncio.run(kernel_round_trip())
+    rtt = asyncio.run(kernel_round_trip(20 if args.smoke else 200))
     figure("kernel round trip execute('1+1') p50", rtt * 1e3, "ms")
-    overhead, _steps = asyncio.run(overhead_per_step(tasks[:12], tools))
+    overhead, _steps = asyncio.run(overhead_per_step(tasks[: 2 if args.smoke else 12], tools))
     figure(
         "host overhead per step p50",
         overhead * 1e3,
@@ -106,7 +114,7 @@ def main() -> None:
         ok=overhead / rtt <= 0.2,
     )
     base = None
-    for c in (1, 2, 4, 8):
+    for c in (1, 2) if args.smoke else (1, 2, 4, 8):
         eps = throughput(tasks, tools, c)
         base = base or eps
         figure(f"episodes/s at concurrency {c}", eps, "ep/s", baseline=base)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _util import figure
+from _util import add_smoke_flag, figure
 
 from workbench.agent.config import AgentConfig
 from workbench.agent.executor import gather_jobs, make_jobs
@@ -99,7 +99,10 @@ def main() -> None:
     ap.add_argument("--kernels", type=int, default=2)
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=3, help="runs of each executor, in turn")
+    add_smoke_flag(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.episodes, args.kernels, args.calls, args.rounds = 2, 1, 10, 1
     P = args.kernels
 
     world = make_world(seed=0, size="small")

@@ -23,7 +23,7 @@ import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _util import figure, p50
+from _util import add_smoke_flag, figure, p50
 
 from workbench.search import Corpus
 from workbench.search.corpus import scan_offsets
@@ -91,7 +91,10 @@ def main() -> None:
     ap.add_argument("--mb", type=int, default=200, help="size of the synthetic corpus")
     ap.add_argument("--reads", type=int, default=20000, help="random row reads to time")
     ap.add_argument("--no-eager", action="store_true", help="skip Corpus.from_jsonl (slow, GBs at scale)")
+    add_smoke_flag(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.mb, args.reads = 1, 200
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "corpus.jsonl"
         rows = write_corpus(path, args.mb)

@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import figure
+from _util import add_smoke_flag, figure, smoke_skip
 
 
 def tree_rss(proc: psutil.Process) -> int:
@@ -69,7 +69,15 @@ def main() -> None:
     ap.add_argument("--run-dir", default="runs/bench_demo")
     ap.add_argument("--fast", action="store_true", help="the smoke-sized demo (about a minute)")
     ap.add_argument("--once", action="store_true", help="only the fresh run")
+    add_smoke_flag(ap)
     args = ap.parse_args()
+    if args.smoke:
+        smoke_skip(
+            "the demo run",
+            "its smallest form (--fast) takes minutes of both cores; tests/demo runs that form, "
+            "`bench_demo.py --fast --once` times it",
+        )
+        return
 
     wall, peak, summary = run_demo(args.run_dir, fresh=True, fast=args.fast)
     for stage, seconds in summary["seconds"].items():

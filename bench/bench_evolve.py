@@ -10,12 +10,17 @@ n solver attempts per valid question) with real sandboxed kernels; the ratio is 
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 from workbench.evolve import DrZeroConfig, run_drzero, sampling_world_solver, world_proposer
 from workbench.search import BM25Retriever, Corpus
 from workbench.worlds import make_world
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _util import add_smoke_flag
 
 
 def measure(samples: int, args: argparse.Namespace, retriever: BM25Retriever) -> tuple[float, float]:
@@ -46,7 +51,10 @@ def main() -> None:
     ap.add_argument("--group", type=int, default=4, help="GRPO group size (questions per prompt)")
     ap.add_argument("--attempts", type=int, default=5)
     ap.add_argument("--concurrency", type=int, default=4)
+    add_smoke_flag(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.prompts, args.group, args.attempts, args.concurrency = 2, 2, 2, 2
     world = make_world(0, "small")
     retriever = BM25Retriever.build(Corpus.from_rows(world.corpus()), show_progress=False)
     grpo, t_grpo = measure(args.group, args, retriever)

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import figure
+from _util import add_smoke_flag, figure
 from jupyter_client.manager import AsyncKernelManager
 
 from workbench.kernel import AsyncKernel, KernelPool
@@ -83,9 +83,9 @@ async def pool_throughput(size: int, rollouts: int, steps: int) -> float:
         return rollouts * steps / (time.perf_counter() - t)
 
 
-async def main(quick: bool) -> None:
+async def main(quick: bool, smoke: bool = False) -> None:
     check_sandbox()
-    reps, n_rt = (3, 200) if quick else (5, 500)
+    reps, n_rt = (1, 10) if smoke else (3, 200) if quick else (5, 500)
     tmp = tempfile.mkdtemp(prefix="wb-bench-")
     bare_starts, box_starts, bare_rt, box_rt, dflt_rt = [], [], [], [], []
     for _ in range(reps):  # interleave so load changes hit both sides alike
@@ -133,7 +133,7 @@ async def main(quick: bool) -> None:
 
     async with KernelPool(2) as pool:
         waits = []
-        for _ in range(10 if quick else 20):
+        for _ in range(2 if smoke else 10 if quick else 20):
             await pool.wait_warm()
             t = time.perf_counter()
             async with pool.acquire() as k:
@@ -144,9 +144,9 @@ async def main(quick: bool) -> None:
         async with pool.acquire() as k:
             figure("idle warm kernel RSS (all processes)", sandbox_rss_mb(k.pid), "MiB")
 
-    rollouts, steps = (8, 10) if quick else (16, 20)
+    rollouts, steps = (2, 2) if smoke else (8, 10) if quick else (16, 20)
     base = None
-    for size in (1, 2, 4):
+    for size in (1, 2) if smoke else (1, 2, 4):
         rate = await pool_throughput(size, rollouts, steps)
         base = base or rate
         figure(f"throughput, pool of {size} ({rollouts} rollouts x {steps} execs)", rate, "exec/s", baseline=base)
@@ -155,4 +155,6 @@ async def main(quick: bool) -> None:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
-    asyncio.run(main(ap.parse_args().quick))
+    add_smoke_flag(ap)
+    args = ap.parse_args()
+    asyncio.run(main(args.quick, args.smoke))

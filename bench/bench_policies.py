@@ -10,20 +10,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 
 from workbench.models import build_tiny_model, sample_texts
 from workbench.policies import SamplingParams, ScriptedPolicy, TransformersPolicy
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _util import add_smoke_flag
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--episodes", type=int, default=16)
     ap.add_argument("--tokens", type=int, default=32)
+    add_smoke_flag(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.episodes, args.tokens = 4, 8
     torch.set_num_threads(1)  # tiny model: threads only add contention
 
     with tempfile.TemporaryDirectory() as d:
@@ -64,7 +72,7 @@ def main() -> None:
     )
     sp = SamplingParams(stop=["</code>"])
     ctx = scripted.codec.chat([{"role": "user", "content": "q" * 2000}])
-    n = 2000
+    n = 100 if args.smoke else 2000
     t = time.perf_counter()
     for _ in range(n):
         scripted.generate_sync([ctx], sp)

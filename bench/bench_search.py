@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,6 +35,9 @@ from workbench.search.build import BuildConfig, auto_index, fill_index, index_fa
 from workbench.search.dense import faiss_threads
 from workbench.search.vectors import Rerank, ShardVectors, save_atomic, shard_path
 from workbench.worlds import make_world
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _util import add_smoke_flag, smoke_skip
 
 
 def timed(fn, repeat: int) -> float:
@@ -120,6 +124,7 @@ def bench_encoders(encoder: Encoder, torch_enc: Encoder, args: argparse.Namespac
         pass
     ref = torch_enc.encode_queries(queries)
     lat = interleaved(variants, [[q] for q in (queries * 3)[: args.repeat * 3]])
+    bench_query_batches(encoder, queries)
     for name, fn in variants.items():
         v = np.concatenate([fn(queries[i : i + 64]) for i in range(0, len(queries), 64)])
         rec = recall_at_3(numpy_topk(vecs, v), qs, row_ids)
@@ -130,13 +135,38 @@ def bench_encoders(encoder: Encoder, torch_enc: Encoder, args: argparse.Namespac
         )
 
 
+def bench_query_batches(encoder: Encoder, queries: list[str]) -> None:
+    """Batch-64 query encoding: one padded batch run (before: a row depended on its batch-mates) vs one
+    run per query (now), interleaved."""
+    from workbench.search.encoder import available_cpus
+    from workbench.search.ortencoder import OrtModel
+
+    batch = (queries * 64)[:64]
+    for variant in ("onnx-int8", "onnx"):
+        model = OrtModel.open(encoder.path, variant, threads=1)
+        workers = available_cpus()
+        lat = interleaved(
+            {
+                "batched": lambda b, m=model: m.encode(b, batch_size=64),
+                "each": lambda b, m=model, w=workers: m.encode_each(b, w),
+            },
+            [batch] * 5,
+        )
+        print(
+            f"query batch 64 {variant:9s}: one padded run {64 / lat['batched']:5.0f} q/s (batch-dependent), one run "
+            f"per query on {workers} threads {64 / lat['each']:5.0f} q/s (ratio {lat['batched'] / lat['each']:4.2f}x)"
+        )
+
+
 def openvino_variant(encoder: Encoder) -> dict:
     """OpenVINO on the same ONNX export, when the openvino package is installed (not a dependency)."""
     import openvino as ov
 
-    ort = encoder._ort_model("query")
+    from workbench.search.ortencoder import OrtModel
+
+    ort = OrtModel.open(encoder.path, "onnx", threads=1)
     model = ov.Core().compile_model(
-        str(encoder.onnx_dir / "model.onnx"), "CPU", {"INFERENCE_NUM_THREADS": 1, "PERFORMANCE_HINT": "LATENCY"}
+        str(ort.directory / "model.onnx"), "CPU", {"INFERENCE_NUM_THREADS": 1, "PERFORMANCE_HINT": "LATENCY"}
     )
 
     def run(texts):
@@ -411,7 +441,14 @@ def main() -> None:
         default=0,
         help="compare the synthetic shapes with MiniLM vectors of this many real paragraphs (0: skip)",
     )
+    add_smoke_flag(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.sizes, args.encode_max, args.rate_passages, args.questions, args.repeat = "1000", 300, 16, 20, 3
+        args.million = 0
+        smoke_skip(
+            "the compressed-index run (--million)", "training IVF-PQ takes minutes even on a few thousand vectors"
+        )
     import faiss
 
     encoder = Encoder()

@@ -23,8 +23,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests" / "store"))
-from conftest import make_trajectory  # noqa: E402
+from _util import add_smoke_flag  # noqa: E402
+from store_helpers import make_trajectory  # noqa: E402
 
 from workbench.store import Store  # noqa: E402
 
@@ -48,7 +50,7 @@ def store_writes(run: Path, trajs, synchronous: str) -> float:
         return len(trajs) / (time.perf_counter() - t0)
 
 
-def query_latency(fn, seconds: float = 3.0) -> tuple[float, float]:
+def query_latency(fn, seconds: float) -> tuple[float, float]:
     """(median, p90) in ms."""
     samples = []
     end = time.perf_counter() + seconds
@@ -63,7 +65,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=400)
     ap.add_argument("--steps", type=int, default=8)
+    add_smoke_flag(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.n, args.steps = 20, 2
     trajs = [make_trajectory(i, steps=args.steps, hops=i % 4, reward=(i % 5) / 4) for i in range(args.n)]
     tmp = Path(tempfile.mkdtemp(dir=os.environ.get("BENCH_DIR")))
     print(f"{args.n} trajectories x {args.steps} steps, in {tmp}")
@@ -94,7 +99,7 @@ def main() -> None:
             "-c",
             (
                 "import sys, json; sys.path[:0] = sys.argv[3:5]\n"
-                "from conftest import make_trajectory\nfrom workbench.store import Store\n"
+                "from store_helpers import make_trajectory\nfrom workbench.store import Store\n"
                 "s = Store(sys.argv[1]); f = open(sys.argv[2], 'a')\n"
                 "for i in range(10**6):\n"
                 "    t = make_trajectory(i, steps=8, hops=i % 4, reward=(i % 5) / 4); s.write(t)\n"
@@ -106,16 +111,17 @@ def main() -> None:
             str(ROOT / "tests" / "store"),
         ]
     )
-    time.sleep(3.0)
+    read_s = 0.3 if args.smoke else 3.0  # how long each read-while-write query is timed
+    time.sleep(read_s)
     reader = Store.open_readonly(run)
 
     def jsonl_query():
         rows = [json.loads(line) for line in jsonl.read_text().splitlines() if line.endswith("}")]
         return [r["id"] for r in rows if r["role"] == "solver" and (r["rewards"].get("total") or 0) >= 0.5]
 
-    q_store = query_latency(lambda: reader.query(role="solver", min_reward=0.5))
-    q_get = query_latency(lambda: reader.get(reader.query(limit=1)["id"][0]))
-    q_jsonl = query_latency(jsonl_query)
+    q_store = query_latency(lambda: reader.query(role="solver", min_reward=0.5), read_s)
+    q_get = query_latency(lambda: reader.get(reader.query(limit=1)["id"][0]), read_s)
+    q_jsonl = query_latency(jsonl_query, read_s)
     writer.kill()
     writer.wait()
     print(

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import figure
+from _util import add_smoke_flag, figure
 
 from workbench.synth import (
     ClosedBookPolicy,
@@ -87,7 +87,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=60, help="syntheses to run")
     ap.add_argument("--planted", type=int, default=60, help="planted defects per type")
+    add_smoke_flag(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.seeds, args.planted = 3, 3
     t0 = time.monotonic()
     site = world_site(make_world(0, "small"))
     graph = PageGraph(LocalSiteFetcher(site))

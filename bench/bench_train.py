@@ -28,7 +28,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import figure
+from _util import add_smoke_flag, figure
 
 DOCS = [
     ("Paris", "Paris is the capital of France."),
@@ -66,7 +66,7 @@ def step_times(trainer) -> list[float]:
     return [r["step_time"] for r in trainer.state.log_history if "step_time" in r][1:]  # drop warm-up
 
 
-def bench_step_time(model_dir: Path, out: Path, steps: int) -> None:
+def bench_step_time(model_dir: Path, out: Path, steps: int, smoke: bool = False) -> None:
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
@@ -75,9 +75,12 @@ def bench_step_time(model_dir: Path, out: Path, steps: int) -> None:
     from workbench.train.episodes import SearchR1Episodes
     from workbench.train.trainer import WorkbenchGRPOTrainer
 
-    common = dict(num_generations=4, per_device_train_batch_size=8, max_steps=steps, learning_rate=1e-4)
-    cfg = TrainConfig(output_dir=str(out / "wb"), max_turns=3, max_turn_tokens=32, max_completion_length=256, **common)
-    runner = SearchR1Episodes(Retriever(), max_turns=3, max_turn_tokens=32, top_k=1, max_total_tokens=256)
+    gens, turns, turn_tokens = (2, 1, 8) if smoke else (4, 3, 32)
+    common = dict(num_generations=gens, per_device_train_batch_size=2 * gens, max_steps=steps, learning_rate=1e-4)
+    cfg = TrainConfig(
+        output_dir=str(out / "wb"), max_turns=turns, max_turn_tokens=turn_tokens, max_completion_length=256, **common
+    )
+    runner = SearchR1Episodes(Retriever(), max_turns=turns, max_turn_tokens=turn_tokens, top_k=1, max_total_tokens=256)
     lengths: list[int] = []
     wb = WorkbenchGRPOTrainer(
         AutoModelForCausalLM.from_pretrained(model_dir),
@@ -145,14 +148,14 @@ def bench_step_time(model_dir: Path, out: Path, steps: int) -> None:
     )
 
 
-def bench_hrpo_cost(model_dir: Path, out: Path) -> None:
+def bench_hrpo_cost(model_dir: Path, out: Path, smoke: bool = False) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from workbench.train.config import TrainConfig
     from workbench.train.episodes import SearchR1Episodes
     from workbench.train.trainer import WorkbenchGRPOTrainer
 
-    prompts_per_update, group = 4, 4
+    prompts_per_update, group = (2, 2) if smoke else (4, 4)
     counts = {}
     for est, batch in (("grpo", prompts_per_update * group), ("hrpo", prompts_per_update)):
         cfg = TrainConfig(
@@ -276,19 +279,23 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--vllm", action="store_true", help="also time a step with vLLM generating (needs vLLM)")
+    add_smoke_flag(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.steps = 2  # the first is a warm-up, dropped
     from workbench.models.tiny import build_tiny_model
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         t0 = time.perf_counter()
         texts = [f"{t}: {x}" for t, x in DOCS] * 8 + ["<search> q </search> <answer> a </answer>"] * 8
+        layers, width = (1, 32) if args.smoke else (4, 128)
         model_dir = build_tiny_model(
-            tmp / "m", texts, vocab_size=400, n_layer=4, n_embd=128, n_head=4, max_positions=1024
+            tmp / "m", texts, vocab_size=400, n_layer=layers, n_embd=width, n_head=4, max_positions=1024
         )
-        print(f"# tiny Qwen2 (4 layers, 128 wide) built in {time.perf_counter() - t0:.1f}s")
-        bench_step_time(model_dir, tmp, args.steps)
-        bench_hrpo_cost(model_dir, tmp)
+        print(f"# tiny Qwen2 ({layers} layers, {width} wide) built in {time.perf_counter() - t0:.1f}s")
+        bench_step_time(model_dir, tmp, args.steps, args.smoke)
+        bench_hrpo_cost(model_dir, tmp, args.smoke)
         if args.vllm:
             bench_vllm_step(model_dir, tmp, args.steps)
 

@@ -31,12 +31,13 @@ sys.path.insert(0, str(ROOT / "tests" / "browser"))
 from browser_demo import build_large_store  # noqa: E402
 from browser_lab import CHROMIUM, CHROMIUM_ARGS, lab_server, open_and_run_all  # noqa: E402
 
-from bench._util import figure, timed  # noqa: E402
+from bench._util import add_smoke_flag, figure, smoke_skip, timed  # noqa: E402
 from workbench.store import Store  # noqa: E402
 
 WARM = """import os, html, ipywidgets as w
 from workbench.store import Store
-from workbench.widgets import TrajectoryViewer, _render, _table
+from workbench.store import format_trajectory
+from workbench.widgets import TrajectoryViewer
 RUN = os.environ["WB_BENCH_RUN"]
 'warm'"""
 VIEWER = "viewer = TrajectoryViewer(RUN)\nviewer"
@@ -54,7 +55,7 @@ pane = w.HTML()
 pane.add_class("wb-baseline")
 def show(change):
     t = store.get(change["new"])
-    pane.value = f'<div data-id="{t.id}">' + _render.header_html(t) + _render.step_html(t, 0) + "</div>"
+    pane.value = f'<div data-id="{t.id}"><pre>' + html.escape(format_trajectory(t, limit=600)) + "</pre></div>"
 table.observe(show, names="value")
 show({"new": table.value})
 w.VBox([table, pane])"""
@@ -124,11 +125,11 @@ def kernel_side(run: Path, repeats: int) -> tuple[float, float, float]:
     """Median seconds, in this process (the kernel's share), to build `TrajectoryViewer(run)`, to
     read its whole list afterwards (`refresh`; a run bigger than a page opens with the first), and
     to run the raw list query alone."""
-    from workbench.widgets import TrajectoryViewer, _table
+    from workbench.widgets import TrajectoryViewer
 
     def raw() -> None:
         with Store.open_readonly(run) as store:
-            store.columns(_table.LIST_COLUMNS)
+            store.columns(LIST_COLUMNS)
 
     TrajectoryViewer(run).store.close()  # imports and first-use caches, as in a warm kernel
     build, whole = [], []
@@ -140,6 +141,24 @@ def kernel_side(run: Path, repeats: int) -> tuple[float, float, float]:
         viewer.store.close()
     return statistics.median(build), statistics.median(whole), statistics.median([timed(raw) for _ in range(repeats)])
 
+
+# the columns of the viewer's list
+LIST_COLUMNS = (
+    "id",
+    "run_id",
+    "role",
+    "task_id",
+    "question",
+    "hops",
+    "termination",
+    "reward",
+    "num_steps",
+    "num_tool_calls",
+    "final_answer",
+    "policy",
+    "origin_id",
+    "started_at",
+)
 
 MOVE_VIEWER = """async () => {
   const root = document.querySelector('.wb-viewer');
@@ -165,13 +184,30 @@ MOVE_BASELINE = """async () => {
 }"""
 
 
+def smoke(n: int) -> None:
+    """The kernel-side figures on a small store; the browser part is left out (JupyterLab and Chromium
+    take a minute to start)."""
+    smoke_skip("the Chromium and JupyterLab part", "JupyterLab and Chromium take about a minute to start")
+    with tempfile.TemporaryDirectory(prefix="wb-bench-viewer-") as tmp:
+        run = Path(tmp) / "run"
+        build_large_store(run, n)
+        build, whole_read, raw = kernel_side(run, 1)
+    figure("kernel: TrajectoryViewer(run) built", build, "s", baseline=raw)
+    figure("kernel: then the whole list read", whole_read, "s", baseline=raw)
+    figure("kernel: raw list query (Store.columns)", raw, "s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=10_000, help="trajectories in the store built for the bench")
     ap.add_argument("--run", type=Path, help="measure this run directory instead (e.g. runs/demo/evolve)")
     ap.add_argument("--repeats", type=int, default=3, help="opens measured per way (median)")
     ap.add_argument("--moves", type=int, default=20)
+    add_smoke_flag(ap)
     args = ap.parse_args()
+    if args.smoke:
+        smoke(200)
+        return
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="wb-bench-viewer-") as tmp:

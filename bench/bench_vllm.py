@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _util import figure
+from _util import add_smoke_flag, figure, smoke_skip
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,7 +75,11 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--tokens", type=int, default=64, help="max new tokens per turn")
     ap.add_argument("--models", default="demo,100m")
+    add_smoke_flag(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.episodes, args.steps, args.tokens, args.models = 2, 1, 8, "demo"
+        smoke_skip("the vLLM engine", "its start-up alone takes minutes on a CPU; run without --smoke to time it")
 
     import torch
 
@@ -105,6 +109,9 @@ def main() -> None:
             hf.generate_sync([hf.codec.encode("warm up")], _params(4))
             hf_tok, hf_wall = run_episodes(hf, tools, tasks, config)
             del hf
+            if args.smoke:
+                figure(f"{name}: transformers tokens/s ({hf_tok} tok)", hf_tok / hf_wall, "tok/s")
+                continue
             t = time.perf_counter()
             vl = VLLMPolicy(path, max_batch_size=args.episodes, seed=0, kv_cache_memory_bytes=2 << 30)
             vl_start = time.perf_counter() - t

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import figure, p50
+from _util import add_smoke_flag, figure, p50
 
 from workbench.kernel import AsyncKernel
 from workbench.tools import ToolGateway, ToolRegistry
@@ -102,7 +102,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pages", type=int, default=300, help="world size (one page per entity)")
     ap.add_argument("--calls", type=int, default=60, help="access() calls through the gateway")
+    add_smoke_flag(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.pages, args.calls = 30, 3
     world = make_world(seed=0, size=args.pages)
     site = world_site(world)
     print(f"world: {len(world)} pages; trafilatura installed: {has_trafilatura()}")

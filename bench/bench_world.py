@@ -10,18 +10,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from workbench.worlds import World
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _util import add_smoke_flag
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[300, 10_000, 100_000])
     ap.add_argument("--seed", type=int, default=0)
+    add_smoke_flag(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.sizes = [300]
     print(f"{'passages':>9} {'questions':>9} {'generate_s':>10} {'corpus_s':>9} {'write_jsonl_s':>13} {'ratio':>6}")
     for n in args.sizes:
         t0 = time.perf_counter()
