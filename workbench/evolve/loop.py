@@ -38,7 +38,14 @@ from workbench.contracts import EpisodeRunner, Scorer
 from workbench.errors import ConfigError
 from workbench.evolve.config import Agent0Config, DrZeroConfig, EvolveConfig
 from workbench.evolve.modes import Mode, agent0_mode, drzero_mode
-from workbench.evolve.phases import Phases, PrecomputedReward, ProposerEpisodes, SolverEpisodes, evolve_executor
+from workbench.evolve.phases import (
+    Phases,
+    PrecomputedReward,
+    Proposed,
+    ProposerEpisodes,
+    SolverEpisodes,
+    evolve_executor,
+)
 from workbench.evolve.proposer import proposer_task, proposer_tools, sample_documents, sample_hops, solver_tools
 from workbench.policies.base import Policy
 from workbench.trajectory import Task
@@ -67,6 +74,10 @@ class TrainRequest:
 
 
 TrainFn = Callable[[TrainRequest], "dict[str, Any] | None"]
+
+ITERATION_SEED_STRIDE = 7919
+"""Iteration i of a run seeded s draws its documents and hops (or its synthesis seeds) from s * 7919 + i:
+a prime stride, so runs seeded s and s + 1 share no iteration's draw below 7919 iterations."""
 
 
 @dataclass
@@ -186,34 +197,86 @@ def _iteration(
     it_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     store.log_event(run_id, "iteration_start", {"iteration": i, "mode": mode.name})
-    rng = random.Random(config.seed * 7919 + i)
-    docs = sample_documents(rows, config.prompts_per_iteration, rng, max_chars=config.max_document_chars)
-    hops = sample_hops(config.hop_weights, len(docs), rng)
-    prompts = [
-        proposer_task(d, h, iteration=i, mode=mode.name, prompt_index=j)
-        for j, (d, h) in enumerate(zip(docs, hops, strict=True))
-    ]
+    prompts = _proposer_tasks(i, config, mode, rows)
     training: dict[str, Any] = {}
     if train_fn is not None:
         bar.set_postfix_str("proposer update")
-        runner = ProposerEpisodes(
-            phases, solver_policy=None if config.shared_model else solver, attempts=config.solver_attempts, mode=mode
+        training.update(_train_proposer(i, config, mode, phases, prompts, solver, train_fn, it_dir))
+    items = _propose_and_solve(i, config, mode, phases, prompts, proposer_policy, solver, bar)
+    qa = mode.qa_set(items)
+    qa_path = _write_jsonl(it_dir / "qa.jsonl", [dataclasses.asdict(t) for t in qa])
+    metrics = {
+        **mode.metrics(items),
+        "evolve/qa_size": float(len(qa)),
+        "evolve/solver_episodes": float(sum(len(it.attempts) for it in items)),
+    }
+    if train_fn is not None:
+        bar.set_postfix_str("solver update")
+        training["solver"] = (
+            _train_solver(i, config, mode, phases, qa, train_fn, it_dir) if qa else {"skipped": "empty QA set"}
         )
-        training["proposer"] = train_fn(
-            TrainRequest(
-                "proposer",
-                config.proposer_estimator,
-                prompts,
-                runner,
-                PrecomputedReward(),
-                it_dir / "proposer",
-                i,
-                run_id,
-                store,
-                config.group_size("proposer"),
-            )
+    store.log_metrics(run_id, i, metrics)
+    res = IterationResult(i, qa_path, len(qa), [it.traj.id for it in items], metrics, training, time.monotonic() - t0)
+    _save_state(it_dir / "state.json", res)
+    store.log_event(run_id, "iteration_end", {"iteration": i, "qa_size": len(qa), "training": training})
+    bar.set_postfix_str(f"qa={len(qa)}")
+    return res
+
+
+def _proposer_tasks(i: int, config: EvolveConfig, mode: Mode, rows: list[dict[str, Any]]) -> list[Task]:
+    """Iteration i's proposer prompts: sampled documents, each with a sampled hop count."""
+    rng = random.Random(config.seed * ITERATION_SEED_STRIDE + i)
+    docs = sample_documents(rows, config.prompts_per_iteration, rng, max_chars=config.max_document_chars)
+    hops = sample_hops(config.hop_weights, len(docs), rng)
+    return [
+        proposer_task(d, h, iteration=i, mode=mode.name, prompt_index=j)
+        for j, (d, h) in enumerate(zip(docs, hops, strict=True))
+    ]
+
+
+def _train_proposer(
+    i: int,
+    config: EvolveConfig,
+    mode: Mode,
+    phases: Phases,
+    prompts: list[Task],
+    solver: Policy,
+    train_fn: TrainFn,
+    it_dir: Path,
+) -> dict[str, Any]:
+    """The proposer update on this iteration's prompts; its training record and the solver episodes it ran."""
+    runner = ProposerEpisodes(
+        phases, solver_policy=None if config.shared_model else solver, attempts=config.solver_attempts, mode=mode
+    )
+    trained = train_fn(
+        TrainRequest(
+            "proposer",
+            config.proposer_estimator,
+            prompts,
+            runner,
+            PrecomputedReward(),
+            it_dir / "proposer",
+            i,
+            phases.run_id,
+            phases.store,
+            config.group_size("proposer"),
         )
-        training["proposer_solver_episodes"] = runner.solver_episodes
+    )
+    return {"proposer": trained, "proposer_solver_episodes": runner.solver_episodes}
+
+
+def _propose_and_solve(
+    i: int,
+    config: EvolveConfig,
+    mode: Mode,
+    phases: Phases,
+    prompts: list[Task],
+    proposer_policy: Policy,
+    solver: Policy,
+    bar: Any,
+) -> list[Proposed]:
+    """Propose from each prompt (samples_per_prompt times), gate and select, let the solver attempt, score
+    and record."""
     samples = [
         dataclasses.replace(t, id=f"{t.id}-s{s}", metadata={**t.metadata, "sample": s})
         for t in prompts
@@ -225,43 +288,30 @@ def _iteration(
     mode.select(items)
     bar.set_postfix_str("solve")
     phases.attempt_sync(items, solver, config.solver_attempts, mode.solver_spec, lineage={"iteration": i})
-    mode.score(items, batch=f"{run_id}/iter_{i}")
+    mode.score(items, batch=f"{phases.run_id}/iter_{i}")
     phases.record(items, mode.proposer_spec, provenance={"iteration": i})
-    qa = mode.qa_set(items)
-    qa_path = _write_jsonl(it_dir / "qa.jsonl", [dataclasses.asdict(t) for t in qa])
-    metrics = {
-        **mode.metrics(items),
-        "evolve/qa_size": float(len(qa)),
-        "evolve/solver_episodes": float(sum(len(it.attempts) for it in items)),
-    }
-    if train_fn is not None:
-        bar.set_postfix_str("solver update")
-        if qa:
-            runner_s = SolverEpisodes(
-                phases.executor, phases.solver_config, run_id=run_id, concurrency=config.concurrency
-            )
-            training["solver"] = train_fn(
-                TrainRequest(
-                    "solver",
-                    config.solver_estimator,
-                    qa,
-                    runner_s,
-                    mode.solver_spec,
-                    it_dir / "solver",
-                    i,
-                    run_id,
-                    store,
-                    config.group_size("solver"),
-                )
-            )
-        else:
-            training["solver"] = {"skipped": "empty QA set"}
-    store.log_metrics(run_id, i, metrics)
-    res = IterationResult(i, qa_path, len(qa), [it.traj.id for it in items], metrics, training, time.monotonic() - t0)
-    _save_state(it_dir / "state.json", res)
-    store.log_event(run_id, "iteration_end", {"iteration": i, "qa_size": len(qa), "training": training})
-    bar.set_postfix_str(f"qa={len(qa)}")
-    return res
+    return items
+
+
+def _train_solver(
+    i: int, config: EvolveConfig, mode: Mode, phases: Phases, qa: list[Task], train_fn: TrainFn, it_dir: Path
+) -> dict[str, Any] | None:
+    """The solver update on this iteration's QA set."""
+    runner = SolverEpisodes(phases.executor, phases.solver_config, run_id=phases.run_id, concurrency=config.concurrency)
+    return train_fn(
+        TrainRequest(
+            "solver",
+            config.solver_estimator,
+            qa,
+            runner,
+            mode.solver_spec,
+            it_dir / "solver",
+            i,
+            phases.run_id,
+            phases.store,
+            config.group_size("solver"),
+        )
+    )
 
 
 async def arun_evolution(config: EvolveConfig, mode: Mode, **kwargs: Any) -> EvolveResult:
