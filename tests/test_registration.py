@@ -86,9 +86,24 @@ def test_importing_workbench_registers_nothing() -> None:
     code = """
 import workbench, workbench.policies, workbench.resolve, workbench.rewards, workbench.worlds, workbench.synth
 from workbench.policies import registry as policies
+from workbench.rewards import registry as rewards
 from workbench import resolve
-print(len(policies._BACKENDS), len(policies._SCRIPTED), len(resolve._TOOL_SETS))
+print(len(policies._BACKENDS), len(policies._SCRIPTED), len(resolve._TOOL_SETS), len(rewards._REGISTRY))
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["0", "0", "0"]
+    assert done.stdout.split() == ["0", "0", "0", "0"]
+
+
+def test_reward_components_register_explicitly() -> None:
+    """Built-ins are found by the first lookup; a marked component of another layer (synth's) is
+    registered by the code that uses it; an unmarked function is refused with the fix."""
+    from workbench.rewards import get_reward, list_rewards, register_reward
+    from workbench.synth.reward import synthesis_reward
+
+    assert {"em", "f1", "l0.qa", "drzero.difficulty", "agent0.tool", "asearcher.f1", "llm_judge"} <= set(list_rewards())
+    assert register_reward(synthesis_reward) is get_reward("synth.recorded")
+    with pytest.raises(ConfigError, match=r"@workbench.rewards.reward"):
+        register_reward(vault_tools)
+    with pytest.raises(ConfigError, match=r"known: .*em.*Register your own"):
+        get_reward("no.such.reward")

@@ -19,19 +19,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import workbench.synth.reward  # noqa: F401  (the synthesizer spec's component)
 from workbench.configfile import config_field
 from workbench.evolve.config import EvolveConfig, _spec
-from workbench.evolve.loop import EvolveResult, IterationResult, TrainFn, TrainRequest
+from workbench.evolve.loop import ITERATION_SEED_STRIDE, EvolveResult, IterationResult, TrainFn, TrainRequest
+from workbench.rewards.registry import register_reward
 from workbench.rewards.spec import RewardSpec
+from workbench.synth.reward import synthesis_reward
 
 if TYPE_CHECKING:
     from workbench.agent.local import ToolSet
+    from workbench.evolve.modes import Mode
     from workbench.policies.base import Policy
     from workbench.search.hits import Retriever
     from workbench.store import Store
+    from workbench.synth import SynthesisConfig
     from workbench.synth.loop import Synthesizer
     from workbench.synth.pages import PageGraph
+    from workbench.trajectory import Task
 
 
 @dataclass
@@ -51,6 +55,7 @@ class ASearcherConfig(EvolveConfig):
     mode = "asearcher"
 
     def proposer_spec(self) -> RewardSpec:
+        register_reward(synthesis_reward)
         return RewardSpec.from_dict(
             {
                 "name": "synthesis",
@@ -76,11 +81,11 @@ def run_asearcher(
 ) -> EvolveResult:
     """The loop of the module docstring (sync)."""
     from workbench.evolve.modes import asearcher_mode
-    from workbench.evolve.phases import Proposed, SolverEpisodes
+    from workbench.evolve.phases import Proposed
     from workbench.evolve.proposer import Proposal
     from workbench.evolve.proposer import solver_tools as search_tools
     from workbench.store import Store
-    from workbench.synth import SynthesisConfig, run_synthesis
+    from workbench.synth import run_synthesis
 
     mode = asearcher_mode(config)
     run_dir, run_id = Path(config.run_dir), config.resolved_run_id
@@ -93,21 +98,7 @@ def run_asearcher(
         t0 = time.monotonic()
         it_dir = run_dir / f"iter_{i}"
         synth = run_synthesis(
-            graph,
-            synthesizer,
-            direct_policy,
-            store=store,
-            config=SynthesisConfig(
-                run_dir=str(it_dir / "synthesis"),
-                run_id=run_id,
-                seeds=config.prompts_per_iteration,
-                max_edits=config.max_edits,
-                min_hops=config.min_hops,
-                direct_attempts=config.solver_attempts,
-                max_direct_accuracy=config.max_direct_accuracy,
-                seed=config.seed * 7919 + i,
-                iteration=i,
-            ),
+            graph, synthesizer, direct_policy, store=store, config=_synthesis_config(config, it_dir, run_id, i)
         )
         items = [
             Proposed(
@@ -128,36 +119,70 @@ def run_asearcher(
         metrics = {**mode.metrics(items), **synth.stats(), "evolve/qa_size": float(len(qa))}
         training: dict[str, Any] = {}
         if train_fn is not None and qa and tools is not None:
-            runner = SolverEpisodes(
-                tools,
-                config.agent_config("solver"),
-                reward_spec=mode.solver_spec,
-                store=store,
-                run_id=run_id,
-                concurrency=config.concurrency,
-            )
-            try:
-                training["solver"] = train_fn(
-                    TrainRequest(
-                        "solver",
-                        config.solver_estimator,
-                        qa,
-                        runner,
-                        mode.solver_spec,
-                        it_dir / "solver",
-                        i,
-                        run_id,
-                        store,
-                        config.group_size("solver"),
-                    )
-                )
-            finally:
-                runner.close()
+            training["solver"] = _train_solver(config, mode, tools, qa, train_fn, store, run_id, it_dir, i)
         store.log_metrics(run_id, i, metrics)
         result.iterations.append(
             IterationResult(i, qa_path, len(qa), [it.traj.id for it in items], metrics, training, time.monotonic() - t0)
         )
     return result
+
+
+def _synthesis_config(config: ASearcherConfig, it_dir: Path, run_id: str, i: int) -> SynthesisConfig:
+    """Iteration i's synthesis settings, taken from the ASearcher config."""
+    from workbench.synth import SynthesisConfig
+
+    return SynthesisConfig(
+        run_dir=str(it_dir / "synthesis"),
+        run_id=run_id,
+        seeds=config.prompts_per_iteration,
+        max_edits=config.max_edits,
+        min_hops=config.min_hops,
+        direct_attempts=config.solver_attempts,
+        max_direct_accuracy=config.max_direct_accuracy,
+        seed=config.seed * ITERATION_SEED_STRIDE + i,
+        iteration=i,
+    )
+
+
+def _train_solver(
+    config: ASearcherConfig,
+    mode: Mode,
+    tools: ToolSet,
+    qa: list[Task],
+    train_fn: TrainFn,
+    store: Store,
+    run_id: str,
+    it_dir: Path,
+    i: int,
+) -> dict[str, Any] | None:
+    """The solver update on this iteration's QA set, with the search tools."""
+    from workbench.evolve.phases import SolverEpisodes
+
+    runner = SolverEpisodes(
+        tools,
+        config.agent_config("solver"),
+        reward_spec=mode.solver_spec,
+        store=store,
+        run_id=run_id,
+        concurrency=config.concurrency,
+    )
+    try:
+        return train_fn(
+            TrainRequest(
+                "solver",
+                config.solver_estimator,
+                qa,
+                runner,
+                mode.solver_spec,
+                it_dir / "solver",
+                i,
+                run_id,
+                store,
+                config.group_size("solver"),
+            )
+        )
+    finally:
+        runner.close()
 
 
 __all__ = ["ASearcherConfig", "run_asearcher"]

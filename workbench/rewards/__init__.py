@@ -6,7 +6,6 @@ spec.score(traj)                          # {"l0.qa": ..., "l0.format": ..., "to
 rescore(store, RewardSpec.load("my_reward.toml"), provenance={"reason": "try F1"})
 """
 
-from workbench.rewards import agent0, asearcher, drzero, judge, l0, qa  # noqa: F401  (registers)
 from workbench.rewards.agent0 import (
     adpo_eps_high,
     adpo_scale,
@@ -21,7 +20,7 @@ from workbench.rewards.bleu import cluster_average_linkage, cluster_shares, sent
 from workbench.rewards.drzero import difficulty_score, drzero_format
 from workbench.rewards.judge import LLMJudge, register_judge
 from workbench.rewards.l0 import l0_step_rewards
-from workbench.rewards.registry import RewardContext, get_reward, list_rewards, reward
+from workbench.rewards.registry import RewardContext, get_reward, list_rewards, register_reward, reward
 from workbench.rewards.rescore import rescore
 from workbench.rewards.resolve import resolve_reward
 from workbench.rewards.spec import RewardSpec, list_presets
@@ -62,6 +61,7 @@ __all__ = [
     "normalize_l0",
     "normalize_unicode",
     "register_judge",
+    "register_reward",
     "rescore",
     "resolve_reward",
     "reward",

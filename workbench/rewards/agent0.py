@@ -33,7 +33,7 @@ from collections.abc import Sequence
 
 from workbench.errors import ConfigError
 from workbench.rewards.bleu import cluster_shares
-from workbench.rewards.registry import RewardContext, answer_of, question_of, reward
+from workbench.rewards.component import RewardContext, answer_of, component, question_of
 from workbench.rewards.text import normalize_answer
 from workbench.trajectory import Trajectory
 
@@ -107,7 +107,7 @@ def _executor_answers(traj: Trajectory, ctx: RewardContext) -> list[str | None]:
     return [answer_of(t) for t in ctx.group]
 
 
-@reward("agent0.uncertainty", uses="group")
+@component("agent0.uncertainty", uses="group")
 def uncertainty_reward(traj: Trajectory, ctx: RewardContext, *, variant: str = "code") -> float:
     """Executor uncertainty: 'code' min(p,1−p) with the answer-match gate, 'paper' 1−2|p−0.5|.
 
@@ -126,7 +126,7 @@ def uncertainty_reward(traj: Trajectory, ctx: RewardContext, *, variant: str = "
     return uncertainty_code(p if matches and p > 0.1 else 0.0)
 
 
-@reward("agent0.tool")
+@component("agent0.tool")
 def tool_use_reward(
     traj: Trajectory,
     ctx: RewardContext,
@@ -152,7 +152,7 @@ def tool_use_reward(
     return sum(tool_reward(int(n), gamma, cap) for n in counts) / len(counts)
 
 
-@reward("agent0.repetition", uses="batch")
+@component("agent0.repetition", uses="batch")
 def repetition_reward(
     traj: Trajectory, ctx: RewardContext, *, threshold: float = BLEU_THRESHOLD, scale: float = 1.0
 ) -> float:
@@ -180,7 +180,7 @@ def _question_text(traj: Trajectory) -> str | None:
     return q if q and q.strip() else None
 
 
-@reward("agent0.format")
+@component("agent0.format")
 def format_gate(
     traj: Trajectory, ctx: RewardContext, *, require_answer: bool = False, reject_leak: bool = False
 ) -> float:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib import resources
 
-from workbench.rewards.registry import RewardContext, answer_of, reward
+from workbench.rewards.component import RewardContext, answer_of, component
 from workbench.rewards.text import asearcher_em, set_f1
 from workbench.trajectory import Trajectory
 
@@ -64,13 +64,13 @@ def invalid_answer(answer: str | None) -> bool:
     return answer is not None and any(w in answer for w in _INVALID_WORDS)
 
 
-@reward("asearcher.format")
+@component("asearcher.format")
 def format_reward(traj: Trajectory, ctx: RewardContext) -> float:
     """1 when every turn is well formed (balanced search/access/answer, ≤1 action, no 'Assistant')."""
     return float(all(turn_well_formed(s.raw or "") for s in traj.steps))
 
 
-@reward("asearcher.f1")
+@component("asearcher.f1")
 def f1_reward(traj: Trajectory, ctx: RewardContext, *, aug_weight: float = 0.3) -> float:
     """Set-F1 of the answer, with ASearcher's aug-answer blend (no format, no penalty)."""
     answer = answer_of(traj)
@@ -81,7 +81,7 @@ def f1_reward(traj: Trajectory, ctx: RewardContext, *, aug_weight: float = 0.3) 
     return score
 
 
-@reward("asearcher.reward")
+@component("asearcher.reward")
 def asearcher_reward(
     traj: Trajectory, ctx: RewardContext, *, aug_weight: float = 0.3, invalid_penalty: float = -0.5
 ) -> float:
@@ -93,7 +93,7 @@ def asearcher_reward(
     return score
 
 
-@reward("asearcher.em")
+@component("asearcher.em")
 def em_reward(traj: Trajectory, ctx: RewardContext) -> float:
     """ASearcher's EM: SQuAD normalisation after mapping True/False to yes/no."""
     return asearcher_em(answer_of(traj), traj.task.golden_answers)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from workbench.rewards.registry import RewardContext, answer_of, question_of, reward
+from workbench.rewards.component import RewardContext, answer_of, component, question_of
 from workbench.rewards.text import exact_match, normalize_answer
 from workbench.trajectory import Trajectory
 
@@ -78,7 +78,7 @@ def _format_of(traj: Trajectory, tool: str) -> dict[str, float]:
     )
 
 
-@reward("drzero.format")
+@component("drzero.format")
 def format_reward(traj: Trajectory, ctx: RewardContext, *, tool: str = "search") -> float:
     """Dr. Zero proposer format score (1 + think + tool + ans)/4, gated by integrity."""
     return _format_of(traj, tool)["format"]
@@ -103,7 +103,7 @@ def solver_hits(traj: Trajectory, ctx: RewardContext) -> list[float] | None:
     return [exact_match(answer_of(t), t.task.golden_answers) for t in ctx.group]
 
 
-@reward("drzero.difficulty", uses="group")
+@component("drzero.difficulty", uses="group")
 def difficulty_reward(
     traj: Trajectory, ctx: RewardContext, *, gate_on_format: bool = True, tool: str = "search"
 ) -> float:

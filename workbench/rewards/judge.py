@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.blocking import run_blocking
 from workbench.errors import ConfigError
-from workbench.rewards.registry import RewardContext, answer_of, reward
+from workbench.rewards.component import RewardContext, answer_of, component
 from workbench.trajectory import Trajectory
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ def register_judge(name: str, judge: Any) -> None:
     _JUDGES[name] = judge
 
 
-@reward("llm_judge")
+@component("llm_judge")
 def llm_judge_reward(traj: Trajectory, ctx: RewardContext, *, judge: str = "default") -> float:
     """An LLM judge's verdict on the answer (1 correct, 0 not); see `register_judge`."""
     answer = answer_of(traj)

@@ -31,7 +31,7 @@ import re
 from typing import Any
 
 from workbench.errors import ConfigError
-from workbench.rewards.registry import RewardContext, answer_of, reward
+from workbench.rewards.component import RewardContext, answer_of, component
 from workbench.rewards.text import exact_match
 from workbench.trajectory import Step, Trajectory
 
@@ -108,20 +108,20 @@ def l0_step_rewards(
     return out
 
 
-@reward("l0.qa")
+@component("l0.qa")
 def l0_qa_reward(traj: Trajectory, ctx: RewardContext, *, has_answer: str = "fixed", normalizer: str = "l0") -> float:
     """L0 answer score 0.9·EM + 0.1·has_answer."""
     return l0_qa(answer_of(traj), traj.task.golden_answers, has_answer=has_answer, normalizer=normalizer)
 
 
-@reward("l0.format", per_step=True)
+@component("l0.format", per_step=True)
 def l0_format_reward(traj: Trajectory, ctx: RewardContext) -> list[float]:
     """L0's per-step format compliance 1/T (sum = fraction of well-formed steps)."""
     T = len(traj.steps)
     return [float(step_well_formed(s.raw or "")) / T for s in traj.steps]
 
 
-@reward("l0.code", per_step=True)
+@component("l0.code", per_step=True)
 def l0_code_reward(traj: Trajectory, ctx: RewardContext, *, no_output: str = "success") -> list[float]:
     """L0's per-step code-execution success (1 − errors/outputs)/T."""
     T = len(traj.steps)

@@ -14,7 +14,6 @@ Pages are read only through `workbench.web.open_page`, so an `HttpFetcher` (or a
 `CachingFetcher`) runs the same synthesis on the live web.
 """
 
-import workbench.synth.reward  # noqa: F401  (registers synth.recorded)
 from workbench.synth.edits import blur, fuzz, inject, seed_qa
 from workbench.synth.loop import PolicySynthesizer, ScriptedSynthesizer, SynthesisConfig, parse_action, run_synthesis
 from workbench.synth.pages import PageGraph

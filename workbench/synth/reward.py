@@ -1,12 +1,15 @@
-"""The synthesizer's reward component, so `rescore` reproduces what the synthesis loop records."""
+"""The synthesizer's reward component, so `rescore` reproduces what the synthesis loop records.
+
+A spec naming `synth.recorded` needs it registered first: `register_reward(synthesis_reward)`.
+"""
 
 from __future__ import annotations
 
-from workbench.rewards.registry import RewardContext, reward
+from workbench.rewards.component import RewardContext, component
 from workbench.trajectory import Trajectory
 
 
-@reward("synth.recorded")
+@component("synth.recorded")
 def synthesis_reward(traj: Trajectory, ctx: RewardContext) -> float:
     """accepted × (1 − direct accuracy) of a synthesis trajectory (0 when not accepted)."""
     record = traj.metadata.get("synthesis") or {}
