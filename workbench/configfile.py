@@ -304,7 +304,7 @@ def merge_nested(base: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[st
     return out
 
 
-def _type_at(cls: type[Config], path: list[str]) -> Any:
+def field_type(cls: type[Config], path: list[str]) -> Any:
     """The annotation at a dotted path (nested configs, then dict values); Any when unknown."""
     tp: Any = cls
     for part in path:
@@ -340,7 +340,7 @@ def parse_overrides(cls: type[Config], items: Iterable[str] | Mapping[str, Any])
             if not sep or not key.strip():
                 raise ConfigError(f"--set {item!r}: write FIELD=VALUE (dotted for nested: limits.memory_mb=2048)")
             key = key.strip()
-            pairs.append((key, parse_value(text, _type_at(cls, key.split(".")))))
+            pairs.append((key, parse_value(text, field_type(cls, key.split(".")))))
     out: dict[str, Any] = {}
     for key, value in pairs:
         *parents, leaf = key.split(".")
@@ -415,9 +415,11 @@ __all__ = [
     "check_types",
     "check_value",
     "config_field",
+    "field_type",
     "format_fields_help",
     "merge_nested",
     "parse_overrides",
+    "parse_value",
     "read_config_file",
     "to_toml",
 ]

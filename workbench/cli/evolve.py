@@ -66,8 +66,36 @@ def _help(mode: str) -> None:
     print("\n[train] fields: see `workbench train --help-config`")
 
 
+def _parse_overrides(items: list[str]) -> dict[str, Any]:
+    """--set items as EvolveJob.from_dict's overrides: each value read by its field's type (a job field,
+    train.FIELD, else an [evolve] field of either mode), so `--set run_id=123` stays text."""
+    from typing import Any as AnyType
+
+    from workbench.configfile import field_type, parse_value
+    from workbench.errors import ConfigError
+    from workbench.evolve.asearcher import ASearcherConfig
+    from workbench.evolve.config import Agent0Config, DrZeroConfig
+    from workbench.evolve.job import EvolveJob
+    from workbench.train.config import TrainConfig
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"--set {item!r}: write FIELD=VALUE")
+        if key.startswith("train."):
+            tp = field_type(TrainConfig, key.split(".")[1:])
+        elif key in EvolveJob.config_types():
+            tp = field_type(EvolveJob, [key])
+        else:
+            types = (field_type(cls, key.split(".")) for cls in (DrZeroConfig, Agent0Config, ASearcherConfig))
+            tp = next((t for t in types if t is not AnyType), AnyType)
+        out[key] = parse_value(text, tp)
+    return out
+
+
 def _run(args: argparse.Namespace) -> int:
-    from workbench.cli.train import _parse_overrides
     from workbench.errors import ConfigError
 
     overrides = _parse_overrides(args.overrides)

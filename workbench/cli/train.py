@@ -41,23 +41,6 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_run)
 
 
-def _parse_overrides(items: list[str]) -> dict[str, Any]:
-    import json
-
-    from workbench.errors import ConfigError
-
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"--set {item!r}: write FIELD=VALUE")
-        try:
-            out[key.strip()] = json.loads(value)
-        except ValueError:
-            out[key.strip()] = value
-    return out
-
-
 def load_config(path: str | None, preset: str | None, overrides: dict[str, Any]) -> Any:
     """Preset values, then the config file's, then the overrides (nested tables merge)."""
     from workbench.configfile import merge_nested, read_config_file
