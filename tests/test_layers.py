@@ -30,8 +30,17 @@ PACKAGE = REPO / "workbench"
 # Lowest first: (folders and modules of the row, what they hold). README.md's "## Layout" shows this table.
 LAYERS: list[tuple[tuple[str, ...], str]] = [
     (
-        ("errors.py", "safetext.py", "children.py", "blocking.py", "webio.py", "configfile.py", "_lazy.py"),
-        "the error tree, safe text, child processes, blocking calls, HTTP bodies, config files, lazy exports",
+        (
+            "errors.py",
+            "safetext.py",
+            "children.py",
+            "blocking.py",
+            "webio.py",
+            "configfile.py",
+            "_lazy.py",
+            "passages.py",
+        ),
+        "the error tree, safe text, child processes, blocking calls, HTTP bodies, config files, lazy exports, passages",
     ),
     (("trajectory.py", "contracts.py", "store/"), "trajectory schema, the Protocols several layers implement, store"),
     (("sandbox/",), "bubblewrap profiles, limits, cgroups"),

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 
 from workbench.errors import ConfigError
+from workbench.passages import split_contents
 from workbench.trajectory import Task, Trajectory
 
 if TYPE_CHECKING:
@@ -89,8 +90,8 @@ def split_document(row: dict[str, Any]) -> dict[str, str]:
             f"corpus row {row.get('id', '?')!r} has neither 'contents' nor 'text'; "
             "use Search-R1 rows {id, contents} or {id, title, text}"
         )
-    head, _, text = str(row["contents"]).partition("\n")
-    return {"id": str(row.get("id", "")), "title": head.strip().strip('"'), "text": text.strip()}
+    title, text = split_contents(str(row["contents"]))
+    return {"id": str(row.get("id", "")), "title": title, "text": text.strip()}
 
 
 def sample_documents(

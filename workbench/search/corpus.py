@@ -38,8 +38,9 @@ from typing import Any, overload
 import numpy as np
 
 from workbench.errors import ConfigError, RetrievalError
+from workbench.passages import join_contents
 from workbench.safetext import has_surrogates, safe_bytes
-from workbench.search.hits import Hit, join_contents
+from workbench.search.hits import Hit
 
 Where = str | Callable[[], str]  # names a row in errors; a callable is called only to raise
 

@@ -13,22 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-
-def split_contents(contents: str) -> tuple[str, str]:
-    """Split a Search-R1 `contents` string (`"Title"\\ntext`) into (title, text).
-
-    The title is the first line with surrounding double quotes removed; the text is the rest.
-    """
-    first, _, rest = contents.partition("\n")
-    title = first.strip()
-    if len(title) >= 2 and title[0] == title[-1] == '"':
-        title = title[1:-1]
-    return title, rest
-
-
-def join_contents(title: str, text: str) -> str:
-    """The inverse of `split_contents`: `"Title"\\ntext`."""
-    return f'"{title}"\n{text}'
+from workbench.passages import join_contents, split_contents
 
 
 @dataclass

@@ -33,8 +33,9 @@ from pathlib import Path
 
 from workbench.blocking import run_blocking
 from workbench.errors import ConfigError, PolicyError
+from workbench.passages import join_contents
 from workbench.policies.base import Policy, SamplingParams
-from workbench.search.hits import Hit, RetrieverBase, check_queries, join_contents
+from workbench.search.hits import Hit, RetrieverBase, check_queries
 
 PROMPT_FILE = Path(__file__).parent / "prompts" / "zerosearch_simulate.txt"
 NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]

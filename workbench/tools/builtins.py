@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.errors import ConfigError, ToolError
+from workbench.passages import split_contents
 from workbench.tools.registry import Tool, make_tool, submit_final_answer
 
 if TYPE_CHECKING:
@@ -73,8 +74,8 @@ def format_hits(hits: list[Any]) -> str:
             hit = hit["document"]
         title, text = _field(hit, "title"), _field(hit, "text")
         if text is None and _field(hit, "contents") is not None:  # Search-R1: '"Title"\ntext'
-            head, _, text = str(_field(hit, "contents")).partition("\n")
-            title = title or head.strip().strip('"')
+            head, text = split_contents(str(_field(hit, "contents")))
+            title = title or head
         lines.append(f"Doc {i} (Title: {title or ''}) {(text or '').strip()}")
     return "\n".join(lines) if lines else "No results."
 

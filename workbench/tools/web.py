@@ -13,6 +13,7 @@ import inspect
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError, ToolError
+from workbench.passages import split_contents
 from workbench.tools.builtins import SearchBackend, bind_task
 from workbench.tools.registry import Tool, make_tool
 from workbench.web.browse import Browser
@@ -39,8 +40,8 @@ def format_web_hits(hits: list[Any], text_chars: int = 300) -> str:
             hit = hit["document"]
         title, text, url = _field(hit, "title"), _field(hit, "text"), _field(hit, "url")
         if text is None and _field(hit, "contents") is not None:
-            head, _, text = str(_field(hit, "contents")).partition("\n")
-            title = title or head.strip().strip('"')
+            head, text = split_contents(str(_field(hit, "contents")))
+            title = title or head
         text = (text or "").strip()
         if len(text) > text_chars:
             text = text[:text_chars].rstrip() + " …"

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
+from workbench.passages import split_contents
 from workbench.policies.base import Policy, SamplingParams
 from workbench.trajectory import Step, Task, ToolCall, Trajectory
 
@@ -45,8 +46,7 @@ def hit_fields(hit: Any) -> tuple[str, str]:
     """(title, text) of one retriever hit in any of the accepted shapes."""
     if isinstance(hit, dict):
         if "contents" in hit and "text" not in hit:
-            title, _, text = str(hit["contents"]).partition("\n")
-            return title.strip('"'), text
+            return split_contents(str(hit["contents"]))
         doc = hit.get("document", hit)
         return str(doc.get("title", "")), str(doc.get("text", doc.get("contents", "")))
     return str(getattr(hit, "title", "")), str(getattr(hit, "text", hit))

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from workbench.errors import ConfigError
+from workbench.passages import split_contents
 from workbench.trajectory import Task
 
 
@@ -47,12 +48,9 @@ class Passage:
 
 def split_title(contents: str) -> tuple[str, str]:
     """`'"Title"\\ntext'` → `("Title", "text")`; without a newline the title is empty."""
-    head, sep, text = contents.partition("\n")
-    if not sep:
+    if "\n" not in contents:
         return "", contents.strip()
-    title = head.strip()
-    if len(title) >= 2 and title[0] == title[-1] == '"':
-        title = title[1:-1]
+    title, text = split_contents(contents)
     return title, text.strip()
 
 
