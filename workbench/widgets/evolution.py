@@ -150,31 +150,7 @@ def evolution_figures(store: Store, pass_threshold: float = _figures.PASS_THRESH
         metrics[metrics["name"].str.contains("entropy|length", case=False, regex=True)] if len(metrics) else metrics
     )
     per_iter = {"x_title": "iteration (count)"}
-    synth = synthesis_table(store)
-    extra = (
-        {}
-        if synth.empty
-        else {
-            "synthesis_acceptance": _figures.lines_by_group(
-                synth,
-                "iteration",
-                "acceptance_rate",
-                "hops",
-                "QA synthesis: acceptance rate per iteration",
-                y_title="accepted / syntheses (0–1)",
-                **per_iter,
-            ),
-            "synthesis_difficulty": _figures.lines_by_group(
-                synth,
-                "iteration",
-                "difficulty",
-                "hops",
-                "QA synthesis: difficulty of accepted QAs",
-                y_title="1 − no-tool accuracy (0–1)",
-                **per_iter,
-            ),
-        }
-    )
+    extra = _synthesis_figures(synthesis_table(store), per_iter)
     return {
         **extra,
         "proposer_reward": _figures.lines_by_group(
@@ -205,6 +181,32 @@ def evolution_figures(store: Store, pass_threshold: float = _figures.PASS_THRESH
             **per_iter,
         ),
         "entropy_length": _figures.step_curves(curves, store.events(kind="iteration_start")),
+    }
+
+
+def _synthesis_figures(synth: Any, per_iter: dict[str, str]) -> dict[str, Any]:
+    """QA synthesis's acceptance rate and difficulty per iteration (none when the run synthesized nothing)."""
+    if synth.empty:
+        return {}
+    return {
+        "synthesis_acceptance": _figures.lines_by_group(
+            synth,
+            "iteration",
+            "acceptance_rate",
+            "hops",
+            "QA synthesis: acceptance rate per iteration",
+            y_title="accepted / syntheses (0–1)",
+            **per_iter,
+        ),
+        "synthesis_difficulty": _figures.lines_by_group(
+            synth,
+            "iteration",
+            "difficulty",
+            "hops",
+            "QA synthesis: difficulty of accepted QAs",
+            y_title="1 − no-tool accuracy (0–1)",
+            **per_iter,
+        ),
     }
 
 

@@ -131,44 +131,19 @@ def report_html(
     store = open_store(source)
     df = _table.summary_frame(store)
     title = title or f"workbench run {store.run_dir.name}"
-    counts = (
-        df.groupby(["role", "termination"], dropna=False).size().rename("trajectories").reset_index() if len(df) else df
-    )
     sections, links = _sections(store, df, pass_threshold)
-    body = [
-        "<h2>summary</h2>",
-        counts.to_html(index=False, classes="wb-summary", na_rep="—") if len(df) else "<p>no trajectories</p>",
-        "<h2>trajectories</h2><div id='wb-viewer'></div>",
-    ]
-    data_sections = []
-    for i, section in enumerate(sections):
-        body.append(f"<h2>{html.escape(section['title'])}</h2><div id='wb-section-{i}'></div>")
-        data_sections.append({"id": f"wb-section-{i}", "figures": _figure_json(section["figures"])})
-    if len(df) and (df["role"] == "proposer").any():
-        from workbench.widgets.evolution import evolution_table
-
-        body.append(
-            evolution_table(store, pass_threshold).to_html(
-                index=False, float_format="{:.3f}".format, na_rep="—", classes="wb-summary"
-            )
-        )
+    body, data_sections = _body(store, df, sections, pass_threshold)
     ids = df["id"].tolist()[: max(0, max_trajectories)]
     details = {i: trajectory_detail(store.get(i), store) for i in ids}
-    cols = _table.summary_columns(store)
-    viewer = {
-        "table_json": _table.encode_table(cols)[0],
-        "choices": _table.choices(cols),
-        "query": {},
-        "link_label": "",
-        "selected": ids[0] if ids else "",
-        "step": 0,
-        "detail": details[ids[0]] if ids else {},
-        "compare_state": {},
-        "pinned": "",
-        "notice": "",
-    }
     data = json.dumps(
-        finite({"viewer": viewer, "details": details, "links": links, "sections": data_sections}),
+        finite(
+            {
+                "viewer": _viewer_state(store, ids, details),
+                "details": details,
+                "links": links,
+                "sections": data_sections,
+            }
+        ),
         allow_nan=False,
         ensure_ascii=False,
     )
@@ -194,6 +169,51 @@ def report_html(
         js=_script_safe(js),
         boot=_BOOT,
     )
+
+
+def _body(
+    store: Store, df: Any, sections: list[dict[str, Any]], pass_threshold: float
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The page's HTML pieces (summary, viewer slot, one slot per figure section, the evolution table) and
+    the figure data each section slot is filled from."""
+    counts = (
+        df.groupby(["role", "termination"], dropna=False).size().rename("trajectories").reset_index() if len(df) else df
+    )
+    body = [
+        "<h2>summary</h2>",
+        counts.to_html(index=False, classes="wb-summary", na_rep="—") if len(df) else "<p>no trajectories</p>",
+        "<h2>trajectories</h2><div id='wb-viewer'></div>",
+    ]
+    data_sections = []
+    for i, section in enumerate(sections):
+        body.append(f"<h2>{html.escape(section['title'])}</h2><div id='wb-section-{i}'></div>")
+        data_sections.append({"id": f"wb-section-{i}", "figures": _figure_json(section["figures"])})
+    if len(df) and (df["role"] == "proposer").any():
+        from workbench.widgets.evolution import evolution_table
+
+        body.append(
+            evolution_table(store, pass_threshold).to_html(
+                index=False, float_format="{:.3f}".format, na_rep="—", classes="wb-summary"
+            )
+        )
+    return body, data_sections
+
+
+def _viewer_state(store: Store, ids: list[str], details: dict[str, Any]) -> dict[str, Any]:
+    """The viewer's opening state: the run's table, the first trajectory selected at its first turn."""
+    cols = _table.summary_columns(store)
+    return {
+        "table_json": _table.encode_table(cols)[0],
+        "choices": _table.choices(cols),
+        "query": {},
+        "link_label": "",
+        "selected": ids[0] if ids else "",
+        "step": 0,
+        "detail": details[ids[0]] if ids else {},
+        "compare_state": {},
+        "pinned": "",
+        "notice": "",
+    }
 
 
 def _script_safe(text: str) -> str:
