@@ -150,19 +150,13 @@ def build_argv(spec: SandboxSpec, command: list[str]) -> list[str]:
     """The full argv (rlimits → bwrap → [setpriv → bwrap] → command)."""
     p = spec.profile
     as_root = spec.uid is not None
-    if as_root:  # outer bwrap is privileged: list namespaces (no user ns: it would map to root)
-        ns = ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
-        ns += [] if p.network else ["--unshare-net"]
-    else:
-        ns = ["--unshare-all", "--unshare-user", "--disable-userns"]
-        ns += ["--share-net"] if p.network else []
     # As root, the outer bwrap keeps its pid-1 reaper: it runs as root, so its death signal
     # survives, and its death tears down the whole pid namespace. As a user, the command is pid 1.
     pid1 = [] if as_root else ["--as-pid-1"]
     argv = [
         *rlimit_argv(p),
         _which("bwrap"),
-        *ns,
+        *_namespaces(p.network, as_root),
         "--die-with-parent",
         "--new-session",
         *pid1,
@@ -172,7 +166,27 @@ def build_argv(spec: SandboxSpec, command: list[str]) -> list[str]:
     ]
     for k, v in base_env(spec).items():
         argv += ["--setenv", k, v]
-    argv += _system_binds()
+    argv += _filesystem(spec)
+    if not as_root:  # (as root the inner bwrap changes dir: the outer has dropped DAC override)
+        argv += ["--chdir", INSIDE_WORK]
+    if as_root:
+        argv += _drop_root(spec)
+    return [*argv, "--", *command]
+
+
+def _namespaces(network: bool, as_root: bool) -> list[str]:
+    if as_root:  # outer bwrap is privileged: list namespaces (no user ns: it would map to root)
+        ns = ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
+        return ns + ([] if network else ["--unshare-net"])
+    ns = ["--unshare-all", "--unshare-user", "--disable-userns"]
+    return ns + (["--share-net"] if network else [])
+
+
+def _filesystem(spec: SandboxSpec) -> list[str]:
+    """System binds, a minimal /etc, /proc and /dev, the tmpfs /tmp and workspace, read-only binds and the
+    writable run dir."""
+    p = spec.profile
+    argv = _system_binds()
     argv += ["--perms", "0755", "--dir", "/etc"]
     for f in _ETC_BASE + (_ETC_NET if p.etc_network else ()):
         argv += ["--ro-bind-try", f, f]
@@ -186,39 +200,41 @@ def build_argv(spec: SandboxSpec, command: list[str]) -> list[str]:
         argv += [*_parents(inside, made), "--ro-bind", host, inside]
     argv += _parents(INSIDE_RUN, made)
     argv += ["--bind", str(spec.run_dir), INSIDE_RUN]
-    if not as_root:  # (as root the inner bwrap changes dir: the outer has dropped DAC override)
-        argv += ["--chdir", INSIDE_WORK]
-    if as_root:
-        gid = spec.gid if spec.gid is not None else spec.uid
-        argv += [
-            "--cap-drop",
-            "ALL",
-            "--cap-add",
-            "CAP_SETUID",
-            "--cap-add",
-            "CAP_SETGID",
-            "--cap-add",
-            "CAP_SETPCAP",
-            "--",
-            _which("setpriv"),
-            f"--reuid={spec.uid}",
-            f"--regid={gid}",
-            "--clear-groups",
-            "--inh-caps=-all",
-            "--bounding-set=-all",
-            "--no-new-privs",
-            "--",
-            _which("bwrap"),
-            "--unshare-user",
-            "--disable-userns",
-            "--die-with-parent",
-            "--bind",
-            "/",
-            "/",
-            "--chdir",
-            INSIDE_WORK,
-        ]
-    return [*argv, "--", *command]
+    return argv
+
+
+def _drop_root(spec: SandboxSpec) -> list[str]:
+    """As root: drop every capability but those setpriv needs, become `spec.uid`, and run an inner,
+    unprivileged bwrap in the outer one's filesystem."""
+    gid = spec.gid if spec.gid is not None else spec.uid
+    return [
+        "--cap-drop",
+        "ALL",
+        "--cap-add",
+        "CAP_SETUID",
+        "--cap-add",
+        "CAP_SETGID",
+        "--cap-add",
+        "CAP_SETPCAP",
+        "--",
+        _which("setpriv"),
+        f"--reuid={spec.uid}",
+        f"--regid={gid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--",
+        _which("bwrap"),
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--bind",
+        "/",
+        "/",
+        "--chdir",
+        INSIDE_WORK,
+    ]
 
 
 def _parents(inside: str, made: set[str]) -> list[str]:
