@@ -103,29 +103,7 @@ class RayWorkers:
         from workbench.cluster.actor import worker_class
 
         cpus = kernels_per_worker * cpus_per_kernel
-        group: PlacementGroup | None = None
-        options: list[dict[str, Any]] = [{"num_cpus": cpus} for _ in range(workers)]
-        if strategy is not None:
-            from ray.util.placement_group import placement_group
-            from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-
-            group = placement_group([{"CPU": cpus}] * workers if cpus > 0 else [{}] * workers, strategy=strategy)
-            try:
-                ray.get(group.ready(), timeout=timeout)
-            except ray.exceptions.GetTimeoutError:
-                ray.util.remove_placement_group(group)
-                raise ConfigError(
-                    f"the cluster found no room for {workers} worker(s) × {cpus:g} CPUs with strategy {strategy} "
-                    f"within {timeout:g} s (it has {ray.available_resources().get('CPU', 0):g} CPUs free); use "
-                    "fewer workers, kernels_per_worker or cpus_per_kernel, another strategy, or add nodes"
-                ) from None
-            options = [
-                {
-                    "num_cpus": cpus,
-                    "scheduling_strategy": PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=i),
-                }
-                for i in range(workers)
-            ]
+        group, options = _placement(ray, workers, cpus, strategy, timeout)
         actor = worker_class()
         try:
             handles = [
@@ -190,6 +168,36 @@ class RayWorkers:
             except Exception:
                 pass
             self.placement_group = None
+
+
+def _placement(
+    ray: Any, workers: int, cpus: float, strategy: str | None, timeout: float
+) -> tuple[PlacementGroup | None, list[dict[str, Any]]]:
+    """Each worker's actor options; with a strategy, a placement group reserved for all of them first (a
+    ConfigError naming what to change when the cluster has no room within `timeout`)."""
+    if strategy is None:
+        return None, [{"num_cpus": cpus} for _ in range(workers)]
+    from ray.util.placement_group import placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    group = placement_group([{"CPU": cpus}] * workers if cpus > 0 else [{}] * workers, strategy=strategy)
+    try:
+        ray.get(group.ready(), timeout=timeout)
+    except ray.exceptions.GetTimeoutError:
+        ray.util.remove_placement_group(group)
+        raise ConfigError(
+            f"the cluster found no room for {workers} worker(s) × {cpus:g} CPUs with strategy {strategy} "
+            f"within {timeout:g} s (it has {ray.available_resources().get('CPU', 0):g} CPUs free); use "
+            "fewer workers, kernels_per_worker or cpus_per_kernel, another strategy, or add nodes"
+        ) from None
+    options = [
+        {
+            "num_cpus": cpus,
+            "scheduling_strategy": PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=i),
+        }
+        for i in range(workers)
+    ]
+    return group, options
 
 
 __all__ = ["STRATEGIES", "RayWorkers", "Worker", "connect"]

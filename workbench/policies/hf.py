@@ -198,14 +198,7 @@ class TransformersPolicy(BatchingBackend):
         import torch
 
         dev, B = self.device, len(rows)
-        width = max(len(r.prompt) for r in rows)
-        ids = torch.full((B, width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((B, width), dtype=torch.long)
-        for i, r in enumerate(rows):
-            ids[i, width - len(r.prompt) :] = torch.tensor(r.prompt)
-            mask[i, width - len(r.prompt) :] = 1
-        ids, mask = ids.to(dev), mask.to(dev)
-        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        ids, mask, pos = self._left_padded(rows)
         limits = [
             min(r.params.max_new_tokens, self.context_size - len(r.prompt))
             if self.context_size
@@ -260,6 +253,19 @@ class TransformersPolicy(BatchingBackend):
             self._completion(ids, f, lp, top if r.controls and r.controls.top_logprobs else None)
             for ids, f, lp, top, r in zip(out_ids, reasons, out_lps, out_tops, rows, strict=True)
         ]
+
+    def _left_padded(self, rows: list[Row]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The prompts as one left-padded batch on the device: (input ids, attention mask, position ids)."""
+        import torch
+
+        width = max(len(r.prompt) for r in rows)
+        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            ids[i, width - len(r.prompt) :] = torch.tensor(r.prompt)
+            mask[i, width - len(r.prompt) :] = 1
+        ids, mask = ids.to(self.device), mask.to(self.device)
+        return ids, mask, (mask.cumsum(-1) - 1).clamp(min=0)
 
     def _completion(
         self, ids: list[int], finish: str, logprobs: list[float], top: list[dict[int, float]] | None
