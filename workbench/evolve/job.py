@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from workbench.configfile import Config, check_fields, read_config_file
+from workbench.configfile import Config, check_fields, config_field, read_config_file
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -42,27 +42,20 @@ MODES = ("drzero", "agent0")
 class EvolveJob(Config):
     """What to evolve, on what; `evolve` and `train` hold the fields of those configs."""
 
-    mode: str = field(default="drzero", metadata={"help": "drzero (Dr. Zero) | agent0 (Agent0)."})
-    corpus: str = field(default="", metadata={"help": "JSONL corpus: the proposer's documents, searched with BM25."})
-    proposer: str = field(
-        default="scripted:proposer",
-        metadata={
-            "help": "Proposer policy spec: scripted:proposer (the world proposer), transformers:PATH, openai:URL."
-        },
+    mode: str = config_field("drzero", "drzero (Dr. Zero) | agent0 (Agent0).")
+    corpus: str = config_field("", "JSONL corpus: the proposer's documents, searched with BM25.")
+    proposer: str = config_field(
+        "scripted:proposer",
+        "Proposer policy spec: scripted:proposer (the world proposer), transformers:PATH, openai:URL.",
     )
-    solver: str = field(
-        default="scripted:world",
-        metadata={"help": "Solver policy spec: scripted:world, transformers:PATH (trained with [train]), openai:URL."},
+    solver: str = config_field(
+        "scripted:world", "Solver policy spec: scripted:world, transformers:PATH (trained with [train]), openai:URL."
     )
-    evolve: dict[str, Any] = field(
-        default_factory=dict, metadata={"help": "[evolve] table: DrZeroConfig / Agent0Config fields."}
-    )
-    train: dict[str, Any] | None = field(
-        default=None,
-        metadata={
-            "help": "[train] table: TrainConfig fields of each update (see `workbench train --help-config`); "
-            "without it nothing is trained."
-        },
+    evolve: dict[str, Any] = config_field({}, "[evolve] table: DrZeroConfig / Agent0Config fields.")
+    train: dict[str, Any] | None = config_field(
+        None,
+        "[train] table: TrainConfig fields of each update (see `workbench train --help-config`); "
+        "without it nothing is trained.",
     )
 
     def __post_init__(self) -> None:

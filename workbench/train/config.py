@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import InitVar, dataclass, field
+from dataclasses import InitVar, dataclass
 from pathlib import Path
 from typing import Any, Self
 
@@ -63,15 +63,13 @@ class TrainConfig(Config):
         "Advantage estimator: grpo | hrpo | reinforce_pp | adpo | asearcher | reinforce, or one registered "
         "with @estimator(NAME) (see workbench.train.estimators).",
     )
-    estimator_params: dict[str, dict[str, Any]] = field(
-        default_factory=dict,
-        metadata={
-            "help": "Estimator parameters by estimator name, e.g. {adpo = {min_scale = 0.5}} (TOML: a "
-            "[train.estimator_params.adpo] table); only the chosen estimator's are used, every one is checked. "
-            "reinforce_pp: gamma; adpo: min_scale, p_low, p_high, eps_boost; asearcher: reward_bias, "
-            "reward_scaling, reward_clip, adv_norm. The flat names (gamma, adpo_min_scale, "
-            "asearcher_reward_bias, ...) are still accepted and land here."
-        },
+    estimator_params: dict[str, dict[str, Any]] = config_field(
+        {},
+        "Estimator parameters by estimator name, e.g. {adpo = {min_scale = 0.5}} (TOML: a "
+        "[train.estimator_params.adpo] table); only the chosen estimator's are used, every one is checked. "
+        "reinforce_pp: gamma; adpo: min_scale, p_low, p_high, eps_boost; asearcher: reward_bias, "
+        "reward_scaling, reward_clip, adv_norm. The flat names (gamma, adpo_min_scale, "
+        "asearcher_reward_bias, ...) are still accepted and land here.",
     )
     reward: str = config_field("exact_match", "Reward spec: a registered name or a JSON spec for workbench.rewards.")
     num_generations: int = config_field(
@@ -168,17 +166,13 @@ class TrainConfig(Config):
     vllm_importance_sampling_clip_max: float = config_field(
         3.0, "IS correction: upper bound of the ratio (TRL's C_max)."
     )
-    report_to: list[str] = field(
-        default_factory=list,
-        metadata={
-            "help": "Logging integrations passed to TRL/transformers, offline: tensorboard "
-            "(<output_dir>/tensorboard), trackio (<output_dir>/trackio), or any other "
-            "transformers knows (wandb, mlflow ...). metrics.jsonl is always written."
-        },
+    report_to: list[str] = config_field(
+        [],
+        "Logging integrations passed to TRL/transformers, offline: tensorboard "
+        "(<output_dir>/tensorboard), trackio (<output_dir>/trackio), or any other "
+        "transformers knows (wandb, mlflow ...). metrics.jsonl is always written.",
     )
-    extra_grpo_args: dict[str, Any] = field(
-        default_factory=dict, metadata={"help": "Extra keyword arguments passed to trl.GRPOConfig as is."}
-    )
+    extra_grpo_args: dict[str, Any] = config_field({}, "Extra keyword arguments passed to trl.GRPOConfig as is.")
     # the flat names of FLAT_ESTIMATOR_PARAMS: keyword-only aliases, moved into estimator_params (read back
     # as properties, below the class)
     gamma: InitVar[float | None] = None
