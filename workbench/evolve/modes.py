@@ -150,16 +150,19 @@ def drzero_mode(config: DrZeroConfig) -> Mode:
 
 
 # -- Agent0 -------------------------------------------------------------------------------------
+def _agent0_gate(items: list[Proposed]) -> None:
+    """Valid: a question and an answer, the answer not given away in the question."""
+    for it in items:
+        p = it.proposal
+        it.valid = bool(p and p.question and p.answer and not answer_leaks(p.question, p.answer))
+
+
+def _choose_all(items: list[Proposed]) -> None:
+    for it in items:
+        it.chosen = True
+
+
 def agent0_mode(config: Agent0Config) -> Mode:
-    def gate(items: list[Proposed]) -> None:
-        for it in items:
-            p = it.proposal
-            it.valid = bool(p and p.question and p.answer and not answer_leaks(p.question, p.answer))
-
-    def select(items: list[Proposed]) -> None:
-        for it in items:
-            it.chosen = True
-
     def vote_of(it: Proposed) -> Any:
         return majority_vote(it.traj.metadata.get("executor_answers", []))
 
@@ -208,8 +211,8 @@ def agent0_mode(config: Agent0Config) -> Mode:
         "agent0",
         config.proposer_spec(),
         config.solver_spec(),
-        gate,
-        select,
+        _agent0_gate,
+        _choose_all,
         qa_set,
         metrics,
         tool_count=config.tool_count,

@@ -254,6 +254,11 @@ def _step(
     )
 
 
+SYNTHESIS_SEED_STRIDE = 1_000_003
+"""Synthesis `index` of a run seeded s draws its seed page's question from s * SYNTHESIS_SEED_STRIDE + index:
+a prime stride, so runs seeded s and s + 1 share no synthesis's draw below a million syntheses."""
+
+
 def synthesize_one(
     graph: PageGraph,
     url: str,
@@ -265,7 +270,7 @@ def synthesize_one(
     index: int = 0,
 ) -> Synthesis:
     """One synthesis from the page at `url` (see the module docstring). Never raises for model output."""
-    rng = random.Random(config.seed * 1_000_003 + index)
+    rng = random.Random(config.seed * SYNTHESIS_SEED_STRIDE + index)
     traj = Trajectory(
         task=Task(id=f"synth-{index}", question="", golden_answers=[]),
         run_id=run_id,
@@ -273,31 +278,55 @@ def synthesize_one(
         lineage={"policy": synthesizer.name, "seed_url": url},
         metadata={"iteration": config.iteration, "seed_url": url},
     )
-    history: list[dict[str, Any]] = []
-    attempts: list[Trajectory] = []
-    policy_name = getattr(getattr(verifier.direct, "policy", None), "name", "")
-
-    def record(verdict: Verdict | None, qa: SynthQA | None) -> None:
-        if verdict is not None and qa is not None and verdict.attempts:
-            attempts.extend(attempt_trajectories(verdict, qa, traj.id, len(traj.steps) - 1, run_id, policy_name))
-
+    log = _Log(traj, run_id, getattr(getattr(verifier.direct, "policy", None), "name", ""))
     try:
         qa = seed_qa(graph, url, rng=rng)
     except ToolError as exc:
         traj.steps.append(
             _step(0, json.dumps({"action": "seed", "url": url}), None, None, None, ["seed_failed"], str(exc))
         )
-        return _finish(traj, None, False, None, None, history, attempts, "error", str(exc))
+        return _finish(traj, None, False, None, None, log.history, log.attempts, "error", str(exc))
     traj.task = Task(
         id=f"synth-{traj.id[:12]}",
         question=qa.question,
         golden_answers=[qa.answer],
         metadata={"hops": qa.hops, "seed_url": url, "source": "synthesis", "iteration": config.iteration},
     )
+    verdict = _check_seed(log, url, qa, verifier)
+    seed_ok, seed_acc = verdict.ok or verdict.reason == "too_easy", verdict.direct_accuracy
+    if not seed_ok:
+        return _finish(traj, qa, False, seed_acc, seed_acc, log.history, log.attempts, "error", verdict.detail)
+    qa, accuracy = _edit_turns(log, graph, qa, seed_acc, synthesizer, verifier, config)
+    accepted = qa.hops >= config.min_hops and accuracy is not None and accuracy <= config.max_direct_accuracy
+    return _finish(
+        traj, qa, accepted, accuracy, seed_acc, log.history, log.attempts, "submitted" if accepted else "max_steps"
+    )
+
+
+@dataclass
+class _Log:
+    """What one synthesis records as it goes: its steps (on `traj`), the edit history, the direct attempts."""
+
+    traj: Trajectory
+    run_id: str
+    policy_name: str
+    history: list[dict[str, Any]] = field(default_factory=list)
+    attempts: list[Trajectory] = field(default_factory=list)
+
+    def record(self, verdict: Verdict | None, qa: SynthQA | None) -> None:
+        """The verifier's direct attempts at `qa`, as trajectories linked to the latest step."""
+        if verdict is not None and qa is not None and verdict.attempts:
+            self.attempts.extend(
+                attempt_trajectories(verdict, qa, self.traj.id, len(self.traj.steps) - 1, self.run_id, self.policy_name)
+            )
+
+
+def _check_seed(log: _Log, url: str, qa: SynthQA, verifier: Verifier) -> Verdict:
+    """Verify the seed question and record the seed step; a seed that is only too easy is kept."""
     verdict = verifier.check(qa, qa.statements)
     seed_ok = verdict.ok or verdict.reason == "too_easy"
     seed_acc = verdict.direct_accuracy
-    traj.steps.append(
+    log.traj.steps.append(
         _step(
             0,
             json.dumps({"action": "seed", "url": url}),
@@ -310,8 +339,8 @@ def synthesize_one(
             + ("" if seed_acc is None else f"; direct accuracy {seed_acc:.2f}"),
         )
     )
-    record(verdict, qa)
-    history.append(
+    log.record(verdict, qa)
+    log.history.append(
         {
             "action": "seed",
             "url": url,
@@ -321,48 +350,40 @@ def synthesize_one(
             "direct_accuracy": seed_acc,
         }
     )
-    if not seed_ok:
-        return _finish(traj, qa, False, seed_acc, seed_acc, history, attempts, "error", verdict.detail)
-    accuracy = seed_acc
+    return verdict
+
+
+def _edit_turns(
+    log: _Log,
+    graph: PageGraph,
+    qa: SynthQA,
+    accuracy: float | None,
+    synthesizer: Synthesizer,
+    verifier: Verifier,
+    config: SynthesisConfig,
+) -> tuple[SynthQA, float | None]:
+    """Up to `max_edits` turns: the synthesizer picks an edit, a verified edit replaces the QA. Returns the
+    final QA and its direct accuracy."""
     rejected: list[dict[str, Any]] = []
     for turn in range(1, config.max_edits + 1):
         ready = accuracy is not None and accuracy == 0.0 and qa.hops >= config.min_hops
-        try:
-            options = edit_options(graph, qa)
-            raw = synthesizer.choose(qa, options, ready, rejected)
-        except Exception as exc:  # a synthesizer model that fails to answer: a failed turn
-            traj.steps.append(_step(turn, "", None, None, qa, ["synthesizer_error"], f"{type(exc).__name__}: {exc}"))
-            history.append({"action": None, "kept": False, "reason": "synthesizer_error"})
-            continue
-        action = parse_action(raw)
+        raw, action = _choose_action(log, turn, graph, qa, synthesizer, ready, rejected)
         if action is None:
-            traj.steps.append(
-                _step(
-                    turn,
-                    raw,
-                    None,
-                    None,
-                    qa,
-                    ["malformed_action"],
-                    "no valid <action>{json}</action>: the turn is skipped",
-                )
-            )
-            history.append({"action": None, "kept": False, "reason": "malformed"})
             continue
         if action["action"] == "exit":
-            traj.steps.append(_step(turn, raw, action, None, qa, [], "exit"))
+            log.traj.steps.append(_step(turn, raw, action, None, qa, [], "exit"))
             break
         try:
             candidate = apply_edit(graph, qa, action)
         except ToolError as exc:
-            traj.steps.append(_step(turn, raw, action, None, qa, ["bad_edit"], str(exc)))
-            history.append({**action, "kept": False, "reason": "malformed"})
+            log.traj.steps.append(_step(turn, raw, action, None, qa, ["bad_edit"], str(exc)))
+            log.history.append({**action, "kept": False, "reason": "malformed"})
             rejected.append(action)
             continue
         verdict = verifier.check(candidate, candidate.statements[len(qa.statements) :])
-        traj.steps.append(_step(turn, raw, action, verdict, candidate, []))
-        record(verdict, candidate)
-        history.append(
+        log.traj.steps.append(_step(turn, raw, action, verdict, candidate, []))
+        log.record(verdict, candidate)
+        log.history.append(
             {
                 **action,
                 "question": candidate.question,
@@ -375,8 +396,36 @@ def synthesize_one(
             qa, accuracy, rejected = candidate, verdict.direct_accuracy, []
         else:
             rejected.append(action)
-    accepted = qa.hops >= config.min_hops and accuracy is not None and accuracy <= config.max_direct_accuracy
-    return _finish(traj, qa, accepted, accuracy, seed_acc, history, attempts, "submitted" if accepted else "max_steps")
+    return qa, accuracy
+
+
+def _choose_action(
+    log: _Log,
+    turn: int,
+    graph: PageGraph,
+    qa: SynthQA,
+    synthesizer: Synthesizer,
+    ready: bool,
+    rejected: list[dict[str, Any]],
+) -> tuple[str, dict[str, Any] | None]:
+    """The synthesizer's turn text and its action; None (the failed turn recorded) when the synthesizer
+    fails to answer or writes no valid action."""
+    try:
+        options = edit_options(graph, qa)
+        raw = synthesizer.choose(qa, options, ready, rejected)
+    except Exception as exc:  # a synthesizer model that fails to answer: a failed turn
+        log.traj.steps.append(_step(turn, "", None, None, qa, ["synthesizer_error"], f"{type(exc).__name__}: {exc}"))
+        log.history.append({"action": None, "kept": False, "reason": "synthesizer_error"})
+        return "", None
+    action = parse_action(raw)
+    if action is None:
+        log.traj.steps.append(
+            _step(
+                turn, raw, None, None, qa, ["malformed_action"], "no valid <action>{json}</action>: the turn is skipped"
+            )
+        )
+        log.history.append({"action": None, "kept": False, "reason": "malformed"})
+    return raw, action
 
 
 def _finish(
