@@ -107,3 +107,42 @@ def test_reward_components_register_explicitly() -> None:
         register_reward(vault_tools)
     with pytest.raises(ConfigError, match=r"known: .*em.*Register your own"):
         get_reward("no.such.reward")
+
+
+PLUGIN = '''
+from workbench.policies import ScriptedPolicy, register_backend
+from workbench.resolve import register_tool_set
+from workbench.tools import ToolRegistry, tool
+
+
+@tool
+def shout(text: str) -> str:
+    """`text` in capitals."""
+    return text.upper()
+
+
+def register() -> None:
+    register_tool_set("shouting", lambda **paths: ToolRegistry([shout]))
+    register_backend(
+        "shouter",
+        lambda arg, **kwargs: ScriptedPolicy.from_turns(
+            [f"<think>Shout.</think>\\n<code>\\nsubmit_final_answer(shout({arg!r}))\\n</code>"]
+        ),
+    )
+'''
+
+
+def test_a_plugin_module_registers_for_the_shell_command(tmp_path: Path, monkeypatch, capsys) -> None:
+    """`--plugin MODULE` imports MODULE and calls its register(): the way a shell `workbench run`
+    names your own backend and tool set. The answer "HEY" comes from the plugin's host tool."""
+    (tmp_path / "my_plugin.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "s1", "question": "Shout hey.", "golden_answers": ["HEY"]}))
+    argv = ["run", "--tasks", str(tasks), "--plugin", "my_plugin", "--policy", "shouter:hey", "--tools", "shouting"]
+    assert main([*argv, "--out", str(tmp_path / "run")]) == 0
+    assert "mean reward 1.000 (em" in capsys.readouterr().out
+    assert main([*argv, "--plugin", "json", "--out", str(tmp_path / "again")]) != 0
+    assert "--plugin json: the module has no register() function" in capsys.readouterr().err
+    assert main([*argv, "--plugin", "no_such_plugin_module", "--out", str(tmp_path / "again")]) != 0
+    assert "PYTHONPATH" in capsys.readouterr().err

@@ -31,6 +31,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the tool set: search (over --index / --corpus / the tasks' world), none, or a NAME your "
         "code registered with workbench.resolve.register_tool_set",
     )
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE and call its register() first: registers your policy backend or tool set (repeatable)",
+    )
     p.add_argument("--profile", default="default", help="sandbox profile name or TOML path")
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--out", required=True, help="run directory (created)")
@@ -83,6 +90,30 @@ def pick_reward(name: str | None, tasks: list) -> tuple[Any, str]:
     return None, "reward: none (not every task has golden_answers; --reward NAME to score anyway)"
 
 
+def load_plugins(modules: list[str]) -> None:
+    """Import each `--plugin` module and call its `register()`, which registers what the run names
+    (`register_backend`, `register_tool_set`, `register_scripted`, `@reward`)."""
+    import importlib
+
+    from workbench.errors import ConfigError
+
+    for name in modules:
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            raise ConfigError(
+                f"--plugin {name}: cannot import it ({exc}); give a module on sys.path (PYTHONPATH), "
+                "e.g. --plugin my_project.workbench_plugins"
+            ) from exc
+        register_plugin = getattr(module, "register", None)
+        if not callable(register_plugin):
+            raise ConfigError(
+                f"--plugin {name}: the module has no register() function; define one that calls "
+                "workbench.policies.register_backend / workbench.resolve.register_tool_set"
+            )
+        register_plugin()
+
+
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -92,6 +123,7 @@ def _run(args: argparse.Namespace) -> int:
     from workbench.resolve import load_tasks, load_tool_set, resolve_policy
     from workbench.store import Store
 
+    load_plugins(args.plugin)
     overrides = {
         k: v
         for k, v in {
