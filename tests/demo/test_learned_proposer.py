@@ -83,9 +83,9 @@ def retriever():
 
 def _answer_in_world(question: str) -> str:
     """Follow the question's relation chain through the world's facts."""
-    from workbench.worlds.solver import parse_question
+    from workbench.worlds.solver import parse_chain_question
 
-    start, phrases = parse_question(f"Task: {question}")
+    start, phrases = parse_chain_question(f"Task: {question}")
     entity = start
     for phrase in phrases:
         entity = WORLD.lookup(entity, RELATION_OF[phrase])

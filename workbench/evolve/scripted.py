@@ -4,7 +4,7 @@ It reads only what a model would see (its task, the `<output>` blocks and the no
 hop k+1 as a notepad fact `hop k+1: the <relation> of <entity> is <value>` (hop 1 read from the source
 document, later hops from the passage its last search returned), then either searches the value it
 just found or, after n-1 searches, submits `What is the r_n of ... the r_1 of <document entity>?` with
-`submit_question`. Facts are read with the world's passage templates (`workbench.worlds.solver.extract`).
+`submit_question`. Facts are read with the world's passage templates (`workbench.worlds.solver.extract_fact`).
 
     policy = world_proposer()                    # clean questions of the requested hop count
     policy = world_proposer(noise=0.3, seed=1)   # some prompts go wrong: one hop short, a rambling
@@ -25,7 +25,7 @@ import zlib
 
 from workbench.policies.base import Completion, SamplingParams
 from workbench.policies.scripted import ScriptedPolicy
-from workbench.worlds.solver import _PATTERNS, extract
+from workbench.worlds.solver import _PATTERNS, extract_fact
 from workbench.worlds.solver import next_turn as solver_turn
 
 ENTITY_PHRASES = ("director", "founder", "headquarters", "birthplace", "country", "capital")
@@ -47,7 +47,7 @@ def _choose(text: str, entity: str, seen: set[str], need_entity: bool, rng: rand
     """A (phrase, value) stated about `entity` in `text`; entity-valued and unseen if the chain goes on."""
     options = []
     for phrase in _PATTERNS:
-        value = extract(text, entity, phrase)
+        value = extract_fact(text, entity, phrase)
         if value is None or value in seen or (need_entity and phrase not in ENTITY_PHRASES):
             continue
         options.append((phrase, value))

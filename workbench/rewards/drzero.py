@@ -84,7 +84,7 @@ def format_reward(traj: Trajectory, ctx: RewardContext, *, tool: str = "search")
     return _format_of(traj, tool)["format"]
 
 
-def solver_hits(traj: Trajectory, ctx: RewardContext) -> list[float] | None:
+def solver_outcomes(traj: Trajectory, ctx: RewardContext) -> list[float] | None:
     """Solver outcomes for this trajectory's question.
 
     A proposer carries them in `metadata["solver_correct"]` (0/1 per attempt) or
@@ -108,7 +108,7 @@ def difficulty_reward(
     traj: Trajectory, ctx: RewardContext, *, gate_on_format: bool = True, tool: str = "search"
 ) -> float:
     """Dr. Zero difficulty (n−k)/(n−1) for 0<k<n; for proposers only when format > 0."""
-    hits = solver_hits(traj, ctx)
+    hits = solver_outcomes(traj, ctx)
     if not hits:
         return 0.0
     if gate_on_format and traj.role == "proposer" and _format_of(traj, tool)["format"] <= 0:

@@ -16,7 +16,7 @@ from typing import Any
 
 from workbench.errors import ToolError
 from workbench.synth.pages import PageGraph, PageInfo, norm
-from workbench.synth.qa import Clue, Desc, Ref, Span, Statement, SynthQA, Value, refs, render, replace
+from workbench.synth.qa import Clue, Desc, Ref, Span, Statement, SynthQA, Value, refs, render_value, replace
 
 WIDEN = {4: 9, 9: 19}  # a span of 5 years widens to its decade, a decade to 20 years
 
@@ -118,7 +118,7 @@ def fuzz(graph: PageGraph, qa: SynthQA, key: str) -> SynthQA:
     clue, number = numbers[0]
     new = blur(number)
     if new is None:
-        raise ToolError(f"{key!r} is already as blurred as it gets ({render(number)})")
+        raise ToolError(f"{key!r} is already as blurred as it gets ({render_value(number)})")
     return dc_replace(qa, tree=replace(qa.tree, clue, Clue(key, new)), question="")
 
 

@@ -88,7 +88,7 @@ Value = Ref | Span | Desc | str  # str: a literal (a year, an occupation) or a n
 
 
 # -- rendering -------------------------------------------------------------------------------
-def render(value: Value) -> str:
+def render_value(value: Value) -> str:
     if isinstance(value, Ref):
         return value.name
     if isinstance(value, Span):
@@ -96,14 +96,16 @@ def render(value: Value) -> str:
     if isinstance(value, str):
         return value
     if value.of_key:
-        return f"the {value.of_key} of {render(value.subject)}"
+        return f"the {value.of_key} of {render_value(value.subject)}"
     clues = sorted(value.clues, key=lambda c: isinstance(c.value, Desc))  # a nested D comes last
-    return f"the {value.kind or 'one'} whose " + " and whose ".join(f"{c.key} is {render(c.value)}" for c in clues)
+    return f"the {value.kind or 'one'} whose " + " and whose ".join(
+        f"{c.key} is {render_value(c.value)}" for c in clues
+    )
 
 
 def render_question(root: Value, answer_kind: str = "") -> str:
     wh = "Who" if answer_kind == "person" else "What"
-    return f"{wh} is {render(root)}?"
+    return f"{wh} is {render_value(root)}?"
 
 
 # -- parsing ---------------------------------------------------------------------------------
@@ -296,8 +298,8 @@ __all__ = [
     "from_json",
     "parse_question",
     "refs",
-    "render",
     "render_question",
+    "render_value",
     "replace",
     "to_json",
 ]

@@ -275,9 +275,9 @@ class ADPO(Estimator):
 
     def advantages(self, batch: Batch) -> Advantages:
         from workbench.train import advantages as A
-        from workbench.train.rollout import self_consistency
+        from workbench.train.rollout import task_self_consistency
 
-        p = [self_consistency(t.task) for t in batch.trajectories]
+        p = [task_self_consistency(t.task) for t in batch.trajectories]
         values = A.grpo(batch.rewards(), batch.group_size) * A.adpo_scale(p, self.min_scale, self.p_low, self.p_high)
         eps_high = A.adpo_eps_high(p, batch.epsilon, self.eps_boost, self.p_low, self.p_high)
         return Advantages(values, eps_high=eps_high)

@@ -123,7 +123,7 @@ def step_rewards(traj: Trajectory) -> list[float]:
     return [0.0] * (n - 1) + [float(traj.reward or 0.0)]
 
 
-def self_consistency(task: Task) -> float:
+def task_self_consistency(task: Task) -> float:
     """ADPO's p: the task's `self_consistency` (or `p`, `score`) metadata; 1.0 when absent."""
     for key in ("self_consistency", "p", "score"):
         if key in task.metadata and task.metadata[key] is not None:
@@ -206,9 +206,9 @@ __all__ = [
     "dynamic_sampling",
     "pass_rate_by_hop",
     "segment_steps",
-    "self_consistency",
     "step_rewards",
     "task_drawer",
+    "task_self_consistency",
     "trajectory_sample",
     "trajectory_samples",
 ]

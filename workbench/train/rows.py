@@ -23,7 +23,7 @@ import torch
 from workbench.errors import TrainingError
 from workbench.train import advantages as A
 from workbench.train.estimators import Advantages, Batch, Estimator
-from workbench.train.rollout import self_consistency, step_rewards, trajectory_samples
+from workbench.train.rollout import step_rewards, task_self_consistency, trajectory_samples
 from workbench.trajectory import Task, Trajectory
 
 ROW_FIELDS = ("prompt_ids", "completion_ids", "logprobs", "env_mask", "step_index")
@@ -120,7 +120,7 @@ class TrainingRows:
             hops=[t.hops if t else None for t in ts],
             turns=[len(t.steps) if t else 0 for t in ts],
             termination=[t.termination if t else "" for t in ts],
-            self_consistency=[self_consistency(t.task) if t else 1.0 for t in ts],
+            self_consistency=[task_self_consistency(t.task) if t else 1.0 for t in ts],
             step_rewards=[step_rewards(t) if t else [] for t in ts],
         )
         return out

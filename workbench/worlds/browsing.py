@@ -14,7 +14,7 @@ import re
 from typing import TYPE_CHECKING
 
 from workbench.policies.scripted import ScriptedPolicy
-from workbench.worlds.solver import parse_question
+from workbench.worlds.solver import parse_chain_question
 
 if TYPE_CHECKING:
     from workbench.policies.base import Codec
@@ -47,7 +47,7 @@ def _row(output: str, label: str) -> tuple[str, str | None] | None:
 
 def next_turn(context: str) -> str:
     """The browsing solver's next turn for the episode whose visible text is `context`."""
-    parsed = parse_question(context)
+    parsed = parse_chain_question(context)
     if parsed is None:
         return "<think>I cannot parse this task.</think>\n<code>\nsubmit_final_answer('unknown')\n</code>"
     start, phrases = parsed

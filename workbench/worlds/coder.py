@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from workbench.policies.scripted import ScriptedPolicy
-from workbench.worlds.solver import _chance, parse_question
+from workbench.worlds.solver import _chance, parse_chain_question
 
 # relation phrase -> the sentence pattern that states it in a passage ({} = the subject, escaped)
 FACT_PATTERNS = {
@@ -58,7 +58,7 @@ _PLAN_LINE = re.compile(r"^\[(.)\] \d+\. .+$", re.MULTILINE)
 
 def next_turn(context: str, *, give_up: float = 0.0, seed: int = 0) -> str:
     """The coder's next turn for the episode whose visible text is `context`."""
-    parsed = parse_question(context)
+    parsed = parse_chain_question(context)
     if parsed is None or any(p not in FACT_PATTERNS for p in parsed[1]):
         return "<think>I cannot parse this task.</think>\n<code>\nsubmit_final_answer('unknown')\n</code>"
     notepads = context.rsplit("<notepad>", 1)

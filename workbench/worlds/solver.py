@@ -41,7 +41,7 @@ _PATTERNS = {
 }
 
 
-def parse_question(context: str) -> tuple[str, list[str]] | None:
+def parse_chain_question(context: str) -> tuple[str, list[str]] | None:
     """`What is the r_n of … of the r_1 of START?` → (START, [r_1, …, r_n])."""
     match = _Q.search(context)
     if not match:
@@ -54,7 +54,7 @@ def parse_question(context: str) -> tuple[str, list[str]] | None:
     return start.strip(), [first, *outer[::-1]]
 
 
-def extract(output: str, entity: str, phrase: str) -> str | None:
+def extract_fact(output: str, entity: str, phrase: str) -> str | None:
     """The value of `phrase` for `entity` stated in `output`, if any."""
     template = _PATTERNS.get(phrase)
     if template is None:
@@ -65,7 +65,7 @@ def extract(output: str, entity: str, phrase: str) -> str | None:
 
 def next_turn(context: str, *, noise: float = 0.0, give_up: float = 0.0, seed: int | str = 0) -> str:
     """The solver's next turn for the episode whose visible text is `context`."""
-    parsed = parse_question(context)
+    parsed = parse_chain_question(context)
     if parsed is None:
         return '<think>I cannot parse this task.</think>\n<code>\nsubmit_final_answer("unknown")\n</code>'
     start, phrases = parsed
@@ -81,7 +81,7 @@ def next_turn(context: str, *, noise: float = 0.0, give_up: float = 0.0, seed: i
         lines.append(f"notepad.add_todo({plan!r})")
         think.append(f"The task needs {len(phrases)} hop(s) starting from {start}.")
     elif hop < len(phrases) and outputs:
-        value = extract(outputs[-1], entity, phrases[hop])
+        value = extract_fact(outputs[-1], entity, phrases[hop])
         if value is not None:
             value = _maybe_distract(value, outputs[-1], noise, f"{seed}|{start}|{hop}")
             lines.append(f"notepad.add_fact({f'the {phrases[hop]} of {entity} is {value}'!r})")
@@ -123,4 +123,4 @@ def world_solver(
     )
 
 
-__all__ = ["extract", "next_turn", "parse_question", "world_solver"]
+__all__ = ["extract_fact", "next_turn", "parse_chain_question", "world_solver"]
