@@ -444,7 +444,7 @@ def main() -> None:
     add_smoke_flag(ap)
     args = ap.parse_args()
     if args.smoke:
-        args.sizes, args.encode_max, args.rate_passages, args.questions, args.repeat = "1000", 300, 16, 20, 3
+        args.sizes, args.encode_max, args.rate_passages, args.questions, args.repeat = "1000", 100, 16, 20, 3
         args.million = 0
         smoke_skip(
             "the compressed-index run (--million)", "training IVF-PQ takes minutes even on a few thousand vectors"
