@@ -204,8 +204,7 @@ class Config:
         model_fields = getattr(cls, "model_fields", None)
         if model_fields is not None:  # pydantic
             return {name: f.annotation for name, f in model_fields.items()}
-        hints = get_type_hints(cls)
-        return {f.name: hints.get(f.name, Any) for f in dataclasses.fields(cls)}
+        return dict(_dataclass_types(cls))
 
     @classmethod
     def fields_help(cls) -> dict[str, str]:
@@ -280,6 +279,17 @@ class Config:
         `estimator_params.adpo.p_low=0.2`) or a {dotted name: value} mapping; checked again."""
         changes = parse_overrides(type(self), items)
         return type(self).from_dict(merge_nested(self.explicit_dict(), changes))
+
+
+_TYPES: dict[type, dict[str, Any]] = {}
+
+
+def _dataclass_types(cls: type) -> dict[str, Any]:
+    """A dataclass's field annotations, resolved once per class (construction checks them every time)."""
+    if cls not in _TYPES:
+        hints = get_type_hints(cls)
+        _TYPES[cls] = {f.name: hints.get(f.name, Any) for f in dataclasses.fields(cls)}
+    return _TYPES[cls]
 
 
 def check_types(config: Any) -> None:
