@@ -49,7 +49,7 @@ from workbench.contracts import Curriculum, EpisodeRunner, TrajectoryStore
 from workbench.errors import ConfigError, TrainingError
 from workbench.train import advantages as A
 from workbench.train.config import TrainConfig
-from workbench.train.estimators import Batch
+from workbench.train.estimators import Batch, Estimator
 from workbench.train.policy import live_policy, run_sync
 from workbench.train.rewards import resolve_reward, score_trajectory
 from workbench.train.rollout import dynamic_sampling, pass_rate_by_hop, task_drawer
@@ -117,6 +117,39 @@ class _SyncAfterStep(TrainerCallback):
         self.trainer.sync_vllm_weights()
 
 
+def _check_batches(tasks: list[Task], config: TrainConfig, estimator: Estimator, per_batch: int) -> None:
+    """A ConfigError naming the fix when the tasks cannot fill one batch, or dynamic sampling meets an
+    estimator with one rollout per question."""
+    need = per_batch // estimator.rollouts_per_task(config.num_generations)
+    if len(tasks) < need:
+        raise ConfigError(
+            f"{len(tasks)} tasks cannot fill one batch: {config.estimator} needs at least {need} "
+            "distinct tasks; add tasks or lower per_device_train_batch_size"
+        )
+    if config.dynamic_sampling and estimator.group_key is not None:
+        raise ConfigError(
+            f"dynamic_sampling refills per-question groups; {config.estimator} has one rollout per question "
+            f"(grouped by {estimator.group_key}). Turn dynamic_sampling off or use an estimator grouping the "
+            "rollouts of one question (grpo/adpo/reinforce_pp)"
+        )
+
+
+def _check_groups(tasks: list[Task], group_key: str, num_generations: int, per_batch: int) -> None:
+    from workbench.train.sampler import HopGroupSampler
+
+    HopGroupSampler(
+        [t.metadata.get(group_key) for t in tasks], num_generations, per_batch
+    )  # raises a ConfigError naming the fix when the groups cannot be filled
+
+
+def _prepare_vllm(model: Any, config: TrainConfig) -> None:
+    from workbench.train.vllm_rollout import check_model, on_cpu
+
+    check_model(model.config)
+    if on_cpu():  # TRL's own colocated engine (several processes) reads its KV cache size from here
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(config.vllm_kv_cache_gib))
+
+
 class WorkbenchGRPOTrainer(GRPOTrainer):
     """GRPOTrainer whose samples are whole workbench episodes; see the module docstring."""
 
@@ -140,18 +173,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         tasks = list(tasks)
         estimator = config.make_estimator()
         per_batch = config.per_device_train_batch_size * config.gradient_accumulation_steps
-        need = per_batch // estimator.rollouts_per_task(config.num_generations)
-        if len(tasks) < need:
-            raise ConfigError(
-                f"{len(tasks)} tasks cannot fill one batch: {config.estimator} needs at least {need} "
-                "distinct tasks; add tasks or lower per_device_train_batch_size"
-            )
-        if config.dynamic_sampling and estimator.group_key is not None:
-            raise ConfigError(
-                f"dynamic_sampling refills per-question groups; {config.estimator} has one rollout per question "
-                f"(grouped by {estimator.group_key}). Turn dynamic_sampling off or use an estimator grouping the "
-                "rollouts of one question (grpo/adpo/reinforce_pp)"
-            )
+        _check_batches(tasks, config, estimator, per_batch)
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.wb_config = config
@@ -170,20 +192,12 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         # objects with `set_training_step(i)` (a simulated search's noise curriculum), the episodes' own too
         self.curricula = [*curricula, *getattr(episodes, "curricula", ())]
         if estimator.group_key is not None:
-            from workbench.train.sampler import HopGroupSampler
-
-            HopGroupSampler(
-                [t.metadata.get(estimator.group_key) for t in tasks], config.num_generations, per_batch
-            )  # raises a ConfigError naming the fix when the groups cannot be filled
+            _check_groups(tasks, estimator.group_key, config.num_generations, per_batch)
         logging.getLogger("trl.trainer.grpo_trainer").addFilter(_OwnRowsFilter())
         args = config.to_grpo_config()
         shared = config.use_vllm and config.vllm_mode == "colocate" and _single_process()
         if config.use_vllm:
-            from workbench.train.vllm_rollout import check_model, on_cpu
-
-            check_model(model.config)
-            if on_cpu():  # TRL's own colocated engine (several processes) reads its KV cache size from here
-                os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(config.vllm_kv_cache_gib))
+            _prepare_vllm(model, config)
         if shared:
             args.use_vllm = False  # the engine is the process's shared one, built below, not TRL's own
         self._colocated_policy: ColocatedVLLMPolicy | None = None
@@ -197,14 +211,18 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             callbacks=callbacks,
         )
         if shared:
-            from workbench.train.vllm_rollout import shared_generation
-
-            args.use_vllm = self.use_vllm = True
-            self.vllm_generation = shared_generation(self, args)
-            self._last_loaded_step = -1
+            self._share_vllm_engine(args)
         if self.use_vllm:
             self.add_callback(_SyncAfterStep(self))
         self._place_tensorboard_logs()
+
+    def _share_vllm_engine(self, args: GRPOConfig) -> None:
+        """Generate with the process's shared colocated engine instead of TRL's own."""
+        from workbench.train.vllm_rollout import shared_generation
+
+        args.use_vllm = self.use_vllm = True
+        self.vllm_generation = shared_generation(self, args)
+        self._last_loaded_step = -1
 
     def _place_tensorboard_logs(self) -> None:
         """TensorBoard events under `<output_dir>/tensorboard` (TENSORBOARD_LOGGING_DIR still wins)."""
