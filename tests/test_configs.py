@@ -203,3 +203,16 @@ def test_train_set_merges_into_nested_tables(tmp_path: Path):
     path.write_text('[train]\nestimator = "adpo"\n[train.estimator_params.adpo]\np_low = 0.25\n')
     config = load_config(str(path), None, parse_overrides(TrainConfig, ["estimator_params.adpo.p_high=0.9"]))
     assert config.estimator_params == {"adpo": {"p_low": 0.25, "p_high": 0.9}}
+
+
+def test_evolve_set_reaches_nested_tables_over_the_mode_defaults(tmp_path: Path):
+    from workbench.cli.evolve import _parse_overrides
+
+    path = tmp_path / "evolve.toml"
+    path.write_text('corpus = "corpus.jsonl"\n[evolve]\niterations = 1\n')
+    items = ["proposer_agent.max_steps=3", "run_id=12", "train.estimator_params.adpo.p_low=0.2"]
+    job = EvolveJob.load(path, **_parse_overrides(items))
+    config = job.evolve_config()
+    assert config.proposer_agent == {"max_steps": 3, "max_context_tokens": 8192}  # the default's other key stays
+    assert config.run_id == "12"  # text for a text field
+    assert job.train_config().estimator_params == {"adpo": {"p_low": 0.2}}

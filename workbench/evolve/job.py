@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from workbench.configfile import Config, check_fields, config_field, read_config_file
+from workbench.configfile import Config, check_fields, config_field, merge_nested, read_config_file
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -72,9 +72,13 @@ class EvolveJob(Config):
             self.train_config()
 
     def evolve_config(self) -> Any:
+        return self._evolve_class(self.mode).from_dict(dict(self.evolve))
+
+    @staticmethod
+    def _evolve_class(mode: str) -> Any:
         from workbench.evolve.config import Agent0Config, DrZeroConfig
 
-        return (DrZeroConfig if self.mode == "drzero" else Agent0Config).from_dict(dict(self.evolve))
+        return DrZeroConfig if mode == "drzero" else Agent0Config
 
     def train_config(self) -> Any:
         from workbench.train.config import TrainConfig
@@ -96,9 +100,12 @@ class EvolveJob(Config):
             if key in jobs:
                 data[key] = value
             elif key.startswith("train."):
-                data["train"] = {**(data.get("train") or {}), key[len("train.") :]: value}
-            else:
-                data["evolve"][key] = value
+                data["train"] = merge_nested(data.get("train") or {}, _nested(key[len("train.") :], value))
+            else:  # dotted names reach into a table (proposer_agent.max_steps), the mode's default if unset
+                head = key.split(".")[0]
+                if "." in key and head not in data["evolve"]:
+                    data["evolve"][head] = cls._evolve_class(data.get("mode", "drzero"))().to_dict().get(head, {})
+                data["evolve"] = merge_nested(data["evolve"], _nested(key, value))
         check_fields(
             "evolve job",
             data,
@@ -110,6 +117,15 @@ class EvolveJob(Config):
     @classmethod
     def load(cls, path: str | Path, **overrides: Any) -> Self:
         return cls.from_dict(read_config_file(path, what="evolve config"), **overrides)
+
+
+def _nested(dotted: str, value: Any) -> dict[str, Any]:
+    """{"a": {"b": value}} for "a.b"."""
+    *parents, leaf = dotted.split(".")
+    table: dict[str, Any] = {leaf: value}
+    for part in reversed(parents):
+        table = {part: table}
+    return table
 
 
 def _policy(spec: str) -> tuple[Policy, tuple[Any, Any] | None]:
