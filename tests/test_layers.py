@@ -39,8 +39,10 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
             "configfile.py",
             "_lazy.py",
             "passages.py",
+            "templates.py",
         ),
-        "the error tree, safe text, child processes, blocking calls, HTTP bodies, config files, lazy exports, passages",
+        "the error tree, safe text, child processes, blocking calls, HTTP bodies, config files, lazy exports, passages,"
+        " prompt templates",
     ),
     (("trajectory.py", "contracts.py", "store/"), "trajectory schema, the Protocols several layers implement, store"),
     (("sandbox/",), "bubblewrap profiles, limits, cgroups"),

@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-
-import jinja2
-
-
-@lru_cache(maxsize=1)
-def _env() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("workbench.agent", "prompts"),
-        keep_trailing_newline=True,
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-    )
+from workbench.templates import prompt_template
 
 
 def render(name: str, **values: object) -> str:
     """Render `prompts/<name>.j2` with `values`; a missing value is an error, not a blank."""
-    return _env().get_template(f"{name}.j2").render(**values)
+    return prompt_template("workbench.agent", f"{name}.j2", keep_trailing_newline=True).render(**values)
 
 
 __all__ = ["render"]

@@ -18,13 +18,11 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
-
-import jinja2
 
 from workbench.errors import ConfigError
 from workbench.passages import split_contents
+from workbench.templates import prompt_template
 from workbench.trajectory import Task, Trajectory
 
 if TYPE_CHECKING:
@@ -64,21 +62,11 @@ def solver_tools(retriever: Retriever) -> ToolRegistry:
     return ToolRegistry([search_tool(retriever)])
 
 
-@lru_cache(maxsize=1)
-def _env() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("workbench.evolve", "prompts"),
-        keep_trailing_newline=False,
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-    )
-
-
 def render_prompt(mode: str, **values: object) -> str:
     """Render `prompts/<mode>_proposer.j2`."""
     if mode not in MODES:
         raise ConfigError(f"proposer mode {mode!r}: use one of {', '.join(MODES)}")
-    return _env().get_template(f"{mode}_proposer.j2").render(**values).strip()
+    return prompt_template("workbench.evolve", f"{mode}_proposer.j2").render(**values).strip()
 
 
 def split_document(row: dict[str, Any]) -> dict[str, str]:

@@ -25,7 +25,6 @@ import random
 import re
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -35,11 +34,10 @@ from workbench.synth.edits import apply_edit, edit_options, seed_qa
 from workbench.synth.pages import PageGraph
 from workbench.synth.qa import SynthQA
 from workbench.synth.verify import DirectSolver, Verdict, Verifier
+from workbench.templates import prompt_template
 from workbench.trajectory import Step, Task, Trajectory
 
 if TYPE_CHECKING:
-    import jinja2
-
     from workbench.policies.base import Policy
     from workbench.store import Store
 
@@ -121,14 +119,6 @@ class ScriptedSynthesizer:
         return json.dumps({"action": "exit"})
 
 
-@lru_cache(maxsize=1)
-def _action_template() -> jinja2.Template:
-    import jinja2
-
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
-    return env.from_string((Path(__file__).parent / "prompts" / "action.j2").read_text(encoding="utf-8"))
-
-
 class PolicySynthesizer:
     """A model chooses each edit from the options (`prompts/action.j2`), answering `<action>{json}</action>`."""
 
@@ -141,7 +131,7 @@ class PolicySynthesizer:
         from workbench.policies.base import SamplingParams
 
         prompt = (
-            _action_template()
+            prompt_template("workbench.synth", "action.j2")
             .render(answer=qa.answer, question=qa.question, hops=qa.hops, ready=ready, options=options[:40])
             .strip()
         )

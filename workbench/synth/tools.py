@@ -36,6 +36,7 @@ from workbench.synth.loop import (
 from workbench.synth.pages import PageGraph
 from workbench.synth.qa import SynthQA
 from workbench.synth.verify import DirectSolver, Verdict, Verifier
+from workbench.templates import prompt_template
 from workbench.trajectory import Task, Trajectory
 
 if TYPE_CHECKING:
@@ -151,10 +152,7 @@ class SynthesisSession:
 
     # -- the record ---------------------------------------------------------------------------
     def task(self) -> Task:
-        import jinja2
-
-        text = (Path(__file__).parent / "prompts" / "repl_task.j2").read_text(encoding="utf-8")
-        prompt = jinja2.Template(text).render(
+        prompt = prompt_template("workbench.synth", "repl_task.j2").render(
             question=self.qa.question if not self.history[1:] else self.history[0]["question"],
             answer=self.qa.answer,
             url=self.seed_url,

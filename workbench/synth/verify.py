@@ -19,8 +19,6 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.blocking import run_blocking
@@ -29,10 +27,9 @@ from workbench.rewards.text import exact_match, extract_answer
 from workbench.safetext import safe_text
 from workbench.synth.pages import PageGraph, norm
 from workbench.synth.qa import Statement, SynthQA
+from workbench.templates import prompt_template
 
 if TYPE_CHECKING:
-    import jinja2
-
     from workbench.policies.base import Policy
 
 REASONS = ("leak", "unsupported", "ambiguous", "unanswerable", "too_easy", "solver_error", "malformed")
@@ -74,16 +71,8 @@ class Verdict:
         }
 
 
-@lru_cache(maxsize=1)
-def _direct_template() -> jinja2.Template:
-    import jinja2
-
-    text = (Path(__file__).parent / "prompts" / "direct.j2").read_text(encoding="utf-8")
-    return jinja2.Template(text, undefined=jinja2.StrictUndefined)
-
-
 def direct_prompt(question: str) -> str:
-    return _direct_template().render(question=question).strip()
+    return prompt_template("workbench.synth", "direct.j2").render(question=question).strip()
 
 
 class DirectSolver:

@@ -20,13 +20,11 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from importlib.resources import files
 from typing import TYPE_CHECKING, Any
-
-import jinja2
 
 from workbench.passages import split_contents
 from workbench.policies.base import Policy, SamplingParams
+from workbench.templates import prompt_template
 from workbench.trajectory import Step, Task, ToolCall, Trajectory
 
 if TYPE_CHECKING:
@@ -35,11 +33,6 @@ if TYPE_CHECKING:
 SEARCH_RE = re.compile(r"<search>(.*?)</search>", re.DOTALL)
 ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 STOPS = ["</search>", "</answer>"]
-
-
-def _template() -> jinja2.Template:
-    template: jinja2.Template = jinja2.Template(files("workbench.train").joinpath("prompts/search_r1.j2").read_text())
-    return template
 
 
 def hit_fields(hit: Any) -> tuple[str, str]:
@@ -93,7 +86,7 @@ class SearchR1Episodes:
         self.temperature = temperature
         self.max_total_tokens = max_total_tokens
         if prompt is None:
-            template = _template()
+            template = prompt_template("workbench.train", "search_r1.j2")
             prompt = lambda task: template.render(question=task.question)  # noqa: E731
         self.prompt = prompt
 
