@@ -267,13 +267,7 @@ def train(
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # metrics go to MetricsCallback (metrics.jsonl + store), not stdout
-    resume: Any = None
-    if config.resume_from == "latest":
-        resume = True
-    elif config.resume_from:
-        if not Path(config.resume_from).is_dir():
-            raise ConfigError(f"resume_from {config.resume_from!r} is not a checkpoint directory")
-        resume = config.resume_from
+    resume = _resume_from(config)
     try:
         result = trainer.train(resume_from_checkpoint=resume)
     except ValueError as exc:
@@ -292,6 +286,17 @@ def train(
         "final_dir": str(final),
         "run_id": config.run_id,
     }
+
+
+def _resume_from(config: TrainConfig) -> bool | str | None:
+    """Trainer.train's resume_from_checkpoint: True for 'latest', a checkpoint directory, or None."""
+    if config.resume_from == "latest":
+        return True
+    if config.resume_from:
+        if not Path(config.resume_from).is_dir():
+            raise ConfigError(f"resume_from {config.resume_from!r} is not a checkpoint directory")
+        return config.resume_from
+    return None
 
 
 __all__ = [
