@@ -132,7 +132,6 @@ def test_training_hook_gets_runnable_requests_and_the_proposer_runner_scores_onl
         assert len(result.store.children(traj.id)) == 2
     for traj, reward in rollouts["solver"]:
         assert traj.role == "solver" and reward["total"] == float(traj.final_answer in traj.task.golden_answers)
-    del result, seen, rollouts
     gc.collect()  # the leaked kernels' warnings surface here, under this test's filters
 
 
