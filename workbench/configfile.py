@@ -156,24 +156,32 @@ def check_value(tp: Any, value: Any, where: str) -> Any:
             return value
         raise ConfigError(f"{where}: {value!r} is not a str; give text (quoted in TOML/JSON)")
     if tp in (list, tuple) or origin in (list, tuple):
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{where}: {value!r} is not a list; give a list, e.g. [a, b]")
-        item = args[0] if args else Any
-        items = [check_value(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
-        return tuple(items) if (tp is tuple or origin is tuple) else items
+        return _check_sequence(tp is tuple or origin is tuple, args, value, where)
     if tp is dict or origin in (dict, Mapping):
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"{where}: {value!r} is not a table; give {{key: value}}")
-        key_t, value_t = args if len(args) == 2 else (Any, Any)
-        return {
-            check_value(key_t, _key(key_t, k), f"{where} (key {k!r})"): check_value(value_t, v, f"{where}.{k}")
-            for k, v in value.items()
-        }
+        return _check_mapping(args, value, where)
     if isinstance(tp, type):
         if isinstance(value, tp):
             return value
         raise ConfigError(f"{where}: {value!r} is not a {tp.__name__}")
     return value
+
+
+def _check_sequence(as_tuple: bool, args: tuple[Any, ...], value: Any, where: str) -> list[Any] | tuple[Any, ...]:
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{where}: {value!r} is not a list; give a list, e.g. [a, b]")
+    item = args[0] if args else Any
+    items = [check_value(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    return tuple(items) if as_tuple else items
+
+
+def _check_mapping(args: tuple[Any, ...], value: Any, where: str) -> dict[Any, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: {value!r} is not a table; give {{key: value}}")
+    key_t, value_t = args if len(args) == 2 else (Any, Any)
+    return {
+        check_value(key_t, _key(key_t, k), f"{where} (key {k!r})"): check_value(value_t, v, f"{where}.{k}")
+        for k, v in value.items()
+    }
 
 
 class Config:
