@@ -19,10 +19,10 @@ check: setup
 demo: setup
 	$(PY) -m workbench.demo
 
-test: setup-browser
+test: setup-browser check
 	$(PY) -m pytest -n 2 --dist loadgroup --durations=25
 
-test-fast: setup
+test-fast: setup check
 	$(PY) -m pytest -n 2 --dist loadgroup -m "not slow and not browser"
 
 bench: setup
