@@ -44,6 +44,10 @@ IS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask"
 SCHEDULES = ("constant", "linear", "cosine", "constant_with_warmup", "cosine_with_min_lr")
 
 
+def _bad(name: str, why: str) -> ConfigError:
+    return ConfigError(f"TrainConfig.{name}: {why}")
+
+
 @dataclass
 class TrainConfig(Config):
     """Settings of one RL run. Field docs live in each field's `help` metadata; values are checked
@@ -207,64 +211,65 @@ class TrainConfig(Config):
 
     # -- checks ------------------------------------------------------------------------------
     def validate(self) -> None:
-        def bad(name: str, why: str) -> ConfigError:
-            return ConfigError(f"TrainConfig.{name}: {why}")
-
         if not isinstance(self.estimator_params, dict):
-            raise bad("estimator_params", "give a table of tables: {estimator name: {parameter: value}}")
+            raise _bad("estimator_params", "give a table of tables: {estimator name: {parameter: value}}")
         for name in self.estimator_params:  # every estimator's parameters are checked, the chosen one's below
             estimator_class(name, where="TrainConfig.estimator_params (keyed by estimator name)")
             self.make_estimator(name)
         chosen = self.make_estimator()
         if self.episode_kind not in EPISODE_KINDS:
-            raise bad("episode_kind", f"{self.episode_kind!r} is not one of {', '.join(EPISODE_KINDS)}")
+            raise _bad("episode_kind", f"{self.episode_kind!r} is not one of {', '.join(EPISODE_KINDS)}")
         if self.executor not in ("local", "ray"):
-            raise bad("executor", f"{self.executor!r} is not 'local' or 'ray'")
+            raise _bad("executor", f"{self.executor!r} is not 'local' or 'ray'")
         if self.executor == "ray" and (self.episode_kind != "nbagent" or self.search_engine != "bm25"):
-            raise bad(
+            raise _bad(
                 "executor",
                 "'ray' runs nbagent episodes with search_engine='bm25' (the other kinds run "
                 "no kernels; the simulated search's curriculum lives in the trainer)",
             )
         if self.lr_scheduler_type not in SCHEDULES:
-            raise bad("lr_scheduler_type", f"{self.lr_scheduler_type!r} is not one of {', '.join(SCHEDULES)}")
+            raise _bad("lr_scheduler_type", f"{self.lr_scheduler_type!r} is not one of {', '.join(SCHEDULES)}")
         if self.vllm_mode not in ("colocate", "server"):
-            raise bad("vllm_mode", "use 'colocate' or 'server'")
+            raise _bad("vllm_mode", "use 'colocate' or 'server'")
         if self.segments not in SEGMENTS:
-            raise bad("segments", f"{self.segments!r} is not one of {', '.join(SEGMENTS)}")
+            raise _bad("segments", f"{self.segments!r} is not one of {', '.join(SEGMENTS)}")
         if self.search_engine not in SEARCH_ENGINES:
-            raise bad("search_engine", f"{self.search_engine!r} is not one of {', '.join(SEARCH_ENGINES)}")
+            raise _bad("search_engine", f"{self.search_engine!r} is not one of {', '.join(SEARCH_ENGINES)}")
         if self.search_engine == "simulated":
             for name in ("sim_p_start", "sim_p_end"):
                 if not 0.0 <= getattr(self, name) <= 1.0:
-                    raise bad(name, "is a probability; use a value in [0, 1]")
+                    raise _bad(name, "is a probability; use a value in [0, 1]")
             if self.sim_b <= 0:
-                raise bad("sim_b", "the exponential base must be > 0")
+                raise _bad("sim_b", "the exponential base must be > 0")
+        self._validate_training(chosen)
+
+    def _validate_training(self, chosen: Estimator) -> None:
+        """The group, batch, schedule, vLLM and logging settings (after the estimator, kinds and search)."""
         if self.num_generations < 2:
-            raise bad("num_generations", "must be >= 2 (it is the group size; hrpo groups distinct questions)")
+            raise _bad("num_generations", "must be >= 2 (it is the group size; hrpo groups distinct questions)")
         if self.per_device_train_batch_size % self.num_generations:
-            raise bad(
+            raise _bad(
                 "per_device_train_batch_size",
                 f"{self.per_device_train_batch_size} is not a multiple of "
                 f"num_generations={self.num_generations}; make it one",
             )
         if not 0.0 <= self.warmup_ratio < 1.0:
-            raise bad("warmup_ratio", "must be in [0, 1)")
+            raise _bad("warmup_ratio", "must be in [0, 1)")
         if self.max_steps < 1 or self.max_turns < 1 or self.max_completion_length < 1:
-            raise bad("max_steps/max_turns/max_completion_length", "must be >= 1")
+            raise _bad("max_steps/max_turns/max_completion_length", "must be >= 1")
         if self.vllm_importance_sampling_mode not in IS_MODES:
-            raise bad(
+            raise _bad(
                 "vllm_importance_sampling_mode",
                 f"{self.vllm_importance_sampling_mode!r} is not one of {', '.join(IS_MODES)}",
             )
         if self.vllm_kv_cache_gib < 1:
-            raise bad("vllm_kv_cache_gib", "must be a whole number of GiB >= 1")
+            raise _bad("vllm_kv_cache_gib", "must be a whole number of GiB >= 1")
         if isinstance(self.report_to, str):
             self.report_to = [] if self.report_to in ("", "none") else [self.report_to]
         if not all(isinstance(r, str) and r for r in self.report_to):
-            raise bad("report_to", "list integration names, e.g. ['tensorboard', 'trackio']")
+            raise _bad("report_to", "list integration names, e.g. ['tensorboard', 'trackio']")
         if self.use_vllm and chosen.group_key is not None and self.vllm_mode == "server":
-            raise bad(
+            raise _bad(
                 "vllm_mode",
                 f"{self.estimator} groups distinct questions (by {chosen.group_key}), which vLLM server mode "
                 "de-duplicates; use vllm_mode='colocate'",
