@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from workbench.trajectory import Task
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,29 +45,22 @@ def _run(args: argparse.Namespace) -> int:
     from workbench.agent.config import AgentConfig
     from workbench.cli.agent import agent_config_for
     from workbench.evaluate.harness import evaluate
-    from workbench.resolve import load_tasks, resolve_policy
+    from workbench.resolve import resolve_policy
     from workbench.store import Store
 
-    tasks = []
-    for path in args.dataset:
-        for task in load_tasks(path, limit=args.limit):
-            task.metadata.setdefault("dataset", Path(path).stem)
-            tasks.append(task)
+    tasks = [task for path in args.dataset for task in _dataset_tasks(path, args.limit)]
     from workbench.cli.executors import executor_from_args
     from workbench.cli.recipes import eval_tools
     from workbench.cluster import ToolsSpec
     from workbench.cluster.select import absolute
 
-    retriever = args.retriever
-    if retriever and not retriever.startswith(("http://", "https://", "bm25:")):
-        retriever = absolute(retriever)
-    elif retriever and retriever.startswith("bm25:"):
-        retriever = "bm25:" + str(absolute(retriever[len("bm25:") :]))
     executor = executor_from_args(
         args,
         policy=args.policy,
         worker_tools=ToolsSpec(
-            "workbench.cli.recipes:eval_tools", retriever=retriever, dataset=absolute(args.dataset[0])
+            "workbench.cli.recipes:eval_tools",
+            retriever=_worker_retriever(args.retriever),
+            dataset=absolute(args.dataset[0]),
         ),
     )
     tools = eval_tools(args.retriever, args.dataset[0]) if executor is None else None
@@ -97,3 +94,27 @@ def _run(args: argparse.Namespace) -> int:
             "as rewards (em, cover_em, f1; total = em)"
         )
     return 0
+
+
+def _dataset_tasks(path: str, limit: int | None) -> list[Task]:
+    """The tasks of one dataset file, each labelled with the dataset's name (the file's stem)."""
+    from pathlib import Path
+
+    from workbench.resolve import load_tasks
+
+    tasks = load_tasks(path, limit=limit)
+    for task in tasks:
+        task.metadata.setdefault("dataset", Path(path).stem)
+    return tasks
+
+
+def _worker_retriever(retriever: str | None) -> str | None:
+    """The retriever as a worker on another machine reads it: a local path (bare or after bm25:) made
+    absolute; a URL as given."""
+    from workbench.cluster.select import absolute
+
+    if retriever and not retriever.startswith(("http://", "https://", "bm25:")):
+        return absolute(retriever)
+    if retriever and retriever.startswith("bm25:"):
+        return "bm25:" + str(absolute(retriever[len("bm25:") :]))
+    return retriever
