@@ -22,7 +22,6 @@ ALLOWED: dict[str, str] = {
     "f1_reward": "reward components of two seeds (Search-R1's and ASearcher's F1), registered under distinct names",
     "format_reward": "reward components of two seeds (ASearcher's and Dr. Zero's format), under distinct names",
     # Left for the refactors under way (issue 23): remove each entry when its twin is gone.
-    "Hit": "tools/builtins.Hit sits below search/hits.Hit in the layers; one Hit in the bottom layer is to come",
     "format_hits": "tools/builtins renders duck-typed hits; to become a named style of the one format_hits",
     "adpo_eps_high": "a scalar (rewards/agent0) and a tensor (train/advantages) form; one goes with train/estimators",
     "adpo_scale": "a scalar (rewards/agent0) and a tensor (train/advantages) form; one goes with train/estimators",

@@ -10,48 +10,9 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from workbench.passages import join_contents, split_contents
-
-
-@dataclass
-class Hit:
-    """One retrieved passage.
-
-    `id` is the corpus row's id (a string), `contents` the Search-R1 `"Title"\\ntext` string,
-    `score` the retriever's score (higher is better; inner product for dense, BM25 for sparse).
-    `document` is the whole corpus row as served over HTTP (`{"id", "contents", ...}`).
-    `noisy` is set only by `SimulatedSearch`: whether the document was generated as noise.
-    """
-
-    id: str
-    title: str
-    text: str
-    score: float
-    contents: str
-    document: dict[str, Any] = field(default_factory=dict)
-    noisy: bool | None = None
-
-    @classmethod
-    def from_row(cls, row: dict[str, Any], score: float = 0.0) -> Hit:
-        """Build a hit from a corpus row (`id` + `contents`, or `id` + `title` + `text`)."""
-        if "contents" in row:
-            contents = str(row["contents"])
-            title, text = split_contents(contents)
-        else:
-            title, text = str(row.get("title", "")), str(row.get("text", ""))
-            contents = join_contents(title, text)
-        doc = dict(row)
-        doc.setdefault("contents", contents)
-        return cls(
-            id=str(row.get("id", "")), title=title, text=text, score=float(score), contents=contents, document=doc
-        )
-
-    def to_row(self) -> dict[str, Any]:
-        """The corpus row (what Search-R1's server returns as `document`)."""
-        return self.document or {"id": self.id, "contents": self.contents}
+from workbench.passages import Hit, join_contents, split_contents
 
 
 @runtime_checkable
@@ -123,3 +84,15 @@ def format_hits(
         title = f'"{h.title}"' if quote_titles else h.title
         parts.append(template.format(i=i, title=title, text=h.text, id=h.id, score=h.score))
     return sep.join(parts)
+
+
+__all__ = [
+    "STYLES",
+    "Hit",
+    "Retriever",
+    "RetrieverBase",
+    "check_queries",
+    "format_hits",
+    "join_contents",
+    "split_contents",
+]

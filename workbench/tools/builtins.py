@@ -23,11 +23,10 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.errors import ConfigError, ToolError
-from workbench.passages import split_contents
+from workbench.passages import Hit, split_contents
 from workbench.tools.registry import Tool, make_tool, submit_final_answer
 
 if TYPE_CHECKING:
@@ -50,16 +49,6 @@ class SingleSearch(Protocol):
 SearchBackend = BatchSearch | SingleSearch
 """What a search tool searches (see the module docstring): a hit is any object or dict with a title
 and a text, or a Search-R1 `contents`."""
-
-
-@dataclass
-class Hit:
-    """One retrieved document (the same fields as workbench.search's hits)."""
-
-    id: str
-    title: str
-    text: str
-    score: float = 0.0
 
 
 def _field(hit: Any, name: str) -> Any:
