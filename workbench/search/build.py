@@ -337,34 +337,9 @@ def build_dense(corpus: str | Path, out: str | Path, config: BuildConfig | None 
     corpus, out = Path(corpus), Path(out)
     if not corpus.is_file():
         raise ConfigError(f"corpus file {corpus} does not exist; pass a JSONL file with one passage per line")
-    device = cfg.device
-    if device == "auto":
-        import torch
-
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = _device(cfg.device)
     enc = Encoder(cfg.encoder, device=device, batch_size=cfg.batch_size if device == "cpu" else 512)
-    shards = out / "shards"
-    manifest = {
-        "corpus": str(corpus.resolve()),
-        "corpus_bytes": corpus.stat().st_size,
-        "shard_size": cfg.shard_size,
-        **enc.describe(),
-    }
-    manifest.pop("query_backend", None)
-    if cfg.fresh and shards.exists():
-        shutil.rmtree(shards)
-    shards.mkdir(parents=True, exist_ok=True)
-    mpath = shards / "manifest.json"
-    if mpath.is_file():
-        old = json.loads(mpath.read_text())
-        if old != manifest:
-            diff = sorted(k for k in manifest if old.get(k) != manifest[k])
-            raise RetrievalError(
-                f"{shards} holds shards of another build (differs in {', '.join(diff)}); "
-                "pass the same settings to resume, or fresh=True (--fresh) to start over"
-            )
-    else:
-        mpath.write_text(json.dumps(manifest, indent=2))
+    shards = _shard_dir(corpus, out, cfg, enc)
     t0 = time.perf_counter()
     total = encode_shards(corpus, shards, cfg, enc)
     encode_s = time.perf_counter() - t0
@@ -401,13 +376,56 @@ def build_dense(corpus: str | Path, out: str | Path, config: BuildConfig | None 
     }
     (out / "meta.json").write_text(json.dumps(meta, indent=2))
     if cfg.show_progress:
-        how = "".join(f" at {k} {rec[k]}" for k in ("nprobe", "efSearch") if k in rec)
-        if rerank:
-            how += f", top {rerank.candidates} re-ranked exactly ({rec['recall_without_rerank']:.3f} without)"
-        print(
-            f"index {spec}: {vecs.n:,} passages, recall@{rec['k']} vs exact {rec['recall']:.3f}{how} "
-            f"({rec.get('note') or str(rec['queries']) + ' queries'}); encode {encode_s:.0f} s "
-            f"({vecs.n / max(encode_s, 1e-9):,.0f} passages/s), index {index_s:.0f} s",
-            flush=True,
-        )
+        _print_summary(spec, vecs.n, rec, rerank, encode_s, index_s)
     return out
+
+
+def _device(device: str) -> str:
+    """'auto' as cuda when torch sees a GPU, else cpu; any other device as given."""
+    if device == "auto":
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def _shard_dir(corpus: Path, out: Path, cfg: BuildConfig, enc: Encoder) -> Path:
+    """`out/shards`, with a manifest of the build's settings: a resumed build must match it (a
+    RetrievalError naming the differing settings when it does not); `fresh` starts over."""
+    shards = out / "shards"
+    manifest = {
+        "corpus": str(corpus.resolve()),
+        "corpus_bytes": corpus.stat().st_size,
+        "shard_size": cfg.shard_size,
+        **enc.describe(),
+    }
+    manifest.pop("query_backend", None)
+    if cfg.fresh and shards.exists():
+        shutil.rmtree(shards)
+    shards.mkdir(parents=True, exist_ok=True)
+    mpath = shards / "manifest.json"
+    if mpath.is_file():
+        old = json.loads(mpath.read_text())
+        if old != manifest:
+            diff = sorted(k for k in manifest if old.get(k) != manifest[k])
+            raise RetrievalError(
+                f"{shards} holds shards of another build (differs in {', '.join(diff)}); "
+                "pass the same settings to resume, or fresh=True (--fresh) to start over"
+            )
+    else:
+        mpath.write_text(json.dumps(manifest, indent=2))
+    return shards
+
+
+def _print_summary(
+    spec: str, n: int, rec: dict[str, Any], rerank: Rerank | None, encode_s: float, index_s: float
+) -> None:
+    how = "".join(f" at {k} {rec[k]}" for k in ("nprobe", "efSearch") if k in rec)
+    if rerank:
+        how += f", top {rerank.candidates} re-ranked exactly ({rec['recall_without_rerank']:.3f} without)"
+    print(
+        f"index {spec}: {n:,} passages, recall@{rec['k']} vs exact {rec['recall']:.3f}{how} "
+        f"({rec.get('note') or str(rec['queries']) + ' queries'}); encode {encode_s:.0f} s "
+        f"({n / max(encode_s, 1e-9):,.0f} passages/s), index {index_s:.0f} s",
+        flush=True,
+    )

@@ -92,6 +92,33 @@ def _settle(future: asyncio.Future, outcome: Any, ok: bool) -> None:
         future.set_result(outcome) if ok else future.set_exception(outcome)
 
 
+def _check_queries(queries: list, lim: SearchLimits) -> None:
+    """A 422 naming the limit (and the server flag that raises it) for too many or too long queries."""
+    from workbench.webio import BadRequest
+
+    if len(queries) > lim.max_queries:
+        raise BadRequest(
+            f"{len(queries)} queries in one request; the limit is {lim.max_queries}: split the "
+            "batch into several requests (or restart the server with a larger --max-queries)",
+            422,
+        )
+    for i, q in enumerate(queries):
+        if len(q) > lim.max_query_chars:
+            raise BadRequest(
+                f"query {i} has {len(q)} characters; the limit is {lim.max_query_chars}: shorten it "
+                "(or restart the server with a larger --max-query-chars)",
+                422,
+            )
+
+
+def _result_rows(results: list, scores: bool) -> list:
+    """Search-R1's reply rows: each hit's row, or {document, score} with scores (safe_json: a corpus row
+    with a lone surrogate must not fail the reply)."""
+    if scores:
+        return [[{"document": safe_json(h.to_row()), "score": h.score} for h in hits] for hits in results]
+    return [[safe_json(h.to_row()) for h in hits] for hits in results]
+
+
 def create_app(
     retriever: Retriever, *, topk: int = 3, max_topk: int = 100, limits: SearchLimits | None = None, pages: Any = None
 ) -> Any:
@@ -125,19 +152,7 @@ def create_app(
         k = req.topk or topk
         if not 1 <= k <= max_topk:
             raise BadRequest(f"topk must be between 1 and {max_topk}", 422)
-        if len(req.queries) > lim.max_queries:
-            raise BadRequest(
-                f"{len(req.queries)} queries in one request; the limit is {lim.max_queries}: split the "
-                "batch into several requests (or restart the server with a larger --max-queries)",
-                422,
-            )
-        for i, q in enumerate(req.queries):
-            if len(q) > lim.max_query_chars:
-                raise BadRequest(
-                    f"query {i} has {len(q)} characters; the limit is {lim.max_query_chars}: shorten it "
-                    "(or restart the server with a larger --max-query-chars)",
-                    422,
-                )
+        _check_queries(req.queries, lim)
         return list(req.queries), k, req.return_scores
 
     @app.post("/retrieve")
@@ -151,11 +166,7 @@ def create_app(
             if at and await request.is_disconnected():
                 return JSONResponse(status_code=499, content={"detail": "client closed the request"})
             results += await worker.run(retriever.retrieve, queries[at : at + lim.chunk], k)
-        if scores:  # (safe_json: a corpus row with a lone surrogate must not fail the reply)
-            return {
-                "result": [[{"document": safe_json(h.to_row()), "score": h.score} for h in hits] for hits in results]
-            }
-        return {"result": [[safe_json(h.to_row()) for h in hits] for hits in results]}
+        return {"result": _result_rows(results, scores)}
 
     if pages is not None:
         from workbench.web.pages import add_access_route
