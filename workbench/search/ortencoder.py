@@ -66,7 +66,6 @@ def cache_dir(model_path: Path) -> Path:
 
 def export(model_path: Path, out: Path) -> Path:
     """Export the sentence-transformers model at `model_path` to `out` (fp32 + int8 + tokenizer)."""
-    import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from sentence_transformers import SentenceTransformer
 
@@ -78,41 +77,10 @@ def export(model_path: Path, out: Path) -> Path:
         raise ConfigError(f"{model_path}: a sentence-transformers text model with a tokenizer is needed to export")
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tokenizer.model_input_names]
 
-    class Pooled(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = transformer.auto_model
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any = None) -> Any:
-            kw = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
-            h = self.model(input_ids=input_ids, attention_mask=attention_mask, **kw).last_hidden_state
-            if pooling == "cls":
-                e = h[:, 0]
-            else:
-                m = attention_mask.unsqueeze(-1).to(h.dtype)
-                e = (h * m).sum(1) / m.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(e, dim=-1)
-
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=out.parent))
     try:
-        dummy = tuple(
-            torch.ones(2, 8, dtype=torch.long) if n != "token_type_ids" else torch.zeros(2, 8, dtype=torch.long)
-            for n in names
-        )
-        axes = {n: {0: "batch", 1: "seq"} for n in names} | {"embedding": {0: "batch"}}
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer notes
-            torch.onnx.export(
-                Pooled().eval(),
-                dummy,
-                str(tmp / "model.onnx"),
-                input_names=names,
-                output_names=["embedding"],
-                dynamic_axes=axes,
-                opset_version=17,
-                dynamo=False,
-            )
+        _export_onnx(_pooled(transformer.auto_model, pooling), names, tmp / "model.onnx")
         quantize_dynamic(
             str(tmp / "model.onnx"),
             str(tmp / "model-int8.onnx"),
@@ -138,6 +106,51 @@ def export(model_path: Path, out: Path) -> Path:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def _pooled(model: Any, pooling: str) -> Any:
+    """`model` with its sentence embedding's pooling (cls or mean) and normalization, as one torch module."""
+    import torch
+
+    class Pooled(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any = None) -> Any:
+            kw = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
+            h = self.model(input_ids=input_ids, attention_mask=attention_mask, **kw).last_hidden_state
+            if pooling == "cls":
+                e = h[:, 0]
+            else:
+                m = attention_mask.unsqueeze(-1).to(h.dtype)
+                e = (h * m).sum(1) / m.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(e, dim=-1)
+
+    return Pooled()
+
+
+def _export_onnx(module: Any, names: list[str], path: Path) -> None:
+    """`module` traced to ONNX at `path`, batch and sequence axes dynamic."""
+    import torch
+
+    dummy = tuple(
+        torch.ones(2, 8, dtype=torch.long) if n != "token_type_ids" else torch.zeros(2, 8, dtype=torch.long)
+        for n in names
+    )
+    axes = {n: {0: "batch", 1: "seq"} for n in names} | {"embedding": {0: "batch"}}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer notes
+        torch.onnx.export(
+            module.eval(),
+            dummy,
+            str(path),
+            input_names=names,
+            output_names=["embedding"],
+            dynamic_axes=axes,
+            opset_version=17,
+            dynamo=False,
+        )
 
 
 def exported(model_path: Path) -> Path:
