@@ -62,7 +62,7 @@ class EpisodeJob:
     role: str = "solver"
     tools: str = DEFAULT_TOOLS  # which of the executor's tool sets the episode gets
     reward_spec: Scorer | None = None  # what the driver's Recorder scores the trajectory with (None: unscored)
-    seed: int | None = None  # sampling seed of the episode (turn i samples with seed * 1009 + i)
+    seed: int | None = None  # sampling seed of the episode (turn i: seed * TURN_SEED_STRIDE + i, agent.episode)
     run_id: str = ""
     parent: str | None = None  # the trajectory this one continues, if any (lineage["parent"])
     lineage: Mapping[str, Any] = field(default_factory=dict)  # iteration, phase, ...

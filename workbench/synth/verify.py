@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from workbench.policies.base import Policy
 
 REASONS = ("leak", "unsupported", "ambiguous", "unanswerable", "too_easy", "solver_error", "malformed")
+CALL_SEED_STRIDE = 1000
+"""Call c of a `DirectSolver` samples with seed + c * CALL_SEED_STRIDE (its n attempts take + 0..n-1 on top,
+one per row), so two calls draw apart while n stays under 1000."""
 
 
 @dataclass
@@ -99,7 +102,9 @@ class DirectSolver:
         self.calls += 1
         prompt = self.policy.codec.chat([{"role": "user", "content": direct_prompt(question)}])
         params = SamplingParams(
-            max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=self.seed + self.calls * 1000
+            max_new_tokens=self.max_new_tokens,
+            temperature=self.temperature,
+            seed=self.seed + self.calls * CALL_SEED_STRIDE,
         )
         completions = run_blocking(self.policy.generate([list(prompt)] * self.n, params))
         out = []

@@ -63,6 +63,8 @@ if TYPE_CHECKING:
     from workbench.train.policy import ColocatedVLLMPolicy
 
 REQUIRED_TRL = "1.16.0"
+TASK_DRAW_SEED_OFFSET = 1
+"""Refill tasks are drawn with seed + 1: apart from TRL's own sampler and init (seeded with seed)."""
 
 
 def check_trl_version() -> None:
@@ -187,7 +189,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         self.recorder = Recorder(store)
         self.policy_factory = policy_factory
         self.last_trajectories: list[Trajectory] = []
-        self._draw = task_drawer(tasks, config.seed + 1)
+        self._draw = task_drawer(tasks, config.seed + TASK_DRAW_SEED_OFFSET)
         self._pending: dict[str, list[Any]] | None = None
         # objects with `set_training_step(i)` (a simulated search's noise curriculum), the episodes' own too
         self.curricula = [*curricula, *getattr(episodes, "curricula", ())]

@@ -122,11 +122,16 @@ def _walk(world: World, rng: random.Random, hops: int) -> tuple[int, list[str]] 
     return start, rels
 
 
+QUESTION_SEED_STRIDE, QUESTION_SEED_OFFSET = 1_000_003, 17
+"""The questions of a world seeded s are drawn from s * QUESTION_SEED_STRIDE + QUESTION_SEED_OFFSET: a stream apart
+from the one that builds the world (seeded with s itself)."""
+
+
 def generate_questions(
     world: World, n_train: int, n_test: int, hop_weights: dict[int, float], seed: int
 ) -> list[Question]:
     """Sample unique questions into train/test by the held-out rule above (deterministic)."""
-    rng = random.Random(seed * 1_000_003 + 17)
+    rng = random.Random(seed * QUESTION_SEED_STRIDE + QUESTION_SEED_OFFSET)
     want = {"train": n_train, "test": n_test}
     got = {"train": 0, "test": 0}
     hop_values, weights = list(hop_weights), list(hop_weights.values())
