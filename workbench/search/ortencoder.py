@@ -130,7 +130,7 @@ def _pooled(model: Any, pooling: str) -> Any:
     return Pooled()
 
 
-def _export_onnx(module: Any, names: list[str], path: Path) -> None:
+def _export_onnx(module: Any, names: Sequence[str], path: Path) -> None:
     """`module` traced to ONNX at `path`, batch and sequence axes dynamic."""
     import torch
 
