@@ -357,3 +357,4 @@ def test_sigterm_stops_a_busy_model_server_promptly(tiny_model_dir):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        proc.stdout.close()

@@ -92,6 +92,8 @@ def test_killed_build_resumes_to_the_same_index(small_corpus, uninterrupted, tmp
         time.sleep(0.01)
     os.killpg(proc.pid, signal.SIGKILL)  # the build and its encoding workers, mid-way
     proc.wait()
+    proc.stdout.close()
+    proc.stderr.close()
     kept = sorted(p.name for p in (out / "shards").glob("0*.npy"))
     assert 1 <= len(kept) < N_PASSAGES // SHARD, kept
     assert not (out / "index.faiss").exists()

@@ -203,6 +203,7 @@ def test_sigterm_stops_a_busy_server_promptly():
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        proc.stdout.close()
 
 
 def _ignore_errors(url: str, body: dict) -> None:
