@@ -119,7 +119,7 @@ def main() -> None:
     from workbench.cluster import RayExecutor, RayWorkers, ToolsSpec, connect
 
     t = time.perf_counter()
-    connect(None, num_cpus=2)
+    connect("local", num_cpus=2, include_dashboard=False)  # a cluster of its own, never one left running
     init_s = time.perf_counter() - t
     ray_rss = sandbox_rss_mb(os.getpid()) - own_rss_mb()  # Ray's daemons and idle workers: our descendants
 

@@ -7,6 +7,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from mypy_check import run_mypy
 
 from workbench import contracts, trajectory
 from workbench.contracts import (
@@ -120,9 +121,8 @@ def test_shipped_classes_meet_the_protocols_at_runtime(tmp_path):
 
 
 @pytest.mark.slow  # mypy reads torch's and transformers' stubs: minutes with a cold cache
+@pytest.mark.xdist_group("mypy")  # one worker: the mypy runs share a cache
 def test_shipped_classes_meet_the_protocols_under_mypy(tmp_path):
-    from mypy import api
-
     lines = [
         "from workbench.contracts import Curriculum, EpisodeRunner, Scorer, TrajectoryStore",
         "from workbench.policies.base import Policy",
@@ -151,18 +151,7 @@ def test_shipped_classes_meet_the_protocols_under_mypy(tmp_path):
     ]
     path = tmp_path / "contracts_check.py"
     path.write_text("\n".join(lines))
-    out, err, status = api.run(
-        [
-            "--config-file",
-            str(ROOT / "pyproject.toml"),
-            "--cache-dir",
-            str(ROOT / ".mypy_cache"),
-            "--follow-imports=silent",
-            "--strict",
-            str(path),
-        ]
-    )
-    report = out + err
+    status, report = run_mypy(path)
     errors = [line for line in report.splitlines() if ": error:" in line]
     assert len(errors) == 1 and '"OldRunner"' in errors[0], report  # only the control fails
     assert status == 1

@@ -192,6 +192,8 @@ def _serve(line: str, work: Path) -> None:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait()
+        proc.stdout.close()
 
 
 def _run_bash(block: Block, work: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mypy_check import run_mypy
 
 from workbench.policies import Codec, Policy, ScriptedPolicy, TransformersPolicy
 
@@ -22,24 +23,11 @@ BACKENDS = {
 }
 
 
-def run_mypy(tmp_path: Path, source: str) -> tuple[int, str]:
-    """mypy with the project's configuration on one file; (exit status, report)."""
-    from mypy import api
-
+def check_source(tmp_path: Path, source: str) -> tuple[int, str]:
+    """mypy with the project's configuration on `source`; (exit status, report)."""
     path = tmp_path / "conformance.py"
     path.write_text(source)
-    out, err, status = api.run(
-        [
-            "--config-file",
-            str(ROOT / "pyproject.toml"),
-            "--cache-dir",
-            str(ROOT / ".mypy_cache"),  # the gate's cache: warm after `make check`
-            "--follow-imports=silent",
-            "--strict",
-            str(path),
-        ]
-    )
-    return status, out + err
+    return run_mypy(path)
 
 
 CONTROL = """
@@ -60,6 +48,7 @@ def control(p: NoCodec) -> Policy:
 
 
 @pytest.mark.slow  # mypy reads torch's and transformers' stubs: a minute or more with a cold cache
+@pytest.mark.xdist_group("mypy")  # one worker: the mypy runs share a cache
 def test_each_backend_class_is_a_policy_under_mypy(tmp_path):
     lines = [
         "from collections.abc import Sequence",
@@ -74,7 +63,7 @@ def test_each_backend_class_is_a_policy_under_mypy(tmp_path):
         "",
         CONTROL,
     ]
-    status, report = run_mypy(tmp_path, "\n".join(lines))
+    status, report = check_source(tmp_path, "\n".join(lines))
     errors = [line for line in report.splitlines() if ": error:" in line]
     assert len(errors) == 1, report  # only the control fails: every backend class is a Policy
     assert '"NoCodec"' in errors[0] and '"Policy"' in errors[0], report
