@@ -17,6 +17,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("vllm") and not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group("vllm"))
+        if item.get_closest_marker("vllm"):
+            # vLLM's engine warns about its own environment as it starts (thread counts it sets, deprecated
+            # torch attributes its kernel scan reads): shown in the summary, not errors.
+            item.add_marker(pytest.mark.filterwarnings("default"))
     if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
         for item in items:
             _join_xdist_group(item)

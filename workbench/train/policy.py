@@ -47,6 +47,7 @@ class ColocatedVLLMPolicy(VLLMPolicy):
         self.model_path, self.name, self.on_cpu = str(model_config.model), name, on_cpu()
         self.engine_kwargs = {"dtype": str(model_config.dtype).removeprefix("torch.")}
         self.max_model_len = model_config.max_model_len
+        self.context_size = self.max_model_len
         self.vocab_size = model_config.get_vocab_size()
 
     def describe(self) -> dict[str, Any]:

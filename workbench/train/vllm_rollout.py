@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +111,7 @@ def _modules_vllm_cannot_scan() -> Iterator[None]:
     `vars(value).get(...)`; llvmlite's ctypes wrappers (imported with numba, e.g. by bm25s) make
     that raise. An engine in its own process never sees them; one in the trainer's process does."""
     import sys
+    import warnings
 
     def odd(value: Any) -> bool:  # exactly what vLLM's scan does with each module attribute
         try:
@@ -120,18 +121,28 @@ def _modules_vllm_cannot_scan() -> Iterator[None]:
         except Exception:
             return True
 
-    hidden = {
-        name: mod
-        for name, mod in list(sys.modules.items())
-        if name not in sys.builtin_module_names
-        and any(odd(v) for v in list((getattr(mod, "__dict__", None) or {}).values()))
-    }
+    # Reading a deprecated attribute warns; under `-W error` that would hide a module such as
+    # torch.distributed, whose re-import then aborts the process (its C++ types are registered once).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hidden = _odd_modules(odd)
     for name in hidden:
         del sys.modules[name]
     try:
         yield
     finally:
         sys.modules.update(hidden)
+
+
+def _odd_modules(odd: Callable[[Any], bool]) -> dict[str, Any]:
+    import sys
+
+    return {
+        name: mod
+        for name, mod in list(sys.modules.items())
+        if name not in sys.builtin_module_names
+        and any(odd(v) for v in list((getattr(mod, "__dict__", None) or {}).values()))
+    }
 
 
 def release_engines() -> None:
