@@ -21,13 +21,6 @@ ALLOWED: dict[str, str] = {
     "em_reward": "reward components of two seeds (Search-R1's and ASearcher's EM), registered under distinct names",
     "f1_reward": "reward components of two seeds (Search-R1's and ASearcher's F1), registered under distinct names",
     "format_reward": "reward components of two seeds (ASearcher's and Dr. Zero's format), under distinct names",
-    # Left for the refactors under way (issue 23): remove each entry when its twin is gone.
-    "format_hits": "tools/builtins renders duck-typed hits; to become a named style of the one format_hits",
-    "adpo_eps_high": "a scalar (rewards/agent0) and a tensor (train/advantages) form; one goes with train/estimators",
-    "adpo_scale": "a scalar (rewards/agent0) and a tensor (train/advantages) form; one goes with train/estimators",
-    "load_qa": "evolve/loop reads an iteration's qa.jsonl; to use worlds.load_qa once evolve/ is split",
-    "load_tasks": "resolve.load_tasks and train/run.load_tasks: one task reader is to come",
-    "resolve_reward": "resolve.py and rewards/resolve.py, both under the registry refactor",
 }
 
 

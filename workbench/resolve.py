@@ -164,16 +164,6 @@ def resolve_policy(spec: str, **kwargs: Any) -> Policy:
     return load_policy(spec, **kwargs)
 
 
-def resolve_reward(spec: str | None) -> Any:
-    """A scorer from a preset, component, spec file or JSON (`workbench.rewards.resolve_reward`);
-    None means no scoring."""
-    if not spec:
-        return None
-    from workbench.rewards import resolve_reward as resolve
-
-    return resolve(spec)
-
-
 __all__ = [
     "ToolSetFactory",
     "builtin_policies",
@@ -183,7 +173,6 @@ __all__ = [
     "load_tool_set",
     "register_tool_set",
     "resolve_policy",
-    "resolve_reward",
     "search_registry",
     "tool_set_names",
 ]

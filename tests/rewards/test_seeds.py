@@ -5,8 +5,6 @@ from reward_helpers import make_traj
 
 from workbench.rewards import (
     RewardSpec,
-    adpo_eps_high,
-    adpo_scale,
     difficulty_score,
     drzero_format,
     get_reward,
@@ -140,12 +138,8 @@ def test_agent0_uncertainty_forms():
     assert self_consistency([None, ""]) == (None, 0.0)
 
 
-def test_agent0_tool_and_adpo():
+def test_agent0_tool_reward():
     assert tool_reward(2) == pytest.approx(0.1) and tool_reward(7) == pytest.approx(0.2)
-    assert adpo_scale(0.2) == 0.6 and adpo_scale(0.8) == 1.0 and adpo_scale(0.55) == pytest.approx(0.8)
-    assert adpo_scale(0.55, min_scale=0.5) == pytest.approx(0.75)
-    assert adpo_eps_high(0.3) == pytest.approx(0.3) and adpo_eps_high(0.9) == pytest.approx(0.2)
-    assert adpo_eps_high(0.55) == pytest.approx(0.25)
 
 
 def _curriculum(question, answer="12", executor=None, n_tools=2):

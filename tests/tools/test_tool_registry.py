@@ -7,6 +7,7 @@ import pytest
 
 from workbench.errors import ConfigError, ToolError
 from workbench.tools import InMemoryRetriever, ToolRegistry, format_hits, search_tool, tool
+from workbench.tools.builtins import tool_text
 
 
 def test_registry_always_has_submit_final_answer(registry):
@@ -119,10 +120,13 @@ def test_search_accepts_both_retriever_protocols():
         search_tool(retriever)("x", top_k=50)
 
 
-def test_format_hits_handles_dicts_and_search_r1_rows():
-    rows = [{"title": "A", "text": "alpha"}, {"document": {"contents": '"B"\nbeta'}, "score": 1.0}]
-    assert format_hits(rows) == "Doc 1 (Title: A) alpha\nDoc 2 (Title: B) beta"
-    assert format_hits([]) == "No results."
+def test_tool_text_handles_dicts_and_search_r1_rows():
+    rows = [{"title": "A", "text": "alpha "}, {"document": {"contents": '"B"\nbeta'}, "score": 1.0}]
+    assert tool_text(rows) == "Doc 1 (Title: A) alpha\nDoc 2 (Title: B) beta"
+    assert tool_text([]) == "No results."
+    # the same hits in the one formatter's other styles
+    assert format_hits(rows) == "Doc 1 (Title: A)\nalpha \n\nDoc 2 (Title: B)\nbeta"
+    assert format_hits(rows, "search_r1", template="{title}:{score}", sep=",") == "A:0.0,B:1.0"
 
 
 def test_async_retriever_gives_async_tool():

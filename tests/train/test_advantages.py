@@ -55,6 +55,8 @@ def test_adpo_scale_and_bounds():
     p = [0.1, 0.3, 0.55, 0.8, 0.95]
     assert close(A.adpo_scale(p), [0.6, 0.6, 0.8, 1.0, 1.0])
     assert close(A.adpo_eps_high(p), [0.3, 0.3, 0.25, 0.2, 0.2])
+    # min_scale .5 at p = .55: .5 + .5*(.25/.5) = .75
+    assert close(A.adpo_scale([0.55], min_scale=0.5), [0.75])
     adv, eps_high = A.adpo([1.0, 0.0, 1.0, 0.0], 2, p=[0.3, 0.3, 0.8, 0.8])
     g = 0.5 / (math.sqrt(0.5) + 1e-4)
     assert close(adv, [0.6 * g, -0.6 * g, g, -g])

@@ -59,6 +59,9 @@ def test_corpus_bad_rows_name_file_and_line(tmp_path, line, problem):
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="no such file"):
         list(iter_corpus(tmp_path / "nope.jsonl"))
+    for name in ("nope.jsonl", "nope.parquet"):  # the one task reader: agent, train, evolve and eval use it
+        with pytest.raises(ConfigError, match="is not a file; point it at a QA file"):
+            load_qa(tmp_path / name)
 
 
 def test_qa_rows_become_tasks(tmp_path):

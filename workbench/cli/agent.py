@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from workbench.agent.config import AgentConfig
+    from workbench.contracts import Scorer
     from workbench.policies.base import Policy
+    from workbench.trajectory import Task
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -75,9 +77,9 @@ def agent_config_for(policy: Policy, config: AgentConfig | None, source: str) ->
     return config
 
 
-def pick_reward(name: str | None, tasks: list) -> tuple[Any, str]:
+def pick_reward(name: str | None, tasks: list[Task]) -> tuple[Scorer | None, str]:
     """The scorer for `run` and a line saying which: `name`, else em when every task has gold answers."""
-    from workbench.resolve import resolve_reward
+    from workbench.rewards import resolve_reward
 
     if name is not None and name.strip().lower() == "none":
         return None, "reward: none (--reward none)"

@@ -18,7 +18,7 @@ with `submit_question(question, answer)`; its reward is recorded on its trajecto
 """
 
 from workbench.evolve.config import Agent0Config, DrZeroConfig
-from workbench.evolve.loop import load_qa, run_agent0, run_drzero
+from workbench.evolve.loop import run_agent0, run_drzero
 from workbench.evolve.phases import evolve_executor
 from workbench.evolve.proposer import (
     Proposal,
@@ -32,6 +32,7 @@ from workbench.evolve.proposer import (
 from workbench.evolve.scoring import format_components, in_band, majority_vote, uncertainty
 from workbench.evolve.scripted import sampling_world_solver, world_proposer
 from workbench.evolve.training import trl_train_fn
+from workbench.worlds import load_qa  # an iteration's qa.jsonl is a QA file like any other
 
 __all__ = [
     "Agent0Config",

@@ -341,11 +341,6 @@ def _load_state(path: Path) -> IterationResult:
     return IterationResult(**data)
 
 
-def load_qa(path: str | Path) -> list[Task]:
-    """Read an iteration's `qa.jsonl` back as tasks."""
-    return [Task(**json.loads(line)) for line in Path(path).read_text().splitlines() if line.strip()]
-
-
 def run_drzero(
     config: DrZeroConfig | None = None,
     *,
@@ -424,7 +419,6 @@ __all__ = [
     "TrainFn",
     "TrainRequest",
     "arun_evolution",
-    "load_qa",
     "run_agent0",
     "run_drzero",
     "run_evolution",

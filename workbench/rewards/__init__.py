@@ -7,8 +7,6 @@ rescore(store, RewardSpec.load("my_reward.toml"), provenance={"reason": "try F1"
 """
 
 from workbench.rewards.agent0 import (
-    adpo_eps_high,
-    adpo_scale,
     self_consistency,
     tool_invocations,
     tool_reward,
@@ -41,8 +39,6 @@ __all__ = [
     "LLMJudge",
     "RewardContext",
     "RewardSpec",
-    "adpo_eps_high",
-    "adpo_scale",
     "asearcher_em",
     "asearcher_prompt",
     "cluster_average_linkage",

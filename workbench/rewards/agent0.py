@@ -19,11 +19,10 @@ needs an answer not given away by the question (`require_answer`, `reject_leak`)
 The two curriculum rewards (presets):
 - `agent0_paper` (eq. 5): `R_format·max(0, R_unc + 0.6·R_tool − R_rep)`, executor tool counts.
 - `agent0` (upstream code): `min(p,1−p) − R_rep + 0.05·min(N_self, 4)`, −1 without a question.
-ADPO (executor): `adpo_scale(p)` scales the GRPO advantage, `adpo_eps_high(p)` is the upper clip.
+ADPO (executor) is a training estimator: `workbench.train.advantages.adpo_scale/adpo_eps_high`.
 
     uncertainty_paper(0.3), uncertainty_code(0.3)      # 0.6, 0.3
     tool_reward(7)                                     # 0.2
-    adpo_scale(0.55), adpo_eps_high(0.55)              # 0.8, 0.25
 """
 
 from __future__ import annotations
@@ -41,11 +40,6 @@ TOOL_GAMMA, TOOL_CAP = 0.05, 4  # curriculum_reward.py
 TOOL_WEIGHT = 0.6  # paper §4 "Implementation Details": λ_tool = 0.6
 FINAL_TOOLS = ("submit_final_answer", "submit_question")  # answering is not tool use
 BLEU_THRESHOLD = 0.5
-ADPO_MIN_SCALE = 0.6  # train_qwen3_4b_adpo.sh (the code's default is 0.5)
-
-
-def _clip01(x: float) -> float:
-    return min(1.0, max(0.0, x))
 
 
 def uncertainty_paper(p: float) -> float:
@@ -75,16 +69,6 @@ def self_consistency(answers: Sequence[str | None], *, denominator: str = "all")
 def tool_reward(n_calls: int, gamma: float = TOOL_GAMMA, cap: int = TOOL_CAP) -> float:
     """`γ·min(N, C)`."""
     return gamma * min(n_calls, cap)
-
-
-def adpo_scale(p: float, min_scale: float = ADPO_MIN_SCALE, low: float = 0.3, high: float = 0.8) -> float:
-    """ADPO advantage scale `s(p) = m + (1 − m)·clip((p − low)/(high − low), 0, 1)`."""
-    return min_scale + (1 - min_scale) * _clip01((p - low) / (high - low))
-
-
-def adpo_eps_high(p: float, eps: float = 0.2, extra: float = 0.1, high: float = 0.8, width: float = 0.5) -> float:
-    """ADPO upper clip `ε + extra·clip((high − p)/width, 0, 1)`; lower clip stays 1 − ε."""
-    return eps + extra * _clip01((high - p) / width)
 
 
 def tool_invocations(traj: Trajectory, count: str = "cells") -> int:

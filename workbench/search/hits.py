@@ -12,7 +12,7 @@ import abc
 from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
-from workbench.passages import Hit, join_contents, split_contents
+from workbench.passages import STYLES, Hit, format_hits, join_contents, split_contents
 
 
 @runtime_checkable
@@ -45,45 +45,6 @@ def check_queries(queries: Iterable[object], top_k: int) -> list[str]:
     if int(top_k) < 1:
         raise ConfigError(f"top_k must be >= 1, got {top_k}")
     return [str(q) for q in queries]
-
-
-STYLES: dict[str, tuple[str, str]] = {
-    # Dr. Zero / verl `search_r1_like_utils`: "Doc 1 (Title: t)\ntext", blank line between docs.
-    "drzero": ("Doc {i} (Title: {title})\n{text}", "\n\n"),
-    # Original Search-R1 `generation.py`: "Doc 1(Title: t) text", one per line.
-    "search_r1": ("Doc {i}(Title: {title}) {text}", "\n"),
-}
-
-
-def format_hits(
-    hits: list[Hit],
-    style: str = "drzero",
-    *,
-    template: str | None = None,
-    sep: str | None = None,
-    quote_titles: bool = False,
-) -> str:
-    """Render hits as the text a search tool hands back to the model.
-
-    `style` picks a preset (`"drzero"` or `"search_r1"`); `template` (placeholders `{i}`,
-    `{title}`, `{text}`, `{id}`, `{score}`) and `sep` override it. Upstream clients take the raw
-    first line of `contents` as the title, quotes included; pass `quote_titles=True` to match
-    them byte for byte.
-    """
-    from workbench.errors import ConfigError
-
-    if template is None:
-        if style not in STYLES:
-            raise ConfigError(f"unknown hit style {style!r}; use one of {sorted(STYLES)} or pass template=")
-        template, default_sep = STYLES[style]
-    else:
-        default_sep = "\n\n"
-    sep = default_sep if sep is None else sep
-    parts = []
-    for i, h in enumerate(hits, start=1):
-        title = f'"{h.title}"' if quote_titles else h.title
-        parts.append(template.format(i=i, title=title, text=h.text, id=h.id, score=h.score))
-    return sep.join(parts)
 
 
 __all__ = [

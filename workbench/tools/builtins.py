@@ -18,6 +18,7 @@ its gold answer; other retrievers ignore the task.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import re
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.errors import ConfigError, ToolError
-from workbench.passages import Hit, split_contents
+from workbench.passages import Hit, format_hits
 from workbench.tools.registry import Tool, make_tool, submit_final_answer
 
 if TYPE_CHECKING:
@@ -51,22 +52,10 @@ SearchBackend = BatchSearch | SingleSearch
 and a text, or a Search-R1 `contents`."""
 
 
-def _field(hit: Any, name: str) -> Any:
-    return hit.get(name) if isinstance(hit, dict) else getattr(hit, name, None)
-
-
-def format_hits(hits: list[Any]) -> str:
-    """`Doc 1 (Title: t) text` lines, one per hit."""
-    lines = []
-    for i, hit in enumerate(hits, 1):
-        if isinstance(hit, dict) and isinstance(hit.get("document"), dict):  # Search-R1 server
-            hit = hit["document"]
-        title, text = _field(hit, "title"), _field(hit, "text")
-        if text is None and _field(hit, "contents") is not None:  # Search-R1: '"Title"\ntext'
-            head, text = split_contents(str(_field(hit, "contents")))
-            title = title or head
-        lines.append(f"Doc {i} (Title: {title or ''}) {(text or '').strip()}")
-    return "\n".join(lines) if lines else "No results."
+def tool_text(hits: list[object]) -> str:
+    """What the `search` tool prints: `Doc 1 (Title: t) text` lines (texts stripped), or "No results."."""
+    stripped = (dataclasses.replace(hit, text=hit.text.strip()) for hit in map(Hit.coerce, hits))
+    return format_hits(stripped, "tool", empty="No results.")
 
 
 def bind_task(retriever: SearchBackend, task: Task | None) -> SearchBackend:
@@ -107,11 +96,11 @@ def search_tool(
 
     async def async_search(query: str, top_k: int = 3) -> str:
         check(query, top_k)
-        return format_hits(hits_of(await method([query] if batched else query, top_k)))
+        return tool_text(hits_of(await method([query] if batched else query, top_k)))
 
     def search(query: str, top_k: int = 3) -> str:
         check(query, top_k)
-        return format_hits(hits_of(method([query] if batched else query, top_k)))
+        return tool_text(hits_of(method([query] if batched else query, top_k)))
 
     fn: Callable[..., object] = async_search if inspect.iscoroutinefunction(method) else search
     fn.__doc__ = (
@@ -165,4 +154,4 @@ class InMemoryRetriever:
         return [self.search(q, top_k) for q in queries]
 
 
-__all__ = ["Hit", "InMemoryRetriever", "bind_task", "format_hits", "search_tool", "submit_final_answer"]
+__all__ = ["Hit", "InMemoryRetriever", "bind_task", "format_hits", "search_tool", "submit_final_answer", "tool_text"]

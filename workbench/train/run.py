@@ -12,7 +12,6 @@ ZeroSearch simulator written by `sim_policy` on the `sim_*` curriculum), the sto
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,22 +26,6 @@ if TYPE_CHECKING:
     from workbench.contracts import EpisodeRunner
     from workbench.policies.base import Policy
     from workbench.store import Store
-
-
-def load_tasks(path: str | Path) -> list[Task]:
-    path = Path(path)
-    if not str(path) or not path.is_file():
-        raise ConfigError(f"tasks_path {str(path)!r} is not a file; point it at a JSONL of tasks")
-    tasks = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if line.strip():
-            try:
-                tasks.append(Task.from_dict(json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{path}:{n}: not valid JSON ({exc})") from exc
-    if not tasks:
-        raise ConfigError(f"{path} holds no tasks")
-    return tasks
 
 
 def build_simulator(config: TrainConfig, policy: Policy | None = None) -> Any:
@@ -250,7 +233,11 @@ def train(
     config = config.replace(run_id=config.run_id or Path(config.output_dir).name)
     if "trackio" in config.report_to:  # read once, when trackio is first imported
         os.environ.setdefault("TRACKIO_DIR", str(Path(config.output_dir) / "trackio"))
-    tasks = list(tasks) if tasks is not None else load_tasks(config.tasks_path)
+    if tasks is None:
+        from workbench.resolve import load_tasks
+
+        tasks = load_tasks(config.tasks_path)
+    tasks = list(tasks)
     if model is None or tokenizer is None:
         model, tokenizer = load_model(config.model_path)
     if store is None and config.store_path:
@@ -304,7 +291,6 @@ __all__ = [
     "build_episodes",
     "build_simulator",
     "load_model",
-    "load_tasks",
     "stamp_agent_settings",
     "train",
 ]

@@ -134,9 +134,9 @@ def _task(row: dict[str, Any], where: str, default_id: str) -> Task:
 def iter_qa(path: str | Path) -> Iterator[Task]:
     """Stream `Task`s from a QA file (.jsonl, .jsonl.gz or .parquet)."""
     p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{str(p)!r} is not a file; point it at a QA file (.jsonl, .jsonl.gz or .parquet)")
     if p.suffix == ".parquet":
-        if not p.is_file():
-            raise ConfigError(f"{p}: no such file")
         import pyarrow.parquet as pq  # lazy: only parquet users pay the import
 
         for i, row in enumerate(pq.read_table(p).to_pylist()):
