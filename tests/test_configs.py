@@ -17,7 +17,7 @@ from workbench.demo.config import FAST, FAST_LEARNED, DemoConfig
 from workbench.errors import ConfigError
 from workbench.evolve.asearcher import ASearcherConfig
 from workbench.evolve.config import Agent0Config, DrZeroConfig
-from workbench.evolve.job import EvolveJob
+from workbench.evolve.experiment import EvolveExperiment
 from workbench.sandbox.profile import Limits, SandboxProfile, load_profile
 from workbench.search.build import BuildConfig
 from workbench.synth.loop import SynthesisConfig
@@ -30,7 +30,7 @@ CONFIGS: dict[type[Config], dict[str, Any]] = {
     DrZeroConfig: {},
     Agent0Config: {},
     ASearcherConfig: {},
-    EvolveJob: {"corpus": "runs/world/corpus.jsonl", "train": {"max_steps": 1}},
+    EvolveExperiment: {"corpus": "runs/world/corpus.jsonl", "train": {"max_steps": 1}},
     DemoConfig: {},
     SynthesisConfig: {},
     BuildConfig: {},
@@ -211,7 +211,7 @@ def test_evolve_set_reaches_nested_tables_over_the_mode_defaults(tmp_path: Path)
     path = tmp_path / "evolve.toml"
     path.write_text('corpus = "corpus.jsonl"\n[evolve]\niterations = 1\n')
     items = ["proposer_agent.max_steps=3", "run_id=12", "train.estimator_params.adpo.p_low=0.2"]
-    job = EvolveJob.load(path, **_parse_overrides(items))
+    job = EvolveExperiment.load(path, **_parse_overrides(items))
     config = job.evolve_config()
     assert config.proposer_agent == {"max_steps": 3, "max_context_tokens": 8192}  # the default's other key stays
     assert config.run_id == "12"  # text for a text field

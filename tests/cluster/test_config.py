@@ -74,7 +74,7 @@ def test_evolve_and_eval_recipes_build_what_the_workers_need(tmp_path):
         evolve_tools("critic", str(corpus))
     assert "search" in eval_tools(None, str(world / "qa_test.jsonl")).names  # the corpus beside the dataset
 
-    Job = type("Job", (), {"corpus": str(corpus)})  # what _executor reads of an EvolveJob and its config
+    Job = type("Job", (), {"corpus": str(corpus)})  # what _executor reads of an EvolveExperiment and its config
     Config = type("Config", (), {"concurrency": 2})
 
     args = parse("--executor", "ray", "--ray-address", "auto")

@@ -12,7 +12,7 @@ import pytest
 
 from workbench.cli import main
 from workbench.errors import ConfigError
-from workbench.evolve.job import EvolveJob
+from workbench.evolve.experiment import EvolveExperiment
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "evolve.toml"
 
@@ -43,19 +43,19 @@ def test_help_lists_evolve_and_help_config_lists_each_modes_fields(capsys):
 
 def test_bad_configs_name_the_fix(tmp_path):
     with pytest.raises(ConfigError, match="mode 'alphazero'"):
-        EvolveJob.load(EXAMPLE, mode="alphazero")
+        EvolveExperiment.load(EXAMPLE, mode="alphazero")
     with pytest.raises(ConfigError, match="prompts_per_iteration"):
-        EvolveJob.load(EXAMPLE, prompts_per_iteration=0)
+        EvolveExperiment.load(EXAMPLE, prompts_per_iteration=0)
     with pytest.raises(ConfigError, match="set corpus"):
-        EvolveJob(corpus="")
+        EvolveExperiment(corpus="")
     with pytest.raises(ConfigError, match=r"unknown field\(s\) iteratoins"):
-        EvolveJob.from_dict({"corpus": "c.jsonl", "iteratoins": 2})
-    job = EvolveJob.load(EXAMPLE, **{"train.max_steps": 3, "iterations": 2, "solver": "scripted:default"})
+        EvolveExperiment.from_dict({"corpus": "c.jsonl", "iteratoins": 2})
+    job = EvolveExperiment.load(EXAMPLE, **{"train.max_steps": 3, "iterations": 2, "solver": "scripted:default"})
     assert job.train == {"max_steps": 3} and job.evolve_config().iterations == 2 and job.solver == "scripted:default"
     with pytest.raises(ConfigError, match="nothing can be trained"):
-        from workbench.evolve.job import run_job
+        from workbench.evolve.experiment import run_experiment
 
-        run_job(EvolveJob.load(EXAMPLE, **{"train.max_steps": 1}))
+        run_experiment(EvolveExperiment.load(EXAMPLE, **{"train.max_steps": 1}))
     assert main(["evolve"]) == 1  # no config: an error naming --help-config
 
 
@@ -77,3 +77,15 @@ def test_the_example_config_runs_from_a_shell(tmp_path):
         proposers = store.query(role="proposer")
         assert len(proposers) == 3 and proposers.reward.notna().all()
         assert len(store.children(proposers.id.iloc[0])) == 2
+
+
+def test_old_job_names_still_resolve_with_a_deprecation_warning():
+    import workbench.evolve.job as old
+    from workbench.evolve.experiment import run_experiment
+
+    with pytest.warns(DeprecationWarning, match="EvolveExperiment"):
+        assert old.EvolveJob is EvolveExperiment
+    with pytest.warns(DeprecationWarning, match="run_experiment"):
+        assert old.run_job is run_experiment
+    with pytest.raises(AttributeError):
+        old.NoSuchName  # noqa: B018

@@ -19,6 +19,7 @@ import contextlib
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from workbench.agent.config import AgentConfig
@@ -58,15 +59,7 @@ class _Kernels:
         key = pool_key(agent)
         async with self.lock:
             if key not in self.pools:
-                from workbench.kernel import KernelPool
-
-                pool = KernelPool(
-                    size=self.concurrency,
-                    profile=agent.profile,
-                    isolation=agent.isolation,
-                    output_cap=agent.output_cap,
-                    startup_code="import workbench.runtime",
-                )
+                pool = kernel_pool_for(agent, self.concurrency)
                 await pool.start()
                 self.pools[key] = pool
             return self.pools[key]
@@ -239,19 +232,27 @@ class LocalExecutor:
         await self.aclose()
 
 
-@contextlib.asynccontextmanager
-async def kernel_pool(agent_config: AgentConfig, size: int) -> AsyncIterator[KernelPool]:
-    """A started `KernelPool` for `agent_config`'s sandbox, for code that drives `NBAgent(pool=...)`
-    itself (QA synthesis); episode runs go through an executor, which keeps its own pools."""
+def kernel_pool_for(agent_config: AgentConfig, size: int, *, root: Path | None = None) -> KernelPool:
+    """The (not yet started) `KernelPool` an agent config's episodes run in: its sandbox profile, isolation
+    and output cap, `size` kernels, `workbench.runtime` imported at start. The one place executors, remote
+    kernel hosts and `kernel_pool` build one; `root` is where rollout directories go (default: a temp dir)."""
     from workbench.kernel import KernelPool
 
-    pool = KernelPool(
+    return KernelPool(
         size=size,
         profile=agent_config.profile,
         isolation=agent_config.isolation,
         output_cap=agent_config.output_cap,
         startup_code="import workbench.runtime",
+        root=root,
     )
+
+
+@contextlib.asynccontextmanager
+async def kernel_pool(agent_config: AgentConfig, size: int) -> AsyncIterator[KernelPool]:
+    """A started `kernel_pool_for(agent_config, size)`, for code that drives `NBAgent(pool=...)`
+    itself (QA synthesis); episode runs go through an executor, which keeps its own pools."""
+    pool = kernel_pool_for(agent_config, size)
     await pool.start()
     try:
         yield pool
@@ -259,4 +260,4 @@ async def kernel_pool(agent_config: AgentConfig, size: int) -> AsyncIterator[Ker
         await pool.close()
 
 
-__all__ = ["LocalExecutor", "PoolKey", "ToolSet", "kernel_pool", "open_environment", "pool_key"]
+__all__ = ["LocalExecutor", "PoolKey", "ToolSet", "kernel_pool", "kernel_pool_for", "open_environment", "pool_key"]

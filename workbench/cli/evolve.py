@@ -1,4 +1,4 @@
-"""`workbench evolve CONFIG`: Dr. Zero / Agent0 self-evolution from a shell (see `workbench.evolve.job`)."""
+"""`workbench evolve CONFIG`: Dr. Zero / Agent0 self-evolution from a shell (see `workbench.evolve.experiment`)."""
 
 from __future__ import annotations
 
@@ -54,10 +54,10 @@ def _executor(args: argparse.Namespace, job: Any, config: Any) -> Any:
 
 def _help(mode: str) -> None:
     from workbench.evolve.config import Agent0Config, DrZeroConfig
-    from workbench.evolve.job import EvolveJob
+    from workbench.evolve.experiment import EvolveExperiment
 
     print("top-level fields:")
-    for name, text in EvolveJob.fields_help().items():
+    for name, text in EvolveExperiment.fields_help().items():
         print(f"  {name:26s} {text}")
     cls = DrZeroConfig if mode == "drzero" else Agent0Config
     print(f"\n[evolve] fields ({cls.__name__}, mode = {mode!r}; --mode agent0|drzero shows the other):")
@@ -67,7 +67,7 @@ def _help(mode: str) -> None:
 
 
 def _parse_overrides(items: list[str]) -> dict[str, Any]:
-    """--set items as EvolveJob.from_dict's overrides: each value read by its field's type (a job field,
+    """--set items as EvolveExperiment.from_dict's overrides: each value read by its field's type (a job field,
     train.FIELD, else an [evolve] field of either mode), so `--set run_id=123` stays text."""
     from typing import Any as AnyType
 
@@ -75,7 +75,7 @@ def _parse_overrides(items: list[str]) -> dict[str, Any]:
     from workbench.errors import ConfigError
     from workbench.evolve.asearcher import ASearcherConfig
     from workbench.evolve.config import Agent0Config, DrZeroConfig
-    from workbench.evolve.job import EvolveJob
+    from workbench.evolve.experiment import EvolveExperiment
     from workbench.train.config import TrainConfig
 
     out: dict[str, Any] = {}
@@ -86,8 +86,8 @@ def _parse_overrides(items: list[str]) -> dict[str, Any]:
             raise ConfigError(f"--set {item!r}: write FIELD=VALUE")
         if key.startswith("train."):
             tp = field_type(TrainConfig, key.split(".")[1:])
-        elif key in EvolveJob.config_types():
-            tp = field_type(EvolveJob, [key])
+        elif key in EvolveExperiment.config_types():
+            tp = field_type(EvolveExperiment, [key])
         else:
             types = (field_type(cls, key.split(".")) for cls in (DrZeroConfig, Agent0Config, ASearcherConfig))
             tp = next((t for t in types if t is not AnyType), AnyType)
@@ -112,11 +112,11 @@ def _run(args: argparse.Namespace) -> int:
             "workbench evolve needs a CONFIG file (see --help-config for the fields; "
             "examples/evolve.toml is a small one)"
         )
-    from workbench.evolve.job import EvolveJob, run_job
+    from workbench.evolve.experiment import EvolveExperiment, run_experiment
 
     if args.mode:
         overrides["mode"] = args.mode
-    job = EvolveJob.load(args.config, **overrides)
+    job = EvolveExperiment.load(args.config, **overrides)
     config = job.evolve_config()
     trained = "no updates" if job.train is None else "updates with [train]"
     print(
@@ -126,7 +126,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     executor = _executor(args, job, config)
     try:
-        result = run_job(job, resume=args.resume, executor=executor)
+        result = run_experiment(job, resume=args.resume, executor=executor)
     finally:
         if executor is not None:
             executor.close()

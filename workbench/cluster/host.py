@@ -89,16 +89,9 @@ class EnvHost:
         key = pool_key(agent)
         async with self._lock:
             if key not in self._pools:
-                from workbench.kernel import KernelPool
+                from workbench.agent.local import kernel_pool_for
 
-                pool = KernelPool(
-                    size=self.kernels,
-                    profile=agent.profile,
-                    isolation=agent.isolation,
-                    output_cap=agent.output_cap,
-                    startup_code="import workbench.runtime",
-                    root=self.root,
-                )
+                pool = kernel_pool_for(agent, self.kernels, root=self.root)
                 await pool.start()
                 self._pools[key] = pool
             return self._pools[key]
