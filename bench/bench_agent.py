@@ -24,7 +24,7 @@ from _util import add_smoke_flag, figure
 
 from workbench.agent import AgentConfig, NBAgent
 from workbench.agent.episode import EpisodeEnv, run_episode
-from workbench.kernel import KernelPool
+from workbench.kernel import AsyncKernelPool
 from workbench.resolve import search_registry
 from workbench.runtime import notepad_api_doc
 from workbench.search import BM25Retriever, Corpus
@@ -36,7 +36,7 @@ CONFIG = AgentConfig(max_steps=6, max_context_tokens=16384)
 
 
 async def kernel_round_trip(n: int = 200) -> float:
-    async with KernelPool(1, startup_code="import workbench.runtime") as pool:
+    async with AsyncKernelPool(1, startup_code="import workbench.runtime") as pool:
         async with pool.acquire() as kernel:
             for _ in range(20):
                 await kernel.execute("1+1")
@@ -53,7 +53,7 @@ async def overhead_per_step(tasks, tools) -> tuple[float, int]:
     policy = world_solver()
     per_step = []
     steps = 0
-    async with KernelPool(2, startup_code="import workbench.runtime") as pool:
+    async with AsyncKernelPool(2, startup_code="import workbench.runtime") as pool:
         for task in tasks:
             async with pool.acquire() as kernel:
                 async with ToolGateway(tools, kernel.rollout_dir / "run" / "gateway.sock") as gw:
@@ -73,7 +73,7 @@ def throughput(tasks, tools, concurrency: int) -> float:
     passed in)."""
 
     async def go() -> float:
-        async with KernelPool(
+        async with AsyncKernelPool(
             concurrency,
             profile=CONFIG.profile,
             isolation=CONFIG.isolation,

@@ -33,7 +33,7 @@ from _util import add_smoke_flag, figure
 from workbench.agent.config import AgentConfig
 from workbench.agent.executor import gather_jobs, make_jobs
 from workbench.agent.local import LocalExecutor
-from workbench.kernel import KernelPool
+from workbench.kernel import AsyncKernelPool
 from workbench.kernel.procs import sandbox_rss_mb
 from workbench.kernel.sync import run_sync
 from workbench.resolve import load_search_tool
@@ -51,7 +51,7 @@ def own_rss_mb() -> float:
 async def pool_warm_s(kernels: int) -> float:
     """Seconds to warm a local pool of `kernels`."""
     t = time.perf_counter()
-    async with KernelPool(kernels, startup_code="import workbench.runtime"):
+    async with AsyncKernelPool(kernels, startup_code="import workbench.runtime"):
         return time.perf_counter() - t
 
 
@@ -82,7 +82,7 @@ async def interleaved_p50(calls: int, **steps) -> dict[str, float]:
 async def step_latencies(handle, job, calls: int) -> dict[str, float]:
     """Kernel round trip in process and in the worker, the same step through the worker, and an
     empty actor call."""
-    async with KernelPool(1, startup_code="import workbench.runtime") as pool:
+    async with AsyncKernelPool(1, startup_code="import workbench.runtime") as pool:
         async with pool.acquire() as kernel:
             return await interleaved_p50(
                 calls,

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _util import add_smoke_flag, figure
 from jupyter_client.manager import AsyncKernelManager
 
-from workbench.kernel import AsyncKernel, KernelPool
+from workbench.kernel import AsyncKernel, AsyncKernelPool
 from workbench.kernel.procs import sandbox_rss_mb
 from workbench.sandbox import check_sandbox
 
@@ -71,7 +71,7 @@ async def paired_roundtrips(runs: list, n: int) -> list[float]:
 
 
 async def pool_throughput(size: int, rollouts: int, steps: int) -> float:
-    async with KernelPool(size) as pool:
+    async with AsyncKernelPool(size) as pool:
 
         async def rollout() -> None:
             async with pool.acquire() as k:
@@ -131,7 +131,7 @@ async def main(quick: bool, smoke: bool = False) -> None:
         ok=box_rtt / base_rt <= 1.1,
     )
 
-    async with KernelPool(2) as pool:
+    async with AsyncKernelPool(2) as pool:
         waits = []
         for _ in range(2 if smoke else 10 if quick else 20):
             await pool.wait_warm()

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from workbench.models import build_tiny_model, sample_texts
-from workbench.policies import SamplingParams, ScriptedPolicy, TransformersPolicy
+from workbench.policies import SamplingParams, ScriptedPolicy, TransformersPolicy, generate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _util import add_smoke_flag
@@ -43,7 +43,7 @@ def main() -> None:
         for i in range(args.episodes)
     ]
     params = SamplingParams(max_new_tokens=args.tokens, temperature=1.0, seed=0)
-    policy.generate_sync(prompts[:2], params)  # warm up
+    generate(policy, prompts[:2], params)  # warm up
 
     async def sequential():
         return [(await policy.generate([p], params))[0] for p in prompts]
@@ -75,7 +75,7 @@ def main() -> None:
     n = 100 if args.smoke else 2000
     t = time.perf_counter()
     for _ in range(n):
-        scripted.generate_sync([ctx], sp)
+        generate(scripted, [ctx], sp)
     t_s = time.perf_counter() - t
     print(f"scripted, 2 KB context: {n / t_s:8.0f} turns/s ({1e3 * t_s / n:.3f} ms/turn)")
 

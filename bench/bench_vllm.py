@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from workbench.policies import generate
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _util import add_smoke_flag, figure, smoke_skip
@@ -106,7 +108,7 @@ def main() -> None:
             t = time.perf_counter()
             hf = TransformersPolicy(path, device="auto", dtype="float32", max_batch_size=args.episodes)
             hf_start = time.perf_counter() - t
-            hf.generate_sync([hf.codec.encode("warm up")], _params(4))
+            generate(hf, [hf.codec.encode("warm up")], _params(4))
             hf_tok, hf_wall = run_episodes(hf, tools, tasks, config)
             del hf
             if args.smoke:
@@ -115,7 +117,7 @@ def main() -> None:
             t = time.perf_counter()
             vl = VLLMPolicy(path, max_batch_size=args.episodes, seed=0, kv_cache_memory_bytes=2 << 30)
             vl_start = time.perf_counter() - t
-            vl.generate_sync([vl.codec.encode("warm up")], _params(4))
+            generate(vl, [vl.codec.encode("warm up")], _params(4))
             vl_tok, vl_wall = run_episodes(vl, tools, tasks, config)
             vl.close()
             del vl

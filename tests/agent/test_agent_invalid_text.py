@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from workbench.agent import AgentConfig, NBAgent
-from workbench.kernel import KernelPool
+from workbench.kernel import AsyncKernelPool
 from workbench.kernel.sync import run_sync
 from workbench.policies import ScriptedPolicy
 from workbench.safetext import REPLACEMENT, has_surrogates, safe_text
@@ -38,7 +38,7 @@ s = socket.socket(socket.AF_UNIX); s.connect(c.socket_path); s.sendall(line.enco
 
 @pytest.fixture(scope="module")
 def pool():
-    p = KernelPool(2, startup_code="import workbench.runtime")
+    p = AsyncKernelPool(2, startup_code="import workbench.runtime")
     run_sync(p.start())
     yield p
     run_sync(p.close())

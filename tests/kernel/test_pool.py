@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import PoolError
-from workbench.kernel import AsyncKernel, BlockingKernelPool, KernelPool
+from workbench.kernel import AsyncKernel, AsyncKernelPool, KernelPool
 from workbench.kernel.procs import process_tree
 
 
@@ -33,7 +33,7 @@ def test_20_rollouts_through_4_leak_nothing(tmp_path: Path):
         fds_before = _fds()
         seen_pids: set[int] = set()
         dirs: list[Path] = []
-        async with KernelPool(4, root=tmp_path) as pool:
+        async with AsyncKernelPool(4, root=tmp_path) as pool:
             assert pool.warm == 4
 
             async def rollout(i: int) -> None:
@@ -57,7 +57,7 @@ def test_20_rollouts_through_4_leak_nothing(tmp_path: Path):
 
 def test_backpressure_and_acquire_timeout(tmp_path: Path):
     async def main() -> None:
-        async with KernelPool(1, max_concurrency=1, max_queue=1, root=tmp_path) as pool:
+        async with AsyncKernelPool(1, max_concurrency=1, max_queue=1, root=tmp_path) as pool:
             async with pool.acquire():
                 waiter = asyncio.create_task(_hold(pool))
                 await asyncio.sleep(0.05)  # the waiter now fills the queue
@@ -73,14 +73,14 @@ def test_backpressure_and_acquire_timeout(tmp_path: Path):
     asyncio.run(main())
 
 
-async def _hold(pool: KernelPool) -> None:
+async def _hold(pool: AsyncKernelPool) -> None:
     async with pool.acquire():
         await asyncio.sleep(60)
 
 
 def test_dead_warm_kernel_is_replaced(tmp_path: Path):
     async def main() -> None:
-        async with KernelPool(1, root=tmp_path) as pool:
+        async with AsyncKernelPool(1, root=tmp_path) as pool:
             warm: AsyncKernel = pool._ready._queue[0]  # type: ignore[union-attr]
             started = pool.started
             os.kill(warm.pid, signal.SIGKILL)
@@ -96,7 +96,7 @@ def test_dead_warm_kernel_is_replaced(tmp_path: Path):
 
 def test_start_failures_retried_then_pool_error(tmp_path: Path):
     async def main() -> None:
-        pool = KernelPool(
+        pool = AsyncKernelPool(
             1, start_retries=1, retry_delay=0.0, root=tmp_path, startup_code="raise RuntimeError('boom at start-up')"
         )
         with pytest.raises(PoolError, match=r"(?s)failed to start 2 times.*boom at start-up"):
@@ -108,7 +108,7 @@ def test_start_failures_retried_then_pool_error(tmp_path: Path):
 
 def test_close_stops_everything_and_wakes_waiters(tmp_path: Path):
     async def main() -> None:
-        pool = await KernelPool(2, max_concurrency=1, root=tmp_path).start()
+        pool = await AsyncKernelPool(2, max_concurrency=1, root=tmp_path).start()
         cm = pool.acquire()
         k = await cm.__aenter__()
         waiter = asyncio.create_task(_hold(pool))
@@ -130,8 +130,26 @@ def test_close_stops_everything_and_wakes_waiters(tmp_path: Path):
 
 
 def test_blocking_pool(tmp_path: Path):
-    with BlockingKernelPool(1, root=tmp_path, startup_code="import math") as pool:
+    with KernelPool(1, root=tmp_path, startup_code="import math") as pool:
         with pool.acquire() as k:
             assert k.execute("math.factorial(5)").result == "120"
         with pool.acquire() as k2:
             assert k2.execute("'math' in globals()").result == "True"  # startup ran, fresh kernel
+
+
+def test_old_async_use_of_the_blocking_pool_names_the_fix():
+    """KernelPool was the async pool before the naming rule; awaiting the blocking one says what to use."""
+    pool = KernelPool(1)  # nothing starts until start()/with
+
+    async def old_style():
+        async with pool:
+            pass
+
+    with pytest.raises(TypeError, match="AsyncKernelPool"):
+        asyncio.run(old_style())
+    with pytest.raises(TypeError, match="AsyncKernelPool"):
+        pool.__await__()
+    import workbench.kernel as kernel_package
+
+    with pytest.warns(DeprecationWarning, match="now KernelPool"):
+        assert isinstance(kernel_package.BlockingKernelPool(1), KernelPool)

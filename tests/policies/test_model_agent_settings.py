@@ -17,6 +17,7 @@ from workbench.policies import (
     SamplingParams,
     ScriptedPolicy,
     TransformersPolicy,
+    generate,
     load_policy,
 )
 from workbench.policies.base import Policy, policy_context_size
@@ -60,8 +61,8 @@ def test_context_size_is_the_binding_limit(tiny_model_dir, tmp_path):
     clipped = TransformersPolicy(short, device="cpu")
     assert policy_context_size(clipped) == 100  # the tokenizer's limit binds
     with pytest.raises(PolicyError, match="does not fit the model's context of 100"):
-        clipped.generate_sync([[5] * 100], SamplingParams(max_new_tokens=4))
-    [out] = clipped.generate_sync([[5] * 98], SamplingParams(max_new_tokens=50, temperature=0))
+        generate(clipped, [[5] * 100], SamplingParams(max_new_tokens=4))
+    [out] = generate(clipped, [[5] * 98], SamplingParams(max_new_tokens=50, temperature=0))
     assert len(out.token_ids) <= 2  # generation stops at the window
     assert policy_context_size(ScriptedPolicy(lambda c, t: "x")) is None
 

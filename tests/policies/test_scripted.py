@@ -3,7 +3,7 @@ import asyncio
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.policies import ByteCodec, Policy, SamplingParams, ScriptedPolicy
+from workbench.policies import ByteCodec, Policy, SamplingParams, ScriptedPolicy, generate
 
 TURNS = [
     "<think>search first</think><code>print(search('France'))</code>",
@@ -42,10 +42,10 @@ def test_turn_comes_from_the_context_so_episodes_interleave():
     codec = policy.codec
     a = codec.chat([{"role": "user", "content": "a"}])
     b = codec.chat([{"role": "user", "content": "b"}])
-    [a1], [b1] = policy.generate_sync([a], params), policy.generate_sync([b], params)
+    [a1], [b1] = generate(policy, [a], params), generate(policy, [b], params)
     a = a + a1.token_ids + codec.encode("<output>1</output>")
-    [a2] = policy.generate_sync([a], params)
-    [b1_again] = policy.generate_sync([b], params)  # a fresh episode with the same task starts over
+    [a2] = generate(policy, [a], params)
+    [b1_again] = generate(policy, [b], params)  # a fresh episode with the same task starts over
     assert (a1.text, a2.text, b1.text, b1_again.text) == (TURNS[0], TURNS[1], TURNS[0], TURNS[0])
 
 
@@ -57,23 +57,23 @@ def test_callable_sees_context_and_turn_and_stop_cuts():
         return f"<code>x = {turn}</code> trailing text"
 
     policy = ScriptedPolicy(fn)
-    [c] = policy.generate_sync([policy.codec.encode("hello")], SamplingParams(stop=["</code>"]))
+    [c] = generate(policy, [policy.codec.encode("hello")], SamplingParams(stop=["</code>"]))
     assert c.text == "<code>x = 0</code>" and c.finish_reason == "stop"
     assert seen == [("hello", 0)]
 
 
 def test_max_new_tokens_gives_length():
     policy = ScriptedPolicy.from_turns(["abcdefgh"])
-    [c] = policy.generate_sync([[1]], SamplingParams(max_new_tokens=3))
+    [c] = generate(policy, [[1]], SamplingParams(max_new_tokens=3))
     assert (c.text, c.token_ids, c.finish_reason) == ("abc", [97, 98, 99], "length")
-    [c] = policy.generate_sync([[1]], SamplingParams(max_new_tokens=8))  # 8 bytes + EOS does not fit
+    [c] = generate(policy, [[1]], SamplingParams(max_new_tokens=8))  # 8 bytes + EOS does not fit
     assert c.finish_reason == "length" and c.text == "abcdefgh"
 
 
 def test_any_codec_works(tiny_policy):
     policy = ScriptedPolicy.from_turns(["<think>t</think><code>print(1)</code>"], codec=tiny_policy.codec)
-    [c] = policy.generate_sync(
-        [tiny_policy.codec.chat([{"role": "user", "content": "q"}])], SamplingParams(stop=["</code>"])
+    [c] = generate(
+        policy, [tiny_policy.codec.chat([{"role": "user", "content": "q"}])], SamplingParams(stop=["</code>"])
     )
     assert c.token_ids == tiny_policy.codec.encode(c.text)
     assert c.token_ids[-1] == tiny_policy.codec.encode("</code>")[0]
@@ -86,4 +86,32 @@ def test_bad_scripts_fail_clearly():
         ScriptedPolicy("not callable")
     policy = ScriptedPolicy(lambda ctx, turn: 42)
     with pytest.raises(ConfigError, match="must return a str"):
-        policy.generate_sync([[1]], SamplingParams())
+        generate(policy, [[1]], SamplingParams())
+
+
+class _AsyncOnly:
+    """A policy with nothing but the async protocol (as a user's own backend may be)."""
+
+    name, codec, context_size = "async-only", ByteCodec(), None
+
+    async def generate(self, prompts, params):
+        await asyncio.sleep(0)
+        return [ScriptedPolicy.from_turns(["hi"]).complete(list(p), params) for p in prompts]
+
+    def describe(self):
+        return {"backend": "test"}
+
+
+def test_generate_is_the_one_blocking_call_for_any_policy():
+    params = SamplingParams(max_new_tokens=8)
+    [fast] = generate(ScriptedPolicy.from_turns(["hi"]), [[1]], params)  # a local backend's own blocking path
+    [slow] = generate(_AsyncOnly(), [[1]], params)  # any other policy: its coroutine on a helper loop
+    assert fast.text == slow.text == "hi"
+
+    async def inside_a_running_loop():  # as in Jupyter
+        return generate(_AsyncOnly(), [[1]], params)
+
+    assert asyncio.run(inside_a_running_loop())[0].text == "hi"
+    with pytest.warns(DeprecationWarning, match=r"workbench\.policies\.generate"):
+        [old] = ScriptedPolicy.from_turns(["hi"]).generate_sync([[1]], params)
+    assert old.text == "hi"

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from workbench.errors import ConfigError, PolicyError
-from workbench.policies import ModelServer, OpenAIPolicy, SamplingParams, TransformersPolicy
+from workbench.policies import ModelServer, OpenAIPolicy, SamplingParams, TransformersPolicy, generate
 from workbench.policies.batching import DetailedCompletion
 from workbench.policies.completions_wire import ModelLimits
 from workbench.policies.sampling import LogitControls
@@ -71,21 +71,19 @@ def test_a_row_that_fails_inside_a_batch_fails_alone(tiny_policy, chat_prompts):
 
     *good, bad = asyncio.run(main())
     assert isinstance(bad, PolicyError)
-    assert [g[0].token_ids for g in good] == [c.token_ids for c in tiny_policy.generate_sync(chat_prompts, params)]
+    assert [g[0].token_ids for g in good] == [c.token_ids for c in generate(tiny_policy, chat_prompts, params)]
     assert policy.stats.max_batch == len(chat_prompts) + 1  # they were batched together, then retried one by one
 
 
 def test_library_rejects_bad_ids_and_bad_seeds_before_batching(tiny_policy):
     with pytest.raises(PolicyError, match="vocabulary"):
-        tiny_policy.generate_sync([[1, -1]], SamplingParams(max_new_tokens=1))
+        generate(tiny_policy, [[1, -1]], SamplingParams(max_new_tokens=1))
     with pytest.raises(ConfigError, match="seed"):
-        tiny_policy.generate_sync([[1, 2]], SamplingParams(max_new_tokens=1, seed=2**70))
+        generate(tiny_policy, [[1, 2]], SamplingParams(max_new_tokens=1, seed=2**70))
     with pytest.raises(ConfigError, match="logit_bias"):
-        tiny_policy.generate_sync(
-            [[1, 2]], SamplingParams(max_new_tokens=1), controls=LogitControls(logit_bias={999: 1.0})
-        )
+        generate(tiny_policy, [[1, 2]], SamplingParams(max_new_tokens=1), controls=LogitControls(logit_bias={999: 1.0}))
     with pytest.raises(ConfigError, match="temperature"):
-        tiny_policy.generate_sync([[1, 2]], SamplingParams(temperature=float("nan")))
+        generate(tiny_policy, [[1, 2]], SamplingParams(temperature=float("nan")))
 
 
 # -- every accepted field is honoured, or refused by name -------------------------------------------
@@ -207,8 +205,11 @@ def test_logprobs_5_returns_top_logprobs_in_openai_shape(server, tiny_policy, ch
             assert math.log(sum(math.exp(v) for v in top.values())) <= 1e-5
             if temperature == 0:
                 assert sampled == pytest.approx(max(top.values()))
-    [local] = tiny_policy.generate_sync(
-        [chat_prompts[2]], SamplingParams(max_new_tokens=8, temperature=0), controls=LogitControls(top_logprobs=5)
+    [local] = generate(
+        tiny_policy,
+        [chat_prompts[2]],
+        SamplingParams(max_new_tokens=8, temperature=0),
+        controls=LogitControls(top_logprobs=5),
     )
     assert isinstance(local, DetailedCompletion) and all(len(t) == 5 for t in local.top_logprobs)
     r0 = complete(server, prompt=chat_prompts[2], max_tokens=4, temperature=0, logprobs=0).json()["choices"][0]
@@ -222,7 +223,7 @@ def test_n_choices_per_prompt_match_seeded_library_rows(server, tiny_policy, cha
     assert [c["index"] for c in choices] == list(range(6))
     assert [c["prompt_token_ids"] for c in choices] == [p for p in prompts for _ in range(3)]
     rows = [p for p in prompts for _ in range(3)]
-    local = tiny_policy.generate_sync(rows, SamplingParams(max_new_tokens=10, temperature=1.0, seed=5))
+    local = generate(tiny_policy, rows, SamplingParams(max_new_tokens=10, temperature=1.0, seed=5))
     assert [c["token_ids"] for c in choices] == [c.token_ids for c in local]
     assert len({tuple(c["token_ids"]) for c in choices[:3]}) > 1  # the n samples differ
     assert r.json()["usage"]["completion_tokens"] == sum(len(c["token_ids"]) for c in choices)
@@ -232,7 +233,7 @@ def test_openai_policy_still_reads_the_responses(server, tiny_policy, tiny_model
     remote = OpenAIPolicy(server.url + "/v1", tokenizer=str(tiny_model_dir))
     params = SamplingParams(max_new_tokens=8, temperature=0)
     got = asyncio.run(remote.generate(chat_prompts, params))
-    want = tiny_policy.generate_sync(chat_prompts, params)
+    want = generate(tiny_policy, chat_prompts, params)
     assert [g.token_ids for g in got] == [w.token_ids for w in want]
 
 

@@ -5,7 +5,7 @@ import httpx
 import pytest
 
 from workbench.errors import ConfigError, PolicyError
-from workbench.policies import ByteCodec, ModelServer, OpenAIPolicy, SamplingParams
+from workbench.policies import ByteCodec, ModelServer, OpenAIPolicy, SamplingParams, generate
 from workbench.policies.openai_compat import RemoteCodec
 
 
@@ -57,7 +57,7 @@ def test_openai_policy_matches_local_greedy(server, tiny_policy, tiny_model_dir,
         [{"role": "user", "content": "hi"}]
     )
     params = SamplingParams(max_new_tokens=16, temperature=0)
-    local = tiny_policy.generate_sync(chat_prompts, params)
+    local = generate(tiny_policy, chat_prompts, params)
     got = asyncio.run(remote.generate(chat_prompts, params))
     for mine, ref in zip(got, local, strict=True):
         assert mine.token_ids == ref.token_ids
@@ -73,10 +73,10 @@ def test_openai_policy_matches_local_greedy(server, tiny_policy, tiny_model_dir,
 def test_openai_policy_stop_and_seed(server, tiny_policy, tiny_model_dir, chat_prompts):
     remote = OpenAIPolicy(server.url, tokenizer=str(tiny_model_dir))
     params = SamplingParams(max_new_tokens=30, temperature=1.0, seed=11)
-    [free] = tiny_policy.generate_sync(chat_prompts[:1], params)
+    [free] = generate(tiny_policy, chat_prompts[:1], params)
     stop = tiny_policy.codec.decode(free.token_ids[8:10])
     stopped = SamplingParams(max_new_tokens=30, temperature=1.0, seed=11, stop=[stop])
-    [local] = tiny_policy.generate_sync(chat_prompts[:1], stopped)
+    [local] = generate(tiny_policy, chat_prompts[:1], stopped)
     [got] = asyncio.run(remote.generate(chat_prompts[:1], stopped))
     assert got.finish_reason == local.finish_reason == "stop"
     assert got.token_ids == local.token_ids and got.text == local.text and got.text.endswith(stop)

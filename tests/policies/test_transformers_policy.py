@@ -4,7 +4,7 @@ import math
 import pytest
 
 from workbench.errors import ConfigError, PolicyError
-from workbench.policies import Codec, Policy, SamplingParams, TransformersPolicy
+from workbench.policies import Codec, Policy, SamplingParams, TransformersPolicy, generate
 from workbench.policies.batching import BatchStats
 
 
@@ -18,8 +18,8 @@ def test_is_a_policy_with_exact_codec(tiny_policy):
 
 def test_greedy_is_deterministic_and_consistent(tiny_policy, chat_prompts):
     params = SamplingParams(max_new_tokens=24, temperature=0)
-    a = tiny_policy.generate_sync(chat_prompts, params)
-    b = tiny_policy.generate_sync(chat_prompts, params)
+    a = generate(tiny_policy, chat_prompts, params)
+    b = generate(tiny_policy, chat_prompts, params)
     assert [c.token_ids for c in a] == [c.token_ids for c in b]
     for c in a:
         assert c.finish_reason in ("length", "eos")
@@ -31,8 +31,8 @@ def test_greedy_is_deterministic_and_consistent(tiny_policy, chat_prompts):
 
 def test_seeded_sampling_repeats_and_seeds_differ(tiny_policy, chat_prompts):
     p = chat_prompts[:1] * 2
-    a = tiny_policy.generate_sync(p, SamplingParams(max_new_tokens=20, seed=7))
-    b = tiny_policy.generate_sync(p, SamplingParams(max_new_tokens=20, seed=7))
+    a = generate(tiny_policy, p, SamplingParams(max_new_tokens=20, seed=7))
+    b = generate(tiny_policy, p, SamplingParams(max_new_tokens=20, seed=7))
     assert [c.token_ids for c in a] == [c.token_ids for c in b]
     assert a[0].token_ids != a[1].token_ids  # prompt i samples with seed + i
     for c in a:
@@ -42,12 +42,12 @@ def test_seeded_sampling_repeats_and_seeds_differ(tiny_policy, chat_prompts):
 
 def test_stop_string_trims_text_and_ids_together(tiny_policy, chat_prompts):
     params = SamplingParams(max_new_tokens=30, temperature=1.0, seed=11)
-    [free] = tiny_policy.generate_sync(chat_prompts[:1], params)
+    [free] = generate(tiny_policy, chat_prompts[:1], params)
     assert len(free.token_ids) >= 12, "the tiny model should run on without a stop"
     stop = tiny_policy.codec.decode(free.token_ids[8:10])  # a string the model is about to produce
     assert stop
-    [cut] = tiny_policy.generate_sync(
-        chat_prompts[:1], SamplingParams(max_new_tokens=30, temperature=1.0, seed=11, stop=[stop])
+    [cut] = generate(
+        tiny_policy, chat_prompts[:1], SamplingParams(max_new_tokens=30, temperature=1.0, seed=11, stop=[stop])
     )
     assert cut.finish_reason == "stop"
     assert cut.text.endswith(stop) and cut.text.count(stop) == 1
@@ -67,8 +67,8 @@ def test_tag_stop_string_is_a_single_token(tiny_policy):
 def test_concurrent_calls_are_merged_and_match_unbatched(tiny_policy, chat_prompts):
     greedy = SamplingParams(max_new_tokens=16, temperature=0)
     seeded = SamplingParams(max_new_tokens=16, temperature=1.0, seed=5)
-    alone_g = [tiny_policy.generate_sync([p], greedy)[0] for p in chat_prompts]
-    alone_s = [tiny_policy.generate_sync([p], seeded)[0] for p in chat_prompts]
+    alone_g = [generate(tiny_policy, [p], greedy)[0] for p in chat_prompts]
+    alone_s = [generate(tiny_policy, [p], seeded)[0] for p in chat_prompts]
 
     async def together():
         calls = [tiny_policy.generate([p], greedy) for p in chat_prompts]
@@ -94,8 +94,10 @@ def test_eos_ends_with_the_eos_id_and_text_hides_it(tiny_model_dir):
     with torch.no_grad():  # make EOS the model's favourite token (embeddings are tied to the head)
         policy.model.model.embed_tokens.weight[eos] *= 0
         policy.model.model.embed_tokens.weight[eos] += policy.model.model.norm.weight.detach() * 5
-    [c] = policy.generate_sync(
-        [policy.codec.chat([{"role": "user", "content": "hi"}])], SamplingParams(max_new_tokens=50, temperature=0)
+    [c] = generate(
+        policy,
+        [policy.codec.chat([{"role": "user", "content": "hi"}])],
+        SamplingParams(max_new_tokens=50, temperature=0),
     )
     assert c.finish_reason == "eos"
     assert c.token_ids[-1] == eos
@@ -109,8 +111,8 @@ def test_from_model_wraps_a_live_model_and_restores_train_mode(tiny_policy, chat
     try:
         params = SamplingParams(max_new_tokens=8, temperature=0)
         assert (
-            live.generate_sync(chat_prompts[:1], params)[0].token_ids
-            == tiny_policy.generate_sync(chat_prompts[:1], params)[0].token_ids
+            generate(live, chat_prompts[:1], params)[0].token_ids
+            == generate(tiny_policy, chat_prompts[:1], params)[0].token_ids
         )
         assert tiny_policy.model.training
     finally:
@@ -121,10 +123,10 @@ def test_bad_input_gives_clear_errors(tiny_policy, tmp_path):
     with pytest.raises(ConfigError, match="build_tiny_model"):
         TransformersPolicy(tmp_path / "nope")
     with pytest.raises(PolicyError, match="token ids"):
-        tiny_policy.generate_sync(["a string"], SamplingParams())
+        generate(tiny_policy, ["a string"], SamplingParams())
     with pytest.raises(ConfigError, match="temperature"):
-        tiny_policy.generate_sync([[1, 2]], SamplingParams(temperature=-1))
+        generate(tiny_policy, [[1, 2]], SamplingParams(temperature=-1))
     with pytest.raises(ConfigError, match="stop=\\["):
-        tiny_policy.generate_sync([[1, 2]], SamplingParams(stop="</code>"))
+        generate(tiny_policy, [[1, 2]], SamplingParams(stop="</code>"))
     with pytest.raises(PolicyError, match="context"):
-        tiny_policy.generate_sync([[5] * 5000], SamplingParams())
+        generate(tiny_policy, [[5] * 5000], SamplingParams())

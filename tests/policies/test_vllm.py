@@ -23,7 +23,7 @@ import pytest
 from vllm_fixtures import env_without_engine, require_vllm
 
 from workbench.agent import AgentConfig, NBAgent
-from workbench.policies import SamplingParams
+from workbench.policies import SamplingParams, generate
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(1800)]  # engine start-up counts in the first test
 
@@ -152,7 +152,7 @@ def test_vllm_logprobs_are_the_sampled_tokens_logprobs(vllm_policy, hf_model, te
         codec.chat([{"role": "user", "content": q}])
         for q in ("Who directed the film?", "hi", "What is the capital of the country where X was born?")
     ]
-    outs = vllm_policy.generate_sync(prompts, SamplingParams(max_new_tokens=40, temperature=temperature, seed=5))
+    outs = generate(vllm_policy, prompts, SamplingParams(max_new_tokens=40, temperature=temperature, seed=5))
     for prompt, out in zip(prompts, outs, strict=True):
         assert out.token_ids and len(out.logprobs) == len(out.token_ids)
         shown = out.token_ids[:-1] if out.finish_reason == "eos" else out.token_ids
@@ -165,11 +165,11 @@ def test_vllm_policy_refuses_prompts_it_cannot_run(vllm_policy):
     from workbench.errors import PolicyError
 
     with pytest.raises(PolicyError, match="vocabulary"):
-        vllm_policy.generate_sync([[vllm_policy.vocab_size + 5]], SamplingParams(max_new_tokens=2))
+        generate(vllm_policy, [[vllm_policy.vocab_size + 5]], SamplingParams(max_new_tokens=2))
     with pytest.raises(PolicyError, match="max_model_len"):
-        vllm_policy.generate_sync([[1] * vllm_policy.max_model_len], SamplingParams(max_new_tokens=2))
+        generate(vllm_policy, [[1] * vllm_policy.max_model_len], SamplingParams(max_new_tokens=2))
     with pytest.raises(PolicyError, match="empty prompt"):
-        vllm_policy.generate_sync([[]], SamplingParams(max_new_tokens=2))
+        generate(vllm_policy, [[]], SamplingParams(max_new_tokens=2))
 
 
 def test_vllm_server_runs_episodes_with_token_ids_and_logprobs(
@@ -189,7 +189,7 @@ def test_vllm_server_runs_episodes_with_token_ids_and_logprobs(
     prompt = vllm_policy.codec.chat(msgs)
     params = SamplingParams(max_new_tokens=24, temperature=0)
     [mine] = asyncio.run(policy.generate([prompt], params))
-    [ref] = vllm_policy.generate_sync([prompt], params)
+    [ref] = generate(vllm_policy, [prompt], params)
     assert mine.token_ids == ref.token_ids and mine.text == ref.text
     assert max(abs(a - b) for a, b in zip(mine.logprobs, ref.logprobs, strict=True)) < LOGPROB_TOL
 

@@ -31,7 +31,7 @@ from workbench.errors import ConfigError
 from workbench.trajectory import Task, Trajectory
 
 if TYPE_CHECKING:
-    from workbench.kernel import KernelPool
+    from workbench.kernel import AsyncKernelPool
     from workbench.policies.base import Policy
     from workbench.tools import ToolRegistry
 
@@ -46,14 +46,14 @@ def pool_key(agent: AgentConfig) -> PoolKey:
 class _Kernels:
     """The pools, concurrency gate and lock of one event loop."""
 
-    def __init__(self, concurrency: int, given_pool: KernelPool | None) -> None:
+    def __init__(self, concurrency: int, given_pool: AsyncKernelPool | None) -> None:
         self.loop = asyncio.get_running_loop()
         self.gate = asyncio.Semaphore(concurrency)
         self.lock = asyncio.Lock()
         self.concurrency, self.given_pool = concurrency, given_pool
-        self.pools: dict[PoolKey, KernelPool] = {}
+        self.pools: dict[PoolKey, AsyncKernelPool] = {}
 
-    async def pool_for(self, agent: AgentConfig) -> KernelPool:
+    async def pool_for(self, agent: AgentConfig) -> AsyncKernelPool:
         if self.given_pool is not None:
             return self.given_pool
         key = pool_key(agent)
@@ -70,7 +70,7 @@ class _Kernels:
 
 
 async def open_environment(
-    stack: contextlib.AsyncExitStack, pool: KernelPool, tools: ToolRegistry, job: EpisodeJob, rollout_id: str
+    stack: contextlib.AsyncExitStack, pool: AsyncKernelPool, tools: ToolRegistry, job: EpisodeJob, rollout_id: str
 ) -> LocalEnvironment:
     """A kernel from `pool` with this rollout's gateway started and the setup cell run (tools, notepad,
     the task variable); both close with `stack`. Used here and by remote kernel workers."""
@@ -110,7 +110,7 @@ class LocalExecutor:
         tools: ToolSet | Mapping[str, ToolSet] | None = None,
         *,
         concurrency: int = 4,
-        pool: KernelPool | None = None,
+        pool: AsyncKernelPool | None = None,
     ) -> None:
         from workbench.tools import ToolRegistry
 
@@ -138,7 +138,7 @@ class LocalExecutor:
         return tools if isinstance(tools, ToolRegistry) else tools(job.task)
 
     # -- episodes --------------------------------------------------------------------------
-    async def run(self, job: EpisodeJob, policy: Policy, pool: KernelPool) -> Trajectory:
+    async def run(self, job: EpisodeJob, policy: Policy, pool: AsyncKernelPool) -> Trajectory:
         """One episode in a fresh kernel of `pool`. Never raises for the episode's failure: a kernel
         or gateway failure ends up in the trajectory (`termination`, `error`)."""
         traj = job.trajectory()
@@ -150,7 +150,7 @@ class LocalExecutor:
             traj.ended_at = time.time()
             return traj
 
-    async def _episode(self, job: EpisodeJob, policy: Policy, traj: Trajectory, pool: KernelPool) -> Trajectory:
+    async def _episode(self, job: EpisodeJob, policy: Policy, traj: Trajectory, pool: AsyncKernelPool) -> Trajectory:
         async with contextlib.AsyncExitStack() as stack:
             env = await open_environment(stack, pool, self.registry_for(job), job, traj.id)
             return await run_episode(job.task, policy, env, job.agent, trajectory=traj, seed=job.seed)
@@ -173,7 +173,7 @@ class LocalExecutor:
                 await kernels.close()
 
     async def _stream(self, jobs: list[EpisodeJob], policy: Policy, kernels: _Kernels) -> TrajectoryStream:
-        pools: dict[PoolKey, KernelPool] = {}
+        pools: dict[PoolKey, AsyncKernelPool] = {}
         for job in jobs:
             key = pool_key(job.agent)
             if key not in pools:
@@ -232,13 +232,13 @@ class LocalExecutor:
         await self.aclose()
 
 
-def kernel_pool_for(agent_config: AgentConfig, size: int, *, root: Path | None = None) -> KernelPool:
-    """The (not yet started) `KernelPool` an agent config's episodes run in: its sandbox profile, isolation
+def kernel_pool_for(agent_config: AgentConfig, size: int, *, root: Path | None = None) -> AsyncKernelPool:
+    """The (not yet started) `AsyncKernelPool` an agent config's episodes run in: its sandbox profile, isolation
     and output cap, `size` kernels, `workbench.runtime` imported at start. The one place executors, remote
     kernel hosts and `kernel_pool` build one; `root` is where rollout directories go (default: a temp dir)."""
-    from workbench.kernel import KernelPool
+    from workbench.kernel import AsyncKernelPool
 
-    return KernelPool(
+    return AsyncKernelPool(
         size=size,
         profile=agent_config.profile,
         isolation=agent_config.isolation,
@@ -249,7 +249,7 @@ def kernel_pool_for(agent_config: AgentConfig, size: int, *, root: Path | None =
 
 
 @contextlib.asynccontextmanager
-async def kernel_pool(agent_config: AgentConfig, size: int) -> AsyncIterator[KernelPool]:
+async def kernel_pool(agent_config: AgentConfig, size: int) -> AsyncIterator[AsyncKernelPool]:
     """A started `kernel_pool_for(agent_config, size)`, for code that drives `NBAgent(pool=...)`
     itself (QA synthesis); episode runs go through an executor, which keeps its own pools."""
     pool = kernel_pool_for(agent_config, size)

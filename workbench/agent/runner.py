@@ -30,7 +30,7 @@ from workbench.trajectory import Task, Trajectory
 
 if TYPE_CHECKING:
     from workbench.agent.local import ToolSet
-    from workbench.kernel import KernelPool
+    from workbench.kernel import AsyncKernelPool
 
 
 class NBAgent:
@@ -45,7 +45,7 @@ class NBAgent:
         config: AgentConfig | None = None,
         store: TrajectoryStore | None = None,
         reward_spec: Scorer | None = None,
-        pool: KernelPool | None = None,
+        pool: AsyncKernelPool | None = None,
         run_id: str | None = None,
         concurrency: int = 4,
         role: str = "solver",

@@ -34,7 +34,7 @@ from workbench.errors import ConfigError
 from workbench.trajectory import Trajectory
 
 if TYPE_CHECKING:
-    from workbench.kernel import KernelPool
+    from workbench.kernel import AsyncKernelPool
     from workbench.policies.base import Policy
 
 
@@ -66,7 +66,7 @@ class EnvHost:
         self._local = LocalExecutor(build_toolsets(tools), concurrency=kernels)
         self._watchdog = watchdog
         self._watch_fd = -1
-        self._pools: dict[PoolKey, KernelPool] = {}
+        self._pools: dict[PoolKey, AsyncKernelPool] = {}
         self._lock: asyncio.Lock | None = None
         self._gate: asyncio.Semaphore | None = None
         self._envs: dict[str, tuple[LocalEnvironment, contextlib.AsyncExitStack]] = {}
@@ -84,7 +84,7 @@ class EnvHost:
         await self._pool_for(warm or AgentConfig())
         return dict(self.identity)
 
-    async def _pool_for(self, agent: AgentConfig) -> KernelPool:
+    async def _pool_for(self, agent: AgentConfig) -> AsyncKernelPool:
         assert self._lock is not None, "EnvHost.start() first"
         key = pool_key(agent)
         async with self._lock:

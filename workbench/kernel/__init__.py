@@ -7,7 +7,8 @@ with Kernel() as k:                       # sandboxed: no network, unprivileged,
 
 from workbench.kernel.async_kernel import AsyncKernel
 from workbench.kernel.observation import Observation
-from workbench.kernel.pool import BlockingKernelPool, KernelPool
+from workbench.kernel.pool import AsyncKernelPool, KernelPool
+from workbench.kernel.pool import BlockingKernelPool as BlockingKernelPool  # deprecated name of KernelPool
 from workbench.kernel.sync import Kernel
 
-__all__ = ["AsyncKernel", "BlockingKernelPool", "Kernel", "KernelPool", "Observation"]
+__all__ = ["AsyncKernel", "AsyncKernelPool", "Kernel", "KernelPool", "Observation"]

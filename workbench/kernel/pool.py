@@ -1,6 +1,6 @@
-"""`KernelPool`: pre-warmed sandboxed kernels, one fresh kernel per rollout.
+"""`AsyncKernelPool`: pre-warmed sandboxed kernels, one fresh kernel per rollout.
 
-    async with KernelPool(4, max_concurrency=8, startup_code="import workbench.runtime") as pool:
+    async with AsyncKernelPool(4, max_concurrency=8, startup_code="import workbench.runtime") as pool:
         async with pool.acquire() as kernel:       # a warm kernel, yours alone
             obs = await kernel.execute("1 + 1")
         # on exit the kernel is discarded; a replacement was already warming
@@ -10,13 +10,14 @@
 handed out at a time; further `acquire()`s wait in a queue of at most `max_queue`, beyond which
 `acquire()` raises `PoolError` (backpressure). A warm kernel that dies is replaced at once; one that
 fails to start is retried `start_retries` times, then waiters get a `PoolError`. Nothing polls:
-waiting is on asyncio queues, semaphores and pidfds. `BlockingKernelPool` is the sync twin.
+waiting is on asyncio queues, semaphores and pidfds. `KernelPool` is the sync twin.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -25,7 +26,7 @@ from workbench.kernel.async_kernel import AsyncKernel
 from workbench.kernel.sync import Kernel, run_sync
 
 
-class KernelPool:
+class AsyncKernelPool:
     """An async pool of warm sandboxed kernels. Kernel keywords go to each `AsyncKernel`."""
 
     def __init__(
@@ -68,7 +69,7 @@ class KernelPool:
     def in_use(self) -> int:
         return len(self._in_use)
 
-    async def start(self) -> KernelPool:
+    async def start(self) -> AsyncKernelPool:
         """Warm `size` kernels; raises `PoolError` if they cannot be started."""
         self._ready = asyncio.Queue()
         self._slots = asyncio.Semaphore(self.max_concurrency)
@@ -225,25 +226,25 @@ class KernelPool:
                 if isinstance(item, AsyncKernel):
                     await item.close()
 
-    async def __aenter__(self) -> KernelPool:
+    async def __aenter__(self) -> AsyncKernelPool:
         return await self.start()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
 
-class BlockingKernelPool:
-    """The sync twin of `KernelPool` (runs on the shared background loop).
+class KernelPool:
+    """The sync twin of `AsyncKernelPool` (runs on the shared background loop).
 
-    with BlockingKernelPool(2) as pool:
+    with KernelPool(2) as pool:
         with pool.acquire() as kernel:              # a sync `Kernel`
             print(kernel.execute("6 * 7").text)     # 42
     """
 
     def __init__(self, size: int = 4, **options: Any) -> None:
-        self.aio = KernelPool(size, **options)
+        self.aio = AsyncKernelPool(size, **options)
 
-    def start(self) -> BlockingKernelPool:
+    def start(self) -> KernelPool:
         run_sync(self.aio.start())
         return self
 
@@ -259,8 +260,33 @@ class BlockingKernelPool:
     def close(self) -> None:
         run_sync(self.aio.close())
 
-    def __enter__(self) -> BlockingKernelPool:
+    def __enter__(self) -> KernelPool:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # `KernelPool` was the async pool before the naming rule (README, Architecture): old async code fails
+    # here with the fix, instead of deep inside asyncio.
+    def __await__(self) -> Any:
+        raise TypeError(_ASYNC_RENAMED)
+
+    async def __aenter__(self) -> None:
+        raise TypeError(_ASYNC_RENAMED)
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+_ASYNC_RENAMED = (
+    "KernelPool is the blocking pool (use `with KernelPool(...)`); the async pool is AsyncKernelPool "
+    "(`async with AsyncKernelPool(...)`), which was called KernelPool before"
+)
+
+
+class BlockingKernelPool(KernelPool):
+    """The old name of `KernelPool` (a `DeprecationWarning` when built)."""
+
+    def __init__(self, size: int = 4, **options: Any) -> None:
+        warnings.warn("BlockingKernelPool is now KernelPool", DeprecationWarning, stacklevel=2)
+        super().__init__(size, **options)

@@ -1,14 +1,14 @@
 """Model backends behind one protocol (`base.Policy`): scripted, local transformers,
 OpenAI-compatible HTTP, in-process vLLM; plus `load_policy(spec)` and `serve-model`.
 
-    from workbench.policies import SamplingParams, load_policy
+    from workbench.policies import SamplingParams, generate, load_policy
     policy = load_policy("transformers:runs/tiny")
-    [out] = policy.generate_sync([policy.codec.chat(messages)], SamplingParams(stop=["</code>"]))
+    [out] = generate(policy, [policy.codec.chat(messages)], SamplingParams(stop=["</code>"]))
 
 Heavy libraries (torch, transformers, vllm) load only when a backend is built.
 """
 
-from workbench.policies.base import ByteCodec, Codec, Completion, Policy, SamplingParams
+from workbench.policies.base import ByteCodec, Codec, Completion, Policy, SamplingParams, generate
 from workbench.policies.codec import TokenizerCodec
 from workbench.policies.hf import TransformersPolicy
 from workbench.policies.openai_compat import OpenAIPolicy
@@ -29,6 +29,7 @@ __all__ = [
     "TokenizerCodec",
     "TransformersPolicy",
     "VLLMPolicy",
+    "generate",
     "load_policy",
     "register_backend",
     "register_scripted",

@@ -86,6 +86,22 @@ class Policy(Protocol):
         ...
 
 
+def generate(policy: Policy, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
+    """Blocking `policy.generate(prompts, params)`, for scripts and notebooks (a running Jupyter loop is fine).
+
+        [out] = generate(policy, [policy.codec.chat(messages)], SamplingParams(stop=["</code>"]))
+
+    A backend that can answer without an event loop (`_generate_blocking`, as the local ones do: one batch, no
+    request merging) is called directly; any other policy's coroutine runs to completion on a helper loop."""
+    now = getattr(policy, "_generate_blocking", None)
+    if callable(now):
+        out: list[Completion] = now(prompts, params)
+        return out
+    from workbench.blocking import run_blocking
+
+    return run_blocking(policy.generate(prompts, params))
+
+
 def policy_context_size(policy: Policy) -> int | None:
     """`policy.context_size` when it is a positive int, else None (policies written before it existed)."""
     size = getattr(policy, "context_size", None)
@@ -155,6 +171,7 @@ __all__ = [
     "Completion",
     "Policy",
     "SamplingParams",
+    "generate",
     "model_agent_settings",
     "policy_context_size",
     "truncate_at_stop",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import threading
+import warnings
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -84,7 +85,7 @@ def make_rows(
 
 
 class BatchingBackend(abc.ABC):
-    """Base class: async `generate` with request merging, and `generate_sync` for notebooks.
+    """Base class: async `generate` with request merging, and a blocking path for `policies.generate(policy, ...)`.
 
     `controls=LogitControls(...)` (logit bias, penalties, top logprobs) works on backends whose
     `supports_controls` is true; elsewhere it is refused, never ignored."""
@@ -152,12 +153,21 @@ class BatchingBackend(abc.ABC):
             lane.task = loop.create_task(self._drain(lane))
         return list(await asyncio.gather(*futures))
 
-    def generate_sync(
+    def _generate_blocking(
         self, prompts: Sequence[list[int]], params: SamplingParams, *, controls: LogitControls | None = None
     ) -> list[Completion]:
         """Blocking `generate` (one batch, no merging). Works inside Jupyter's running loop."""
         rows = self.validate(prompts, params, controls)
         return self._run_locked(rows) if rows else []
+
+    def generate_sync(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
+        """Deprecated: `workbench.policies.generate(policy, prompts, params)`."""
+        warnings.warn(
+            "policy.generate_sync(...) is now workbench.policies.generate(policy, ...)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._generate_blocking(prompts, params)
 
     async def _drain(self, lane: _Lane) -> None:
         while lane.pending:

@@ -20,6 +20,7 @@ Logprobs are 0.0: a script is certain.
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Self
@@ -125,11 +126,20 @@ class ScriptedPolicy:
             self._remember((kept + len(ids), _extend(_extend(0, prompt[:kept]), ids)), turn + 1)
         return Completion(text=text, token_ids=ids, logprobs=[0.0] * len(ids), finish_reason=finish)
 
-    def generate_sync(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
+    def _generate_blocking(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
         return [self.complete(r.prompt, params) for r in make_rows(prompts, params)]
 
     async def generate(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
-        return self.generate_sync(prompts, params)
+        return self._generate_blocking(prompts, params)
+
+    def generate_sync(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
+        """Deprecated: `workbench.policies.generate(policy, prompts, params)`."""
+        warnings.warn(
+            "policy.generate_sync(...) is now workbench.policies.generate(policy, ...)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._generate_blocking(prompts, params)
 
 
 __all__ = ["ScriptFn", "ScriptedPolicy"]

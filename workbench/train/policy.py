@@ -85,7 +85,7 @@ class VLLMTrainerPolicy:
         return {"backend": "vllm-colocate", "name": self.name}
 
     async def generate(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
-        return await asyncio.to_thread(self.generate_sync, prompts, params)
+        return await asyncio.to_thread(self._generate_blocking, prompts, params)
 
     def _finish(self, row: list[int], lp: list[float], params: SamplingParams) -> Completion:
         """Cut after EOS or the first stop string, keeping ids and logprobs aligned."""
@@ -104,7 +104,7 @@ class VLLMTrainerPolicy:
             finish_reason=finish,
         )
 
-    def generate_sync(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
+    def _generate_blocking(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
         vg = self.vg
         saved = (vg.max_completion_length, dict(vg.generation_kwargs or {}))
         vg.max_completion_length = params.max_new_tokens
