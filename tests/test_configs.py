@@ -216,3 +216,20 @@ def test_evolve_set_reaches_nested_tables_over_the_mode_defaults(tmp_path: Path)
     assert config.proposer_agent == {"max_steps": 3, "max_context_tokens": 8192}  # the default's other key stays
     assert config.run_id == "12"  # text for a text field
     assert job.train_config().estimator_params == {"adpo": {"p_low": 0.2}}
+
+
+def test_the_demo_takes_help_config_and_set(capsys, monkeypatch):
+    from workbench.demo import DemoConfig
+    from workbench.demo import __main__ as demo_main
+
+    with pytest.raises(SystemExit) as exit_info:
+        demo_main.main(["--help-config"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 0
+    assert [name for name in DemoConfig.fields_help() if name not in out] == []
+    seen: list[DemoConfig] = []
+    monkeypatch.setattr("workbench.demo.run_demo", lambda cfg, fresh: seen.append(cfg))
+    assert demo_main.main(["--seed", "3", "--set", "n_layer=3", "--set", "run_dir=runs/x"]) == 0
+    assert (seen[0].seed, seen[0].n_layer, seen[0].run_dir) == (3, 3, "runs/x")
+    with pytest.raises(ConfigError, match="n_layer"):
+        demo_main.main(["--set", "n_layer=many"])

@@ -37,6 +37,7 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
             "blocking.py",
             "webio.py",
             "configfile.py",
+            "config_args.py",
             "_lazy.py",
             "passages.py",
             "templates.py",

@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--corpus", help="JSONL corpus for the search tool (default: the tasks' world, if any)")
     p.add_argument("--index", help="a saved retriever index directory for the search tool")
     p.add_argument("--config", help="agent config TOML/YAML")
-    from workbench.cli.configs import add_config_arguments
+    from workbench.config_args import add_config_arguments
 
     add_config_arguments(p, "workbench.agent.config:AgentConfig")
     p.add_argument("--max-steps", type=int)

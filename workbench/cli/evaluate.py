@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--temperature", type=float, help="default 0 (greedy) for k=1, 1.0 for k>1")
     p.add_argument("--max-steps", type=int, help="turns per episode (default: the model's own setting, else 8)")
     p.add_argument("--config", help="agent config TOML/YAML (its fields override the model's own settings)")
-    from workbench.cli.configs import add_config_arguments
+    from workbench.config_args import add_config_arguments
 
     add_config_arguments(p, "workbench.agent.config:AgentConfig")
     p.add_argument("--concurrency", type=int, default=4)

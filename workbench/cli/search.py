@@ -52,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         else:
             kind = {"int": int, "int | None": int, "float": float}.get(str(f.type), str)
             b.add_argument(flag, type=kind, default=f.default, help=f"dense only: {f.metadata['help']}")
-    from workbench.cli.configs import add_config_arguments
+    from workbench.config_args import add_config_arguments
 
     add_config_arguments(b, "workbench.search.build:BuildConfig")
     b.set_defaults(func=_build)

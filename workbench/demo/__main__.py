@@ -1,4 +1,5 @@
-"""`python -m workbench.demo [--run-dir DIR] [--seed N] [--fresh] [--fast] [--proposer scripted|learned]`"""
+"""`python -m workbench.demo [--run-dir DIR] [--seed N] [--fresh] [--fast] [--proposer scripted|learned]
+[--set FIELD=VALUE ...] [--help-config]`"""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     pin_arithmetic()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from workbench.config_args import add_config_arguments
     from workbench.demo import FAST, DemoConfig, run_demo
 
     parser = argparse.ArgumentParser(prog="python -m workbench.demo", description=__doc__)
@@ -44,12 +46,13 @@ def main(argv: list[str] | None = None) -> int:
         default="scripted",
         help="learned: the proposer is a tiny model too (SFT on a code-style proposer teacher, then HRPO)",
     )
+    add_config_arguments(parser, "workbench.demo.config:DemoConfig")
     args = parser.parse_args(argv)
     if args.proposer == "learned":
         return learned_main(args)
     cfg = DemoConfig(
         run_dir=args.run_dir or "runs/demo", seed=args.seed, engine=args.engine, **(FAST if args.fast else {})
-    )
+    ).with_overrides(args.overrides)
     run_demo(cfg, fresh=args.fresh)
     return 0
 
@@ -61,6 +64,7 @@ def learned_main(args: argparse.Namespace) -> int:
     from workbench.demo.learned import run_learned_demo
 
     cfg = DemoConfig(run_dir=args.run_dir or "runs/demo_learned", seed=args.seed, **(FAST_LEARNED if args.fast else {}))
+    cfg = cfg.with_overrides(args.overrides)
     run_learned_demo(cfg, fresh=args.fresh)
     return 0
 

@@ -1,4 +1,5 @@
-"""`--help-config` and `--set` for the commands that take a config (the idiom is `workbench.configfile`).
+"""`--help-config` and `--set` for every command that takes a config (the idiom is `workbench.configfile`):
+the `workbench` subcommands and `python -m workbench.demo`.
 
 add_config_arguments(parser, "workbench.agent.config:AgentConfig")
 config = config.with_overrides(args.overrides)          # --set max_steps=4 --set trim=soft
