@@ -33,6 +33,7 @@ from browser_lab import CHROMIUM, CHROMIUM_ARGS, lab_server, open_and_run_all  #
 
 from bench._util import add_smoke_flag, figure, smoke_skip, timed  # noqa: E402
 from workbench.store import Store  # noqa: E402
+from workbench.widgets.viewer import LIST_COLUMNS  # noqa: E402
 
 WARM = """import os, html, ipywidgets as w
 from workbench.store import Store
@@ -141,24 +142,6 @@ def kernel_side(run: Path, repeats: int) -> tuple[float, float, float]:
         viewer.store.close()
     return statistics.median(build), statistics.median(whole), statistics.median([timed(raw) for _ in range(repeats)])
 
-
-# the columns of the viewer's list
-LIST_COLUMNS = (
-    "id",
-    "run_id",
-    "role",
-    "task_id",
-    "question",
-    "hops",
-    "termination",
-    "reward",
-    "num_steps",
-    "num_tool_calls",
-    "final_answer",
-    "policy",
-    "origin_id",
-    "started_at",
-)
 
 MOVE_VIEWER = """async () => {
   const root = document.querySelector('.wb-viewer');

@@ -121,7 +121,7 @@ class Trajectory:
     role: str = "solver"  # "solver" | "proposer" | anything a user names
     steps: list[Step] = field(default_factory=list)
     final_answer: str | None = None
-    termination: str = ""
+    termination: Termination | Literal[""] = ""  # "" until the episode ends
     error: str | None = None
     rewards: dict[str, float] = field(default_factory=dict)  # component → value; "total" included
     reward_spec: str | None = None  # name of the spec that gave `rewards`

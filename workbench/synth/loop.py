@@ -35,7 +35,7 @@ from workbench.synth.pages import PageGraph
 from workbench.synth.qa import SynthQA
 from workbench.synth.verify import DirectSolver, Verdict, Verifier
 from workbench.templates import prompt_template
-from workbench.trajectory import Step, Task, Trajectory
+from workbench.trajectory import Step, Task, Termination, Trajectory
 
 if TYPE_CHECKING:
     from workbench.policies.base import Policy
@@ -426,7 +426,7 @@ def _finish(
     seed_acc: float | None,
     history: list[dict[str, Any]],
     attempts: list[Trajectory],
-    termination: str,
+    termination: Termination,
     error: str | None = None,
 ) -> Synthesis:
     traj.final_answer = qa.answer if qa else None

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from workbench.store import Store
 
 FILTER_NAMES = _table.FILTER_NAMES
+LIST_COLUMNS = _table.LIST_COLUMNS  # the store columns the list reads (`Store.columns`), in `rows` order
 FIRST_PAGE = 500  # rows that go out with the widget; a bigger run's rest follows once it is drawn
 
 
