@@ -20,7 +20,7 @@ from workbench.evolve.config import Agent0Config, DrZeroConfig
 from workbench.evolve.experiment import EvolveExperiment
 from workbench.sandbox.profile import Limits, SandboxProfile, load_profile
 from workbench.search.build import BuildConfig
-from workbench.synth.loop import SynthesisConfig
+from workbench.synth.config import SynthesisConfig
 from workbench.train.config import TrainConfig
 
 # every config class, with the fewest settings that make a valid one

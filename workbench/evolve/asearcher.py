@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from workbench.search.hits import Retriever
     from workbench.store import Store
     from workbench.synth import SynthesisConfig
-    from workbench.synth.loop import Synthesizer
     from workbench.synth.pages import PageGraph
+    from workbench.synth.synthesizers import Synthesizer
     from workbench.trajectory import Task
 
 

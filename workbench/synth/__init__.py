@@ -14,11 +14,13 @@ Pages are read only through `workbench.web.open_page`, so an `HttpFetcher` (or a
 `CachingFetcher`) runs the same synthesis on the live web.
 """
 
+from workbench.synth.config import SynthesisConfig
 from workbench.synth.edits import blur, fuzz, inject, seed_qa
-from workbench.synth.loop import PolicySynthesizer, ScriptedSynthesizer, SynthesisConfig, parse_action, run_synthesis
+from workbench.synth.loop import run_synthesis
 from workbench.synth.pages import PageGraph
 from workbench.synth.qa import Clue, Desc, Span, Statement, parse_question, render_question
 from workbench.synth.solvers import ClosedBookPolicy, browse_answer
+from workbench.synth.synthesizers import PolicySynthesizer, ScriptedSynthesizer, parse_action
 from workbench.synth.tools import repl_teacher, run_repl_synthesis
 from workbench.synth.verify import DirectSolver, Verifier
 

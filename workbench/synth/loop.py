@@ -22,123 +22,23 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from workbench.configfile import Config, config_field
 from workbench.errors import ConfigError, ToolError
+from workbench.synth.config import SynthesisConfig
 from workbench.synth.edits import apply_edit, edit_options, seed_qa
 from workbench.synth.pages import PageGraph
 from workbench.synth.qa import SynthQA
+from workbench.synth.synthesizers import Synthesizer, parse_action
 from workbench.synth.verify import DirectSolver, Verdict, Verifier
-from workbench.templates import prompt_template
 from workbench.trajectory import Step, Task, Termination, Trajectory
 
 if TYPE_CHECKING:
     from workbench.policies.base import Policy
     from workbench.store import Store
-
-
-@dataclass
-class SynthesisConfig(Config):
-    """Settings of one synthesis run (ASearcher's defaults where it has one)."""
-
-    config_table = "synth"
-
-    run_dir: str = config_field("runs/synth", "Where qa.jsonl (accepted QAs) is written.")
-    run_id: str = config_field("", "Run id of the stored trajectories; defaults to run_dir's name.")
-    seeds: int = config_field(8, "Seed pages (one synthesis each) when no seed urls are passed.")
-    max_edits: int = config_field(16, "Edit turns per synthesis (ASearcher: 16).")
-    min_hops: int = config_field(2, "Supporting facts an accepted QA needs at least.")
-    direct_attempts: int = config_field(8, "No-tool answers per verification (ASearcher: 8).")
-    direct_temperature: float = config_field(0.6, "Sampling temperature of the no-tool answers (ASearcher: 0.6).")
-    max_direct_accuracy: float = config_field(0.25, "An edit is too easy above this share of right no-tool answers.")
-    seed: int = config_field(0, "Seed for picking seed pages and seed facts.")
-    iteration: int = config_field(0, "Recorded on every synthesis (self-evolution iterations).")
-
-    def validate(self) -> None:
-        for name in ("seeds", "max_edits", "min_hops", "direct_attempts"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"SynthesisConfig.{name} must be >= 1")
-        if not 0.0 <= self.max_direct_accuracy <= 1.0:
-            raise ConfigError("SynthesisConfig.max_direct_accuracy must be in [0, 1]")
-
-    @property
-    def resolved_run_id(self) -> str:
-        return self.run_id or Path(self.run_dir).name
-
-
-# -- synthesizers --------------------------------------------------------------------------------
-class Synthesizer(Protocol):
-    name: str
-
-    def choose(self, qa: SynthQA, options: list[dict[str, Any]], ready: bool, rejected: list[dict[str, Any]]) -> str:
-        """The raw text of the next action: JSON of an edit, or {"action": "exit"}."""
-
-
-_ACTION = re.compile(r"<action>(.*?)</action>", re.DOTALL)
-
-
-def parse_action(text: str) -> dict[str, Any] | None:
-    """The action in a turn's text (`<action>{json}</action>` or bare JSON); None if malformed."""
-    m = _ACTION.search(text or "")
-    body = (m.group(1) if m else text or "").strip()
-    try:
-        data = json.loads(body)
-    except (json.JSONDecodeError, TypeError):
-        return None
-    if not isinstance(data, dict) or data.get("action") not in ("inject", "fuzz", "exit"):
-        return None
-    return data
-
-
-class ScriptedSynthesizer:
-    """The teacher: injects through a random linked page, fuzzes a number when it can, and exits
-    once the QA is hard and has `target_hops` facts. Skips edits that were rejected before."""
-
-    def __init__(self, *, target_hops: int = 3, fuzz_share: float = 0.5, seed: int = 0) -> None:
-        self.target_hops, self.fuzz_share, self.seed = target_hops, fuzz_share, seed
-        self.name = f"scripted-synthesizer(hops={target_hops})"
-
-    def choose(self, qa: SynthQA, options: list[dict[str, Any]], ready: bool, rejected: list[dict[str, Any]]) -> str:
-        import zlib
-
-        rng = random.Random(zlib.crc32(f"{self.seed}|{qa.question}|{len(rejected)}".encode()))
-        if ready and qa.hops >= self.target_hops:
-            return json.dumps({"action": "exit"})
-        fresh = [o for o in options if o not in rejected]
-        fuzzes = [o for o in fresh if o["action"] == "fuzz"]
-        injects = [o for o in fresh if o["action"] == "inject"]
-        if fuzzes and (not injects or rng.random() < self.fuzz_share or qa.hops >= self.target_hops):
-            return json.dumps(rng.choice(fuzzes))
-        if injects:
-            return json.dumps(rng.choice(injects))
-        return json.dumps({"action": "exit"})
-
-
-class PolicySynthesizer:
-    """A model chooses each edit from the options (`prompts/action.j2`), answering `<action>{json}</action>`."""
-
-    def __init__(self, policy: Policy, *, max_new_tokens: int = 128, temperature: float = 0.8) -> None:
-        self.policy, self.max_new_tokens, self.temperature = policy, max_new_tokens, temperature
-        self.name = f"policy-synthesizer({getattr(policy, 'name', '?')})"
-
-    def choose(self, qa: SynthQA, options: list[dict[str, Any]], ready: bool, rejected: list[dict[str, Any]]) -> str:
-        from workbench.blocking import run_blocking
-        from workbench.policies.base import SamplingParams
-
-        prompt = (
-            prompt_template("workbench.synth", "action.j2")
-            .render(answer=qa.answer, question=qa.question, hops=qa.hops, ready=ready, options=options[:40])
-            .strip()
-        )
-        ids = self.policy.codec.chat([{"role": "user", "content": prompt}])
-        params = SamplingParams(max_new_tokens=self.max_new_tokens, temperature=self.temperature, top_p=0.95)
-        [completion] = run_blocking(self.policy.generate([list(ids)], params))
-        return completion.text
 
 
 # -- one synthesis ------------------------------------------------------------------------------
@@ -527,14 +427,9 @@ def write_qa(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 __all__ = [
-    "PolicySynthesizer",
-    "ScriptedSynthesizer",
     "Synthesis",
-    "SynthesisConfig",
     "SynthesisResult",
-    "Synthesizer",
     "attempt_trajectories",
-    "parse_action",
     "run_synthesis",
     "synthesize_one",
     "write_qa",

@@ -23,18 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from workbench.errors import ToolError
+from workbench.synth.config import SynthesisConfig
 from workbench.synth.edits import apply_edit, edit_options, seed_qa
-from workbench.synth.loop import (
-    ScriptedSynthesizer,
-    Synthesis,
-    SynthesisConfig,
-    SynthesisResult,
-    _finish,
-    attempt_trajectories,
-    write_qa,
-)
+from workbench.synth.loop import Synthesis, SynthesisResult, _finish, attempt_trajectories, write_qa
 from workbench.synth.pages import PageGraph
 from workbench.synth.qa import SynthQA
+from workbench.synth.synthesizers import ScriptedSynthesizer
 from workbench.synth.verify import DirectSolver, Verdict, Verifier
 from workbench.templates import prompt_template
 from workbench.trajectory import Task, Trajectory
