@@ -261,9 +261,32 @@ def test_arbitrary_frames_from_a_client_never_stall_the_kernel(
     try:
         for frames in messages:
             sock.send_multipart(frames)
+        kc = km.blocking_client()
+        # no heartbeat thread: 40 clients' hb threads, each making a zmq socket as it starts, ran out of file
+        # handles on a loaded CI worker; the heartbeat is checked below
+        kc.start_channels(hb=False)
+        try:
+            assert _reply(kc, kc.execute("1"), timeout=30)["content"]["status"] == "ok"
+        finally:
+            kc.stop_channels()
+    finally:
+        sock.close()
+
+
+def test_heartbeat_still_beats_after_garbage_on_its_channel(km: KernelManager):
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.linger = 0
+    sock.connect(f"tcp://{km.ip}:{km.hb_port}")
+    try:
+        for frames in ([b""], [b"\x00" * 48, b"<IDS|MSG>"], [b"ping"] * 7):
+            sock.send_multipart(frames)
         kc = _client(km)
         try:
-            assert _reply(kc, kc.execute("1"), timeout=15)["content"]["status"] == "ok"
+            deadline = time.monotonic() + 15
+            while not kc.hb_channel.is_beating() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert kc.hb_channel.is_beating()
+            assert _reply(kc, kc.execute("1"), timeout=30)["content"]["status"] == "ok"
         finally:
             kc.stop_channels()
     finally:
