@@ -30,7 +30,7 @@ from workbench.runtime import notepad_api_doc
 from workbench.search import BM25Retriever, Corpus
 from workbench.tools import ToolGateway, setup_code
 from workbench.worlds import make_world
-from workbench.worlds.solver import world_solver
+from workbench.worlds.scripted.solver import world_solver
 
 CONFIG = AgentConfig(max_steps=6, max_context_tokens=16384)
 

@@ -38,7 +38,7 @@ from workbench.kernel.procs import sandbox_rss_mb
 from workbench.kernel.sync import run_sync
 from workbench.resolve import load_search_tool
 from workbench.worlds import make_world
-from workbench.worlds.solver import world_solver
+from workbench.worlds.scripted.solver import world_solver
 
 CONFIG = AgentConfig(max_steps=6, max_context_tokens=16384)
 

@@ -128,13 +128,13 @@ _BUILTIN_POLICIES_ADDED = False
 
 
 def _world_solver(**kwargs: Any) -> Policy:
-    from workbench.worlds.solver import world_solver
+    from workbench.worlds.scripted.solver import world_solver
 
     return world_solver(**kwargs)
 
 
 def _world_coder(**kwargs: Any) -> Policy:
-    from workbench.worlds.coder import world_coder
+    from workbench.worlds.scripted.coder import world_coder
 
     return world_coder(**kwargs)
 

@@ -7,7 +7,7 @@ import pytest
 from workbench.agent import AgentConfig, NBAgent
 from workbench.policies import ScriptedPolicy
 from workbench.store import Store
-from workbench.worlds.solver import world_solver
+from workbench.worlds.scripted.solver import world_solver
 
 
 def test_scripted_solver_does_multi_hop_search_and_notepad(world, pick, world_tools, tmp_path):

@@ -29,7 +29,7 @@ from workbench.kernel.sync import run_sync
 from workbench.policies import ScriptedPolicy
 from workbench.rewards import resolve_reward
 from workbench.trajectory import Task, Trajectory
-from workbench.worlds.solver import world_solver
+from workbench.worlds.scripted.solver import world_solver
 
 CONFIG = AgentConfig(max_steps=6, max_context_tokens=16384, seed=0)
 SUBMIT = "<think>done</think>\n<code>\nsubmit_final_answer('ok')\n</code>"

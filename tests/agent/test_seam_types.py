@@ -17,7 +17,7 @@ from workbench.errors import ConfigError, StoreError
 from workbench.rewards import RewardSpec, resolve_reward
 from workbench.safetext import has_surrogates
 from workbench.trajectory import Task, Trajectory
-from workbench.worlds.solver import world_solver
+from workbench.worlds.scripted.solver import world_solver
 
 CONFIG = AgentConfig(max_steps=6, max_context_tokens=16384, seed=0)
 

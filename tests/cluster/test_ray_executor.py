@@ -18,7 +18,7 @@ from workbench.kernel.procs import process_tree
 from workbench.policies import ScriptedPolicy
 from workbench.resolve import load_search_tool
 from workbench.store import Store
-from workbench.worlds.solver import world_solver
+from workbench.worlds.scripted.solver import world_solver
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 

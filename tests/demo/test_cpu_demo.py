@@ -79,7 +79,7 @@ def test_demo_smoke_run_every_stage_and_cache(fast_demo, tmp_path):
     # the tokenizer learned the teacher's code: a hop cell is a few words' worth of tokens, not bytes
     from transformers import AutoTokenizer
 
-    from workbench.worlds.coder import HOP_TURN
+    from workbench.worlds.scripted.coder import HOP_TURN
 
     tok = AutoTokenizer.from_pretrained(run / "final_model")
     assert len(tok(HOP_TURN)["input_ids"]) < len(HOP_TURN) / 3

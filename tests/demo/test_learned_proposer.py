@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbench.demo.learned import hop_stats, proposer_lines, whole_hop_groups
-from workbench.evolve.coder_proposer import HOP_TURN, PLAN_TURN, STUCK_TURN, coder_proposer, next_turn
 from workbench.evolve.proposer import proposal_of, proposer_task, proposer_tools, split_document
 from workbench.trajectory import Task, Trajectory
 from workbench.worlds import make_world
-from workbench.worlds.coder import FACT_PATTERNS
 from workbench.worlds.schema import RELATIONS
+from workbench.worlds.scripted.coder import FACT_PATTERNS
+from workbench.worlds.scripted.coder_proposer import HOP_TURN, PLAN_TURN, STUCK_TURN, coder_proposer, next_turn
 
 WORLD = make_world(seed=0, size="small")
 NAMES = {e.name for e in WORLD.entities}
@@ -83,7 +83,7 @@ def retriever():
 
 def _answer_in_world(question: str) -> str:
     """Follow the question's relation chain through the world's facts."""
-    from workbench.worlds.solver import parse_chain_question
+    from workbench.worlds.scripted.solver import parse_chain_question
 
     start, phrases = parse_chain_question(f"Task: {question}")
     entity = start
@@ -98,7 +98,7 @@ def test_teacher_questions_pass_the_format_check_and_the_solver_teacher_answers_
     from workbench.evolve.scoring import format_components
     from workbench.resolve import search_registry
     from workbench.rewards.text import exact_match
-    from workbench.worlds.coder import world_coder
+    from workbench.worlds.scripted.coder import world_coder
 
     config = AgentConfig(max_steps=6, max_context_tokens=16384, max_new_tokens=4096, prompt="compact", seed=1)
     rows = WORLD.corpus()

@@ -12,7 +12,7 @@ import pytest
 from workbench.evaluate import evaluate
 from workbench.store import Store
 from workbench.worlds import make_world
-from workbench.worlds.solver import world_solver
+from workbench.worlds.scripted.solver import world_solver
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import threading
 
 from workbench.agent.recorder import Recorder
 from workbench.evolve import DrZeroConfig, evolve_executor, proposer_tools, run_drzero, solver_tools, world_proposer
-from workbench.evolve.scripted import sampling_world_solver
 from workbench.kernel.sync import run_sync
+from workbench.worlds.scripted.proposer import sampling_world_solver
 
 AGENT = {"max_steps": 6, "max_context_tokens": 16384}
 

@@ -22,8 +22,8 @@ from workbench.evolve import (
 )
 from workbench.evolve.modes import agent0_mode, drzero_mode
 from workbench.evolve.phases import Proposed
-from workbench.evolve.scripted import next_turn, question_text
 from workbench.trajectory import Step, Task, ToolCall, Trajectory
+from workbench.worlds.scripted.proposer import next_turn, question_text
 
 
 def proposer_traj(

@@ -8,7 +8,7 @@ from workbench.agent import AgentConfig, NBAgent
 from workbench.search import BM25Retriever, Corpus
 from workbench.tools import ToolRegistry
 from workbench.tools.web import web_tools
-from workbench.worlds.browsing import browsing_solver
+from workbench.worlds.scripted.browsing import browsing_solver
 
 
 @pytest.mark.slow

@@ -4,7 +4,7 @@ from workbench.agent import AgentConfig, NBAgent
 from workbench.resolve import search_registry
 from workbench.search import BM25Retriever, Corpus
 from workbench.worlds import make_world
-from workbench.worlds.coder import HOP_TURN, PLAN_TURN, SUBMIT_TURN, next_turn, world_coder
+from workbench.worlds.scripted.coder import HOP_TURN, PLAN_TURN, SUBMIT_TURN, next_turn, world_coder
 
 
 def test_turns_follow_the_notepad():

@@ -1,6 +1,6 @@
 """The demo's data: a world, a tokenizer corpus, and teacher trajectories with a short-horizon twin.
 
-The teacher is `workbench.worlds.coder.world_coder`, run for real (sandboxed kernels, search through
+The teacher is `workbench.worlds.scripted.coder.world_coder`, run for real (sandboxed kernels, search through
 the gateway) with the tiny model's own codec, so its trajectories are token-exact SFT data. Each
 multi-hop trajectory also yields its *short-horizon* twin: the same first two turns, then
 `submit_final_answer(e)` after one hop (what `world_coder(give_up=1)` writes). SFT on a mix where
@@ -18,7 +18,7 @@ from typing import Any
 
 from workbench.trajectory import Step, Task, Trajectory
 from workbench.worlds import World
-from workbench.worlds.coder import HOP_TURN, PLAN_TURN, SUBMIT_TURN
+from workbench.worlds.scripted.coder import HOP_TURN, PLAN_TURN, SUBMIT_TURN
 
 TEACHER_ID = hashlib.sha1((PLAN_TURN + HOP_TURN + SUBMIT_TURN).encode()).hexdigest()[:6]
 """Fingerprint of the teacher's cells: part of every cache key built from its trajectories."""

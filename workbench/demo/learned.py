@@ -3,7 +3,7 @@
 Stages 1–4 are the default demo's (the solver: tokenizer and tiny model, coder teacher, SFT, held-out
 accuracy). Then the proposer gets a model of its own:
 
-P1. the code-style proposer teacher (`workbench.evolve.coder_proposer`) writes questions for sampled
+P1. the code-style proposer teacher (`workbench.worlds.scripted.coder_proposer`) writes questions for sampled
     documents and hop counts (Dr. Zero's 4:3:2:1) in real kernels with real search, once byte-level
     for the tokenizer, then token-exact in the proposer's codec. Its cells name no entity: one
     constant cell reads the document from `task` and defines `hop(relation)`, then each turn is
@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.demo.config import DemoConfig
 from workbench.demo.pipeline import DemoResult, Printer, Stages, solver_stages
-from workbench.evolve.coder_proposer import HOP_TURN, PLAN_TURN, STUCK_TURN
 from workbench.trajectory import Task, Trajectory
+from workbench.worlds.scripted.coder_proposer import HOP_TURN, PLAN_TURN, STUCK_TURN
 
 if TYPE_CHECKING:
     from workbench.contracts import EpisodeRunner
@@ -217,8 +217,8 @@ class LearnedStages(Stages):
 
     def proposer_model0(self) -> Path:
         """The proposer's tokenizer (world text + its prompts, turns, observations) and a random tiny Qwen2."""
-        from workbench.evolve.coder_proposer import coder_proposer
         from workbench.models.tiny import build_tiny_model
+        from workbench.worlds.scripted.coder_proposer import coder_proposer
 
         c = self.cfg
         path = self.cache / f"proposer-model0-{self._proposer_key()}"
@@ -244,8 +244,8 @@ class LearnedStages(Stages):
     def proposer_teacher(self, codec: Any) -> list:
         """The code-style proposer teacher on the teacher prompts, token-exact in the proposer's codec."""
         from workbench.demo.data import in_task_order
-        from workbench.evolve.coder_proposer import coder_proposer
         from workbench.store import Store
+        from workbench.worlds.scripted.coder_proposer import coder_proposer
 
         prompts = self.proposer_prompts()
         store_dir = self.cache / f"proposer-teacher-{self._proposer_key()}"

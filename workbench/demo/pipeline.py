@@ -95,7 +95,7 @@ class Stages:
     def model0(self) -> Path:
         """A tokenizer trained on the world and the teacher's format, and a random tiny Qwen2."""
         from workbench.models.tiny import build_tiny_model
-        from workbench.worlds.coder import world_coder
+        from workbench.worlds.scripted.coder import world_coder
 
         c = self.cfg
         path = (
@@ -121,7 +121,7 @@ class Stages:
     def teacher(self, codec: Any) -> list:
         """The code-style teacher on train questions, token-exact in the model's codec."""
         from workbench.store import Store
-        from workbench.worlds.coder import world_coder
+        from workbench.worlds.scripted.coder import world_coder
 
         c = self.cfg
         tasks = self.world.tasks("train")[: c.teacher_tasks]

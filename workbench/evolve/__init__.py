@@ -2,7 +2,7 @@
 
     from workbench.evolve import DrZeroConfig, run_drzero, world_proposer
     from workbench.worlds import make_world
-    from workbench.worlds.solver import world_solver
+    from workbench.worlds.scripted.solver import world_solver
 
     world = make_world(0, "small")
     result = run_drzero(DrZeroConfig(run_dir="runs/dz", prompts_per_iteration=8, solver_attempts=5),
@@ -30,9 +30,9 @@ from workbench.evolve.proposer import (
     solver_tools,
 )
 from workbench.evolve.scoring import format_components, in_band, majority_vote, uncertainty
-from workbench.evolve.scripted import sampling_world_solver, world_proposer
 from workbench.evolve.training import trl_train_fn
 from workbench.worlds import load_qa  # an iteration's qa.jsonl is a QA file like any other
+from workbench.worlds.scripted.proposer import sampling_world_solver, world_proposer
 
 __all__ = [
     "Agent0Config",

@@ -131,9 +131,9 @@ def _nested(dotted: str, value: Any) -> dict[str, Any]:
 
 def _policy(spec: str) -> tuple[Policy, tuple[Any, Any] | None]:
     """(policy, (model, tokenizer) when it is a local transformers model that can be trained)."""
-    from workbench.evolve.scripted import world_proposer
     from workbench.policies import register_scripted
     from workbench.resolve import resolve_policy
+    from workbench.worlds.scripted.proposer import world_proposer
 
     register_scripted("proposer", world_proposer)
     if spec.startswith("transformers:"):

@@ -2,7 +2,7 @@
 
     from workbench.evolve import DrZeroConfig, run_drzero, world_proposer
     from workbench.worlds import make_world
-    from workbench.worlds.solver import world_solver
+    from workbench.worlds.scripted.solver import world_solver
 
     world = make_world(0, "small")
     result = run_drzero(DrZeroConfig(run_dir="runs/dz", prompts_per_iteration=8),

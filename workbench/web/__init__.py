@@ -13,7 +13,7 @@
 The tools `access(url, page=1)` and `find_in_page(url, query)` run on the host through the gateway
 (`workbench.tools.web.web_tools`); the kernel keeps its no-network profile. This package sits below
 `workbench.tools`: what builds on it lives higher up (a world as a site, `workbench.worlds.site`; the
-browsing solver, `workbench.worlds.browsing`; the ASearcher preset, `workbench.agent.asearcher`).
+browsing solver, `workbench.worlds.scripted.browsing`; the ASearcher preset, `workbench.agent.asearcher`).
 """
 
 from workbench.web.browse import Browser, access, find_in_page, open_page

@@ -26,9 +26,9 @@ import random
 import re
 import zlib
 
-from workbench.evolve.scripted import ENTITY_PHRASES, PERSON_PHRASES, SampledScript
 from workbench.policies.scripted import ScriptedPolicy
-from workbench.worlds.coder import FACT_PATTERNS
+from workbench.worlds.scripted.coder import FACT_PATTERNS
+from workbench.worlds.scripted.proposer import ENTITY_PHRASES, PERSON_PHRASES, SampledScript
 
 PLAN_TURN = (
     "<think>Read the task and plan the chain.</think>\n<code>\nimport re\n"

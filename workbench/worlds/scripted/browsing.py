@@ -14,7 +14,7 @@ import re
 from typing import TYPE_CHECKING
 
 from workbench.policies.scripted import ScriptedPolicy
-from workbench.worlds.solver import parse_chain_question
+from workbench.worlds.scripted.solver import parse_chain_question
 
 if TYPE_CHECKING:
     from workbench.policies.base import Codec

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from workbench.policies.scripted import ScriptedPolicy
-from workbench.worlds.solver import _chance, parse_chain_question
+from workbench.worlds.scripted.solver import parse_chain_question, seeded_chance
 
 # relation phrase -> the sentence pattern that states it in a passage ({} = the subject, escaped)
 FACT_PATTERNS = {
@@ -66,7 +66,7 @@ def next_turn(context: str, *, give_up: float = 0.0, seed: int = 0) -> str:
     if not marks:
         return PLAN_TURN
     done = sum(m == "x" for m in marks)
-    if done == 1 < len(marks) and _chance(give_up, f"{seed}|{parsed[0]}|give-up"):
+    if done == 1 < len(marks) and seeded_chance(give_up, f"{seed}|{parsed[0]}|give-up"):
         return SUBMIT_TURN  # the short-horizon habit: answer after one hop
     return HOP_TURN
 

@@ -26,8 +26,8 @@ _Q = re.compile(r"Task: (?:What|Who) is the (.+)\?\s*$", re.MULTILINE)
 _FACT = re.compile(r"the (.+?) of (.+?) is (.+?)\s*$", re.MULTILINE)
 _NAME = r"([A-Z][\w'-]*(?: [A-Z][\w'-]*)*)"
 
-# relation phrase -> pattern over a passage about ENTITY (from the world's passage templates)
-_PATTERNS = {
+# relation phrase -> pattern over a passage about ENTITY {e} with the value {name} (the world's passage templates)
+PASSAGE_PATTERNS = {
     "director": r"{e} was directed by {name}\.",
     "release year": r"{e} is a [\w ]+ film released in (\d{{3,4}})\.",
     "founder": r"{e} is an organisation founded in \d+ by {name}\.",
@@ -56,7 +56,7 @@ def parse_chain_question(context: str) -> tuple[str, list[str]] | None:
 
 def extract_fact(output: str, entity: str, phrase: str) -> str | None:
     """The value of `phrase` for `entity` stated in `output`, if any."""
-    template = _PATTERNS.get(phrase)
+    template = PASSAGE_PATTERNS.get(phrase)
     if template is None:
         return None
     match = re.search(template.format(e=re.escape(entity), name=_NAME), output)
@@ -88,7 +88,7 @@ def next_turn(context: str, *, noise: float = 0.0, give_up: float = 0.0, seed: i
             lines.append(f"notepad.update_todo({hop + 1}, 'done')")
             think.append(f"The {phrases[hop]} of {entity} is {value}.")
             entity, hop = value, hop + 1
-            if hop < len(phrases) and _chance(give_up, f"{seed}|{start}|give-up"):
+            if hop < len(phrases) and seeded_chance(give_up, f"{seed}|{start}|give-up"):
                 hop = len(phrases)  # a short-horizon teacher stops after the first hop
     if hop == len(phrases):
         think.append(f"So the answer is {entity}.")
@@ -100,12 +100,13 @@ def next_turn(context: str, *, noise: float = 0.0, give_up: float = 0.0, seed: i
     return "<think>" + " ".join(think) + "</think>\n<code>\n" + "\n".join(lines) + "\n</code>"
 
 
-def _chance(p: float, key: str) -> bool:
+def seeded_chance(p: float, key: str) -> bool:
+    """True with probability `p`, decided by `key` alone (the same key always gives the same answer)."""
     return p > 0 and random.Random(zlib.crc32(key.encode())).random() < p
 
 
 def _maybe_distract(value: str, output: str, noise: float, key: str) -> str:
-    if not _chance(noise, key):
+    if not seeded_chance(noise, key):
         return value
     titles = [t for t in re.findall(r"\(Title: ([^)]+)\)", output) if t != value]
     return random.Random(zlib.crc32(key.encode()) + 1).choice(titles) if titles else value
@@ -123,4 +124,4 @@ def world_solver(
     )
 
 
-__all__ = ["extract_fact", "next_turn", "parse_chain_question", "world_solver"]
+__all__ = ["PASSAGE_PATTERNS", "extract_fact", "next_turn", "parse_chain_question", "seeded_chance", "world_solver"]

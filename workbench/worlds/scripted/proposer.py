@@ -4,7 +4,7 @@ It reads only what a model would see (its task, the `<output>` blocks and the no
 hop k+1 as a notepad fact `hop k+1: the <relation> of <entity> is <value>` (hop 1 read from the source
 document, later hops from the passage its last search returned), then either searches the value it
 just found or, after n-1 searches, submits `What is the r_n of ... the r_1 of <document entity>?` with
-`submit_question`. Facts are read with the world's passage templates (`workbench.worlds.solver.extract_fact`).
+`submit_question`. Facts are read with the world's passage templates (`workbench.worlds.scripted.solver.extract_fact`).
 
     policy = world_proposer()                    # clean questions of the requested hop count
     policy = world_proposer(noise=0.3, seed=1)   # some prompts go wrong: one hop short, a rambling
@@ -25,8 +25,8 @@ import zlib
 
 from workbench.policies.base import Completion, SamplingParams
 from workbench.policies.scripted import ScriptedPolicy
-from workbench.worlds.solver import _PATTERNS, extract_fact
-from workbench.worlds.solver import next_turn as solver_turn
+from workbench.worlds.scripted.solver import PASSAGE_PATTERNS, extract_fact
+from workbench.worlds.scripted.solver import next_turn as solver_turn
 
 ENTITY_PHRASES = ("director", "founder", "headquarters", "birthplace", "country", "capital")
 PERSON_PHRASES = ("director", "founder")
@@ -46,7 +46,7 @@ def _passage(output: str, title: str) -> str | None:
 def _choose(text: str, entity: str, seen: set[str], need_entity: bool, rng: random.Random) -> tuple[str, str] | None:
     """A (phrase, value) stated about `entity` in `text`; entity-valued and unseen if the chain goes on."""
     options = []
-    for phrase in _PATTERNS:
+    for phrase in PASSAGE_PATTERNS:
         value = extract_fact(text, entity, phrase)
         if value is None or value in seen or (need_entity and phrase not in ENTITY_PHRASES):
             continue
@@ -145,7 +145,7 @@ def world_proposer(*, noise: float = 0.0, seed: int = 0, codec=None, name: str =
 def sampling_world_solver(
     *, noise: float = 0.0, seed: int = 0, codec=None, name: str = "world-solver"
 ) -> ScriptedPolicy:
-    """`workbench.worlds.solver.world_solver` with its noise drawn per sampling seed, so n attempts
+    """`workbench.worlds.scripted.solver.world_solver` with its noise drawn per sampling seed, so n attempts
     at one question disagree now and then (as a sampled model does) and difficulty can be 0 < k < n."""
     _check_noise(noise)
     return SampledScript(
