@@ -289,3 +289,45 @@ def test_without_a_template_the_plain_format_is_unchanged(codecs, episode):
             assert codec.decode(policy.prompts[k]).endswith(codec.decode(prev.completion_ids) + prev.observation_text)
             assert prev.observation_text.startswith("\n<output>")
     assert policy.prompts[0] == codec.encode(plain_chat_text(traj.metadata["opening"]))
+
+
+# -- trimming and the notepad under a template's framing ---------------------------------------------------
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    trim=st.sampled_from(["hard", "soft"]),
+    name=st.sampled_from(["smollm2", "qwen2.5-tool", "llama3"]),
+    outputs=st.lists(st.integers(40, 200), min_size=4, max_size=6),
+)
+def test_trims_keep_the_window_one_notepad_and_the_framing(codecs, trim, name, outputs):
+    codec = codecs[name]
+    framing = resolve_framing(codec, "auto")
+    turns = [(f"<think>t{k}</think>\n<code>\nprint({k})\n</code>", False) for k in range(len(outputs) + 1)]
+    policy = DrawnPolicy(codec, turns)
+    env = DrawnEnvironment([f"seen-{k} " + "w" * n + "\n" for k, n in enumerate(outputs)], [True] * 6)
+    config = AgentConfig(max_steps=8, max_context_tokens=800, max_new_tokens=40, prompt="compact", trim=trim)
+    traj = asyncio.run(run_episode(TASK, policy, env, config, seed=0))
+    assert traj.termination == "submitted", (traj.termination, traj.error)
+    assert any("Earlier steps were removed" in codec.decode(p) for p in policy.prompts) or trim == "soft"
+    assert any(s.prompt_ids is not None for s in traj.steps[1:])  # something was trimmed or moved
+    for k, prompt in enumerate(policy.prompts):
+        text = codec.decode(prompt)
+        assert len(prompt) + 40 <= 800
+        closing = framing.after_observation if text.endswith(framing.after_observation) else framing.after_task
+        assert text.endswith(closing) and text.count("<notepad>") == (1 if k else 0)
+        if k:  # the notepad is inside the newest message (an observation, or the task after a hard trim)
+            block_end = text.rindex("</notepad>") + len("</notepad>")
+            assert text[block_end:] == ("" if framing.trims_content else "\n") + closing
+        assert f"seen-{k - 1}" in text or k == 0  # the newest output is always kept
+    check_mask(policy, traj)
+
+
+def test_a_scripted_teacher_counts_its_turns_under_a_templates_framing(codecs):
+    from workbench.policies import ScriptedPolicy
+
+    for name in ("smollm2", "qwen2.5-tool", "llama3"):
+        policy = ScriptedPolicy(lambda _context, turn: f"<think>turn {turn}</think><code>x</code>", codec=codecs[name])
+        env = DrawnEnvironment(["out\n"] * 4, [True] * 5)
+        traj = asyncio.run(run_episode(TASK, policy, env, AgentConfig(max_steps=6, framing="template")))
+        assert [s.think for s in traj.steps] == [f"turn {k}" for k in range(5)]  # the moved notepad keeps the count
