@@ -331,3 +331,34 @@ def test_a_scripted_teacher_counts_its_turns_under_a_templates_framing(codecs):
         env = DrawnEnvironment(["out\n"] * 4, [True] * 5)
         traj = asyncio.run(run_episode(TASK, policy, env, AgentConfig(max_steps=6, framing="template")))
         assert [s.think for s in traj.steps] == [f"turn {k}" for k in range(5)]  # the moved notepad keeps the count
+
+
+def test_a_real_kernel_episode_in_chatml(codecs, pick, world_tools):
+    """One real sandboxed episode (kernel, gateway, BM25 search) framed by SmolLM2's template."""
+    from workbench.agent import NBAgent
+    from workbench.policies import ScriptedPolicy
+
+    class Recording(ScriptedPolicy):
+        prompts: list[list[int]]
+
+        def complete(self, prompt, params):
+            self.prompts.append(list(prompt))
+            return super().complete(prompt, params)
+
+    turns = [
+        "<think>look</think>\n<code>\nhits = search(task)\nnotepad.add_fact(str(hits)[:40])\nprint(hits[:80])\n</code>",
+        "<think>note</think>\n<code>\nprint('again')\n</code>",
+        "<think>done</think>\n<code>\nsubmit_final_answer('x')\n</code>",
+    ]
+    policy = Recording(lambda _c, turn: turns[min(turn, 2)], codec=codecs["smollm2"])
+    policy.prompts = []
+    [traj] = NBAgent(policy, tools=world_tools, config=AgentConfig(max_steps=4, framing="template")).run(
+        pick(1, 1), progress=False
+    )
+    assert traj.termination == "submitted", (traj.termination, traj.error)
+    framing = resolve_framing(policy.codec, "template")
+    check_extends(policy, traj, policy.codec.encode(framing.after_observation))
+    check_mask(policy, traj)
+    last = policy.codec.decode(policy.prompts[-1])
+    assert last.count("<|im_start|>user\n<output>") == 2 and last.count("<notepad>") == 1
+    assert last.endswith("</notepad>\n<|im_end|>\n<|im_start|>assistant\n")
