@@ -65,6 +65,12 @@ class AgentConfig(Config, BaseModel):
         description="ASearcher's short_text: after the next turn, the observation of a turn that "
         "called a page tool shrinks to its first N characters (None: keep it whole).",
     )
+    framing: Literal["auto", "template", "continuation"] = Field(
+        default="auto",
+        description="How an observation joins the context: template (a user or tool message framed by the "
+        "model's chat template), continuation (appended to the model's text, no framing) or auto (template, "
+        "except for tokenizers without one and workbench's tiny models; see workbench.policies.chat_framing).",
+    )
     page_tools: tuple[str, ...] = Field(
         default=("access",), strict=False, description="Tools whose observations short_text shrinks."
     )
@@ -89,6 +95,7 @@ MODEL_SETTINGS = (
     "task_variable",
     "search_top_k",
     "short_text",
+    "framing",
 )
 """AgentConfig fields a model learns under (prompt, window, turn length, turns, observation form)."""
 

@@ -4,6 +4,12 @@ The context is token ids: the opening (system + task, rendered once by the polic
 kept turn's sampled completion ids and observation ids, then the notepad block. Lengths are exact
 because they are the policy's own tokens.
 
+With a chat template's framing (`workbench.policies.chat_framing`) an observation is a message of
+its own: its ids start with the template's end of turn and header, and each turn (and an opening
+rebuilt by a hard trim) has `closing` ids after it (the message's footer, the next assistant
+header). The notepad block sits inside the newest message, before its closing; without framing the
+closing is empty and the block ends the context.
+
 The notepad is one tail segment, replaced on every turn: the context holds one notepad, the newest,
 at the end of the newest observation, never stale copies. Replacing it means the context is no
 longer the previous one plus what followed; `prompt_to_record()` then hands the whole context to
@@ -27,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 Encoder = Callable[[str], list[int]]
+Opening = list[int] | tuple[list[int], list[int]]  # ids, or (ids, closing ids after the notepad's place)
 
 
 def window(max_context_tokens: int, context_size: int | None) -> int:
@@ -38,9 +45,10 @@ def window(max_context_tokens: int, context_size: int | None) -> int:
 class _Turn:
     completion_ids: list[int]
     observation_ids: list[int]
+    closing_ids: list[int] = field(default_factory=list)  # after the observation (and the notepad)
 
     def __len__(self) -> int:
-        return len(self.completion_ids) + len(self.observation_ids)
+        return len(self.completion_ids) + len(self.observation_ids) + len(self.closing_ids)
 
 
 @dataclass
@@ -53,28 +61,39 @@ class ContextWatcher:
     notepad_ids: list[int] = field(default_factory=list)  # the tail: the newest notepad block
     trims: int = 0
     rebuilt: bool = True  # the context is not the last recorded one plus what followed it
+    opening_closing: list[int] = field(default_factory=list)  # after the opening (and a notepad there)
 
     @property
     def context_ids(self) -> list[int]:
         ids = list(self.opening_ids)
-        for turn in self.turns:
-            ids += turn.completion_ids + turn.observation_ids
-        return ids + self.notepad_ids
+        if not self.turns:
+            return ids + self.notepad_ids + self.opening_closing
+        ids += self.opening_closing
+        for turn in self.turns[:-1]:
+            ids += turn.completion_ids + turn.observation_ids + turn.closing_ids
+        last = self.turns[-1]
+        return ids + last.completion_ids + last.observation_ids + self.notepad_ids + last.closing_ids
 
     def __len__(self) -> int:
-        return len(self.opening_ids) + sum(len(t) for t in self.turns) + len(self.notepad_ids)
+        kept = len(self.opening_ids) + len(self.opening_closing) + sum(len(t) for t in self.turns)
+        return kept + len(self.notepad_ids)
 
     def room_for_generation(self) -> int:
         """Tokens the next turn may generate without overflowing the window."""
         return min(self.max_new_tokens, self.max_context_tokens - len(self))
 
     def append(
-        self, completion_ids: Sequence[int], observation_ids: Sequence[int], notepad_ids: Sequence[int] = ()
+        self,
+        completion_ids: Sequence[int],
+        observation_ids: Sequence[int],
+        notepad_ids: Sequence[int] = (),
+        closing_ids: Sequence[int] = (),
     ) -> None:
-        """Add a turn: its completion, its observation, and the notepad block that replaces the last one."""
+        """Add a turn: its completion, its observation, the notepad block that replaces the last one,
+        and the framing that closes the observation's message (none without a chat template)."""
         if self.notepad_ids:
             self.rebuilt = True  # the old notepad leaves the middle of the context
-        self.turns.append(_Turn(list(completion_ids), list(observation_ids)))
+        self.turns.append(_Turn(list(completion_ids), list(observation_ids), list(closing_ids)))
         self.notepad_ids = list(notepad_ids)
 
     def shrink(self, turn: _Turn, observation_ids: Sequence[int]) -> bool:
@@ -101,11 +120,11 @@ class ContextWatcher:
     def needs_trim(self, min_new_tokens: int) -> bool:
         return self.room_for_generation() < min_new_tokens
 
-    def trim_to_fit(self, min_new_tokens: int, hard_opening: Callable[[], list[int]]) -> bool:
+    def trim_to_fit(self, min_new_tokens: int, hard_opening: Callable[[], Opening]) -> bool:
         """Trim so that at least `min_new_tokens` can be generated. Returns False if impossible.
 
-        `hard_opening()` builds the task + last output opening used by hard trimming; the notepad
-        block stays the tail.
+        `hard_opening()` builds the task + last output opening used by hard trimming: its ids, or
+        (ids, closing ids) when the notepad block goes inside its message; the block stays the tail.
         """
         if self.trim == "none":
             return False
@@ -118,7 +137,8 @@ class ContextWatcher:
                 self.turns.pop(0)
             if not self.needs_trim(min_new_tokens):
                 return True
-        self.opening_ids = hard_opening()
+        opening = hard_opening()
+        self.opening_ids, self.opening_closing = opening if isinstance(opening, tuple) else (opening, [])
         self.turns = []
         return not self.needs_trim(min_new_tokens)
 
@@ -132,4 +152,4 @@ class ContextWatcher:
         )
 
 
-__all__ = ["ContextWatcher", "window"]
+__all__ = ["ContextWatcher", "Opening", "window"]

@@ -7,8 +7,10 @@ The loop talks to its sandbox only through an `Environment` (`workbench.agent.en
 `run_episode` writes the ending's termination in one place. It never raises for an episode-level
 failure: kernel death, a policy error or anything unexpected ends the trajectory with a termination.
 
-Each observation is encoded once; the notepad block after it is encoded apart, as the context's
-replaceable tail (see `ContextWatcher`), and recorded as the end of that step's observation. The
+Each observation is encoded once, framed the way the model's chat template frames an observation
+message (`workbench.agent.turns`; `AgentConfig.framing`); the notepad block after it is encoded
+apart, as the context's replaceable tail (see `ContextWatcher`), and recorded with the message's
+closing as the end of that step's observation. The
 per-turn text work (parsing the turn, rendering and encoding the observation) runs on one worker
 thread, so a huge turn or notepad never stalls the other episodes sharing this event loop.
 """
@@ -25,11 +27,13 @@ from functools import lru_cache, partial
 from typing import Any, TypeVar
 
 from workbench.agent.config import AgentConfig
-from workbench.agent.context import ContextWatcher, window
+from workbench.agent.context import ContextWatcher, Opening, window
 from workbench.agent.environment import Environment, EpisodeEnv, StepResult
 from workbench.agent.parsing import parse_turn
 from workbench.agent.prompts import render
-from workbench.policies.base import Codec, Policy, SamplingParams, policy_context_size
+from workbench.agent.turns import FramedObservation, TurnFramer
+from workbench.policies.base import Policy, SamplingParams, policy_context_size
+from workbench.policies.chat_framing import resolve_framing
 from workbench.trajectory import Step, Task, Termination, Trajectory
 
 STOP = ["</code>"]
@@ -61,23 +65,26 @@ def render_notepad(snapshot: dict[str, Any]) -> str:
 
 
 def _observation_parts(
-    codec: Any, output: str, notepad: str, *, steps_left: int, tokens_left: int
-) -> tuple[str, list[int], str, list[int]]:
-    """(observation text, its ids, notepad block text, its ids): each encoded once, the notepad apart
-    (no block when the notepad text is empty)."""
+    framer: TurnFramer, completion_ids: list[int], output: str, notepad: str, *, steps_left: int, tokens_left: int
+) -> FramedObservation:
+    """The observation after a turn, framed: each part encoded once, the notepad block apart (no block
+    when the notepad text is empty)."""
     body = render("observation", output=output, steps_left=steps_left, tokens_left=tokens_left)
     block = render("notepad", notepad=notepad) if notepad else ""
-    return body, codec.encode(body), block, codec.encode(block) if block else []
+    return framer.observation(completion_ids, body, block)
 
 
-def _stub_ids(codec: Codec, output: str, chars: int, *, steps_left: int, tokens_left: int) -> list[int]:
+def _stub_ids(
+    framer: TurnFramer, completion_ids: list[int], output: str, chars: int, *, steps_left: int, tokens_left: int
+) -> list[int]:
     """A read page's observation shrunk to its first `chars` characters (ASearcher's short_text)."""
     short = (
         output
         if len(output) <= chars
         else (output[:chars].rstrip() + " … [page shortened after you read it; what you kept is in the notepad]")
     )
-    return codec.encode(render("observation", output=short, steps_left=steps_left, tokens_left=tokens_left))
+    body = render("observation", output=short, steps_left=steps_left, tokens_left=tokens_left)
+    return framer.observation(completion_ids, body).kept_ids
 
 
 def opening_messages(task: Task, env: Environment, config: AgentConfig) -> list[dict[str, str]]:
@@ -132,6 +139,7 @@ class _Episode:
     def __init__(self, traj: Trajectory, policy: Policy, env: Environment, config: AgentConfig, seed: int | None):
         self.traj, self.policy, self.env, self.config, self.seed = traj, policy, env, config, seed
         self.codec = policy.codec
+        self.framer = TurnFramer(self.codec, resolve_framing(self.codec, config.framing))
         self.started = time.monotonic()
         self.messages = opening_messages(traj.task, env, config)
         self.ctx = ContextWatcher(
@@ -181,14 +189,14 @@ class _Episode:
         """Trim before a turn could be cut short by the window; an ending when even trimming leaves no room."""
         min_new = self.config.max_new_tokens
         if self.ctx.needs_trim(min_new):
-            opening = await _off_loop(self._hard_opening) if self.config.trim != "none" else []
-            if not self.ctx.trim_to_fit(min_new, opening.copy):
+            opening: Opening = await _off_loop(self._hard_opening) if self.config.trim != "none" else []
+            if not self.ctx.trim_to_fit(min_new, lambda: opening):
                 return _Ending("token_budget", self.ctx.no_room(min_new))
         return None
 
-    def _hard_opening(self) -> list[int]:  # the notepad block stays the context's tail, after this
+    def _hard_opening(self) -> Opening:  # the notepad block stays the context's tail, before any closing
         trimmed = render("trimmed", question=self.traj.task.question, last_output=self.last_output)
-        return self.codec.chat([self.messages[0], {"role": "user", "content": trimmed}])
+        return self.framer.opening([self.messages[0], {"role": "user", "content": trimmed}])
 
     async def _generate(self, index: int, budget_left: int | None) -> Step | _Ending:
         """The model's turn, parsed and appended to the trajectory as a new step (or a policy error)."""
@@ -254,20 +262,28 @@ class _Episode:
 
     async def _observe(self, step: Step, output: str, budget_left: int | None) -> None:
         """Show the model its output and the notepad, and record on the step exactly what it saw."""
-        config, codec = self.config, self.codec
+        config = self.config
         steps_left = config.max_steps - step.index - 1
         tokens_left = (self.ctx.max_context_tokens - len(self.ctx) if budget_left is None else budget_left) - len(
             step.completion_ids
         )
         tokens_left = max(0, tokens_left)
         notepad_text = await _off_loop(render_notepad, step.notepad) if config.show_notepad else ""
-        body, body_ids, block, block_ids = await _off_loop(
-            partial(_observation_parts, codec, output, notepad_text, steps_left=steps_left, tokens_left=tokens_left)
+        seen = await _off_loop(
+            partial(
+                _observation_parts,
+                self.framer,
+                step.completion_ids,
+                output,
+                notepad_text,
+                steps_left=steps_left,
+                tokens_left=tokens_left,
+            )
         )
-        # the step records what the model saw after its turn: the observation, then the notepad
-        step.observation_text, step.observation_ids = body + block, body_ids + block_ids
+        # the step records what the model saw after its turn: the observation, the notepad, the closing
+        step.observation_text, step.observation_ids = seen.text, seen.ids
         self.last_output = output
-        self.ctx.append(step.completion_ids, body_ids, block_ids)
+        self.ctx.append(step.completion_ids, seen.kept_ids, seen.notepad_ids, seen.closing_ids)
         if config.short_text:
             await self._shorten_read_page(
                 step, output, config.short_text, steps_left=steps_left, tokens_left=tokens_left
@@ -284,7 +300,8 @@ class _Episode:
             stub_ids = await _off_loop(
                 partial(
                     _stub_ids,
-                    self.codec,
+                    self.framer,
+                    step.completion_ids,
                     output,
                     chars,
                     steps_left=steps_left,

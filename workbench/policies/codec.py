@@ -7,6 +7,13 @@
 Without a chat template, `chat` falls back to the plain format `ByteCodec` uses:
 `<|role|>\\n{content}\\n` per message, then `<|assistant|>\\n`.
 
+With one, `codec.framing` is the text the template puts between an episode's turns (derived from
+the template, `workbench.policies.chat_framing`) and `codec.end_of_turn_ids` the ids that end the
+model's turn (the template's end-of-turn token, then EOS), for policies to stop on:
+
+    codec.framing.after_assistant       # "<|im_end|>\\n<|im_start|>user\\n" for ChatML
+    codec.end_of_turn_ids               # (id of <|im_end|>,)
+
 Text is made valid Unicode before it reaches the tokenizer (lone surrogates in kernel output or
 notepad values become U+FFFD, `workbench.safetext`), so encoding never raises on them.
 """
@@ -14,9 +21,11 @@ notepad values become U+FFFD, `workbench.safetext`), so encoding never raises on
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Any
 
 from workbench.errors import ConfigError
+from workbench.policies.chat_framing import ChatFraming
 from workbench.safetext import safe_text
 
 
@@ -45,14 +54,47 @@ class TokenizerCodec:
 
     @property
     def has_chat_template(self) -> bool:
-        return bool(getattr(self.tokenizer, "chat_template", None))
+        return bool(self.chat_template)
+
+    @property
+    def chat_template(self) -> str | None:
+        template = getattr(self.tokenizer, "chat_template", None)
+        return template if isinstance(template, str) and template else None
+
+    @cached_property
+    def framing(self) -> ChatFraming | None:
+        """The chat template's framing between turns; None without a template."""
+        template = self.chat_template
+        if template is None:
+            return None
+        return ChatFraming.derive(self._render, self._special_tokens(), template)
+
+    @cached_property
+    def end_of_turn_ids(self) -> tuple[int, ...]:
+        """Ids that end the model's turn: the template's end-of-turn token (if any), then EOS."""
+        framing = self.framing
+        ids = [] if framing is None or not framing.end_of_turn else self.encode(framing.end_of_turn)
+        eos = self.eos_token_id
+        return tuple(ids[:1]) + ((eos,) if eos is not None and eos not in ids[:1] else ())
+
+    def _special_tokens(self) -> list[str]:
+        tokens = set(getattr(self.tokenizer, "all_special_tokens", []) or [])
+        added = getattr(self.tokenizer, "added_tokens_decoder", {}) or {}
+        tokens.update(str(getattr(t, "content", t)) for t in added.values() if getattr(t, "special", False))
+        return sorted(tokens)
+
+    def _render(self, messages: Sequence[dict[str, str]], add_generation_prompt: bool) -> str:
+        text = self.tokenizer.apply_chat_template(
+            list(messages), tokenize=False, add_generation_prompt=add_generation_prompt
+        )
+        return str(text)
 
     def chat_text(self, messages: Sequence[dict[str, str]]) -> str:
         _check_messages(messages)
         messages = [{**m, "content": safe_text(m["content"])} if isinstance(m["content"], str) else m for m in messages]
         if not self.has_chat_template:
             return plain_chat_text(messages)
-        return str(self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+        return self._render(messages, True)
 
     def chat(self, messages: Sequence[dict[str, str]]) -> list[int]:
         return self.encode(self.chat_text(messages))

@@ -10,8 +10,9 @@
 policy's own completions the prompt already contains (0 for a fresh episode). The turn is
 found from the prompt ids themselves (a prompt that extends an earlier prompt + completion is
 its next turn), so one policy serves many concurrent episodes with no per-episode state. The
-agent keeps one notepad block at the end of the context and replaces it each turn; a prompt that
-ends with one is also remembered without it, so the turn count survives the block moving.
+agent keeps one notepad block at the end of the context (before a chat template's closing) and
+replaces it each turn; a prompt that ends with one is also remembered without it, so the turn count
+survives the block moving.
 
 The text is tokenized with the codec (`ByteCodec` unless given), cut after the first stop
 string (finish "stop"), else at `max_new_tokens` ("length"), else ended with EOS ("eos").
@@ -47,6 +48,7 @@ class ScriptedPolicy:
 
     context_size: int | None = None  # a script has no window
     MOVABLE_TAIL = "<notepad>\n"  # how the agent's replaceable context tail (the notepad block) opens
+    TAIL_END = "</notepad>"  # and how it ends (a newline, then a chat template's closing, may follow)
 
     def __init__(self, fn: ScriptFn, *, codec: Codec | None = None, name: str = "scripted", memory: int = 65536):
         if not callable(fn):
@@ -97,13 +99,24 @@ class ScriptedPolicy:
         while len(self._seen) > self._memory:
             self._seen.popitem(last=False)
 
-    def _tail_len(self, prompt: Sequence[int], context: str) -> int:
-        """How many ids of `prompt` are a trailing notepad block (which the agent moves next turn)."""
+    def _without_tail(self, prompt: Sequence[int], context: str) -> list[list[int]]:
+        """`prompt` without its notepad block (which the agent moves next turn), for each way the block
+        may be cut: it ends the prompt, or a chat template's closing follows it (`workbench.agent.turns`)."""
         i = context.rfind(self.MOVABLE_TAIL)
-        if i < 0:
-            return 0
-        ids = self.codec.encode(context[i:])
-        return len(ids) if 0 < len(ids) < len(prompt) and list(prompt[-len(ids) :]) == ids else 0
+        j = context.find(self.TAIL_END, i) + len(self.TAIL_END) if i >= 0 else -1
+        if i < 0 or j < len(self.TAIL_END):
+            return []
+        out = []
+        for start in {i, i - 1} if context[i - 1 : i] == "\n" else {i}:
+            for end in {j, j + 1} if context[j : j + 1] == "\n" else {j}:
+                block, rest = (
+                    self.codec.encode(context[start:end]),
+                    self.codec.encode(context[end:]) if end < len(context) else [],
+                )
+                n = len(block) + len(rest)
+                if block and n < len(prompt) and list(prompt[len(prompt) - n :]) == block + rest:
+                    out.append(list(prompt[: len(prompt) - n]) + rest)
+        return out
 
     def complete(self, prompt: Sequence[int], params: SamplingParams) -> Completion:
         turn, h = self._scan(prompt)
@@ -120,10 +133,8 @@ class ScriptedPolicy:
         else:
             ids, finish = ids + eos, "stop" if stopped else "eos"
         self._remember((len(prompt) + len(ids), _extend(h, ids)), turn + 1)
-        tail = self._tail_len(prompt, context)
-        if tail:  # the same turn, seen again once the agent has moved the notepad block past it
-            kept = len(prompt) - tail
-            self._remember((kept + len(ids), _extend(_extend(0, prompt[:kept]), ids)), turn + 1)
+        for kept in self._without_tail(prompt, context):  # the same turn, seen again once the block moved
+            self._remember((len(kept) + len(ids), _extend(_extend(0, kept), ids)), turn + 1)
         return Completion(text=text, token_ids=ids, logprobs=[0.0] * len(ids), finish_reason=finish)
 
     def _generate_blocking(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
