@@ -115,6 +115,28 @@ def test_a_remote_like_environment_gives_the_same_episode(world_tools, pick):
     assert calls == len(remote.steps)  # one environment call per turn
 
 
+def test_local_executor_pools_close_with_the_event_loop_that_made_them(world_tools, pick):
+    """A batch under `asyncio.run` leaves no kernel behind when that loop ends (it cannot be closed later)."""
+    from workbench.kernel.procs import process_tree
+
+    executor = LocalExecutor(world_tools, concurrency=1)
+    jobs = make_jobs(pick(1, 1), CONFIG)
+
+    async def batch() -> list[int]:
+        trajs = [traj async for _, traj in executor.stream(jobs, world_solver())]
+        assert [t.termination for t in trajs] == ["submitted"]
+        pools = list(executor._home.pools.values())
+        for pool in pools:
+            await pool.wait_warm()  # the replacement of the kernel the episode used
+        return [k.pid for pool in pools for k in pool._warm_set if k.pid]
+
+    warm = asyncio.run(batch())  # the pool's warm kernel is alive when the batch ends
+    assert warm and executor.stats()["pools"] == 0  # ... and closed with the loop
+    assert all(not process_tree(pid) for pid in warm)
+    warm = asyncio.run(batch())  # a later loop gets pools of its own
+    assert warm and executor.stats()["pools"] == 0
+
+
 def test_local_executor_streams_one_trajectory_per_job_within_its_concurrency(world_tools, pick):
     tasks = pick(1, 3) + pick(2, 2)
     executor = LocalExecutor(world_tools, concurrency=2)

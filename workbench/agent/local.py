@@ -52,6 +52,21 @@ class _Kernels:
         self.lock = asyncio.Lock()
         self.concurrency, self.given_pool = concurrency, given_pool
         self.pools: dict[PoolKey, AsyncKernelPool] = {}
+        self._keeper: AsyncIterator[None] | None = None
+
+    async def close_with_loop(self) -> None:
+        """Close the pools when their event loop shuts down (`asyncio.run` ends, or `loop.shutdown_asyncgens()`),
+        if nothing closed them before: asyncio finalizes the async generators it has seen start, on their loop,
+        before the loop closes; a loop that is closed can no longer close its kernels."""
+
+        async def keeper() -> AsyncIterator[None]:
+            try:
+                yield
+            finally:
+                await self.close()
+
+        self._keeper = keeper()
+        await anext(self._keeper)
 
     async def pool_for(self, agent: AgentConfig) -> AsyncKernelPool:
         if self.given_pool is not None:
@@ -102,8 +117,9 @@ class LocalExecutor:
     """An `Executor` over local kernel pools; see the module docstring. `pool`: use this started
     pool for every episode (it is not closed here).
 
-    The pools live on the event loop that first used the executor; a batch streamed from another
-    loop (say `asyncio.run` inside a training hook) gets pools of its own, closed when it ends."""
+    The pools live on the event loop that first used the executor, and close with it (or with `aclose`);
+    a batch streamed from another loop (say `asyncio.run` inside a training hook) gets pools of its own,
+    closed when it ends."""
 
     def __init__(
         self,
@@ -164,6 +180,7 @@ class LocalExecutor:
         loop = asyncio.get_running_loop()
         if self._home is None or self._home.loop.is_closed():
             self._home = _Kernels(self.concurrency, self._given_pool)
+            await self._home.close_with_loop()
         kernels = self._home if self._home.loop is loop else _Kernels(self.concurrency, self._given_pool)
         try:
             async for pair in self._stream(jobs, policy, kernels):
