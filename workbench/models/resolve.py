@@ -148,8 +148,9 @@ def _from_hub(text: str, repo_id: str, revision: str | None, tried: list[str]) -
 def _not_found(text: str, tried: list[str]) -> ConfigError:
     lines = "\n".join(f"  - {t}" for t in tried)
     return ConfigError(
-        f"no model {text!r}. Tried:\n{lines}\nGive a local model directory, a GGUF file, a hub id "
-        "(ORG/NAME[@REVISION]; online, or cached for HF_HUB_OFFLINE=1), or a name from `workbench models list`"
+        f"no model {text!r}. Tried:\n{lines}\nGive a local model directory (or build one with "
+        "workbench.models.build_tiny_model(dir, texts)), a GGUF file, a hub id (ORG/NAME[@REVISION]; online, "
+        "or cached for HF_HUB_OFFLINE=1), or a name from `workbench models list`"
     )
 
 
