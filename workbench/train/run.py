@@ -212,9 +212,15 @@ def load_model(spec: str) -> tuple[Any, Any]:
             "model_path is empty: give a hub id (ORG/NAME[@REV]), a local model directory (e.g. one "
             "workbench.models.build_tiny_model made), a GGUF file or a name from `workbench models list`"
         )
+    from workbench.models.resolve import resolve_model
+
+    try:
+        source = resolve_model(spec)
+    except ConfigError as exc:
+        raise ConfigError(f"model_path: {exc}") from None
     from workbench.models.load import load_causal_lm
 
-    model, tokenizer, _ = load_causal_lm(spec, device=None, dtype="float32")
+    model, tokenizer, _ = load_causal_lm(source, device=None, dtype="float32")
     return model, tokenizer
 
 
