@@ -66,6 +66,14 @@ def test_greedy_chat_stops_at_im_end(named):
     assert "Paris" in out.text and "<|im_end|>" not in out.text
 
 
+def test_train_config_finds_it_by_its_short_name(named):
+    from workbench.train import TrainConfig
+    from workbench.train.run import load_model
+
+    model, tokenizer = load_model(TrainConfig(model_path="smollm2").model_path)
+    assert model.name_or_path == str(named) and tokenizer.eos_token_id == 2
+
+
 def test_models_add_is_a_no_op_once_done_and_list_shows_it(named):
     before = (named / "model.safetensors").stat().st_mtime_ns
     out = io.StringIO()
