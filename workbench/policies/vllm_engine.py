@@ -115,6 +115,8 @@ class VLLMPolicy(BatchingBackend):
     or a name from `workbench models list`. `sampling_defaults`: the model's generation config
     unless given."""
 
+    sampling_defaults = SamplingDefaults()  # subclasses built without __init__ (training's engine) sample as asked
+
     def __init__(
         self,
         model_path: str | Path,
@@ -129,8 +131,8 @@ class VLLMPolicy(BatchingBackend):
 
         source = resolve_model(model_path)
         path = source.weights_path
-        if source.gguf_file:  # vLLM reads a GGUF's weights; the tokenizer comes from the folder's files or the GGUF
-            engine_kwargs.setdefault("tokenizer", str(source.directory))
+        if source.gguf_file and (source.directory / "tokenizer_config.json").is_file():
+            engine_kwargs.setdefault("tokenizer", str(source.directory))  # else vLLM reads the GGUF's own
         from vllm.inputs import TokensPrompt
         from vllm.platforms import current_platform
 
@@ -154,8 +156,12 @@ class VLLMPolicy(BatchingBackend):
         self.sampling_defaults = (
             sampling_defaults if sampling_defaults is not None else SamplingDefaults.read(source.directory)
         )
+
+    @property
+    def eos_ids(self) -> set[int]:
+        """The ids that end a turn: the tokenizer's EOS and the generation config's."""
         eos = self.codec.eos_token_id
-        self.eos_ids = set(self.sampling_defaults.eos_token_ids) | ({eos} if eos is not None else set())
+        return set(self.sampling_defaults.eos_token_ids) | ({eos} if eos is not None else set())
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -198,7 +204,7 @@ class VLLMPolicy(BatchingBackend):
             top_p=p.top_p,
             top_k=p.top_k if p.top_k > 0 else -1,
             stop=list(p.stop) or None,
-            stop_token_ids=sorted(self.eos_ids) or None,
+            stop_token_ids=sorted(self.eos_ids - {self.codec.eos_token_id}) or None,  # vLLM stops at EOS itself
             seed=row.seed,
             logprobs=0,
             include_stop_str_in_output=True,
