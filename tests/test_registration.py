@@ -62,7 +62,7 @@ def test_unknown_names_list_the_known_ones_and_say_how_to_register() -> None:
     assert "none" in str(err.value) and "search" in str(err.value)
     with pytest.raises(ConfigError, match="register_backend") as err:
         load_policy("no_such_backend:x")
-    assert "transformers:PATH" in str(err.value) and "openai:URL" in str(err.value)
+    assert "transformers:MODEL" in str(err.value) and "openai:URL" in str(err.value)
 
 
 def test_built_ins_are_found_without_importing_their_modules_first() -> None:

@@ -35,7 +35,7 @@ def test_unknown_scripted_name_lists_choices(clean_registry):
     [
         ("", "choices"),
         ("bogus:x", "choices"),
-        ("transformers", "needs a PATH"),
+        ("transformers", "needs a MODEL"),
         ("openai:", "needs a URL"),
         ("openai:localhost:8000", "http://"),
     ],

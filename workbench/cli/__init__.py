@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "workbench.cli.agent",
     "workbench.cli.store",
     "workbench.cli.policies",
+    "workbench.cli.models",
     "workbench.cli.search",
     "workbench.cli.evaluate",
     "workbench.cli.train",

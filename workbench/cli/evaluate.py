@@ -16,7 +16,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Run the solver over a QA JSONL file; greedy by default, as the seeds evaluate.",
     )
     p.add_argument("--dataset", required=True, nargs="+", help="QA JSONL file(s): question, golden_answers, ...")
-    p.add_argument("--policy", default="scripted", help="scripted | transformers:PATH | openai:URL | vllm:PATH")
+    p.add_argument(
+        "--policy",
+        default="scripted",
+        help="scripted | transformers:MODEL | openai:URL | vllm:MODEL (MODEL: hub id, local dir, GGUF, models name)",
+    )
     p.add_argument(
         "--retriever",
         help="saved index dir, bm25:CORPUS.jsonl, or http://HOST:PORT (Search-R1 server); "

@@ -1,4 +1,4 @@
-"""`workbench serve-model PATH`: serve a local transformers model over an OpenAI-compatible API
+"""`workbench serve-model MODEL`: serve a transformers model over an OpenAI-compatible API
 (`--engine vllm`: vLLM's own server, `vllm serve`, with the settings VLLMPolicy uses)."""
 
 from __future__ import annotations
@@ -11,11 +11,15 @@ import shlex
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "serve-model",
-        help="serve a local transformers model on loopback with an OpenAI-compatible API",
-        description="Serve a local Hugging Face model dir: "
+        help="serve a transformers model on loopback with an OpenAI-compatible API",
+        description="Serve a Hugging Face model (hub id, local dir, GGUF file or `workbench models` name): "
         "/v1/models, /v1/completions, /tokenize, /detokenize, /health.",
     )
-    p.add_argument("path", help="local model directory (config.json, weights, tokenizer)")
+    p.add_argument(
+        "path",
+        metavar="MODEL",
+        help="hub id (ORG/NAME[@REV]), local model directory, GGUF file or a name from `workbench models list`",
+    )
     p.add_argument("--host", default="127.0.0.1", help="loopback address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
@@ -68,9 +72,10 @@ def _serve(args: argparse.Namespace) -> int:
     if args.engine == "vllm":
         return _serve_vllm(args)
     from workbench.agent.config import read_model_settings
+    from workbench.models.resolve import resolve_model
     from workbench.policies.server import ModelLimits, serve_model
 
-    settings = read_model_settings(args.path)
+    settings = read_model_settings(resolve_model(args.path).directory)
     if settings:  # /v1/models passes them on: OpenAIPolicy clients run the model as it was trained
         items = ", ".join(f"{k}={v!r}" for k, v in settings.items())
         print(f"agent settings from the model (served in /v1/models, used by openai: clients): {items}", flush=True)

@@ -1,17 +1,22 @@
-"""`TransformersPolicy`: a local Hugging Face causal LM as a policy.
+"""`TransformersPolicy`: a Hugging Face causal LM as a policy.
 
-    policy = TransformersPolicy("runs/tiny", device="auto")
+    policy = TransformersPolicy("runs/tiny", device="auto")          # a local model dir
+    policy = TransformersPolicy("Qwen/Qwen2.5-0.5B-Instruct@main")   # a hub id (workbench.models.resolve_model)
+    policy = TransformersPolicy("smollm2")                           # after `workbench models add smollm2`
     ids = policy.codec.chat([{"role": "user", "content": "What is 2+2?"}])
     [out] = await policy.generate([ids], SamplingParams(max_new_tokens=64, stop=["</code>"], temperature=0))
 
     policy = TransformersPolicy.from_model(trainer.model, tokenizer)   # a live, in-memory model
 
 Concurrent `generate` calls are merged into one left-padded batch (see `batching.py`), decoded
-token by token with a KV cache. Every completion carries the sampled ids and their logprobs
-(processed: see `sampling.py`). `text == codec.decode(token_ids)`, except that a final EOS
-token is not rendered into `text`. A stop string ends generation at the token that completes
-it; if that token runs past the stop string (possible with merged tokens, never with the tiny
-models' single-token tags), `text` keeps those extra characters so it always matches the ids.
+token by token with a KV cache. A model directory's `generation_config.json` gives the sampling
+defaults (temperature, top_p, top_k) a caller leaves unset and the end-of-turn ids generation
+stops at (see `SamplingDefaults`), besides the tokenizer's EOS and any stop string. Every
+completion carries the sampled ids and their logprobs (processed: see `sampling.py`).
+`text == codec.decode(token_ids)`, except that a final EOS token is not rendered into `text`.
+A stop string ends generation at the token that completes it; if that token runs past the stop
+string (possible with merged tokens, never with the tiny models' single-token tags), `text`
+keeps those extra characters so it always matches the ids.
 """
 
 from __future__ import annotations
@@ -19,11 +24,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench.errors import ConfigError, PolicyError
+from workbench.errors import PolicyError
 from workbench.policies.base import Completion, model_agent_settings
 from workbench.policies.batching import BatchingBackend, DetailedCompletion, Row
 from workbench.policies.codec import TokenizerCodec
-from workbench.policies.sampling import RowSampler, StopWatcher, sample_next
+from workbench.policies.sampling import RowSampler, SamplingDefaults, StopWatcher, sample_next
 
 if TYPE_CHECKING:
     import torch
@@ -39,34 +44,11 @@ def context_size_of(config: Any, tokenizer: Any = None) -> int | None:
     return min(known) if known else None
 
 
-def _pick_device(device: str) -> str:
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"device={device!r} but no CUDA GPU is visible: use device='cpu' or 'auto'")
-    return device
-
-
-def _pick_dtype(dtype: Any, device: str) -> Any:  # a torch.dtype
-    import torch
-
-    if dtype in (None, "auto"):
-        if device.startswith("cuda") and torch.cuda.is_bf16_supported():
-            return torch.bfloat16
-        return torch.float32
-    if isinstance(dtype, str):
-        try:
-            return getattr(torch, dtype)
-        except AttributeError:
-            raise ConfigError(f"unknown dtype {dtype!r}: use 'auto', 'float32', 'bfloat16' or 'float16'") from None
-    return dtype
-
-
 class TransformersPolicy(BatchingBackend):
-    """Local transformers model. `device`: "cpu", "cuda", "cuda:N" or "auto"; `dtype`: "auto"
-    (bf16 on a GPU that has it, else float32) or a torch dtype / its name. Supports
+    """A transformers model: `model_path` is a hub id (ORG/NAME[@REV]), a local dir, a GGUF file or
+    a name from `workbench models list`. `device`: "cpu", "cuda", "cuda:N" or "auto"; `dtype`:
+    "auto" (bf16 on a GPU that has it, else float32) or a torch dtype / its name.
+    `sampling_defaults`: the model's generation config unless given. Supports
     `controls=LogitControls(...)` (logit bias, penalties, top logprobs)."""
 
     supports_controls = True
@@ -80,20 +62,15 @@ class TransformersPolicy(BatchingBackend):
         batch_window_ms: float = 5.0,
         max_batch_size: int = 32,
         name: str | None = None,
+        sampling_defaults: SamplingDefaults | None = None,
     ) -> None:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from workbench.models.load import load_causal_lm
 
-        path = Path(model_path).expanduser()
-        if not (path / "config.json").is_file():
-            raise ConfigError(
-                f"{model_path} is not a local model directory (no config.json). Point at a saved "
-                "Hugging Face model dir, or build one with workbench.models.build_tiny_model(dir, texts)."
-            )
-        dev = _pick_device(device)
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=_pick_dtype(dtype, dev), local_files_only=True)
-        model.to(dev).eval()
-        self._init(model, tokenizer, name or path.name, str(path), batch_window_ms, max_batch_size)
+        model, tokenizer, source = load_causal_lm(model_path, device=device, dtype=dtype)
+        defaults = sampling_defaults if sampling_defaults is not None else SamplingDefaults.read(source.directory)
+        self._init(model, tokenizer, name or source.name, str(source.weights_path), batch_window_ms, max_batch_size)
+        self.sampling_defaults = defaults
+        self.eos_ids |= set(defaults.eos_token_ids)
 
     @classmethod
     def from_model(
@@ -128,6 +105,7 @@ class TransformersPolicy(BatchingBackend):
         self.codec = TokenizerCodec(tokenizer)
         self.name = f"transformers:{name}"
         self.model_path = path
+        self.sampling_defaults = SamplingDefaults()  # a live model samples as asked
         eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
         eos = [eos] if isinstance(eos, int) else list(eos or [])
         if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in eos:
@@ -205,7 +183,8 @@ class TransformersPolicy(BatchingBackend):
             else r.params.max_new_tokens
             for r in rows
         ]
-        samplers = [RowSampler(r.params, self._generator(r), r.controls, r.prompt) for r in rows]
+        params = [self.sampling_defaults.apply(r.params) for r in rows]
+        samplers = [RowSampler(p, self._generator(r), r.controls, r.prompt) for p, r in zip(params, rows, strict=True)]
         watchers = [StopWatcher(r.params.stop, self.codec.decode) for r in rows]
         out_ids: list[list[int]] = [[] for _ in rows]
         out_lps: list[list[float]] = [[] for _ in rows]

@@ -2,12 +2,16 @@
 
     load_policy("scripted")                     # the scripted policy registered as "default"
     load_policy("scripted:echo")                # a named scripted policy
-    load_policy("transformers:runs/tiny", device="cpu")
+    load_policy("transformers:runs/tiny", device="cpu")       # a local model directory
+    load_policy("transformers:Qwen/Qwen2.5-0.5B-Instruct@main") # a hub id [@revision], via the HF cache
+    load_policy("transformers:smollm2")                         # a model `workbench models add` converted
     load_policy("openai:http://127.0.0.1:8000/v1", tokenizer="runs/tiny")
     load_policy("vllm:/models/Qwen3-4B", gpu_memory_utilization=0.5)
 
-A spec is `BACKEND[:ARG]`; keyword arguments go to the backend. Backends are an open registry:
-your own one is named on the CLI (`--policy mine:ARG`) once your code has registered it:
+A spec is `BACKEND[:ARG]`; for `transformers` and `vllm` the ARG is any model spec that
+`workbench.models.resolve_model` takes (a hub id, a local directory, a GGUF file, a short name).
+Keyword arguments go to the backend. Backends are an open registry: your own one is named on the
+CLI (`--policy mine:ARG`) once your code has registered it:
 
     register_backend("mine", lambda arg, **kwargs: MyPolicy(arg, **kwargs))
 
@@ -84,14 +88,19 @@ def load_policy(spec: str, **kwargs: Any) -> Policy:
 
 
 def _choices() -> str:
-    described = {"scripted": "scripted[:NAME]", "transformers": "transformers:PATH", "openai": "openai:URL"}
-    described["vllm"] = "vllm:PATH"
+    described = {"scripted": "scripted[:NAME]", "transformers": "transformers:MODEL", "openai": "openai:URL"}
+    described["vllm"] = "vllm:MODEL"
     return ", ".join(described.get(name, f"{name}:ARG") for name in backend_names())
 
 
 def _needs(kind: str, arg: str, what: str) -> None:
     if not arg:
-        raise ConfigError(f"policy spec {kind!r} needs a {what}: write '{kind}:{what}'")
+        hint = (
+            " (a hub id ORG/NAME[@REV], a local dir, a GGUF file or a `workbench models` name)"
+            if what == "MODEL"
+            else ""
+        )
+        raise ConfigError(f"policy spec {kind!r} needs a {what}: write '{kind}:{what}'{hint}")
 
 
 def _scripted(arg: str, **kwargs: Any) -> Policy:
@@ -107,7 +116,7 @@ def _scripted(arg: str, **kwargs: Any) -> Policy:
 
 
 def _transformers(arg: str, **kwargs: Any) -> Policy:
-    _needs("transformers", arg, "PATH")
+    _needs("transformers", arg, "MODEL")
     from workbench.policies.hf import TransformersPolicy
 
     return TransformersPolicy(arg, **kwargs)
@@ -121,7 +130,7 @@ def _openai(arg: str, **kwargs: Any) -> Policy:
 
 
 def _vllm(arg: str, **kwargs: Any) -> Policy:
-    _needs("vllm", arg, "PATH")
+    _needs("vllm", arg, "MODEL")
     from workbench.policies.vllm_engine import VLLMPolicy
 
     return VLLMPolicy(arg, **kwargs)

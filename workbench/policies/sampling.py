@@ -9,10 +9,13 @@ and unfiltered. Top logprobs, when asked for, come from the same distribution.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
 from workbench.policies.base import SamplingParams
@@ -186,6 +189,59 @@ class StopWatcher:
         return any(s in tail for s in self.stop)
 
 
+UNSET_SAMPLING = SamplingParams()  # a field equal to its default here counts as not set by the caller
+
+
+@dataclass(frozen=True)
+class SamplingDefaults:
+    """A model's own sampling defaults (its `generation_config.json`: temperature, top_p, top_k) and
+    the token ids that end its turn (`eos_token_id` there, e.g. `<|im_end|>`).
+
+    `apply(params)` fills each of temperature / top_p / top_k that the caller left at
+    `SamplingParams`' default (1.0 / 1.0 / 0) with the model's value, as vLLM does with a model's
+    generation config. A caller who wants exactly those defaults on such a model passes
+    `sampling_defaults=SamplingDefaults()` to the policy."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    eos_token_ids: tuple[int, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SamplingDefaults:
+        """From a generation config's entries (only those present count)."""
+        eos = data.get("eos_token_id")
+        eos_ids = (eos,) if isinstance(eos, int) else tuple(int(t) for t in eos or ())
+        temperature, top_p, top_k = data.get("temperature"), data.get("top_p"), data.get("top_k")
+        return cls(
+            temperature=float(temperature) if isinstance(temperature, (int, float)) else None,
+            top_p=float(top_p) if isinstance(top_p, (int, float)) else None,
+            top_k=int(top_k) if isinstance(top_k, int) else None,
+            eos_token_ids=eos_ids,
+        )
+
+    @classmethod
+    def read(cls, directory: str | Path) -> SamplingDefaults:
+        """From `directory/generation_config.json`; no defaults when it has none."""
+        path = Path(directory) / "generation_config.json"
+        if not path.is_file():
+            return cls()
+        try:
+            data = json.loads(path.read_text())
+        except ValueError as exc:
+            raise ConfigError(f"{path} is not valid JSON ({exc}); fix or remove it") from None
+        return cls.from_dict(data if isinstance(data, dict) else {})
+
+    def apply(self, params: SamplingParams) -> SamplingParams:
+        """`params` with the model's defaults in the fields left at `SamplingParams`' defaults."""
+        changes: dict[str, Any] = {}
+        for name in ("temperature", "top_p", "top_k"):
+            mine = getattr(self, name)
+            if mine is not None and getattr(params, name) == getattr(UNSET_SAMPLING, name):
+                changes[name] = mine
+        return dataclasses.replace(params, **changes) if changes else params
+
+
 def validate_params(params: SamplingParams) -> None:
     if params.max_new_tokens < 1:
         raise ConfigError(f"max_new_tokens must be >= 1, got {params.max_new_tokens}")
@@ -199,4 +255,13 @@ def validate_params(params: SamplingParams) -> None:
         raise ConfigError(f"stop must be a list of strings, got the string {params.stop!r}: use stop=[{params.stop!r}]")
 
 
-__all__ = ["MAX_TOP_LOGPROBS", "LogitControls", "RowSampler", "StopWatcher", "sample_next", "validate_params"]
+__all__ = [
+    "MAX_TOP_LOGPROBS",
+    "UNSET_SAMPLING",
+    "LogitControls",
+    "RowSampler",
+    "SamplingDefaults",
+    "StopWatcher",
+    "sample_next",
+    "validate_params",
+]

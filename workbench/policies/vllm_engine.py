@@ -2,6 +2,7 @@
 vLLM is imported only when one is built.
 
     policy = VLLMPolicy("/models/Qwen3-4B", gpu_memory_utilization=0.5, max_model_len=8192)
+    policy = VLLMPolicy("Qwen/Qwen2.5-0.5B-Instruct")     # a hub id, a GGUF file or a `workbench models` name
     [out] = await policy.generate([policy.codec.chat(msgs)], SamplingParams(stop=["</code>"]))
 
 Keyword arguments go to `vllm.LLM(model=PATH, **engine_kwargs)`; by default
@@ -14,6 +15,8 @@ overridden. vLLM starts its engine with multiprocessing spawn: scripts need a `_
 Prompts are sent as `TokensPrompt(prompt_token_ids=...)`; each row gets its own
 `vllm.SamplingParams(logprobs=0, seed=seed+i, include_stop_str_in_output=True,
 skip_special_tokens=False)`. Concurrent `generate` calls are merged like TransformersPolicy's.
+As there, the model's `generation_config.json` gives the sampling defaults a caller leaves unset and
+its EOS ids are stop tokens (`SamplingDefaults`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from workbench.errors import ConfigError, PolicyError
 from workbench.policies.base import Completion, model_agent_settings
 from workbench.policies.batching import BatchingBackend, Row
 from workbench.policies.codec import TokenizerCodec
+from workbench.policies.sampling import SamplingDefaults
 
 INSTALL_HINT = (
     "VLLMPolicy needs vLLM, which is not importable in this environment ({error}). `make setup` "
@@ -74,8 +78,12 @@ def vllm_serve_argv(
 ) -> list[str]:
     """The `vllm serve` command that `workbench serve-model --engine vllm` runs: the same settings
     as `VLLMPolicy` (processed logprobs; on the CPU build eager float32 and a fixed KV cache of
-    `kv_cache_gib`, default 1 GiB), then `extra` flags as given (they win over these)."""
+    `kv_cache_gib`, default 1 GiB), then `extra` flags as given (they win over these).
+    `model_path` is any model spec (`workbench.models.resolve_model`)."""
     import_vllm()
+    from workbench.models.resolve import resolve_model
+
+    model_path = resolve_model(model_path).weights_path
     from vllm.platforms import current_platform
 
     if kv_cache_gib is not None and not kv_cache_gib > 0:
@@ -103,16 +111,28 @@ def vllm_serve_argv(
 
 
 class VLLMPolicy(BatchingBackend):
+    """An in-process vLLM engine on `model_path`: a hub id (ORG/NAME[@REV]), a local dir, a GGUF file
+    or a name from `workbench models list`. `sampling_defaults`: the model's generation config
+    unless given."""
+
+    sampling_defaults = SamplingDefaults()  # subclasses built without __init__ (training's engine) sample as asked
+
     def __init__(
-        self, model_path: str | Path, *, batch_window_ms: float = 5.0, max_batch_size: int = 256, **engine_kwargs: Any
+        self,
+        model_path: str | Path,
+        *,
+        batch_window_ms: float = 5.0,
+        max_batch_size: int = 256,
+        sampling_defaults: SamplingDefaults | None = None,
+        **engine_kwargs: Any,
     ):
         vllm = import_vllm()
-        path = Path(model_path).expanduser()
-        if not (path / "config.json").is_file():
-            raise ConfigError(
-                f"{model_path} is not a local model directory (no config.json). Point at a saved "
-                "Hugging Face model dir, or build one with workbench.models.build_tiny_model(dir, texts)."
-            )
+        from workbench.models.resolve import resolve_model
+
+        source = resolve_model(model_path)
+        path = source.weights_path
+        if source.gguf_file and (source.directory / "tokenizer_config.json").is_file():
+            engine_kwargs.setdefault("tokenizer", str(source.directory))  # else vLLM reads the GGUF's own
         from vllm.inputs import TokensPrompt
         from vllm.platforms import current_platform
 
@@ -127,12 +147,21 @@ class VLLMPolicy(BatchingBackend):
         self.llm = vllm.LLM(model=str(path), **engine_kwargs)
         self.codec = TokenizerCodec(self.llm.get_tokenizer())
         self.model_path = str(path)
-        self.name = f"vllm:{path.name}"
+        self.name = f"vllm:{source.name}"
         config = self.llm.llm_engine.model_config
         self.max_model_len = config.max_model_len
         self.context_size = self.max_model_len
-        self.agent_settings = model_agent_settings(path)
+        self.agent_settings = model_agent_settings(source.directory)
         self.vocab_size = config.get_vocab_size()
+        self.sampling_defaults = (
+            sampling_defaults if sampling_defaults is not None else SamplingDefaults.read(source.directory)
+        )
+
+    @property
+    def eos_ids(self) -> set[int]:
+        """The ids that end a turn: the tokenizer's EOS and the generation config's."""
+        eos = self.codec.eos_token_id
+        return set(self.sampling_defaults.eos_token_ids) | ({eos} if eos is not None else set())
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -167,7 +196,7 @@ class VLLMPolicy(BatchingBackend):
             )
 
     def _sampling_params(self, row: Row) -> Any:  # a vllm.SamplingParams
-        p = row.params
+        p = self.sampling_defaults.apply(row.params)
         return self._vllm.SamplingParams(
             n=1,
             max_tokens=min(p.max_new_tokens, self.max_model_len - len(row.prompt)),
@@ -175,6 +204,7 @@ class VLLMPolicy(BatchingBackend):
             top_p=p.top_p,
             top_k=p.top_k if p.top_k > 0 else -1,
             stop=list(p.stop) or None,
+            stop_token_ids=sorted(self.eos_ids - {self.codec.eos_token_id}) or None,  # vLLM stops at EOS itself
             seed=row.seed,
             logprobs=0,
             include_stop_str_in_output=True,
@@ -198,8 +228,7 @@ class VLLMPolicy(BatchingBackend):
             finish = "stop"
         else:  # None = EOS, int = a stop token id
             finish = "eos"
-        eos = self.codec.eos_token_id
-        shown = ids[:-1] if finish == "eos" and ids and ids[-1] == eos else ids
+        shown = ids[:-1] if finish == "eos" and ids and ids[-1] in self.eos_ids else ids
         return Completion(text=self.codec.decode(shown), token_ids=ids, logprobs=logprobs, finish_reason=finish)
 
 

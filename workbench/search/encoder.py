@@ -131,9 +131,6 @@ class Encoder:
         if device != "cpu" or max_length is not None:  # ONNX runs on CPU with the model's own max length
             backend = query_backend = "torch"
         self.backend, self.query_backend = backend, query_backend
-        # Offline semantics: never reach a hub, even for a missing tokenizer file.
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         self._torch: Any = None
         self._ort: dict[str, Any] = {}
         self._threads = {"passage": threads or available_cpus(), "query": query_threads or 1}

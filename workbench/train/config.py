@@ -15,6 +15,7 @@ sampling) are read by `WorkbenchGRPOTrainer` itself.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import InitVar, dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any, Self
 
 from workbench.configfile import Config, check_types, config_field
 from workbench.errors import ConfigError
+from workbench.models.load import DEVICES
 from workbench.train.estimators import BUILTIN, Estimator, estimator_class, make_estimator, parameters_help
 
 ESTIMATORS = BUILTIN  # the built-in estimators; `estimators.estimator_names()` adds registered ones
@@ -56,7 +58,11 @@ class TrainConfig(Config):
     config_table = "train"
 
     # -- what to train, on what --------------------------------------------------------------
-    model_path: str = config_field("", "Local directory of the model + tokenizer to train (never a hub id).")
+    model_path: str = config_field(
+        "",
+        "The model + tokenizer to train: a hub id (ORG/NAME, ORG/NAME@REVISION; fetched through the "
+        "Hugging Face cache), a local model directory, a GGUF file, or a name from `workbench models list`.",
+    )
     output_dir: str = config_field("runs/train", "Where checkpoints, metrics.jsonl and the run log go.")
     tasks_path: str = config_field("", "JSONL of tasks (id, question, golden_answers, metadata such as hops).")
     run_id: str = config_field("", "Run id for the store's metrics; defaults to the output dir's name.")
@@ -145,8 +151,13 @@ class TrainConfig(Config):
     save_steps: int = config_field(0, "Save a checkpoint every N steps (0 = only at the end).")
     resume_from: str = config_field("", "Checkpoint dir to resume from, or 'latest' for the newest in output_dir.")
     logging_steps: int = config_field(1, "Log metrics every N steps.")
-    use_cpu: bool = config_field(True, "Train on CPU (set False on a GPU machine).")
-    bf16: bool = config_field(False, "bf16 mixed precision (GPU).")
+    device: str = config_field(
+        "auto", "Where to train: auto (a CUDA GPU when one is visible, else the CPU) | cpu | cuda."
+    )
+    bf16: bool = config_field(False, "bf16 mixed precision (a GPU that supports it; weights stay float32).")
+    gradient_checkpointing: bool = config_field(
+        False, "Recompute activations in the backward pass: less memory for about a third more compute."
+    )
     use_vllm: bool = config_field(
         False,
         "Generate rollouts with vLLM (CPU build or CUDA): an in-process engine synced "
@@ -188,8 +199,15 @@ class TrainConfig(Config):
     asearcher_reward_scaling: InitVar[float | None] = None
     asearcher_reward_clip: InitVar[float | None] = None
     asearcher_adv_norm: InitVar[bool | None] = None
+    use_cpu: InitVar[bool | None] = None  # deprecated: device="cpu"
 
     def __post_init__(self, *flat: Any) -> None:
+        use_cpu = flat[-1]
+        flat = flat[:-1]
+        if use_cpu is not None:
+            warnings.warn("TrainConfig.use_cpu is deprecated: use device='cpu'", DeprecationWarning, stacklevel=3)
+            if use_cpu:
+                self.device = "cpu"
         self.report_to = _report_list(self.report_to)
         check_types(self)
         if isinstance(self.estimator_params, dict):  # a copy: a flat name never edits the caller's dict
@@ -219,6 +237,8 @@ class TrainConfig(Config):
         chosen = self.make_estimator()
         if self.episode_kind not in EPISODE_KINDS:
             raise _bad("episode_kind", f"{self.episode_kind!r} is not one of {', '.join(EPISODE_KINDS)}")
+        if self.device not in DEVICES:
+            raise _bad("device", f"{self.device!r} is not one of {', '.join(DEVICES)}")
         if self.executor not in ("local", "ray"):
             raise _bad("executor", f"{self.executor!r} is not 'local' or 'ray'")
         if self.executor == "ray" and (self.episode_kind != "nbagent" or self.search_engine != "bm25"):
@@ -304,7 +324,7 @@ class TrainConfig(Config):
 
     @classmethod
     def accepted_keys(cls) -> set[str]:
-        return super().accepted_keys() | set(FLAT_ESTIMATOR_PARAMS)
+        return super().accepted_keys() | set(FLAT_ESTIMATOR_PARAMS) | {"use_cpu"}
 
     @classmethod
     def _build(cls, data: Mapping[str, Any], where: str) -> Self:
@@ -329,6 +349,12 @@ class TrainConfig(Config):
     def replace(self, **changes: Any) -> TrainConfig:
         """A copy with `changes` (fields or flat estimator parameter names), validated again."""
         return type(self).from_dict(self.to_dict(), **changes)
+
+    def resolved_device(self) -> str:
+        """ "cpu" or "cuda": `device`, with "auto" decided by what this machine has."""
+        from workbench.models.load import pick_device
+
+        return pick_device(self.device)
 
     # -- TRL ---------------------------------------------------------------------------------
     def to_grpo_config(self) -> Any:
@@ -356,9 +382,9 @@ class TrainConfig(Config):
             save_strategy="steps" if self.save_steps else "no",
             save_steps=self.save_steps or 500,
             logging_steps=self.logging_steps,
-            use_cpu=self.use_cpu,
+            use_cpu=self.resolved_device() == "cpu",
             bf16=self.bf16,
-            gradient_checkpointing=False,
+            gradient_checkpointing=self.gradient_checkpointing,
             report_to=list(self.report_to) or "none",
             project=self.run_id or Path(self.output_dir).name,  # trackio's project
             trackio_static_space_id=False,  # trackio stays local: no Space is created at the end
@@ -392,12 +418,20 @@ def _flat_reader(name: str, key: str) -> property:
     return property(read, doc=f"estimator_params.{name}.{key}, or its default (read-only)")
 
 
+def _read_use_cpu(self: TrainConfig) -> bool:
+    return self.device == "cpu"
+
+
 # the flat names read back what they set (`cfg.adpo_min_scale`); a dataclass InitVar keeps no value itself
-for _flat, (_name, _key) in FLAT_ESTIMATOR_PARAMS.items():
-    setattr(TrainConfig, _flat, _flat_reader(_name, _key))
-if [n for n, f in TrainConfig.__dataclass_fields__.items() if str(f.type).startswith("InitVar")] != list(
-    FLAT_ESTIMATOR_PARAMS
-):  # __post_init__ pairs the InitVars with FLAT_ESTIMATOR_PARAMS by position
-    raise AssertionError("TrainConfig's InitVars must follow FLAT_ESTIMATOR_PARAMS, in order")
+# and so does the deprecated use_cpu
+_READERS = {flat: _flat_reader(name, key) for flat, (name, key) in FLAT_ESTIMATOR_PARAMS.items()}
+_READERS["use_cpu"] = property(_read_use_cpu, doc="deprecated: device == 'cpu' (read-only)")
+for _attr, _reader in _READERS.items():
+    setattr(TrainConfig, _attr, _reader)
+if [n for n, f in TrainConfig.__dataclass_fields__.items() if str(f.type).startswith("InitVar")] != [
+    *FLAT_ESTIMATOR_PARAMS,
+    "use_cpu",
+]:  # __post_init__ pairs the InitVars with FLAT_ESTIMATOR_PARAMS by position, then use_cpu
+    raise AssertionError("TrainConfig's InitVars must follow FLAT_ESTIMATOR_PARAMS, in order, then use_cpu")
 
 __all__ = ["EPISODE_KINDS", "ESTIMATORS", "FLAT_ESTIMATOR_PARAMS", "SEARCH_ENGINES", "SEGMENTS", "TrainConfig"]

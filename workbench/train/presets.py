@@ -9,7 +9,7 @@ A "global batch of P prompts × n rollouts" becomes `per_device_train_batch_size
 question's rollouts. Where a paper gives two values (e.g. Dr. Zero's learning rate 5e-7 or 1e-6) the
 preset takes the one the paper's main runs name first or the code uses, and says so. Settings that no
 paper or code fixes are left at `TrainConfig`'s defaults. Presets set GPU precision (bf16) where the
-paper trains in it: override `use_cpu=True, bf16=False` to try one on a CPU.
+paper trains in it: override `device="cpu", bf16=False` to try one on a CPU.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ PRESETS: dict[str, dict[str, tuple[Any, str]]] = {
         "temperature": (1.0, f"{DRZ} code: rollout temperature 1.0"),
         "top_k": (3, f"{DRZ} App. A: top-3 documents per search"),
         "bf16": (True, f"{DRZ_T5}: Precision BF16-mixed"),
-        "use_cpu": (False, f"{DRZ_T5}: trained on GPUs"),
+        "device": ("auto", f"{DRZ_T5}: trained on GPUs (auto takes one when visible)"),
     },
     "drzero_solver": {
         "estimator": ("grpo", f"{DRZ} §3 eq. 5 and {DRZ_T6}: Algorithm GRPO"),
@@ -84,7 +84,7 @@ PRESETS: dict[str, dict[str, tuple[Any, str]]] = {
         "temperature": (1.0, f"{DRZ} code: rollout temperature 1.0"),
         "top_k": (3, f"{DRZ} App. A: top-3 documents per search"),
         "bf16": (True, f"{DRZ_T6}: Precision BF16-mixed"),
-        "use_cpu": (False, f"{DRZ_T6}: trained on GPUs"),
+        "device": ("auto", f"{DRZ_T6}: trained on GPUs (auto takes one when visible)"),
     },
     "zerosearch": {
         "estimator": ("reinforce", f"{ZS} App. B: REINFORCE is the default training algorithm"),
@@ -126,7 +126,7 @@ PRESETS: dict[str, dict[str, tuple[Any, str]]] = {
         "episode_kind": ("nbagent", "Agent0 §3.3: multi-turn tool-integrated rollouts with a code sandbox"),
         "max_turns": (4, "Agent0 code (executor_train): max_turns 4"),
         "bf16": (True, "Agent0: trained on GPUs (verl, bf16)"),
-        "use_cpu": (False, "Agent0: trained on GPUs"),
+        "device": ("auto", "Agent0: trained on GPUs (auto takes one when visible)"),
     },
     "agent0_curriculum": {
         "estimator": ("grpo", "Agent0 §3.2: the curriculum agent is trained with GRPO (eq. 1)"),
@@ -142,7 +142,7 @@ PRESETS: dict[str, dict[str, tuple[Any, str]]] = {
         "epsilon": (0.2, "Agent0 code (EasyR1 defaults): clip ratio low 0.2"),
         "epsilon_high": (0.3, "Agent0 code (EasyR1 defaults): clip ratio high 0.3"),
         "bf16": (True, "Agent0: trained on GPUs (EasyR1, bf16)"),
-        "use_cpu": (False, "Agent0: trained on GPUs"),
+        "device": ("auto", "Agent0: trained on GPUs (auto takes one when visible)"),
     },
     "asearcher": {
         "estimator": ("asearcher", f"{AS} §3 and code: group-mean centring, (r - 0.5)·10, flat groups dropped"),
@@ -167,7 +167,7 @@ PRESETS: dict[str, dict[str, tuple[Any, str]]] = {
         "asearcher_reward_clip": (20.0, "AReaL PPOActorConfig default: reward_clip 20.0"),
         "asearcher_adv_norm": (True, "AReaL PPOActorConfig default: adv_norm True (global, group_adv_norm False)"),
         "bf16": (True, f"{AS_CFG}: dtype bfloat16"),
-        "use_cpu": (False, f"{AS}: trained on GPUs"),
+        "device": ("auto", f"{AS}: trained on GPUs (auto takes one when visible)"),
     },
     "l0": {
         "estimator": ("reinforce_pp", f"{L0} §3 eq. 2-3: REINFORCE++ step returns, batch-step whitening"),
@@ -183,7 +183,7 @@ PRESETS: dict[str, dict[str, tuple[Any, str]]] = {
         "episode_kind": ("nbagent", f"{L0} §2: the NB-Agent REPL scaffold"),
         "max_turns": (8, f"{L0} code (scripts): max_steps 8 for the 7B model"),
         "bf16": (True, f"{L0}: trained on GPUs (verl, bf16)"),
-        "use_cpu": (False, f"{L0}: trained on GPUs"),
+        "device": ("auto", f"{L0}: trained on GPUs (auto takes one when visible)"),
     },
 }
 

@@ -4,7 +4,8 @@
     summary = train(cfg, tasks=my_tasks, episodes=my_runner)   # or hand in live objects
 
 Pieces not handed in are built from the config: tasks from `tasks_path` (JSONL), the model and
-tokenizer from `model_path` (local, offline), the episode runner from `episode_kind`
+tokenizer from `model_path` (a hub id, a local dir, a GGUF file or a `workbench models` name:
+`workbench.models.resolve_model`), the episode runner from `episode_kind`
 (`search_r1` or `nbagent`) over the search `search_engine` names (BM25 over `corpus_path`, or a
 ZeroSearch simulator written by `sim_policy` on the `sim_*` curriculum), the store from
 `store_path`. The final weights go to `<output_dir>/final`.
@@ -202,15 +203,25 @@ def stamp_agent_settings(model: Any, episodes: EpisodeRunner[Policy]) -> None:
     stamp_model(model, effective)
 
 
-def load_model(path: str) -> tuple[Any, Any]:
-    if not path or not Path(path).is_dir():
+def load_model(spec: str) -> tuple[Any, Any]:
+    """(model, tokenizer) to train: `spec` is a hub id (ORG/NAME[@REV]), a local dir, a GGUF file or a
+    `workbench models` name. float32 weights on the CPU; the trainer moves them to its device and
+    casts for mixed precision (`TrainConfig.device`, `bf16`)."""
+    if not spec:
         raise ConfigError(
-            f"model_path {path!r} is not a local model directory; build one with "
-            "workbench.models.build_tiny_model or point at a saved checkpoint"
+            "model_path is empty: give a hub id (ORG/NAME[@REV]), a local model directory (e.g. one "
+            "workbench.models.build_tiny_model made), a GGUF file or a name from `workbench models list`"
         )
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from workbench.models.resolve import resolve_model
 
-    return AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    try:
+        source = resolve_model(spec)
+    except ConfigError as exc:
+        raise ConfigError(f"model_path: {exc}") from None
+    from workbench.models.load import load_causal_lm
+
+    model, tokenizer, _ = load_causal_lm(source, device=None, dtype="float32")
+    return model, tokenizer
 
 
 def train(
@@ -225,7 +236,6 @@ def train(
     callbacks: list[Any] | None = None,
 ) -> dict[str, Any]:
     """Run one training job to the end; returns a summary dict."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     from workbench.train.callbacks import MetricsCallback
     from workbench.train.trainer import WorkbenchGRPOTrainer
