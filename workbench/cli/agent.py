@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--policy",
         default="scripted",
-        help="scripted | scripted:NAME | transformers:PATH | openai:URL | vllm:PATH | BACKEND:ARG "
+        help="scripted | scripted:NAME | transformers:MODEL | openai:URL | vllm:MODEL | BACKEND:ARG "
         "(a backend your code registered with workbench.policies.register_backend)",
     )
     p.add_argument(

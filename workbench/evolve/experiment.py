@@ -5,7 +5,7 @@ a single episode's work item is an `EpisodeJob`, a different thing).
     mode = "drzero"                        # drzero | agent0
     corpus = "runs/world/corpus.jsonl"     # the proposer's source documents; search is BM25 over them
     proposer = "scripted:proposer"         # a policy spec (scripted:proposer: the world proposer)
-    solver = "scripted:world"              # transformers:PATH trains it when [train] is given
+    solver = "scripted:world"              # transformers:MODEL trains it when [train] is given
 
     [evolve]                               # DrZeroConfig / Agent0Config fields
     run_dir = "runs/evolve"
@@ -16,7 +16,7 @@ a single episode's work item is an `EpisodeJob`, a different thing).
 
     result = run_experiment(EvolveExperiment.load("evolve.toml"))
 
-A role whose policy is `transformers:PATH` is loaded once and, with a `[train]` table, trained in
+A role whose policy is `transformers:MODEL` is loaded once and, with a `[train]` table, trained in
 place (`trl_train_fn`); each update's weights go to `<run_dir>/iter_<i>/<role>/final`.
 """
 
@@ -47,10 +47,10 @@ class EvolveExperiment(Config):
     corpus: str = config_field("", "JSONL corpus: the proposer's documents, searched with BM25.")
     proposer: str = config_field(
         "scripted:proposer",
-        "Proposer policy spec: scripted:proposer (the world proposer), transformers:PATH, openai:URL.",
+        "Proposer policy spec: scripted:proposer (the world proposer), transformers:MODEL, openai:URL.",
     )
     solver: str = config_field(
-        "scripted:world", "Solver policy spec: scripted:world, transformers:PATH (trained with [train]), openai:URL."
+        "scripted:world", "Solver policy spec: scripted:world, transformers:MODEL (trained with [train]), openai:URL."
     )
     evolve: dict[str, Any] = config_field({}, "[evolve] table: DrZeroConfig / Agent0Config fields.")
     train: dict[str, Any] | None = config_field(
@@ -161,7 +161,7 @@ def run_experiment(job: EvolveExperiment, *, resume: bool = False, executor: Exe
     if job.train is not None:
         if p_model is None and s_model is None:
             raise ConfigError(
-                "[train] is set but no role is a transformers:PATH model; nothing can be trained "
+                "[train] is set but no role is a transformers:MODEL model; nothing can be trained "
                 "(drop [train] to evolve without updates)"
             )
         train_fn = trl_train_fn(job.train_config(), proposer=p_model, solver=s_model)

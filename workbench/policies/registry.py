@@ -75,7 +75,7 @@ def backend_names() -> list[str]:
 def load_policy(spec: str, **kwargs: Any) -> Policy:
     """Parse `BACKEND[:ARG]` and build the policy (see the module docstring)."""
     if not isinstance(spec, str) or not spec.strip():
-        raise ConfigError(f"policy spec must be a string like 'transformers:PATH'; choices: {_choices()}")
+        raise ConfigError(f"policy spec must be a string like 'transformers:MODEL'; choices: {_choices()}")
     kind, _, arg = spec.strip().partition(":")
     kind = kind.lower()
     builtin_backends()

@@ -37,7 +37,7 @@ def build_simulator(config: TrainConfig, policy: Policy | None = None) -> Any:
         if not config.sim_policy:
             raise ConfigError(
                 "search_engine='simulated' needs sim_policy: the simulator LLM as a policy spec "
-                "(a local model dir via 'transformers:PATH', 'openai:URL', 'scripted:NAME')"
+                "('transformers:MODEL' for a hub id, directory, GGUF or short name; 'openai:URL'; 'scripted:NAME')"
             )
         from workbench.resolve import resolve_policy
 
