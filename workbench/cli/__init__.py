@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "workbench.cli.train",
     "workbench.cli.evolve",
     "workbench.cli.widgets",
+    "workbench.cli.envs",
 ]
 
 

@@ -1,0 +1,15 @@
+"""workbench's NB-Agent under other projects' environment standards.
+
+- `workbench.envs.openenv`: an OpenEnv `Environment` (reset / step / state over one sandboxed kernel),
+  served by `workbench.envs.server.EnvServer` or `workbench serve-env`;
+- `workbench.envs.trl`: a TRL `environment_factory` (`tool_environment(host)`: one sandboxed kernel per
+  generation; `run_code`, the host tools and `submit_final_answer` as tools) and `environment_reward`;
+- `workbench.envs.session`: what they share (`EpisodeHost`: tools, reward, kernel pool; `EpisodeSession`:
+  one episode driven a cell at a time, recorded as a `Trajectory`).
+
+Submodules are imported on their own (`openenv-core` loads only with `workbench.envs.openenv`).
+"""
+
+from workbench.envs.session import EpisodeHost, EpisodeSession
+
+__all__ = ["EpisodeHost", "EpisodeSession"]
