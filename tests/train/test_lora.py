@@ -113,3 +113,38 @@ def test_a_lora_checkpoint_holds_the_adapter_only_and_resumes(tmp_path, tiny_mod
     assert seen.keys() == saved.keys()
     assert all(torch.equal(seen[k], saved[k]) for k in saved)
     assert any(saved[k].abs().sum() > 0 for k in saved if "lora_B" in k)  # not the zero init by chance
+
+
+def test_merge_writes_a_plain_model_whose_logits_equal_base_plus_adapter(tmp_path, tiny_model_dir):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from workbench.cli import main
+    from workbench.models.load import load_causal_lm
+
+    torch.manual_seed(0)
+    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    wrapped = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=ALL_LINEAR, init_lora_weights=False))
+    wrapped.save_pretrained(str(tmp_path / "adapter"))
+    ids = torch.tensor([[5, 17, 42, 99, 7, 3]])
+    with torch.no_grad():
+        expected = wrapped(ids).logits
+        with wrapped.disable_adapter():
+            plain = wrapped(ids).logits
+    assert not torch.allclose(expected, plain)  # the adapter changes the output
+
+    assert main(["models", "merge", str(tmp_path / "adapter"), "--out", str(tmp_path / "merged")]) == 0
+    assert not is_adapter_dir(tmp_path / "merged")
+    merged, tok, _ = load_causal_lm(str(tmp_path / "merged"), device="cpu", dtype="float32")
+    with torch.no_grad():
+        got = merged(ids).logits
+    assert torch.allclose(got, expected, atol=1e-5)
+    text = "Paris is the capital of France."
+    assert tok(text).input_ids == AutoTokenizer.from_pretrained(tiny_model_dir)(text).input_ids
+
+
+def test_merge_names_the_fix_for_a_directory_without_an_adapter(tmp_path, tiny_model_dir):
+    from workbench.train.lora import merge_adapter
+
+    with pytest.raises(ConfigError, match="no peft adapter"):
+        merge_adapter(tiny_model_dir, tmp_path / "merged")

@@ -8,13 +8,19 @@ TRL's GRPOTrainer wraps the model with `peft.get_peft_model`; only the adapter's
 tensors train, the base weights stay frozen. With a KL term (`beta > 0`) the reference log-probs
 come from the same model with the adapter disabled, so no second copy of the weights is held.
 Checkpoints and the final dir hold the adapter only (`adapter_config.json`,
-`adapter_model.safetensors`), naming the base model they apply to.
+`adapter_model.safetensors`), naming the base model they apply to; `merge_adapter` (the CLI's
+`workbench models merge ADAPTER --out DIR`) folds one into its base as a plain model directory.
+
+    merge_adapter("runs/train/final", "runs/merged")     # base from the adapter's config, or base=SPEC
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
     from peft import LoraConfig
@@ -45,4 +51,33 @@ def is_adapter_dir(path: str | Path) -> bool:
     return (Path(path) / ADAPTER_FILES[0]).is_file()
 
 
-__all__ = ["ADAPTER_FILES", "is_adapter_dir", "lora_config"]
+def adapter_base(adapter_dir: str | Path) -> str:
+    """The base model spec an adapter was trained on (its `base_model_name_or_path`)."""
+    if not is_adapter_dir(adapter_dir):
+        raise ConfigError(
+            f"{adapter_dir} holds no peft adapter ({ADAPTER_FILES[0]} missing); give a LoRA run's "
+            "checkpoint-N or final directory"
+        )
+    base = json.loads((Path(adapter_dir) / ADAPTER_FILES[0]).read_text()).get("base_model_name_or_path")
+    if not base:
+        raise ConfigError(f"{adapter_dir}'s adapter names no base model; pass the base model spec (base=/--base)")
+    return str(base)
+
+
+def merge_adapter(adapter_dir: str | Path, out_dir: str | Path, base: str | None = None) -> Path:
+    """Fold the LoRA adapter in `adapter_dir` into its base model (`base`, else the one the adapter
+    names) and save the result, with the base's tokenizer, as a plain model directory `out_dir`."""
+    from peft import PeftModel
+
+    from workbench.models.load import load_causal_lm
+
+    spec = base or adapter_base(adapter_dir)
+    model, tokenizer, _ = load_causal_lm(spec, device=None, dtype="float32")
+    merged = PeftModel.from_pretrained(model, str(adapter_dir)).merge_and_unload()
+    out = Path(out_dir)
+    merged.save_pretrained(str(out))
+    tokenizer.save_pretrained(str(out))
+    return out
+
+
+__all__ = ["ADAPTER_FILES", "adapter_base", "is_adapter_dir", "lora_config", "merge_adapter"]
