@@ -148,3 +148,29 @@ def test_merge_names_the_fix_for_a_directory_without_an_adapter(tmp_path, tiny_m
 
     with pytest.raises(ConfigError, match="no peft adapter"):
         merge_adapter(tiny_model_dir, tmp_path / "merged")
+
+
+def test_sft_on_a_lora_model_trains_the_adapter_alone(tmp_path, tiny_model_dir):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from workbench.train.lora import wrap_lora
+    from workbench.train.sft import sft
+    from workbench.trajectory import Step, Task
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    ids = tok.encode("<answer> Paris </answer>")
+    traj = Trajectory(
+        task=Task("q", "Capital of France?", ["Paris"]),
+        steps=[Step(index=0, raw="<answer> Paris </answer>", prompt_ids=ids[:2], completion_ids=ids)],
+    )
+    model = wrap_lora(AutoModelForCausalLM.from_pretrained(tiny_model_dir), TrainConfig(lora_r=4, lora_alpha=8))
+    before = {k: v.detach().clone() for k, v in model.named_parameters()}
+    losses = sft(model, tok, [traj] * 4, epochs=2, lr=1e-2, batch_size=2, progress=False)
+    assert losses and all(torch.isfinite(torch.tensor(x)) for x in losses)
+    after = dict(model.named_parameters())
+    assert all(torch.equal(before[k], v) for k, v in after.items() if "lora_" not in k)
+    assert any(not torch.equal(before[k], v) for k, v in after.items() if "lora_" in k)
+    model.save_pretrained(str(tmp_path / "sft"))
+    assert is_adapter_dir(tmp_path / "sft") and not list((tmp_path / "sft").glob("model*.safetensors"))
+    with pytest.raises(ConfigError, match="lora_r"):
+        wrap_lora(AutoModelForCausalLM.from_pretrained(tiny_model_dir), TrainConfig())

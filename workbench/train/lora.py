@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
-    from peft import LoraConfig
+    from peft import LoraConfig, PeftModel
 
     from workbench.train.config import TrainConfig
 
@@ -44,6 +44,17 @@ def lora_config(config: TrainConfig) -> LoraConfig | None:
         target_modules=list(config.lora_target_modules) or ALL_LINEAR,
         task_type="CAUSAL_LM",
     )
+
+
+def wrap_lora(model: Any, config: TrainConfig) -> PeftModel:
+    """`model` with the run's LoRA adapter added (peft's `get_peft_model`): only the adapter trains.
+    For loops outside TRL, such as `workbench.train.sft.sft`; GRPO wraps the model itself."""
+    peft_config = lora_config(config)
+    if peft_config is None:
+        raise ConfigError("wrap_lora needs a LoRA run: set TrainConfig.lora_r > 0")
+    from peft import get_peft_model
+
+    return get_peft_model(model, peft_config)
 
 
 def is_adapter_dir(path: str | Path) -> bool:
@@ -80,4 +91,4 @@ def merge_adapter(adapter_dir: str | Path, out_dir: str | Path, base: str | None
     return out
 
 
-__all__ = ["ADAPTER_FILES", "adapter_base", "is_adapter_dir", "lora_config", "merge_adapter"]
+__all__ = ["ADAPTER_FILES", "adapter_base", "is_adapter_dir", "lora_config", "merge_adapter", "wrap_lora"]
