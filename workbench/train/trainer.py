@@ -30,6 +30,9 @@ How it plugs into TRL (see the TRL 1.16 notes in the design docs):
   optimizer step, and the behaviour-vs-trainer logprob gap over model tokens is logged each step
   (`sampling/logp_gap/mean|max`); TRL's IS correction is `vllm_importance_sampling_correction`.
   See `workbench.train.vllm_rollout` for which path runs where.
+- LoRA (`TrainConfig.lora_r > 0`, `workbench.train.lora`): TRL wraps the model with peft; the KL
+  reference is the adapter disabled; with vLLM, each sync merges the adapter into the base weights,
+  loads the merged weights into the engine and unmerges (vLLM never holds an adapter).
 - These are private TRL methods, so the TRL version is pinned and checked.
 """
 
