@@ -174,3 +174,34 @@ def test_sft_on_a_lora_model_trains_the_adapter_alone(tmp_path, tiny_model_dir):
     assert is_adapter_dir(tmp_path / "sft") and not list((tmp_path / "sft").glob("model*.safetensors"))
     with pytest.raises(ConfigError, match="lora_r"):
         wrap_lora(AutoModelForCausalLM.from_pretrained(tiny_model_dir), TrainConfig())
+
+
+@pytest.mark.slow
+def test_a_lora_run_ends_in_an_adapter_that_merges_into_its_base(tmp_path, tiny_model_dir, tasks, retriever):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from workbench.train.lora import adapter_base, merge_adapter
+    from workbench.train.run import train
+
+    cfg = TrainConfig(
+        output_dir=str(tmp_path / "run"),
+        num_generations=2,
+        per_device_train_batch_size=4,
+        max_steps=1,
+        learning_rate=1e-2,
+        max_completion_length=96,
+        max_turns=2,
+        max_turn_tokens=16,
+        lora_r=4,
+        lora_alpha=8,
+    )
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    runner = SearchR1Episodes(retriever, max_turns=2, max_turn_tokens=16, max_total_tokens=96)
+    final = train(cfg, tasks=tasks, episodes=runner, model=model, tokenizer=tok, reward=spread_reward)["final_dir"]
+    assert is_adapter_dir(final) and not list((tmp_path / "run" / "final").glob("model*.safetensors"))
+    assert adapter_base(final) == str(tiny_model_dir)  # the base the adapter names
+    merged = AutoModelForCausalLM.from_pretrained(merge_adapter(final, tmp_path / "merged"))
+    ids = torch.tensor([tok.encode("Paris is the capital of France.")])
+    with torch.no_grad():
+        assert torch.allclose(merged(ids).logits, model(ids).logits, atol=1e-5)  # `model` holds base+adapter
