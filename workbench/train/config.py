@@ -158,6 +158,14 @@ class TrainConfig(Config):
     gradient_checkpointing: bool = config_field(
         False, "Recompute activations in the backward pass: less memory for about a third more compute."
     )
+    lora_r: int = config_field(
+        0, "LoRA rank: > 0 trains a peft LoRA adapter instead of every weight (0 = full fine-tuning)."
+    )
+    lora_alpha: int = config_field(16, "LoRA: scaling numerator (the update is scaled by lora_alpha / lora_r).")
+    lora_dropout: float = config_field(0.0, "LoRA: dropout on the adapter's input, in [0, 1).")
+    lora_target_modules: list[str] = config_field(
+        [], "LoRA: module names to adapt, e.g. ['q_proj', 'v_proj']; empty = every linear layer but the output head."
+    )
     use_vllm: bool = config_field(
         False,
         "Generate rollouts with vLLM (CPU build or CUDA): an in-process engine synced "
@@ -264,7 +272,7 @@ class TrainConfig(Config):
         self._validate_training(chosen)
 
     def _validate_training(self, chosen: Estimator) -> None:
-        """The group, batch, schedule, vLLM and logging settings (after the estimator, kinds and search)."""
+        """The group, batch, schedule, LoRA, vLLM and logging settings (after the estimator, kinds and search)."""
         if self.num_generations < 2:
             raise _bad("num_generations", "must be >= 2 (it is the group size; hrpo groups distinct questions)")
         if self.per_device_train_batch_size % self.num_generations:
@@ -282,6 +290,10 @@ class TrainConfig(Config):
                 "vllm_importance_sampling_mode",
                 f"{self.vllm_importance_sampling_mode!r} is not one of {', '.join(IS_MODES)}",
             )
+        if self.lora_r < 0 or (self.lora_r and self.lora_alpha <= 0):
+            raise _bad("lora_r", "give lora_r >= 0 (0 = no LoRA) and lora_alpha > 0")
+        if not 0.0 <= self.lora_dropout < 1.0:
+            raise _bad("lora_dropout", "must be in [0, 1)")
         if self.vllm_kv_cache_gib < 1:
             raise _bad("vllm_kv_cache_gib", "must be a whole number of GiB >= 1")
         if isinstance(self.report_to, str):

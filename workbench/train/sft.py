@@ -9,6 +9,10 @@ turns are the targets. No re-tokenization: the ids are the ones the trajectory r
 scripted teacher run with the model's codec gives exactly the sequences the model will produce.
 Batches are length-bucketed to waste little on padding. With `agent_config` (the settings the
 trajectories were run with), the model records them, so every save of it carries them.
+Only trainable weights are optimized, so a LoRA model trains its adapter alone:
+
+    model = wrap_lora(model, TrainConfig(lora_r=8))     # workbench.train.lora
+    sft(model, tokenizer, trajectories); model.save_pretrained("runs/sft-adapter")   # the adapter only
 """
 
 from __future__ import annotations
@@ -73,7 +77,8 @@ def sft(
     rng = random.Random(seed)
     torch.manual_seed(seed)
     steps = epochs * -(-len(seqs) // batch_size)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    trained = [p for p in model.parameters() if p.requires_grad]  # a LoRA model: its adapter
+    opt = torch.optim.AdamW(trained, lr=lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=warmup)
     model.train()
     losses: list[float] = []
@@ -91,7 +96,7 @@ def sft(
                 labels[row, : len(x)] = torch.tensor([t if keep else -100 for t, keep in zip(x, m, strict=True)])
             loss = model(input_ids=ids, attention_mask=attention, labels=labels).loss
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+            torch.nn.utils.clip_grad_norm_(trained, max_grad_norm)
             opt.step()
             sched.step()
             opt.zero_grad()

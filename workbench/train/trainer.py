@@ -30,6 +30,9 @@ How it plugs into TRL (see the TRL 1.16 notes in the design docs):
   optimizer step, and the behaviour-vs-trainer logprob gap over model tokens is logged each step
   (`sampling/logp_gap/mean|max`); TRL's IS correction is `vllm_importance_sampling_correction`.
   See `workbench.train.vllm_rollout` for which path runs where.
+- LoRA (`TrainConfig.lora_r > 0`, `workbench.train.lora`): TRL wraps the model with peft; the KL
+  reference is the adapter disabled; with vLLM, each sync merges the adapter into the base weights,
+  loads the merged weights into the engine and unmerges (vLLM never holds an adapter).
 - These are private TRL methods, so the TRL version is pinned and checked.
 """
 
@@ -50,6 +53,7 @@ from workbench.errors import ConfigError, TrainingError
 from workbench.train import advantages as A
 from workbench.train.config import TrainConfig
 from workbench.train.estimators import Batch, Estimator
+from workbench.train.lora import lora_config
 from workbench.train.policy import live_policy, run_sync
 from workbench.train.rewards import resolve_reward, score_trajectory
 from workbench.train.rollout import dynamic_sampling, pass_rate_by_hop, task_drawer
@@ -120,8 +124,8 @@ class _SyncAfterStep(TrainerCallback):
 
 
 def _check_batches(tasks: list[Task], config: TrainConfig, estimator: Estimator, per_batch: int) -> None:
-    """A ConfigError naming the fix when the tasks cannot fill one batch, or dynamic sampling meets an
-    estimator with one rollout per question."""
+    """A ConfigError naming the fix when the tasks cannot fill one batch (or its groups), or dynamic
+    sampling meets an estimator with one rollout per question."""
     need = per_batch // estimator.rollouts_per_task(config.num_generations)
     if len(tasks) < need:
         raise ConfigError(
@@ -134,6 +138,8 @@ def _check_batches(tasks: list[Task], config: TrainConfig, estimator: Estimator,
             f"(grouped by {estimator.group_key}). Turn dynamic_sampling off or use an estimator grouping the "
             "rollouts of one question (grpo/adpo/reinforce_pp)"
         )
+    if estimator.group_key is not None:
+        _check_groups(tasks, estimator.group_key, config.num_generations, per_batch)
 
 
 def _check_groups(tasks: list[Task], group_key: str, num_generations: int, per_batch: int) -> None:
@@ -193,8 +199,6 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         self._pending: dict[str, list[Any]] | None = None
         # objects with `set_training_step(i)` (a simulated search's noise curriculum), the episodes' own too
         self.curricula = [*curricula, *getattr(episodes, "curricula", ())]
-        if estimator.group_key is not None:
-            _check_groups(tasks, estimator.group_key, config.num_generations, per_batch)
         logging.getLogger("trl.trainer.grpo_trainer").addFilter(_OwnRowsFilter())
         args = config.to_grpo_config()
         shared = config.use_vllm and config.vllm_mode == "colocate" and _single_process()
@@ -211,6 +215,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             processing_class=tokenizer,
             rollout_func=_rollout_func,
             callbacks=callbacks,
+            peft_config=lora_config(config),  # TRL wraps the model; the reference is the adapter disabled
         )
         if shared:
             self._share_vllm_engine(args)
