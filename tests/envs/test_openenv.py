@@ -3,6 +3,7 @@ served by OpenEnv's own server to OpenEnv's own `EnvClient` over loopback, sever
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -95,6 +96,9 @@ def test_openenv_client_drives_several_sessions_at_once() -> None:
     with EnvServer(host) as server:
         with ThreadPoolExecutor(3) as pool:
             results = list(pool.map(lambda i: _episode(server.url, i), range(3)))
+        deadline = time.monotonic() + 60  # a client's disconnect reaches the server's session close a moment later
+        while host.stats()["in_use"] and time.monotonic() < deadline:
+            time.sleep(0.05)
         stats = host.stats()
     for index, (task, listing, done, reward, termination) in enumerate(results):
         assert task == f"What is {index} + 1?"
