@@ -16,7 +16,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from workbench.policies.sampling import LogitControls
 
 from workbench.errors import ConfigError
 from workbench.safetext import safe_text
@@ -86,20 +89,24 @@ class Policy(Protocol):
         ...
 
 
-def generate(policy: Policy, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
+def generate(
+    policy: Policy, prompts: Sequence[list[int]], params: SamplingParams, *, controls: LogitControls | None = None
+) -> list[Completion]:
     """Blocking `policy.generate(prompts, params)`, for scripts and notebooks (a running Jupyter loop is fine).
 
         [out] = generate(policy, [policy.codec.chat(messages)], SamplingParams(stop=["</code>"]))
 
     A backend that can answer without an event loop (`_generate_blocking`, as the local ones do: one batch, no
     request merging) is called directly; any other policy's coroutine runs to completion on a helper loop."""
+    extra: dict[str, Any] = {} if controls is None else {"controls": controls}  # backends that take logit controls
     now = getattr(policy, "_generate_blocking", None)
     if callable(now):
-        out: list[Completion] = now(prompts, params)
+        out: list[Completion] = now(prompts, params, **extra)
         return out
     from workbench.blocking import run_blocking
 
-    return run_blocking(policy.generate(prompts, params))
+    generated: list[Completion] = run_blocking(policy.generate(prompts, params, **extra))
+    return generated
 
 
 def policy_context_size(policy: Policy) -> int | None:
