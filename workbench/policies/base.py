@@ -109,6 +109,22 @@ def generate(
     return generated
 
 
+class GenerateSync:
+    """The old per-backend blocking call, kept for one release on the backends that had it."""
+
+    def generate_sync(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
+        """Deprecated: `workbench.policies.generate(policy, prompts, params)`."""
+        import warnings
+
+        warnings.warn(
+            "policy.generate_sync(...) is now workbench.policies.generate(policy, ...)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        out: list[Completion] = getattr(self, "_generate_blocking")(prompts, params)  # noqa: B009
+        return out
+
+
 def policy_context_size(policy: Policy) -> int | None:
     """`policy.context_size` when it is a positive int, else None (policies written before it existed)."""
     size = getattr(policy, "context_size", None)

@@ -16,14 +16,13 @@ from __future__ import annotations
 import abc
 import asyncio
 import threading
-import warnings
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from workbench.errors import ConfigError, PolicyError, WorkbenchError
-from workbench.policies.base import Completion, SamplingParams
+from workbench.policies.base import Completion, GenerateSync, SamplingParams
 from workbench.policies.sampling import LogitControls, validate_params
 
 _SEED_RANGE = (-(1 << 63), (1 << 64) - 1)  # what torch.Generator.manual_seed takes
@@ -84,7 +83,7 @@ def make_rows(
     return rows
 
 
-class BatchingBackend(abc.ABC):
+class BatchingBackend(GenerateSync, abc.ABC):
     """Base class: async `generate` with request merging, and a blocking path for `policies.generate(policy, ...)`.
 
     `controls=LogitControls(...)` (logit bias, penalties, top logprobs) works on backends whose
@@ -107,7 +106,7 @@ class BatchingBackend(abc.ABC):
     def _run_rows(self, rows: list[Row]) -> list[Completion]:
         """Generate one completion per row (runs in a worker thread)."""
 
-    def _check_row(self, row: Row) -> None:  # noqa: B027 (an optional hook: the default accepts every row)
+    def _check_row(self, row: Row) -> None:
         """Raise a clear error for a row that cannot run (e.g. a prompt that is too long)."""
 
     def validate(
@@ -159,15 +158,6 @@ class BatchingBackend(abc.ABC):
         """Blocking `generate` (one batch, no merging). Works inside Jupyter's running loop."""
         rows = self.validate(prompts, params, controls)
         return self._run_locked(rows) if rows else []
-
-    def generate_sync(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
-        """Deprecated: `workbench.policies.generate(policy, prompts, params)`."""
-        warnings.warn(
-            "policy.generate_sync(...) is now workbench.policies.generate(policy, ...)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self._generate_blocking(prompts, params)
 
     async def _drain(self, lane: _Lane) -> None:
         while lane.pending:

@@ -21,13 +21,12 @@ Logprobs are 0.0: a script is certain.
 
 from __future__ import annotations
 
-import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Self
 
 from workbench.errors import ConfigError
-from workbench.policies.base import ByteCodec, Codec, Completion, SamplingParams, truncate_at_stop
+from workbench.policies.base import ByteCodec, Codec, Completion, GenerateSync, SamplingParams, truncate_at_stop
 from workbench.policies.batching import make_rows
 
 ScriptFn = Callable[[str, int], str]
@@ -43,7 +42,7 @@ def _extend(h: int, ids: Sequence[int]) -> int:
     return h
 
 
-class ScriptedPolicy:
+class ScriptedPolicy(GenerateSync):
     """Turns from `fn(context_text, turn) -> str`, tokenized exactly by `codec`."""
 
     context_size: int | None = None  # a script has no window
@@ -141,15 +140,6 @@ class ScriptedPolicy:
         return [self.complete(r.prompt, params) for r in make_rows(prompts, params)]
 
     async def generate(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
-        return self._generate_blocking(prompts, params)
-
-    def generate_sync(self, prompts: Sequence[list[int]], params: SamplingParams) -> list[Completion]:
-        """Deprecated: `workbench.policies.generate(policy, prompts, params)`."""
-        warnings.warn(
-            "policy.generate_sync(...) is now workbench.policies.generate(policy, ...)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
         return self._generate_blocking(prompts, params)
 
 
