@@ -18,7 +18,12 @@ the engine with the model on disk.
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# torch.distributed rendezvous variables as the test process started, before any engine ran
+RENDEZVOUS_AT_START = {n: os.environ.get(n) for n in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
 
 VLLM_MAX_MODEL_LEN = 2048
 

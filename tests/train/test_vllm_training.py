@@ -9,11 +9,12 @@ the tests train the model in place, in order, and load its saved weights back in
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 from train_helpers import KeywordRetriever
-from vllm_fixtures import require_vllm
+from vllm_fixtures import RENDEZVOUS_AT_START, require_vllm
 
 from workbench.trajectory import Task
 
@@ -148,3 +149,10 @@ def test_cpu_attention_head_size_is_checked_with_the_fix():
     with pytest.raises(ConfigError, match="n_embd=64"):
         check_model(Qwen2Config(hidden_size=32, num_attention_heads=2))
     check_model(Qwen2Config(hidden_size=64, num_attention_heads=2))
+
+
+def test_the_engine_leaves_no_rendezvous_variables_behind(vllm_engine):
+    """TRL's colocate group needs RANK/WORLD_SIZE/MASTER_PORT while the engine starts; left set, a
+    subprocess started later (a bench, a launched run) rendezvoused on this process's port and died
+    with EADDRINUSE. After start-up the process environment is as it was."""
+    assert {n: os.environ.get(n) for n in RENDEZVOUS_AT_START} == RENDEZVOUS_AT_START

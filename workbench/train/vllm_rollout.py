@@ -94,13 +94,37 @@ def colocated_llm(
         kwargs.update(enforce_eager=True, dtype="float32", kv_cache_memory_bytes=int(kv_cache_gib) << 30)
     else:
         kwargs.update(gpu_memory_utilization=gpu_memory_utilization)
-    # the single-process "distributed" group TRL's colocate mode sets up
+    with (
+        _single_process_rendezvous(ensure_master_addr_port),
+        _plain_cpu_linears() if on_cpu() else contextlib.nullcontext(),
+        _modules_vllm_cannot_scan(),
+    ):
+        _ENGINES[key] = llm = vllm.LLM(model=str(path), **kwargs)
+    return llm
+
+
+_RENDEZVOUS_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+@contextlib.contextmanager
+def _single_process_rendezvous(ensure_master_addr_port: Callable[[], None]) -> Iterator[None]:
+    """The single-process "distributed" group TRL's colocate mode sets up, for the engine's start only.
+
+    The variables are restored afterwards: left set, every subprocess started later (a bench, a
+    launched training run) would rendezvous on this process's MASTER_PORT and fail with EADDRINUSE,
+    and a trainer built later in this process would count itself one of several."""
+    saved = {name: os.environ.get(name) for name in _RENDEZVOUS_VARS}
     for name, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1")):
         os.environ.setdefault(name, value)
     ensure_master_addr_port()
-    with _plain_cpu_linears() if on_cpu() else contextlib.nullcontext(), _modules_vllm_cannot_scan():
-        _ENGINES[key] = llm = vllm.LLM(model=str(path), **kwargs)
-    return llm
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @contextlib.contextmanager
