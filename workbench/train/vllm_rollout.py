@@ -120,11 +120,11 @@ def _single_process_rendezvous(ensure_master_addr_port: Callable[[], None]) -> I
     try:
         yield
     finally:
-        for name, value in saved.items():
-            if value is None:
+        for name, before in saved.items():
+            if before is None:
                 os.environ.pop(name, None)
             else:
-                os.environ[name] = value
+                os.environ[name] = before
 
 
 @contextlib.contextmanager
