@@ -67,7 +67,8 @@ def test_sft_sequences_train_on_model_tokens_only():
 def test_demo_smoke_run_every_stage_and_cache(fast_demo, tmp_path):
     import shutil
 
-    from workbench.demo import FAST, DemoConfig, run_demo
+    from workbench.demo import FAST, DemoConfig
+    from workbench.demo.pipeline import Stages, solver_stages
 
     run, result, lines = fast_demo.run_dir, fast_demo.result, list(fast_demo.lines)
     summary = json.loads((run / "summary.json").read_text())
@@ -83,11 +84,14 @@ def test_demo_smoke_run_every_stage_and_cache(fast_demo, tmp_path):
 
     tok = AutoTokenizer.from_pretrained(run / "final_model")
     assert len(tok(HOP_TURN)["input_ids"]) < len(HOP_TURN) / 3
-    # a second run reuses the model, the teacher trajectories and the SFT weights (in a copy of the
-    # run dir: the shared one stays as the first run left it)
+    # a second run reuses the model, the teacher trajectories, the SFT weights and the SFT model's
+    # evaluation (in a copy of the run dir: the shared one stays as the first run left it); stages 5-6
+    # have nothing to reuse, so the second run stops after stage 4
     shutil.copytree(run, tmp_path / "demo")
-    again = run_demo(DemoConfig(run_dir=str(tmp_path / "demo"), **FAST), out=lines.append)
-    for stage in ("1.", "2.", "3."):
+    again = Stages(DemoConfig(run_dir=str(tmp_path / "demo"), **FAST), lines.append, fresh=False)
+    *_, before = solver_stages(again, lines.append)
+    assert before == result.before
+    for stage in ("1.", "2.", "3.", "4."):
         first = next(v for k, v in result.seconds.items() if k.startswith(stage))
         second = next(v for k, v in again.seconds.items() if k.startswith(stage))
         assert second < first

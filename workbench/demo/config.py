@@ -100,7 +100,7 @@ FAST: dict[str, Any] = dict(
     rl_questions_per_step=2,
     rl_generations=2,
     eval_tasks=12,
-    concurrency=4,
+    concurrency=12,
 )
 """Settings for a smoke run (tests): every stage runs, in about a minute; no learning is expected."""
 
