@@ -15,7 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="evaluate a policy on a QA set (EM, cover-EM, F1, Avg@k, Pass@k)",
         description="Run the solver over a QA JSONL file; greedy by default, as the seeds evaluate.",
     )
-    p.add_argument("--dataset", required=True, nargs="+", help="QA JSONL file(s): question, golden_answers, ...")
+    p.add_argument(
+        "--dataset", nargs="+", help="QA JSONL file(s): question, golden_answers, ...; with --env: reset arguments"
+    )
     p.add_argument(
         "--policy",
         default="scripted",
@@ -37,13 +39,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, help="first N questions of each dataset")
     p.add_argument("--out", help="run directory: trajectories + eval.json")
     p.add_argument("--isolation", choices=["bwrap", "none"], default="bwrap")
+    from workbench.cli.envs import add_env_arguments
     from workbench.cli.executors import add_executor_arguments
 
+    add_env_arguments(p, tasks_flag="--dataset", plugin=True)
     add_executor_arguments(p)
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from workbench.errors import ConfigError
+
+    if args.env:
+        return _run_env(args)
+    if not args.dataset:
+        raise ConfigError("workbench eval needs --dataset FILE (or --env SPEC with --episodes N)")
     from pathlib import Path
 
     from workbench.agent.config import AgentConfig
@@ -97,6 +107,26 @@ def _run(args: argparse.Namespace) -> int:
             f"saved {report.save(Path(args.out) / 'eval.json')}; each trajectory is stored with its metrics "
             "as rewards (em, cover_em, f1; total = em)"
         )
+    return 0
+
+
+def _run_env(args: argparse.Namespace) -> int:
+    """`workbench eval --env`: each task k times against the environment, its reward as the score."""
+    import json
+    from pathlib import Path
+
+    from workbench.cli.envs import env_summary, run_env_episodes
+    from workbench.errors import ConfigError
+
+    if args.dataset and len(args.dataset) > 1:
+        raise ConfigError("eval --env takes one --dataset file of reset arguments")
+    trajectories = run_env_episodes(args, tasks_path=args.dataset[0] if args.dataset else None, repeat=args.k)
+    summary = env_summary(trajectories, args.k)
+    print("  ".join(f"{name} {value:.3f}" for name, value in summary.items()))
+    if args.out:
+        saved = Path(args.out) / "eval.json"
+        saved.write_text(json.dumps({"k": args.k, "env": args.env, **summary}, indent=2))
+        print(f"saved {saved}; each trajectory is stored with the environment's reward (env; total = env)")
     return 0
 
 
