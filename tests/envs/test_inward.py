@@ -232,3 +232,44 @@ def test_workbench_eval_env_reports_pass_at_k(tmp_path: Path, capsys: pytest.Cap
     assert (report["episodes"], report["mean_reward"], report["pass@2"], report["done_rate"]) == (4, 1.0, 1.0, 1.0)
     assert main(["eval", "--env", GUESS, "--policy", "scripted:guesser"]) == 1
     assert "--episodes N" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_workbench_train_env_runs_a_grpo_step_on_a_tiny_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from workbench.cli import main
+    from workbench.models.tiny import build_tiny_model
+    from workbench.store import Store
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    texts = ["Guess a number from 1 to 16.", "Higher than 8.", "Lower than 12.", "Correct: 10."] * 10
+    model = build_tiny_model(tmp_path / "tiny", texts, vocab_size=300, n_layer=2, n_embd=32, n_head=2, seed=0)
+    settings = {
+        "model_path": model,
+        "output_dir": tmp_path / "out",
+        "store_path": tmp_path / "store",
+        "num_generations": 2,
+        "per_device_train_batch_size": 4,
+        "max_steps": 1,
+        "max_turns": 2,
+        "max_turn_tokens": 8,
+        "max_completion_length": 64,
+        "learning_rate": 1e-3,
+    }
+    config = tmp_path / "train.toml"
+    config.write_text(
+        "[train]\n"
+        + "".join(f"{k} = {json.dumps(str(v) if isinstance(v, Path) else v)}\n" for k, v in settings.items())
+    )
+    argv = ["train", str(config), "--env", GUESS, "--episodes", "2"]
+    assert main(argv) == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    assert "reward: env" in printed and "'global_step': 1" in printed
+    with Store(tmp_path / "store") as store:
+        stored = list(store.iter_trajectories())
+    assert len(stored) == 4 and all(t.metadata["env"] == GUESS and "env" in t.rewards for t in stored)
+    for traj in stored:
+        (segment,) = traj.segments()
+        sampled = sum(len(s.completion_ids) for s in traj.steps)
+        assert sum(segment["env_mask"]) == sampled and 0 < sampled <= 16
