@@ -46,7 +46,7 @@ def env_tasks(source: str | Path | int, *, limit: int | None = None) -> list[Tas
     path = Path(source)
     if not path.is_file():
         raise ConfigError(f"tasks file {path} not found; give a JSONL file of reset arguments, or --episodes N")
-    tasks = []
+    tasks: list[Task] = []
     for number, line in enumerate(path.read_text().splitlines(), 1):
         if not line.strip():
             continue

@@ -105,7 +105,7 @@ def environment_action_type(env_type: type) -> type[Action]:
                 if isinstance(found, type) and issubclass(found, Action):
                     return found
     try:
-        hinted = typing.get_type_hints(env_type.step).get("action")
+        hinted = typing.get_type_hints(getattr(env_type, "step")).get("action")  # noqa: B009
     except Exception:
         hinted = None
     if isinstance(hinted, type) and issubclass(hinted, Action) and hinted is not Action:
@@ -136,7 +136,8 @@ class InProcessOpenEnv:
         self.action_type = action_type or environment_action_type(_environment_type(factory))
 
     def action_schema(self) -> dict[str, Any]:
-        return self.action_type.model_json_schema()
+        schema: dict[str, Any] = self.action_type.model_json_schema()
+        return schema
 
     async def open(self) -> EnvSession:
         env = self.factory()
