@@ -185,8 +185,10 @@ def _run(args: argparse.Namespace) -> int:
 def _run_env(args: argparse.Namespace) -> int:
     """`workbench run --env`: the policy against an environment, scored (default: its own reward), stored."""
     from workbench.cli.envs import env_summary, run_env_episodes
+    from workbench.resolve import resolve_policy
 
-    trajectories = run_env_episodes(args, tasks_path=args.tasks)
+    load_plugins(args.plugin)
+    trajectories = run_env_episodes(args, resolve_policy(args.policy), tasks_path=args.tasks)
     summary = env_summary(trajectories)
     print(
         f"{len(trajectories)} episodes, {summary['done_rate']:.0%} ended by the environment; mean reward "

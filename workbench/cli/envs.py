@@ -106,8 +106,9 @@ def env_runner(args: argparse.Namespace, **settings: Any) -> Any:
     return EnvEpisodes(args.env, action_field=args.action_field, **settings)
 
 
-def run_env_episodes(args: argparse.Namespace, *, tasks_path: str | None, repeat: int = 1) -> list[Any]:
-    """`workbench run/eval --env`: each task `repeat` times, scored (`--reward`, default env), into `--out`."""
+def run_env_episodes(args: argparse.Namespace, policy: Any, *, tasks_path: str | None, repeat: int = 1) -> list[Any]:
+    """`workbench run/eval --env`: `policy` plays each task `repeat` times, scored (`--reward`, default env),
+    into `--out`."""
     from workbench.agent.recorder import Recorder
     from workbench.blocking import run_blocking
     from workbench.errors import ConfigError
@@ -117,7 +118,6 @@ def run_env_episodes(args: argparse.Namespace, *, tasks_path: str | None, repeat
     if getattr(args, "executor", "local") != "local":
         raise ConfigError("--env episodes run in this process; drop --executor")
     tasks = [task for task in env_tasks_from(args, tasks_path) for _ in range(repeat)]
-    policy = _policy(args)
     runner = env_runner(
         args,
         max_turns=args.max_steps or 8,
@@ -135,14 +135,6 @@ def run_env_episodes(args: argparse.Namespace, *, tasks_path: str | None, repeat
     finally:
         if store is not None:
             store.close()
-
-
-def _policy(args: argparse.Namespace) -> Any:
-    from workbench.cli.agent import load_plugins
-    from workbench.resolve import resolve_policy
-
-    load_plugins(getattr(args, "plugin", []))
-    return resolve_policy(args.policy)
 
 
 def env_summary(trajectories: list[Any], k: int = 1) -> dict[str, float]:

@@ -48,25 +48,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from workbench.errors import ConfigError
-
     if args.env:
         return _run_env(args)
-    if not args.dataset:
-        raise ConfigError("workbench eval needs --dataset FILE (or --env SPEC with --episodes N)")
+    tasks = _qa_tasks(args)
     from pathlib import Path
 
     from workbench.agent.config import AgentConfig
     from workbench.cli.agent import agent_config_for
-    from workbench.evaluate.harness import evaluate
-    from workbench.resolve import resolve_policy
-    from workbench.store import Store
-
-    tasks = [task for path in args.dataset for task in _dataset_tasks(path, args.limit)]
     from workbench.cli.executors import executor_from_args
     from workbench.cli.recipes import eval_tools
     from workbench.cluster import ToolsSpec
     from workbench.cluster.select import absolute
+    from workbench.evaluate.harness import evaluate
+    from workbench.resolve import resolve_policy
+    from workbench.store import Store
 
     executor = executor_from_args(
         args,
@@ -115,12 +110,16 @@ def _run_env(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
+    from workbench.cli.agent import load_plugins
     from workbench.cli.envs import env_summary, run_env_episodes
     from workbench.errors import ConfigError
+    from workbench.resolve import resolve_policy
 
     if args.dataset and len(args.dataset) > 1:
         raise ConfigError("eval --env takes one --dataset file of reset arguments")
-    trajectories = run_env_episodes(args, tasks_path=args.dataset[0] if args.dataset else None, repeat=args.k)
+    load_plugins(args.plugin)
+    dataset = args.dataset[0] if args.dataset else None
+    trajectories = run_env_episodes(args, resolve_policy(args.policy), tasks_path=dataset, repeat=args.k)
     summary = env_summary(trajectories, args.k)
     print("  ".join(f"{name} {value:.3f}" for name, value in summary.items()))
     if args.out:
@@ -128,6 +127,14 @@ def _run_env(args: argparse.Namespace) -> int:
         saved.write_text(json.dumps({"k": args.k, "env": args.env, **summary}, indent=2))
         print(f"saved {saved}; each trajectory is stored with the environment's reward (env; total = env)")
     return 0
+
+
+def _qa_tasks(args: argparse.Namespace) -> list[Task]:
+    from workbench.errors import ConfigError
+
+    if not args.dataset:
+        raise ConfigError("workbench eval needs --dataset FILE (or --env SPEC with --episodes N)")
+    return [task for path in args.dataset for task in _dataset_tasks(path, args.limit)]
 
 
 def _dataset_tasks(path: str, limit: int | None) -> list[Task]:
