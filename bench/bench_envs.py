@@ -4,7 +4,10 @@
 
 - Step round trip: an OpenEnv `EnvClient.step()` (WebSocket, JSON, OpenEnv's server) against the served
   NB-Agent, vs a direct `LocalEnvironment.step` on a kernel of the same pool; each runs the cell `x = 1`.
-  Median of `--steps`; the ratio served / direct (target <= 1.5 on loopback).
+  Median of `--steps`; the ratio served / direct (target <= 1.5 on loopback). Between them, the in-process
+  `NBAgentEnvironment.step` (OpenEnv's API without the transport) splits the cost. The cell is as cheap as a
+  cell gets, so the ratio shows the transport's fixed cost (thread hops: client loop, server loop, kernel loop)
+  at its largest; on a loaded machine each hop waits for a core.
 - Episodes/s on the same tasks ("What is 6 * 7?", two cells then the answer): through the TRL
   environment_factory class (`reset`, `run_code`, `submit_final_answer`, `environment_reward`, one instance
   per generation, called in turn as TRL's tool loop does) vs workbench's own trainer episodes
@@ -25,7 +28,7 @@ from _util import add_smoke_flag, figure
 
 from workbench.agent.config import AgentConfig
 from workbench.envs import EpisodeHost, EpisodeSession
-from workbench.envs.openenv import NBAgentAction
+from workbench.envs.openenv import NBAgentAction, NBAgentEnvironment
 from workbench.envs.server import EnvServer, NBAgentClient
 from workbench.envs.trl import environment_reward, tool_environment
 from workbench.kernel.sync import run_sync
@@ -56,6 +59,22 @@ def direct_steps(host: EpisodeHost, n: int) -> list[float]:
             await session.aclose()
 
     return run_sync(run())
+
+
+def environment_steps(host: EpisodeHost, n: int) -> list[float]:
+    """Seconds per in-process `NBAgentEnvironment.step` (OpenEnv's Environment API, no transport)."""
+    env = NBAgentEnvironment(host)
+    try:
+        env.reset(question="q", answer="a")
+        env.step(NBAgentAction(code=CELL))
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            env.step(NBAgentAction(code=CELL))
+            times.append(time.perf_counter() - t0)
+        return times
+    finally:
+        env.close()
 
 
 def served_steps(host: EpisodeHost, n: int) -> list[float]:
@@ -121,8 +140,10 @@ def main() -> None:
         args.steps, args.episodes, args.concurrency = 3, 2, 2
     host = EpisodeHost(agent=AgentConfig(max_steps=args.steps + 4), max_sessions=1)
     direct = statistics.median(direct_steps(host, args.steps)) * 1000
+    in_process = statistics.median(environment_steps(host, args.steps)) * 1000
     served = statistics.median(served_steps(host, args.steps)) * 1000  # EnvServer.stop closes the host
     figure("step, direct LocalEnvironment.step", direct, "ms")
+    figure("step, NBAgentEnvironment.step in process", in_process, "ms", baseline=direct)
     figure(
         "step, OpenEnv client -> served NB-Agent",
         served,

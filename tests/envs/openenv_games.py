@@ -16,6 +16,7 @@ from typing import Any
 
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
+from openenv.core.rubrics import Rubric
 
 LOW, HIGH, GUESSES = 1, 16, 6
 
@@ -111,3 +112,32 @@ def register() -> None:
 
     register_scripted("guesser", lambda: ScriptedPolicy(bisect_guesser, name="guesser"))
     register_scripted("echo", lambda: ScriptedPolicy(echo_player, name="echo"))
+
+
+class NumberOnly(Rubric):
+    def forward(self, action: GuessAction, observation: GuessObservation) -> float:
+        return float(action.guess.strip().isdigit())
+
+
+class GuessRubric(Rubric):
+    """0.9 for the right number, 0.1 for answering with a number only (the `format` sub-rubric)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.format = NumberOnly()
+
+    def forward(self, action: GuessAction, observation: GuessObservation) -> float:
+        return 0.9 * float(observation.prompt.startswith("Correct")) + 0.1 * self.format(action, observation)
+
+
+class RubricGuessEnvironment(GuessEnvironment):
+    """Guess-the-number whose reward comes from its `GuessRubric`, as OpenEnv's rubric environments do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rubric = GuessRubric()
+
+    def step(self, action: GuessAction, timeout_s: float | None = None, **kwargs: Any) -> GuessObservation:
+        observation = super().step(action, timeout_s)
+        observation.reward = self._apply_rubric(action, observation)
+        return observation

@@ -273,3 +273,22 @@ def test_workbench_train_env_runs_a_grpo_step_on_a_tiny_model(
         (segment,) = traj.segments()
         sampled = sum(len(s.completion_ids) for s in traj.steps)
         assert sum(segment["env_mask"]) == sampled and 0 < sampled <= 16
+
+
+def test_an_in_process_rubric_scores_each_step_as_components() -> None:
+    from workbench.rewards import RewardSpec
+
+    (traj,) = play("openenv:openenv_games:RubricGuessEnvironment", env_tasks(1), ScriptedPolicy(bisect_guesser))
+    assert traj.termination == "submitted" and len(traj.steps) > 1
+    assert traj.steps[-1].observation["rubric"] == {"": 1.0, "format": 1.0}
+    spec = RewardSpec(
+        name="rubric",
+        components=[
+            {"name": "env.rubric", "params": {"name": "format"}, "weight": 0.5},
+            {"name": "env", "weight": 1.0},
+        ],
+    )
+    n = len(traj.steps)
+    scored = spec.score(traj)
+    assert scored["env"] == pytest.approx(0.1 * (n - 1) + 1.0) and scored["env.rubric"] == pytest.approx(n)
+    assert resolve_reward("env.rubric").score_steps(traj) == pytest.approx([0.1] * (n - 1) + [1.0])

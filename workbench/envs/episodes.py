@@ -9,7 +9,8 @@ fields, or `seed=i`), and the rendered observation is the first user message thr
 template. Each turn the model's text becomes the action (its one str field: `action_field=` to name it) and
 the next observation is framed as the chat template frames an observation (`TurnFramer`): sampled ids keep
 env mask 1, observation ids 0, nothing is re-tokenized. Each step keeps the environment's reward in
-`step.observation["env_reward"]`; the `env` reward component sums them (per turn, for every estimator).
+`step.observation["env_reward"]`; the `env` reward component sums them (per turn, for every estimator). An
+in-process environment's `Rubric` scores go to `step.observation["rubric"]` (component `env.rubric`).
 
 The episode ends when the environment says done (termination "submitted", the last action as
 `final_answer`), after `max_turns` ("max_steps"), when the tokens run out ("token_budget") or when the
@@ -32,7 +33,7 @@ from workbench.envs.text import choose_action_field, observation_text
 from workbench.errors import ConfigError
 from workbench.policies.base import Completion, Policy, SamplingParams, policy_context_size
 from workbench.policies.chat_framing import FramingMode, resolve_framing
-from workbench.rewards.env import ENV_REWARD_KEY
+from workbench.rewards.env import ENV_REWARD_KEY, RUBRIC_KEY
 from workbench.trajectory import Step, Task, Trajectory
 
 RESET_KEY = "reset"  # task.metadata[RESET_KEY]: the keyword arguments of the environment's reset
@@ -257,6 +258,7 @@ class EnvEpisodes:
             ENV_REWARD_KEY: reply.reward,
             "done": reply.done,
             "metadata": reply.metadata,
+            **({RUBRIC_KEY: reply.rubric} if reply.rubric else {}),
         }
         body = f"\n{text}\n" if framer.framing.is_continuation else text
         seen = framer.observation(step.completion_ids, body)

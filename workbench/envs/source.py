@@ -16,6 +16,7 @@ run side by side; a served one gets one WebSocket session per episode (`GenericE
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import typing
 from collections.abc import Callable
@@ -36,12 +37,14 @@ ENV_SPEC_HELP = "openenv:package.module:ClassName (an Environment on sys.path) o
 
 @dataclass(frozen=True)
 class EnvReply:
-    """What `reset` or `step` returned: the observation's own fields, its reward, done and metadata."""
+    """What `reset` or `step` returned: the observation's own fields, its reward, done and metadata; for an
+    in-process environment with a `Rubric`, its last scores (`rubric_scores`)."""
 
     observation: dict[str, Any]
     reward: float | None = None
     done: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
+    rubric: dict[str, float] = field(default_factory=dict)
 
 
 class EnvSession(Protocol):
@@ -124,6 +127,16 @@ def observation_reply(observation: Observation) -> EnvReply:
     return EnvReply(fields, reward, bool(observation.done), dict(metadata))
 
 
+def rubric_scores(env: Environment) -> dict[str, float]:
+    """The last score of `env.rubric` (key "") and of each of its named sub-rubrics ("format", "code.syntax"),
+    where they scored; {} without a rubric. A served environment's rubric stays on its server."""
+    rubric = getattr(env, "rubric", None)
+    if rubric is None:
+        return {}
+    pairs = [("", rubric), *rubric.named_rubrics()]
+    return {name: float(r.last_score) for name, r in pairs if r.last_score is not None}
+
+
 class InProcessOpenEnv:
     """An OpenEnv `Environment` built in this process per episode by `factory` (the class itself, or a function
     annotated to return one; `action_type=` when neither says which Action it takes)."""
@@ -181,8 +194,10 @@ class _InProcessSession:
     async def step(self, action: dict[str, Any]) -> EnvReply:
         act = self.action_type.model_validate(action)
         if self._own_step_async:
-            return observation_reply(await self.env.step_async(act))
-        return observation_reply(await self._call(self.env.step, act))
+            observation = await self.env.step_async(act)
+        else:
+            observation = await self._call(self.env.step, act)
+        return dataclasses.replace(observation_reply(observation), rubric=rubric_scores(self.env))
 
     async def close(self) -> None:
         await self._call(self.env.close)
@@ -249,4 +264,5 @@ __all__ = [
     "environment_action_type",
     "load_env_source",
     "observation_reply",
+    "rubric_scores",
 ]
