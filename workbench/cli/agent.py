@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--reward",
         default=None,
         help="reward preset, component or spec file to score with; default: em when every task "
-        "has golden_answers; 'none': no scoring",
+        "has golden_answers (with --env: env, the environment's own); 'none': no scoring",
     )
     p.add_argument("--limit", type=int, help="only the first N tasks")
     p.add_argument("--isolation", choices=["bwrap", "none"], default="bwrap")
