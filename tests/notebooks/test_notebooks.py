@@ -104,6 +104,7 @@ def check_agent(nb: Any, runs: Path) -> None:
         assert t.final_answer in t.task.golden_answers
         assert t.rewards["total"] == 1.0
     assert "8 episodes, 8 correct" in text_of(nb)
+    assert "OpenEnv client: done True reward 1.0" in text_of(nb)
     assert widget_views(nb) >= 1
 
 

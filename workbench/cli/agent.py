@@ -20,7 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "A model dir's own agent settings (prompt, window, turns) apply unless "
         "flags or --config set them.",
     )
-    p.add_argument("--tasks", required=True, help="JSONL with id, question, golden_answers (+ metadata)")
+    p.add_argument(
+        "--tasks", help="JSONL with id, question, golden_answers (+ metadata); with --env: reset arguments per row"
+    )
     p.add_argument(
         "--policy",
         default="scripted",
@@ -55,12 +57,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--reward",
         default=None,
         help="reward preset, component or spec file to score with; default: em when every task "
-        "has golden_answers; 'none': no scoring",
+        "has golden_answers (with --env: env, the environment's own); 'none': no scoring",
     )
     p.add_argument("--limit", type=int, help="only the first N tasks")
     p.add_argument("--isolation", choices=["bwrap", "none"], default="bwrap")
+    from workbench.cli.envs import add_env_arguments
     from workbench.cli.executors import add_executor_arguments
 
+    add_env_arguments(p)
     add_executor_arguments(p)
     p.set_defaults(func=_run)
 
@@ -125,6 +129,10 @@ def _run(args: argparse.Namespace) -> int:
     from workbench.resolve import load_tasks, load_tool_set, resolve_policy
     from workbench.store import Store
 
+    if args.env:
+        return _run_env(args)
+    if not args.tasks:
+        raise ConfigError("workbench run needs --tasks FILE (or --env SPEC with --episodes N)")
     load_plugins(args.plugin)
     overrides = {
         k: v
@@ -171,4 +179,20 @@ def _run(args: argparse.Namespace) -> int:
         mean = sum(totals) / len(totals) if totals else float("nan")
         print(f"mean reward {mean:.3f} ({getattr(reward, 'name', 'reward')}, stored with each trajectory)")
     print(f"look at them with: workbench show {out}")
+    return 0
+
+
+def _run_env(args: argparse.Namespace) -> int:
+    """`workbench run --env`: the policy against an environment, scored (default: its own reward), stored."""
+    from workbench.cli.envs import env_summary, run_env_episodes
+    from workbench.resolve import resolve_policy
+
+    load_plugins(args.plugin)
+    trajectories = run_env_episodes(args, resolve_policy(args.policy), tasks_path=args.tasks)
+    summary = env_summary(trajectories)
+    print(
+        f"{len(trajectories)} episodes, {summary['done_rate']:.0%} ended by the environment; mean reward "
+        f"{summary['mean_reward']:.3f}, {summary['mean_turns']:.1f} turns; stored in {args.out}"
+    )
+    print(f"look at them with: workbench show {args.out}")
     return 0

@@ -15,7 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="evaluate a policy on a QA set (EM, cover-EM, F1, Avg@k, Pass@k)",
         description="Run the solver over a QA JSONL file; greedy by default, as the seeds evaluate.",
     )
-    p.add_argument("--dataset", required=True, nargs="+", help="QA JSONL file(s): question, golden_answers, ...")
+    p.add_argument(
+        "--dataset", nargs="+", help="QA JSONL file(s): question, golden_answers, ...; with --env: reset arguments"
+    )
     p.add_argument(
         "--policy",
         default="scripted",
@@ -37,26 +39,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, help="first N questions of each dataset")
     p.add_argument("--out", help="run directory: trajectories + eval.json")
     p.add_argument("--isolation", choices=["bwrap", "none"], default="bwrap")
+    from workbench.cli.envs import add_env_arguments
     from workbench.cli.executors import add_executor_arguments
 
+    add_env_arguments(p, tasks_flag="--dataset", plugin=True)
     add_executor_arguments(p)
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.env:
+        return _run_env(args)
+    tasks = _qa_tasks(args)
     from pathlib import Path
 
     from workbench.agent.config import AgentConfig
     from workbench.cli.agent import agent_config_for
-    from workbench.evaluate.harness import evaluate
-    from workbench.resolve import resolve_policy
-    from workbench.store import Store
-
-    tasks = [task for path in args.dataset for task in _dataset_tasks(path, args.limit)]
     from workbench.cli.executors import executor_from_args
     from workbench.cli.recipes import eval_tools
     from workbench.cluster import ToolsSpec
     from workbench.cluster.select import absolute
+    from workbench.evaluate.harness import evaluate
+    from workbench.resolve import resolve_policy
+    from workbench.store import Store
 
     executor = executor_from_args(
         args,
@@ -98,6 +103,38 @@ def _run(args: argparse.Namespace) -> int:
             "as rewards (em, cover_em, f1; total = em)"
         )
     return 0
+
+
+def _run_env(args: argparse.Namespace) -> int:
+    """`workbench eval --env`: each task k times against the environment, its reward as the score."""
+    import json
+    from pathlib import Path
+
+    from workbench.cli.agent import load_plugins
+    from workbench.cli.envs import env_summary, run_env_episodes
+    from workbench.errors import ConfigError
+    from workbench.resolve import resolve_policy
+
+    if args.dataset and len(args.dataset) > 1:
+        raise ConfigError("eval --env takes one --dataset file of reset arguments")
+    load_plugins(args.plugin)
+    dataset = args.dataset[0] if args.dataset else None
+    trajectories = run_env_episodes(args, resolve_policy(args.policy), tasks_path=dataset, repeat=args.k)
+    summary = env_summary(trajectories, args.k)
+    print("  ".join(f"{name} {value:.3f}" for name, value in summary.items()))
+    if args.out:
+        saved = Path(args.out) / "eval.json"
+        saved.write_text(json.dumps({"k": args.k, "env": args.env, **summary}, indent=2))
+        print(f"saved {saved}; each trajectory is stored with the environment's reward (env; total = env)")
+    return 0
+
+
+def _qa_tasks(args: argparse.Namespace) -> list[Task]:
+    from workbench.errors import ConfigError
+
+    if not args.dataset:
+        raise ConfigError("workbench eval needs --dataset FILE (or --env SPEC with --episodes N)")
+    return [task for path in args.dataset for task in _dataset_tasks(path, args.limit)]
 
 
 def _dataset_tasks(path: str, limit: int | None) -> list[Task]:

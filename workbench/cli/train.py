@@ -38,6 +38,9 @@ def register(subparsers: Any) -> None:
         "on a Ray cluster (the model stays here); sets the config's executor",
     )
     p.add_argument("--ray-address", help="with --executor ray: 'auto', HOST:PORT; unset starts a local cluster")
+    from workbench.cli.envs import add_env_arguments
+
+    add_env_arguments(p, tasks_flag="the config's tasks_path", turn_tokens=False)  # --env trains in this process
     p.set_defaults(func=_run)
 
 
@@ -71,6 +74,11 @@ def _run(args: argparse.Namespace) -> int:
     overrides = parse_overrides(TrainConfig, args.overrides)
     overrides.update({k: v for k, v in (("executor", args.executor), ("ray_address", args.ray_address)) if v})
     config = load_config(args.config, args.preset, overrides)
+    if args.env:
+        from workbench.cli.envs import train_on_env
+
+        print(train_on_env(args, config))
+        return 0
     if args.foreground:
         from workbench.train.run import train
 

@@ -5,9 +5,14 @@
 - `workbench.envs.trl`: a TRL `environment_factory` (`tool_environment(host)`: one sandboxed kernel per
   generation; `run_code`, the host tools and `submit_final_answer` as tools) and `environment_reward`;
 - `workbench.envs.session`: what they share (`EpisodeHost`: tools, reward, kernel pool; `EpisodeSession`:
-  one episode driven a cell at a time, recorded as a `Trajectory`).
+  one episode driven a cell at a time, recorded as a `Trajectory`);
+- the other way round, `workbench.envs.episodes`: `EnvEpisodes`, an episode runner that plays any workbench
+  policy against an OpenEnv environment (`workbench.envs.source`: in process or served by URL; `--env` of
+  `workbench run`, `eval` and `train`), with `workbench.envs.text` turning turns into actions and
+  observations into text.
 
-Submodules are imported on their own (`openenv-core` loads only with `workbench.envs.openenv`).
+Submodules are imported on their own (`openenv-core` loads only with the ones that use it: openenv, server,
+source, episodes).
 """
 
 from workbench.envs.session import EpisodeHost, EpisodeSession

@@ -35,7 +35,7 @@ from workbench.trajectory import Step, Task
 T = TypeVar("T")
 
 
-class NBAgentAction(Action):
+class NBAgentAction(Action):  # type: ignore[misc]  # openenv-core ships no type information: its classes are Any
     """One cell: `code` to run as is, or a full model `turn` (`<think>…</think><code>…</code>`) parsed
     the way workbench's loop parses a turn (its format flags come back in the observation)."""
 
@@ -49,7 +49,7 @@ class NBAgentAction(Action):
         return self
 
 
-class NBAgentObservation(Observation):
+class NBAgentObservation(Observation):  # type: ignore[misc]
     """What the agent sees: on reset the task and the tools; after a step the cell's output."""
 
     task: str = Field(default="", description="the question (also the kernel's `task` variable)")
@@ -67,7 +67,7 @@ class NBAgentObservation(Observation):
     rewards: dict[str, float] = Field(default_factory=dict, description="reward components when done")
 
 
-class NBAgentState(State):
+class NBAgentState(State):  # type: ignore[misc]
     """The episode: its task, answer, termination and rewards so far."""
 
     question: str = ""
@@ -76,7 +76,7 @@ class NBAgentState(State):
     rewards: dict[str, float] = Field(default_factory=dict)
 
 
-class NBAgentEnvironment(Environment[NBAgentAction, NBAgentObservation, NBAgentState]):
+class NBAgentEnvironment(Environment[NBAgentAction, NBAgentObservation, NBAgentState]):  # type: ignore[misc]
     """See the module docstring. `host`: the tools, reward, agent config and kernel pool shared by
     every instance made from it (a fresh default host when none is given)."""
 

@@ -37,7 +37,8 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 def build_env_app(host: EpisodeHost) -> FastAPI:
     """OpenEnv's FastAPI app over `NBAgentEnvironment`s sharing `host` (`/ws`, `/reset`, `/step`, `/state`…)."""
     factory = functools.partial(NBAgentEnvironment, host)
-    return create_fastapi_app(factory, NBAgentAction, NBAgentObservation, max_concurrent_envs=host.max_sessions)
+    app: FastAPI = create_fastapi_app(factory, NBAgentAction, NBAgentObservation, max_concurrent_envs=host.max_sessions)
+    return app
 
 
 class EnvServer:
@@ -121,11 +122,12 @@ class _QuietClientClose:
                 raise
 
 
-class NBAgentClient(EnvClient[NBAgentAction, NBAgentObservation, NBAgentState]):
+class NBAgentClient(EnvClient[NBAgentAction, NBAgentObservation, NBAgentState]):  # type: ignore[misc]  # openenv: untyped
     """OpenEnv's `EnvClient` for a served NB-Agent (async; `.sync()` for the blocking twin)."""
 
     def _step_payload(self, action: NBAgentAction) -> dict[str, Any]:
-        return action.model_dump(exclude_none=True, exclude={"metadata"})
+        payload: dict[str, Any] = action.model_dump(exclude_none=True, exclude={"metadata"})
+        return payload
 
     def _parse_result(self, payload: dict[str, Any]) -> StepResult[NBAgentObservation]:
         observation = NBAgentObservation(

@@ -22,7 +22,7 @@ their sum, and `RewardSpec.score_steps` pays each value on its own turn:
         return [float(len(s.code or "") < 200) / len(traj.steps) for s in traj.steps]
 
 Nothing registers on import: `@reward` is an explicit registration, and the built-in components
-(em, f1, l0.*, drzero.*, agent0.*, asearcher.*, llm_judge) are registered by `builtin_rewards()`,
+(em, f1, l0.*, drzero.*, agent0.*, asearcher.*, llm_judge, env) are registered by `builtin_rewards()`,
 which the first lookup calls. A component of another layer (e.g. `synth.recorded`) is registered
 by the code that uses it, with `register_reward(fn)`.
 """
@@ -106,9 +106,9 @@ def builtin_rewards() -> None:
     if _BUILTINS_ADDED:
         return
     _BUILTINS_ADDED = True
-    from workbench.rewards import agent0, asearcher, drzero, judge, l0, qa
+    from workbench.rewards import agent0, asearcher, drzero, env, judge, l0, qa
 
-    for module in (qa, l0, drzero, agent0, asearcher, judge):
+    for module in (qa, l0, drzero, agent0, asearcher, judge, env):
         for found in _components(module):
             _REGISTRY.setdefault(found.name, found)
 

@@ -1,0 +1,268 @@
+"""Where environment episodes come from: an OpenEnv `Environment` in this process, or one served by URL.
+
+    source = load_env_source("openenv:my_envs.games:GuessEnv")     # a class (or factory) on sys.path
+    source = load_env_source("openenv+http://127.0.0.1:8010")       # a served one, through OpenEnv's client
+    session = await source.open()                                   # one episode's environment
+    first = await session.reset(seed=0)                             # EnvReply(observation, reward, done, metadata)
+    reply = await session.step({"message": "hello"})
+    await session.close()
+
+Both speak plain dicts: an action is the action model's fields, an observation its fields without `done`,
+`reward` and `metadata` (as OpenEnv's server sends them). An in-process environment's blocking `reset` /
+`step` run in a worker thread (its own `reset_async` / `step_async` when it overrides them), so episodes
+run side by side; a served one gets one WebSocket session per episode (`GenericEnvClient`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import importlib
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.types import Action, Observation
+from openenv.core.generic_client import GenericEnvClient
+
+from workbench.errors import ConfigError
+
+OPENENV_CLASS = "openenv:"
+OPENENV_URLS = ("openenv+http://", "openenv+https://")
+_T = TypeVar("_T")
+ENV_SPEC_HELP = "openenv:package.module:ClassName (an Environment on sys.path) or openenv+http://HOST:PORT"
+
+
+@dataclass(frozen=True)
+class EnvReply:
+    """What `reset` or `step` returned: the observation's own fields, its reward, done and metadata; for an
+    in-process environment with a `Rubric`, its last scores (`rubric_scores`)."""
+
+    observation: dict[str, Any]
+    reward: float | None = None
+    done: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+    rubric: dict[str, float] = field(default_factory=dict)
+
+
+class EnvSession(Protocol):
+    """One episode's environment."""
+
+    async def reset(self, **kwargs: Any) -> EnvReply: ...
+
+    async def step(self, action: dict[str, Any]) -> EnvReply: ...
+
+    async def close(self) -> None: ...
+
+
+class EnvSource(Protocol):
+    """Opens one `EnvSession` per episode; `name` is what trajectories record as their `metadata["env"]`."""
+
+    name: str
+
+    def action_schema(self) -> dict[str, Any]:
+        """The action model's JSON schema (pydantic's `model_json_schema()`)."""
+        ...
+
+    async def open(self) -> EnvSession: ...
+
+
+def load_env_source(spec: str) -> EnvSource:
+    """The source `spec` names (see the module docstring); anything else is an error naming both forms."""
+    text = spec.strip()
+    if text.startswith(OPENENV_URLS):
+        return ServedOpenEnv(text[len("openenv+") :], name=text)
+    if text.startswith(OPENENV_CLASS):
+        return InProcessOpenEnv(_import_factory(text[len(OPENENV_CLASS) :]), name=text)
+    if text.startswith("verifiers:"):
+        raise ConfigError(
+            f"--env {spec}: verifiers environments are not supported here (verifiers 0.4 pins mcp==2.0.0 and "
+            "openai<3, which conflict with this install); see the README's Standards section"
+        )
+    raise ConfigError(f"--env {spec!r}: give {ENV_SPEC_HELP}")
+
+
+def _import_factory(target: str) -> Callable[[], Environment]:
+    module_name, _, attr = target.partition(":")
+    if not module_name or not attr:
+        raise ConfigError(f"openenv:{target}: write openenv:package.module:ClassName")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"openenv:{target}: cannot import {module_name} ({exc}); is it on sys.path?") from exc
+    found = getattr(module, attr, None)
+    if not callable(found):
+        raise ConfigError(f"openenv:{target}: {module_name} has no class or factory named {attr}")
+    return typing.cast(Callable[[], Environment], found)
+
+
+def environment_action_type(env_type: type) -> type[Action]:
+    """The `Action` subclass an `Environment` subclass declares: its `Environment[ActT, ...]` base, else
+    the annotation of its `step`'s `action`."""
+    for klass in env_type.__mro__:
+        for base in getattr(klass, "__orig_bases__", ()):
+            if typing.get_origin(base) is Environment:
+                found = typing.get_args(base)[0]
+                if isinstance(found, type) and issubclass(found, Action):
+                    return found
+    try:
+        hinted = typing.get_type_hints(getattr(env_type, "step")).get("action")  # noqa: B009
+    except Exception:
+        hinted = None
+    if isinstance(hinted, type) and issubclass(hinted, Action) and hinted is not Action:
+        return hinted
+    raise ConfigError(
+        f"{env_type.__name__} does not say which Action it takes: subclass Environment[MyAction, MyObservation, "
+        "State], annotate step(self, action: MyAction), or pass action_type= to InProcessOpenEnv"
+    )
+
+
+def observation_reply(observation: Observation) -> EnvReply:
+    """An OpenEnv observation as the server would send it, plus its metadata."""
+    fields = observation.model_dump(mode="json", exclude={"reward", "done"})
+    metadata = fields.pop("metadata", None) or {}
+    reward = None if observation.reward is None else float(observation.reward)
+    return EnvReply(fields, reward, bool(observation.done), dict(metadata))
+
+
+def rubric_scores(env: Environment) -> dict[str, float]:
+    """The last score of `env.rubric` (key "") and of each of its named sub-rubrics ("format", "code.syntax"),
+    where they scored; {} without a rubric. A served environment's rubric stays on its server."""
+    rubric = getattr(env, "rubric", None)
+    if rubric is None:
+        return {}
+    pairs = [("", rubric), *rubric.named_rubrics()]
+    return {name: float(r.last_score) for name, r in pairs if r.last_score is not None}
+
+
+class InProcessOpenEnv:
+    """An OpenEnv `Environment` built in this process per episode by `factory` (the class itself, or a function
+    annotated to return one; `action_type=` when neither says which Action it takes)."""
+
+    def __init__(
+        self, factory: Callable[[], Environment], *, action_type: type[Action] | None = None, name: str = ""
+    ) -> None:
+        self.factory = factory
+        self.name = name or f"openenv:{factory.__module__}:{getattr(factory, '__qualname__', factory)}"
+        self.action_type = action_type or environment_action_type(_environment_type(factory))
+
+    def action_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = self.action_type.model_json_schema()
+        return schema
+
+    async def open(self) -> EnvSession:
+        env = self.factory()
+        if not isinstance(env, Environment):
+            raise ConfigError(f"{self.name} built a {type(env).__name__}, not an openenv Environment")
+        return _InProcessSession(env, self.action_type)
+
+
+def _environment_type(factory: Callable[[], Environment]) -> type:
+    if isinstance(factory, type):
+        if not issubclass(factory, Environment):
+            raise ConfigError(f"{factory.__name__} is not an openenv Environment subclass")
+        return factory
+    returned = typing.get_type_hints(factory).get("return")
+    if isinstance(returned, type) and issubclass(returned, Environment):
+        return returned
+    raise ConfigError(
+        f"{getattr(factory, '__qualname__', factory)}: annotate the factory's return type with its Environment "
+        "subclass, or pass action_type= to InProcessOpenEnv"
+    )
+
+
+class _InProcessSession:
+    def __init__(self, env: Environment, action_type: type[Action]) -> None:
+        self.env, self.action_type = env, action_type
+        own = type(env)
+        self._own_reset_async = own.reset_async is not Environment.reset_async
+        self._own_step_async = own.step_async is not Environment.step_async
+        self._inline = bool(getattr(env, "REQUIRES_SINGLE_THREAD_EXECUTOR", False))
+
+    async def _call(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        if self._inline:
+            return fn(*args, **kwargs)
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    async def reset(self, **kwargs: Any) -> EnvReply:
+        if self._own_reset_async:
+            return observation_reply(await self.env.reset_async(**kwargs))
+        return observation_reply(await self._call(self.env.reset, **kwargs))
+
+    async def step(self, action: dict[str, Any]) -> EnvReply:
+        act = self.action_type.model_validate(action)
+        if self._own_step_async:
+            observation = await self.env.step_async(act)
+        else:
+            observation = await self._call(self.env.step, act)
+        return dataclasses.replace(observation_reply(observation), rubric=rubric_scores(self.env))
+
+    async def close(self) -> None:
+        await self._call(self.env.close)
+
+
+class ServedOpenEnv:
+    """An OpenEnv server at `url`: its action schema from `/schema`, one `GenericEnvClient` session per episode."""
+
+    def __init__(self, url: str, *, name: str = "", timeout_s: float = 60.0) -> None:
+        self.url = url.rstrip("/")
+        self.name = name or f"openenv+{self.url}"
+        self.timeout_s = timeout_s
+        self._schema: dict[str, Any] | None = None
+
+    def action_schema(self) -> dict[str, Any]:
+        if self._schema is None:
+            import httpx
+
+            loopback = any(host in self.url for host in ("//127.0.0.1", "//localhost", "//[::1]"))
+            try:
+                response = httpx.get(f"{self.url}/schema", timeout=self.timeout_s, trust_env=not loopback)
+                response.raise_for_status()
+                self._schema = dict(response.json()["action"])
+            except (httpx.HTTPError, KeyError, ValueError) as exc:
+                raise ConfigError(
+                    f"no OpenEnv server answers at {self.url} (GET /schema: {exc}); start it first "
+                    "(e.g. `workbench serve-env --port 8010`) or check the URL"
+                ) from exc
+        return self._schema
+
+    async def open(self) -> EnvSession:
+        client = GenericEnvClient(self.url, message_timeout_s=self.timeout_s)
+        await client.connect()
+        return _ServedSession(client)
+
+
+class _ServedSession:
+    def __init__(self, client: GenericEnvClient) -> None:
+        self.client = client
+
+    async def reset(self, **kwargs: Any) -> EnvReply:
+        result = await self.client.reset(**kwargs)
+        return _result_reply(result.observation, result.reward, result.done)
+
+    async def step(self, action: dict[str, Any]) -> EnvReply:
+        result = await self.client.step(action)
+        return _result_reply(result.observation, result.reward, result.done)
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+def _result_reply(observation: dict[str, Any], reward: Any, done: bool) -> EnvReply:
+    return EnvReply(dict(observation), None if reward is None else float(reward), bool(done))
+
+
+__all__ = [
+    "ENV_SPEC_HELP",
+    "EnvReply",
+    "EnvSession",
+    "EnvSource",
+    "InProcessOpenEnv",
+    "ServedOpenEnv",
+    "environment_action_type",
+    "load_env_source",
+    "observation_reply",
+    "rubric_scores",
+]
