@@ -154,9 +154,11 @@ class Zygote:
         except (TimeoutError, OSError) as exc:
             hello = str(exc).encode()
         self._control.settimeout(None)
-        if hello != b"ready":
+        self.pid = int(hello.split()[1]) if hello.startswith(b"ready ") else -1  # the zygote's own pid
+        if not hello.startswith(b"ready "):
+            tail = self.stderr_tail()
             self.close()
-            raise SandboxError(f"the zygote did not start ({hello.decode(errors='replace')}): {self.stderr_tail()}")
+            raise SandboxError(f"the zygote did not start ({hello.decode(errors='replace')}): {tail}")
 
     @property
     def alive(self) -> bool:
@@ -269,6 +271,6 @@ def close_zygotes() -> None:
 
 
 def zygote_pids() -> list[int]:
-    """Host pids of this process's live zygotes' bwrap processes."""
+    """Host pids of this process's live zygotes (the forking processes, inside their bwrap)."""
     with _ZYGOTES_LOCK:
-        return [z.proc.pid for z in _ZYGOTES.values() if z.alive]
+        return [z.pid for z in _ZYGOTES.values() if z.alive]

@@ -29,12 +29,18 @@ import threading
 import traceback
 from typing import Any, NoReturn
 
-PRELOAD = (
+PRELOAD = (  # what IPKernelApp.initialize() imports (its debugger's debugpy is most of the time)
     "ipykernel.kernelapp",
     "ipykernel.ipkernel",
     "ipykernel.zmqshell",
+    "ipykernel.debugger",
     "IPython.core.interactiveshell",
     "IPython.core.completer",
+    "IPython.core.completerlib",
+    "IPython.core.debugger",
+    "IPython.core.oinspect",
+    "IPython.extensions.storemagic",
+    "tornado.platform.asyncio",
     "jupyter_client.session",
     "workbench.runtime",
     "workbench.runtime.wire",
@@ -53,7 +59,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # outer processes are reaped by the kernel
     gc.collect()
     gc.freeze()  # keep the imported objects' pages shared with children
-    control.send(b"ready")
+    control.send(f"ready {os.getpid()}".encode())
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(control, 1 << 20, _MAX_FDS)
