@@ -29,6 +29,8 @@ import threading
 import traceback
 from typing import Any, NoReturn
 
+from workbench.children import die_with_parent
+
 PRELOAD = (  # what IPKernelApp.initialize() imports (its debugger's debugpy is most of the time)
     "ipykernel.kernelapp",
     "ipykernel.ipkernel",
@@ -67,10 +69,11 @@ def main(argv: list[str]) -> int:
             return 0
         if not msg:
             return 0  # the host is gone
+        zygote = os.getpid()
         pid = os.fork()
         if pid == 0:
             control.close()
-            _outer(json.loads(msg), fds)
+            _outer(json.loads(msg), fds, zygote)
         for fd in fds:
             os.close(fd)
         pidfd = os.pidfd_open(pid)
@@ -78,7 +81,7 @@ def main(argv: list[str]) -> int:
         os.close(pidfd)
 
 
-def _outer(req: dict[str, Any], fds: list[int]) -> NoReturn:
+def _outer(req: dict[str, Any], fds: list[int], zygote: int) -> NoReturn:
     from workbench.sandbox import isolate
     from workbench.sandbox.bwrap import INSIDE_RUN, INSIDE_WORK
 
@@ -86,7 +89,9 @@ def _outer(req: dict[str, Any], fds: list[int]) -> NoReturn:
     cgroup_fds, bind_fds = rest[: req["cgroups"]], rest[req["cgroups"] :]
     code = 1
     try:
-        isolate.die_with_parent()
+        die_with_parent()
+        if os.getppid() != zygote:
+            raise RuntimeError("the zygote died while forking")  # before the death signal was armed
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.setsid()
         for fd in cgroup_fds:
@@ -116,7 +121,7 @@ def _init(req: dict[str, Any], log_fd: int) -> NoReturn:
 
     code = 1
     try:
-        isolate.die_with_parent()
+        die_with_parent()
         isolate.mount_proc()
         kernel = os.fork()
         if kernel == 0:

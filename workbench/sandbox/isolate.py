@@ -65,10 +65,6 @@ def prctl(option: int, arg: int) -> None:
     _check(_libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0), f"prctl({option})")
 
 
-def die_with_parent() -> None:
-    prctl(PR_SET_PDEATHSIG, 9)
-
-
 def clone_mount(path: str, recursive: bool = False) -> int:
     """A detached copy of the mount at `path` (an fd): the one way to hand a host directory to a
     process in another mount namespace (a plain bind from a passed fd is refused there)."""
