@@ -94,6 +94,7 @@ def test_killed_zygote_takes_its_kernels_and_the_pool_rebuilds_it(tmp_path: Path
         async with AsyncKernelPool(2, root=tmp_path, start="zygote") as pool:
             async with pool.acquire() as held:
                 kernel_pids = process_tree(held.pid)
+                name = held.rollout_dir.name
                 old = zygote_for(held.profile).pid
                 os.kill(old, signal.SIGKILL)
                 assert await asyncio.wait_for(asyncio.shield(held.died), 30) is not None
@@ -106,7 +107,7 @@ def test_killed_zygote_takes_its_kernels_and_the_pool_rebuilds_it(tmp_path: Path
                 assert zygote_for(fresh.profile).pid != old
                 fresh_pids = process_tree(fresh.pid)
         assert not [p for p in fresh_pids if _alive(p)]
-        assert not list(tmp_path.iterdir())
+        assert not list(tmp_path.iterdir()) and not _cgroup_dirs(name)
 
     asyncio.run(main())
 

@@ -7,8 +7,10 @@
 The kernel runs `ipykernel_launcher` inside bubblewrap (see `workbench.sandbox`) and talks over
 zmq ipc sockets in `<rollout_dir>/run/` (inside: /run/workbench). A pidfd on the sandbox's
 outermost process resolves `died` the moment the sandbox ends, so execute() never hangs on a
-dead kernel. A timeout interrupts (control-channel `interrupt_request`); if the code does not
-stop within `interrupt_grace` seconds the whole sandbox is killed.
+dead kernel. With `start="zygote"` (the default where the machine supports it) the same sandbox
+is forked from the profile's zygote instead of exec'd (see `workbench.kernel.zygote`). A timeout
+interrupts (control-channel `interrupt_request`); if the code does not stop within
+`interrupt_grace` seconds the whole sandbox is killed.
 """
 
 from __future__ import annotations
