@@ -35,6 +35,11 @@ Weaker than exec, and why:
     root tmpfs, so later kernels of that zygote see those empty directories (never the content).
   - The zygote runs as root with SYS_ADMIN/SETUID/SETGID/SETPCAP/NET_ADMIN in the host's user
     namespace (no code from a kernel ever runs in it; kernels cannot see or signal it).
+
+Not here: forking a *running* kernel at a state. Its process has threads and a zmq context, and
+it holds no privilege any more, so a fork of it could not leave the parent's mount, PID and
+network namespaces (its /workspace would be shared, not copied); that needs the privileged
+fork to come from a process that holds the kernel's memory, which this design does not have.
 """
 
 from __future__ import annotations
@@ -194,6 +199,16 @@ class Zygote:
 
 _ZYGOTES: dict[str, Zygote] = {}
 _ZYGOTES_LOCK = threading.Lock()
+
+
+def _forget_inherited() -> None:
+    """In a child of a forked host: the parent's zygotes are the parent's (their sockets too)."""
+    global _ZYGOTES_LOCK
+    _ZYGOTES.clear()
+    _ZYGOTES_LOCK = threading.Lock()  # another thread may have held it at the fork
+
+
+os.register_at_fork(after_in_child=_forget_inherited)
 
 
 def zygote_for(profile: SandboxProfile) -> Zygote:
