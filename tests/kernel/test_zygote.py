@@ -173,3 +173,12 @@ def test_start_choice_and_its_errors():
 def test_profile_preload_is_validated():
     with pytest.raises(Exception, match="preload"):
         load_profile("default").replace(preload=("not a module",))
+
+
+def test_a_zygote_that_cannot_start_is_an_error_or_an_exec(tmp_path: Path):
+    broken = load_profile("default").replace(preload=("no_such_module_for_zygote",))
+    with pytest.raises(Exception, match="no_such_module_for_zygote"):
+        Kernel(broken, root=tmp_path, start="zygote").start()
+    with Kernel(broken, root=tmp_path) as k:  # by default: exec'd instead, the reason logged
+        assert k.aio.start_method == "exec" and k.execute("1 + 1").result == "2"
+    assert not list(tmp_path.iterdir())

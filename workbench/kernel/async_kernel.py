@@ -104,6 +104,7 @@ class AsyncKernel:
         if isolation not in ("bwrap", "none"):
             raise SandboxError(f"isolation must be 'bwrap' or 'none', got {isolation!r}")
         self.start_method = start_method(start, isolation)
+        self._start_chosen = start is not None
         self.profile = load_profile(profile)
         self.isolation = isolation
         self.root = Path(root) if root is not None else default_root()
@@ -178,11 +179,9 @@ class AsyncKernel:
         try:
             if sandboxed:
                 self._cgroup = Cgroup.create(self._dir.path.name, self.profile.limits)
-            if self.start_method == "zygote":
-                await asyncio.to_thread(zygote_for, self.profile)  # started once per profile
-                host_ip = self._fork()
-            else:
-                host_ip = self._exec(sandboxed)
+            if self.start_method == "zygote" and not await self._zygote_ready():
+                self.start_method = "exec"
+            host_ip = self._fork() if self.start_method == "zygote" else self._exec(sandboxed)
             self._died = loop.create_future()
             loop.add_reader(self._pidfd, self._on_exit)
             assert self._ch is not None
@@ -197,6 +196,18 @@ class AsyncKernel:
             await self.close()
             raise
         return self
+
+    async def _zygote_ready(self) -> bool:
+        """Start the profile's zygote if needed. One that cannot start is an error when zygote was
+        asked for; by default the kernel is exec'd instead (the reason logged)."""
+        try:
+            await asyncio.to_thread(zygote_for, self.profile)
+        except SandboxError as exc:
+            if self._start_chosen:
+                raise
+            _log.warning("the zygote of profile %r did not start, so this kernel is exec'd: %s", self.profile.name, exc)
+            return False
+        return True
 
     def _exec(self, sandboxed: bool) -> str:
         """Start the kernel as a fresh process (bwrap → ipykernel_launcher); return its ipc prefix."""
