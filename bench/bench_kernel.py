@@ -7,7 +7,8 @@ Figures: cold start of an exec'd kernel (ratio, target ≤ 1.2), execute("1+1") 
 processes), throughput of short executions through pools of 1, 2 and 4 kernels (ratio to the pool
 of 1); then zygote kernels: ready-to-execute time (first `1+1` answered) of zygote vs exec starts,
 p50 and p95, interleaved, with the line `zygote start / exec start: X` for scripts (target ≤ 0.15,
-≤ 50 ms p50 on an idle machine), and 64 zygote kernels started at once, all answering (≤ 1 s).
+≤ 50 ms p50 on an idle machine), idle memory (PSS) of zygote vs exec kernels, and 64 zygote
+kernels started at once, all answering (≤ 1 s).
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import add_smoke_flag, figure, p50
+from _util import add_smoke_flag, figure, p50, smoke_skip
 from jupyter_client.manager import AsyncKernelManager
 
 from workbench.kernel import AsyncKernel, AsyncKernelPool
-from workbench.kernel.procs import sandbox_rss_mb
+from workbench.kernel.procs import process_tree, sandbox_rss_mb
 from workbench.kernel.zygote import zygote_unsupported
 from workbench.sandbox import check_sandbox
 
@@ -101,10 +102,25 @@ async def ready_to_execute(start: str) -> float:
     return dt
 
 
+def sandbox_pss_mb(pid: int | None) -> float:
+    """Proportional memory (MiB) of a sandbox's processes: a page shared by n processes counts 1/n."""
+    total_kb = 0
+    for p in process_tree(pid):
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                total_kb += sum(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+        except OSError:
+            continue
+    return total_kb / 1024
+
+
 async def zygote_figures(smoke: bool, quick: bool) -> None:
     reason = zygote_unsupported()
     if reason is not None:
-        print(f"zygote figures skipped: {reason}", flush=True)
+        if smoke:
+            smoke_skip("zygote figures", reason)
+        else:
+            print(f"zygote figures skipped: {reason}", flush=True)
         return
     await ready_to_execute("zygote")  # the zygote itself starts once per profile: not part of a kernel's start
     n = 2 if smoke else 10 if quick else 30
@@ -120,6 +136,15 @@ async def zygote_figures(smoke: bool, quick: bool) -> None:
     ratio = p50(z) / p50(e)
     figure("ready to execute p50: zygote / exec", ratio, "x", target="<= 0.15", ok=ratio <= 0.15)
     print(f"zygote start / exec start: {ratio:.3f}", flush=True)
+
+    pss: dict[str, float] = {}
+    for start in ("zygote", "exec"):  # proportional set size: pages shared with the zygote count once
+        group = await asyncio.gather(*(AsyncKernel(start=start).start() for _ in range(2 if smoke else 4)))
+        await asyncio.gather(*(k.execute("1+1") for k in group))
+        pss[start] = statistics.mean(sandbox_pss_mb(k.pid) for k in group)
+        await asyncio.gather(*(k.close() for k in group))
+    figure("idle kernel PSS, exec (baseline)", pss["exec"], "MiB")
+    figure("idle kernel PSS, zygote", pss["zygote"], "MiB", baseline=pss["exec"])
 
     many = 4 if smoke else 64
     t = time.perf_counter()
