@@ -33,6 +33,32 @@ def context() -> zmq.asyncio.Context:
     return _CTX
 
 
+def write_connection_file(
+    rollout: RolloutDir, key: str, *, sandboxed: bool = True, signature_scheme: str = "hmac-sha256"
+) -> str:
+    """Write the ipc connection file into run/; return the host-side ipc path prefix."""
+    host_ip = str(rollout.run / "k")
+    if len(host_ip) > _IPC_MAX:
+        raise KernelError(f"rollout dir path {rollout.run} is too long for a unix socket; pass a shorter root=")
+    info = {
+        "transport": "ipc",
+        "signature_scheme": signature_scheme,
+        "key": key,
+        "kernel_name": "workbench",
+        **{f"{c}_port": n for c, n in CHANNELS.items()},
+    }
+    cf = rollout.run / "kernel.json"
+    cf.write_text(json.dumps({**info, "ip": f"{INSIDE_RUN}/k" if sandboxed else host_ip}))
+    os.chmod(cf, 0o600)
+    rollout.share(cf)
+    return host_ip
+
+
+def ipykernel_args(connection_file: str, history: bool = False) -> list[str]:
+    """ipykernel's arguments (after `-m ipykernel_launcher`)."""
+    return ["-f", connection_file, _HISTORY_ON if history else _HISTORY_OFF, f"--Session.packer={PACKER}", "--quiet"]
+
+
 def kernel_argv(
     rollout: RolloutDir,
     key: str,
@@ -52,30 +78,9 @@ def kernel_argv(
     in an in-memory SQLite database: %history and console history work, and it ends with the
     kernel (no file on the host or in the sandbox).
     """
-    host_ip = str(rollout.run / "k")
-    if len(host_ip) > _IPC_MAX:
-        raise KernelError(f"rollout dir path {rollout.run} is too long for a unix socket; pass a shorter root=")
-    info = {
-        "transport": "ipc",
-        "signature_scheme": signature_scheme,
-        "key": key,
-        "kernel_name": "workbench",
-        **{f"{c}_port": n for c, n in CHANNELS.items()},
-    }
-    cf = rollout.run / "kernel.json"
-    cf.write_text(json.dumps({**info, "ip": f"{INSIDE_RUN}/k" if sandboxed else host_ip}))
-    os.chmod(cf, 0o600)
-    rollout.share(cf)
-    kernel = [
-        sys.executable,
-        "-m",
-        "ipykernel_launcher",
-        "-f",
-        f"{INSIDE_RUN}/kernel.json" if sandboxed else str(cf),
-        _HISTORY_ON if history else _HISTORY_OFF,
-        f"--Session.packer={PACKER}",
-        "--quiet",
-    ]
+    host_ip = write_connection_file(rollout, key, sandboxed=sandboxed, signature_scheme=signature_scheme)
+    cf = f"{INSIDE_RUN}/kernel.json" if sandboxed else str(rollout.run / "kernel.json")
+    kernel = [sys.executable, "-m", "ipykernel_launcher", *ipykernel_args(cf, history)]
     if not sandboxed:
         return kernel, host_ip
     spec = SandboxSpec(profile, rollout.run, rollout.work, uid=uid, env=env, extra_ro_binds=extra_ro_binds)

@@ -7,29 +7,80 @@
 The kernel runs `ipykernel_launcher` inside bubblewrap (see `workbench.sandbox`) and talks over
 zmq ipc sockets in `<rollout_dir>/run/` (inside: /run/workbench). A pidfd on the sandbox's
 outermost process resolves `died` the moment the sandbox ends, so execute() never hangs on a
-dead kernel. A timeout interrupts (control-channel `interrupt_request`); if the code does not
-stop within `interrupt_grace` seconds the whole sandbox is killed.
+dead kernel. With `start="zygote"` (the default where the machine supports it) the same sandbox
+is forked from the profile's zygote instead of exec'd (see `workbench.kernel.zygote`). A timeout
+interrupts (control-channel `interrupt_request`); if the code does not stop within
+`interrupt_grace` seconds the whole sandbox is killed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import secrets
 import subprocess
 import time
 import warnings
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from workbench.errors import KernelDiedError, KernelError, SandboxError
 from workbench.kernel._channels import Channels
-from workbench.kernel._process import all_gone, all_or_death, kernel_argv, kill_quietly, pidfds
+from workbench.kernel._process import (
+    all_gone,
+    all_or_death,
+    ipykernel_args,
+    kernel_argv,
+    kill_quietly,
+    pidfds,
+    write_connection_file,
+)
 from workbench.kernel.observation import Observation, OutputCollector
 from workbench.kernel.procs import process_tree
-from workbench.sandbox import RolloutDir, SandboxProfile, UidLease, check_sandbox, default_root, load_profile
+from workbench.kernel.zygote import fork_kernel, zygote_for, zygote_unsupported
+from workbench.sandbox import (
+    INSIDE_RUN,
+    RolloutDir,
+    SandboxProfile,
+    UidLease,
+    check_sandbox,
+    default_root,
+    load_profile,
+)
 from workbench.sandbox.cgroups import Cgroup
+
+StartMethod = Literal["zygote", "exec"]
+_log = logging.getLogger(__name__)
+_told_exec: set[str] = set()
+
+
+class KernelProcess(Protocol):
+    """The host's handle on a kernel's outermost process (a `Popen`, or a zygote's child)."""
+
+    pid: int
+    returncode: int | None
+
+    def wait(self) -> int: ...
+    def kill(self) -> None: ...
+
+
+def start_method(start: StartMethod | None, isolation: str) -> StartMethod:
+    """`start`, or the default: zygote where the machine supports it, else exec (reason logged)."""
+    if start not in (None, "zygote", "exec"):
+        raise SandboxError(f"start must be 'zygote' or 'exec', got {start!r}")
+    if isolation != "bwrap" or start == "exec":
+        return "exec"
+    reason = zygote_unsupported()
+    if reason is None:
+        return "zygote"
+    if start == "zygote":
+        raise SandboxError(f"start='zygote' is not possible here: {reason}; pass start='exec'")
+    if reason not in _told_exec:
+        _told_exec.add(reason)
+        _log.warning("kernels start with exec, not from a zygote: %s", reason)
+    return "exec"
 
 
 class AsyncKernel:
@@ -48,9 +99,12 @@ class AsyncKernel:
         startup_timeout: float = 60.0,
         interrupt_grace: float = 3.0,
         keep_dir: bool = False,
+        start: StartMethod | None = None,
     ) -> None:
         if isolation not in ("bwrap", "none"):
             raise SandboxError(f"isolation must be 'bwrap' or 'none', got {isolation!r}")
+        self.start_method = start_method(start, isolation)
+        self._start_chosen = start is not None
         self.profile = load_profile(profile)
         self.isolation = isolation
         self.root = Path(root) if root is not None else default_root()
@@ -64,7 +118,7 @@ class AsyncKernel:
         self._dir: RolloutDir | None = None
         self._lease: UidLease | None = None
         self._cgroup: Cgroup | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: KernelProcess | None = None
         self._pidfd = -1
         self._died: asyncio.Future[int] | None = None
         self._ch: Channels | None = None
@@ -123,24 +177,12 @@ class AsyncKernel:
             )
         self._dir = RolloutDir.create(self.root, self.uid)
         try:
-            argv, host_ip = self._command(sandboxed)
             if sandboxed:
                 self._cgroup = Cgroup.create(self._dir.path.name, self.profile.limits)
-                argv = self._cgroup.wrap(argv) if self._cgroup else argv
-            log = open(self._dir.path / "kernel.log", "wb")
-            self._proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-                close_fds=True,
-                cwd=None if sandboxed else self._dir.work,
-                env=None if sandboxed else self._plain_env(),
-            )
-            log.close()
+            if self.start_method == "zygote" and not await self._zygote_ready():
+                self.start_method = "exec"
+            host_ip = self._fork() if self.start_method == "zygote" else self._exec(sandboxed)
             self._died = loop.create_future()
-            self._pidfd = os.pidfd_open(self._proc.pid)
             loop.add_reader(self._pidfd, self._on_exit)
             assert self._ch is not None
             self._ch.connect(host_ip)
@@ -154,6 +196,55 @@ class AsyncKernel:
             await self.close()
             raise
         return self
+
+    async def _zygote_ready(self) -> bool:
+        """Start the profile's zygote if needed. One that cannot start is an error when zygote was
+        asked for; by default the kernel is exec'd instead (the reason logged)."""
+        try:
+            await asyncio.to_thread(zygote_for, self.profile)
+        except SandboxError as exc:
+            if self._start_chosen:
+                raise
+            _log.warning("the zygote of profile %r did not start, so this kernel is exec'd: %s", self.profile.name, exc)
+            return False
+        return True
+
+    def _exec(self, sandboxed: bool) -> str:
+        """Start the kernel as a fresh process (bwrap → ipykernel_launcher); return its ipc prefix."""
+        assert self._dir is not None
+        argv, host_ip = self._command(sandboxed)
+        argv = self._cgroup.wrap(argv) if self._cgroup else argv
+        with open(self._dir.path / "kernel.log", "wb") as log:
+            self._proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                close_fds=True,
+                cwd=None if sandboxed else self._dir.work,
+                env=None if sandboxed else self._plain_env(),
+            )
+        self._pidfd = os.pidfd_open(self._proc.pid)
+        return host_ip
+
+    def _fork(self) -> str:
+        """Fork the kernel from the profile's zygote; return its ipc prefix."""
+        assert self._dir is not None and self._lease is not None
+        key = secrets.token_hex(16)
+        self._ch = Channels(key)
+        host_ip = write_connection_file(self._dir, key)
+        child = fork_kernel(
+            self._dir,
+            self.profile,
+            uid=self._lease.uid,
+            env=self.env,
+            extra_ro_binds=self.extra_ro_binds,
+            kernel_args=ipykernel_args(f"{INSIDE_RUN}/kernel.json"),
+            cgroup=self._cgroup,
+        )
+        self._proc, self._pidfd = child, child.pidfd
+        return host_ip
 
     def _command(self, sandboxed: bool) -> tuple[list[str], str]:
         assert self._dir is not None

@@ -5,6 +5,9 @@
             obs = await kernel.execute("1 + 1")
         # on exit the kernel is discarded; a replacement was already warming
 
+Kernels fork from their profile's zygote (`start="zygote"`, the default where the machine supports
+it: see `workbench.kernel.zygote`) or start as fresh processes (`start="exec"`).
+
 `size` kernels are kept warm. Handing one out starts its replacement at once, so up to
 `size + max_concurrency` kernels may be alive. At most `max_concurrency` (default: `size`) are
 handed out at a time; further `acquire()`s wait in a queue of at most `max_queue`, beyond which
@@ -22,7 +25,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from workbench.errors import PoolError
-from workbench.kernel.async_kernel import AsyncKernel
+from workbench.kernel.async_kernel import AsyncKernel, StartMethod, start_method
 from workbench.kernel.sync import Kernel, run_sync
 
 
@@ -37,16 +40,18 @@ class AsyncKernelPool:
         max_queue: int = 1024,
         start_retries: int = 3,
         retry_delay: float = 0.5,
+        start: StartMethod | None = None,
         **kernel_options: Any,
     ) -> None:
         if size < 1:
             raise PoolError(f"pool size must be >= 1, got {size}")
+        self.start_method = start_method(start, kernel_options.get("isolation", "bwrap"))
         self.size = size
         self.max_concurrency = max_concurrency or size
         self.max_queue = max_queue
         self.start_retries = start_retries
         self.retry_delay = retry_delay
-        self.kernel_options = kernel_options
+        self.kernel_options = {**kernel_options, "start": self.start_method}
         self._ready: asyncio.Queue[AsyncKernel | PoolError] | None = None
         self._slots: asyncio.Semaphore | None = None
         self._tasks: set[asyncio.Task[Any]] = set()

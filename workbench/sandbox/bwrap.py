@@ -182,9 +182,9 @@ def _namespaces(network: bool, as_root: bool) -> list[str]:
     return ns + (["--share-net"] if network else [])
 
 
-def _filesystem(spec: SandboxSpec) -> list[str]:
+def _filesystem(spec: SandboxSpec, run_bind: bool = True) -> list[str]:
     """System binds, a minimal /etc, /proc and /dev, the tmpfs /tmp and workspace, read-only binds and the
-    writable run dir."""
+    writable run dir (`run_bind=False`: an empty mount point there, for a zygote's children to fill)."""
     p = spec.profile
     argv = _system_binds()
     argv += ["--perms", "0755", "--dir", "/etc"]
@@ -199,7 +199,7 @@ def _filesystem(spec: SandboxSpec) -> list[str]:
     for host, inside in binds:
         argv += [*_parents(inside, made), "--ro-bind", host, inside]
     argv += _parents(INSIDE_RUN, made)
-    argv += ["--bind", str(spec.run_dir), INSIDE_RUN]
+    argv += ["--bind", str(spec.run_dir), INSIDE_RUN] if run_bind else ["--perms", "0755", "--dir", INSIDE_RUN]
     return argv
 
 

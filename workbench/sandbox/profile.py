@@ -64,6 +64,9 @@ class SandboxProfile(Config):
         },
         'Environment variables set inside the sandbox: NAME = "value".',
     )
+    preload: tuple[str, ...] = config_field(
+        (), "Modules a zygote imports once for every kernel of this profile (e.g. numpy), on top of ipykernel's."
+    )
     limits: Limits = field(default_factory=Limits, metadata={"help": "Resource limits (the [limits] table)."})
 
     def __post_init__(self) -> None:
@@ -131,6 +134,9 @@ def _validate(p: SandboxProfile) -> None:
     for name in p.pass_env:
         if not isinstance(name, str) or not _ENV_NAME.match(name):
             raise ConfigError(f"{where}: field 'pass_env' holds an invalid variable name {name!r}")
+    for name in p.preload:
+        if not isinstance(name, str) or not all(part.isidentifier() for part in name.split(".")):
+            raise ConfigError(f"{where}: field 'preload' holds an invalid module name {name!r}")
     if not isinstance(p.env, dict):
         raise ConfigError(f"{where}: field 'env' must be a table of NAME = \"value\"")
     for k, v in p.env.items():
@@ -163,7 +169,7 @@ def _build(cls: type[_Section], data: dict[str, Any], where: str) -> _Section:
     if cls is SandboxProfile:
         if isinstance(data.get("limits"), dict):
             data["limits"] = _build(Limits, data["limits"], where)
-        for key in ("ro_binds", "pass_env"):
+        for key in ("ro_binds", "pass_env", "preload"):
             if isinstance(data.get(key), list):
                 data[key] = tuple(data[key])
     try:

@@ -1,0 +1,291 @@
+"""Zygote kernels: one pre-imported process per sandbox profile forks each new kernel.
+
+    k = AsyncKernel(start="zygote")        # the default where the machine supports it
+    k = AsyncKernel(start="exec")          # bwrap + a fresh interpreter, as the kernelspec does
+
+An exec'd kernel pays for a new interpreter and ipykernel's imports each time; a zygote has
+imported them once (ipykernel, IPython, `workbench.runtime`, the profile's `preload`), with
+thread pools pinned to one thread and no zmq context, event loop or thread yet, and forks.
+
+Where each isolation property comes from (same as an exec'd kernel unless said):
+
+    filesystem view        the zygote's bwrap: system dirs, Python, profile binds read-only;
+                           minimal /etc; /dev; no host file beyond those
+    /workspace, /tmp       per child: fresh size-capped tmpfs mounts in its own mount namespace
+    /run/workbench         per child: its run dir bound from an fd the host passes (SCM_RIGHTS)
+    extra_ro_binds         per child: bound read-only from host fds the same way
+    mount, PID, IPC, UTS,  per child: unshare() in the child; PID 1 of its namespace is a root
+    cgroup, network ns     init that mounts its own /proc (sys, irq, bus read-only); `lo` is up
+    unprivileged uid       per child: setresuid to its leased uid, groups cleared
+    capabilities           bounding, ambient, permitted and effective sets emptied; no_new_privs
+    user namespace         per child: its own, which may create no further one (as bwrap's
+                           --disable-userns: the nested namespace uses up a limit of one)
+    rlimits                per child: setrlimit, the values prlimit gives exec'd kernels
+    cgroup                 per child: the host opens cgroup.procs and passes the fd; the child
+                           joins before it unshares, so all its processes are in it
+    environment            per child: cleared, then exactly the allow-listed env an exec'd
+                           kernel gets (computed by the host for each kernel)
+    dies with the host     host → bwrap (--die-with-parent) → zygote → child's outer process →
+                           init → namespace, each by PR_SET_PDEATHSIG
+
+Weaker than exec, and why:
+  - Address-space layout: children share the zygote's ASLR layout (fork copies it), so one
+    kernel's leaked pointers predict another's. Kernels already run only unprivileged code.
+  - Mount points for a kernel's `extra_ro_binds` are made (empty, root-owned) in the zygote's
+    root tmpfs, so later kernels of that zygote see those empty directories (never the content).
+  - The zygote runs as root with SYS_ADMIN/SETUID/SETGID/SETPCAP/NET_ADMIN in the host's user
+    namespace (no code from a kernel ever runs in it; kernels cannot see or signal it).
+
+Not here: forking a *running* kernel at a state. Its process has threads and a zmq context, and
+it holds no privilege any more, so a fork of it could not leave the parent's mount, PID and
+network namespaces (its /workspace would be shared, not copied); that needs the privileged
+fork to come from a process that holds the kernel's memory, which this design does not have.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+from workbench.errors import SandboxError
+from workbench.sandbox import RolloutDir, SandboxProfile, SandboxSpec, check_sandbox
+from workbench.sandbox.bwrap import _pairs, base_env
+from workbench.sandbox.cgroups import Cgroup
+from workbench.sandbox.isolate import clone_mount
+from workbench.sandbox.zygote import zygote_argv
+
+_log = logging.getLogger(__name__)
+_START_TIMEOUT_S = 120.0
+
+
+def zygote_unsupported() -> str | None:
+    """Why zygote kernels cannot run here, or None when they can."""
+    if os.geteuid() != 0:
+        return "zygote kernels need root (a per-kernel uid and mounts without a user namespace)"
+    try:
+        check_sandbox()
+    except SandboxError as exc:
+        return str(exc)
+    return None
+
+
+class ZygoteChild:
+    """A forked kernel as the host sees it: its outer process (pid, pidfd) and exit status."""
+
+    def __init__(self, pid: int, pidfd: int, status_fd: int) -> None:
+        self.pid, self.pidfd, self._status_fd = pid, pidfd, status_fd
+        self.returncode: int | None = None
+
+    def wait(self) -> int:
+        """The exit status (blocks until the outer process has exited); -9 if it was killed."""
+        if self.returncode is None:
+            chunks = []
+            while chunk := os.read(self._status_fd, 64):
+                chunks.append(chunk)
+            os.close(self._status_fd)
+            text = b"".join(chunks).decode() or "-9"
+            self.returncode = int(text)
+        return self.returncode
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, OSError):
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+
+
+class Zygote:
+    """One zygote process for one profile (`zygote_for` keeps one per profile per process)."""
+
+    def __init__(self, profile: SandboxProfile) -> None:
+        self.profile = profile
+        self._broken = False
+        self._lock = threading.Lock()
+        self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._stderr = tempfile.TemporaryFile()
+        argv = [sys.executable, "-m", "workbench.kernel.zygote_main", str(theirs.fileno()), *profile.preload]
+        started: list[subprocess.Popen[bytes] | BaseException] = []
+        ready = threading.Event()
+        # bwrap's --die-with-parent is tied to the thread that forks it: a thread that lives as long as
+        # the zygote does it (an executor thread could exit and take the zygote with it).
+        thread = threading.Thread(
+            target=self._run, args=(zygote_argv(profile, argv), theirs, started, ready), daemon=True
+        )
+        thread.start()
+        ready.wait()
+        theirs.close()
+        if isinstance(started[0], BaseException):
+            raise SandboxError(f"the zygote could not start: {started[0]}")
+        self.proc = started[0]
+        self._handshake()
+
+    def _run(
+        self,
+        argv: list[str],
+        theirs: socket.socket,
+        started: list[subprocess.Popen[bytes] | BaseException],
+        ready: threading.Event,
+    ) -> None:
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=self._stderr,
+                stderr=self._stderr,
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            started.append(exc)
+            ready.set()
+            return
+        started.append(proc)
+        ready.set()
+        proc.wait()
+
+    def _handshake(self) -> None:
+        self._control.settimeout(_START_TIMEOUT_S)
+        try:
+            hello = self._control.recv(4096)
+        except (TimeoutError, OSError) as exc:
+            hello = str(exc).encode()
+        self._control.settimeout(None)
+        self.pid = int(hello.split()[1]) if hello.startswith(b"ready ") else -1  # the zygote's own pid
+        if not hello.startswith(b"ready "):
+            tail = self.stderr_tail()
+            self.close()
+            raise SandboxError(f"the zygote did not start ({hello.decode(errors='replace')}): {tail}")
+
+    @property
+    def alive(self) -> bool:
+        return not self._broken and self.proc.poll() is None
+
+    def stderr_tail(self) -> str:
+        self._stderr.seek(0)
+        return self._stderr.read()[-1500:].decode(errors="replace").strip()
+
+    def spawn(self, request: dict[str, Any], fds: list[int]) -> tuple[int, int]:
+        """Send one spawn request; return the child's (pid, pidfd). Blocks for one fork."""
+        with self._lock:
+            try:
+                socket.send_fds(self._control, [json.dumps(request).encode()], fds)
+                msg, got, _, _ = socket.recv_fds(self._control, 4096, 1)
+            except OSError:
+                msg, got = b"", []
+        if not msg or not got:
+            self._broken = True
+            for fd in got:
+                os.close(fd)
+            raise SandboxError(f"the zygote for profile {self.profile.name!r} died: {self.stderr_tail()}")
+        return json.loads(msg)["pid"], got[0]
+
+    def close(self) -> None:
+        """Kill the zygote (its children die with it) and close its socket."""
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+        self.proc.wait()
+        self._control.close()
+        self._stderr.close()
+
+
+_ZYGOTES: dict[str, Zygote] = {}
+_ZYGOTES_LOCK = threading.Lock()
+
+
+def _forget_inherited() -> None:
+    """In a child of a forked host: the parent's zygotes are the parent's (their sockets too)."""
+    global _ZYGOTES_LOCK
+    _ZYGOTES.clear()
+    _ZYGOTES_LOCK = threading.Lock()  # another thread may have held it at the fork
+
+
+os.register_at_fork(after_in_child=_forget_inherited)
+
+
+def zygote_for(profile: SandboxProfile) -> Zygote:
+    """The live zygote of `profile`, started (or restarted after a death) on demand."""
+    key = json.dumps(dataclasses.asdict(profile), sort_keys=True, default=str)
+    with _ZYGOTES_LOCK:
+        zygote = _ZYGOTES.get(key)
+        if zygote is not None and not zygote.alive:
+            _log.info("the zygote of profile %r died; starting a new one", profile.name)
+            zygote.close()
+            zygote = None
+        if zygote is None:
+            zygote = _ZYGOTES[key] = Zygote(profile)
+        return zygote
+
+
+def fork_kernel(
+    rollout: RolloutDir,
+    profile: SandboxProfile,
+    *,
+    uid: int,
+    env: dict[str, str],
+    extra_ro_binds: tuple[str, ...],
+    kernel_args: list[str],
+    cgroup: Cgroup | None,
+) -> ZygoteChild:
+    """Fork one sandboxed kernel from `profile`'s zygote; its output goes to `kernel.log`."""
+    spec = SandboxSpec(profile, rollout.run, uid=uid, env=env, extra_ro_binds=extra_ro_binds)
+    binds = _pairs(extra_ro_binds)
+    request = {
+        "uid": uid,
+        "gid": uid,
+        "env": base_env(spec),
+        "network": profile.network,
+        "limits": dataclasses.asdict(profile.limits),
+        "tmp_mb": profile.tmp_size_mb,
+        "workspace_mb": profile.workspace_size_mb,
+        "binds": [inside for _, inside in binds],
+        "cgroups": len(cgroup.dirs) if cgroup else 0,
+        "args": kernel_args,
+    }
+    status_r, status_w = os.pipe2(os.O_CLOEXEC)
+    fds = [clone_mount(str(rollout.run))]
+    fds.append(os.open(rollout.path / "kernel.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600))
+    fds.append(status_w)
+    try:
+        for d in cgroup.dirs if cgroup else []:
+            fds.append(os.open(d / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC))
+        fds += [clone_mount(str(host), recursive=True) for host, _ in binds]
+        pid, pidfd = _spawn_retrying(profile, request, fds)
+    except BaseException:
+        os.close(status_r)
+        raise
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return ZygoteChild(pid, pidfd, status_r)
+
+
+def _spawn_retrying(profile: SandboxProfile, request: dict[str, Any], fds: list[int]) -> tuple[int, int]:
+    """Spawn; if the zygote turns out dead (killed since its last use), start a new one once."""
+    try:
+        return zygote_for(profile).spawn(request, fds)
+    except (SandboxError, OSError):
+        time.sleep(0.01)
+        return zygote_for(profile).spawn(request, fds)
+
+
+def close_zygotes() -> None:
+    """Kill every zygote of this process (tests; process exit does it anyway)."""
+    with _ZYGOTES_LOCK:
+        for zygote in _ZYGOTES.values():
+            zygote.close()
+        _ZYGOTES.clear()
+
+
+def zygote_pids() -> list[int]:
+    """Host pids of this process's live zygotes (the forking processes, inside their bwrap)."""
+    with _ZYGOTES_LOCK:
+        return [z.pid for z in _ZYGOTES.values() if z.alive]

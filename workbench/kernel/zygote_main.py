@@ -1,0 +1,176 @@
+"""The zygote process itself (runs as root inside its profile's bwrap; see `workbench.kernel.zygote`).
+
+    python -m workbench.kernel.zygote_main CONTROL_FD [MODULE ...]
+
+It imports what a kernel needs, then serves spawn requests on CONTROL_FD (a SOCK_SEQPACKET
+socket): one JSON request plus file descriptors in, one fork, `{"pid": N}` plus a pidfd out.
+No zmq context, event loop or thread exists before a fork; every child builds its own.
+
+A child runs three processes, like bwrap's:
+
+    outer (root, host's PID namespace)  joins its cgroup, unshares, mounts; reports the exit status
+      init (root, PID 1 of the child's own PID namespace)  mounts /proc, reaps
+        kernel (the sandbox uid, no capabilities)  rlimits, env allow-list, then IPKernelApp
+
+Each dies with its parent (PR_SET_PDEATHSIG), so killing the zygote or the outer process ends
+the whole child; the init's death ends its PID namespace.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import traceback
+from typing import Any, NoReturn
+
+from workbench.children import die_with_parent
+
+PRELOAD = (  # what IPKernelApp.initialize() imports (its debugger's debugpy is most of the time)
+    "ipykernel.kernelapp",
+    "ipykernel.ipkernel",
+    "ipykernel.zmqshell",
+    "ipykernel.debugger",
+    "IPython.core.interactiveshell",
+    "IPython.core.completer",
+    "IPython.core.completerlib",
+    "IPython.core.debugger",
+    "IPython.core.oinspect",
+    "IPython.extensions.storemagic",
+    "tornado.platform.asyncio",
+    "jupyter_client.session",
+    "workbench.runtime",
+    "workbench.runtime.wire",
+    "workbench.sandbox.isolate",
+)
+_MAX_FDS = 64
+
+
+def main(argv: list[str]) -> int:
+    control = socket.socket(fileno=int(argv[0]))
+    for name in (*PRELOAD, *argv[1:]):
+        importlib.import_module(name)
+    if threading.active_count() != 1:
+        control.send(b"error: an import started a thread; fork would be unsafe")
+        return 1
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # outer processes are reaped by the kernel
+    gc.collect()
+    gc.freeze()  # keep the imported objects' pages shared with children
+    control.send(f"ready {os.getpid()}".encode())
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(control, 1 << 20, _MAX_FDS)
+        except ConnectionResetError:
+            return 0
+        if not msg:
+            return 0  # the host is gone
+        zygote = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            control.close()
+            _outer(json.loads(msg), fds, zygote)
+        for fd in fds:
+            os.close(fd)
+        pidfd = os.pidfd_open(pid)
+        socket.send_fds(control, [json.dumps({"pid": pid}).encode()], [pidfd])
+        os.close(pidfd)
+
+
+def _outer(req: dict[str, Any], fds: list[int], zygote: int) -> NoReturn:
+    from workbench.sandbox import isolate
+    from workbench.sandbox.bwrap import INSIDE_RUN, INSIDE_WORK
+
+    run_fd, log_fd, status_fd, *rest = fds
+    cgroup_fds, bind_fds = rest[: req["cgroups"]], rest[req["cgroups"] :]
+    code = 1
+    try:
+        die_with_parent()
+        if os.getppid() != zygote:
+            raise RuntimeError("the zygote died while forking")  # before the death signal was armed
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.setsid()
+        for fd in cgroup_fds:
+            os.write(fd, str(os.getpid()).encode())
+            os.close(fd)
+        isolate.enter_namespaces(req["network"])
+        plan = isolate.MountPlan(
+            run_fd, tuple(zip(bind_fds, req["binds"], strict=True)), req["tmp_mb"], req["workspace_mb"]
+        )
+        isolate.mount_private(plan, INSIDE_RUN, INSIDE_WORK)
+        for fd in (run_fd, *bind_fds):
+            os.close(fd)
+        init = os.fork()
+        if init == 0:
+            os.close(status_fd)
+            _init(req, log_fd)
+        os.close(log_fd)
+        code = os.waitstatus_to_exitcode(os.waitpid(init, 0)[1])
+        os.write(status_fd, str(code).encode())
+    except BaseException:
+        _report(log_fd)
+    os._exit(0 if code == 0 else 1)
+
+
+def _init(req: dict[str, Any], log_fd: int) -> NoReturn:
+    from workbench.sandbox import isolate
+
+    code = 1
+    try:
+        die_with_parent()
+        isolate.mount_proc()
+        kernel = os.fork()
+        if kernel == 0:
+            _kernel(req, log_fd)
+        os.close(log_fd)
+        while True:  # as PID 1: reap every orphan until the kernel itself exits
+            pid, status = os.wait()
+            if pid == kernel:
+                code = os.waitstatus_to_exitcode(status)
+                break
+    except BaseException:
+        _report(log_fd)
+    os._exit(code if code >= 0 else 128 - code)
+
+
+def _kernel(req: dict[str, Any], log_fd: int) -> NoReturn:
+    from workbench.sandbox import isolate
+    from workbench.sandbox.bwrap import INSIDE_WORK
+    from workbench.sandbox.profile import Limits
+
+    try:
+        os.setsid()
+        proc_sys = isolate.detached_proc_sys()
+        isolate.apply_rlimits(Limits(**req["limits"]))
+        os.chdir(INSIDE_WORK)
+        isolate.become_unprivileged(req["uid"], req["gid"], proc_sys)
+        os.environ.clear()
+        os.environ.update(req["env"])
+        devnull = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        os.closerange(3, 1 << 16)
+        sys.argv = ["ipykernel_launcher", *req["args"]]
+        from ipykernel.kernelapp import IPKernelApp
+
+        IPKernelApp.launch_instance()
+    except BaseException:
+        _report(log_fd if log_fd > 2 else 2)
+        os._exit(1)
+    os._exit(0)
+
+
+def _report(fd: int) -> None:
+    try:
+        os.write(fd, traceback.format_exc().encode(errors="replace"))
+    except OSError:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
