@@ -25,13 +25,15 @@ Every function here takes plain tensors, so the loss composes with any estimator
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
 import torch
 
+from workbench.train.config import CAP_ACTIONS
+
 CapAction = Literal["mask", "clamp"]
-CAP_ACTIONS: tuple[str, ...] = ("mask", "clamp")
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,39 @@ class DecoupledStats:
     capped_fraction: float  # share of loss tokens whose weight exceeded the cap
     mismatch_kl: float  # k3 estimate of KL(π_behav ‖ π_prox): mean of w - 1 - log w
     clipped_fraction: float  # share of loss tokens where the clipped surrogate was taken
+
+
+def behaviour_weights(
+    prox_logp: torch.Tensor,
+    behav_logp: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    cap: float | None = 5.0,
+    cap_action: CapAction = "mask",
+) -> tuple[torch.Tensor, DecoupledStats]:
+    """w = π_prox / π_behav per token, capped (0 over the cap with "mask", `cap` with "clamp"), and
+    statistics over `mask`'s tokens (`clipped_fraction` 0: no ratio is known here)."""
+    if cap_action not in CAP_ACTIONS:
+        raise ValueError(f"cap_action {cap_action!r}: use one of {', '.join(CAP_ACTIONS)}")
+    mask = mask.to(prox_logp.dtype)
+    log_w = (prox_logp - behav_logp).detach()
+    weight = torch.exp(log_w)
+    over = (weight > cap) if cap is not None else torch.zeros_like(weight, dtype=torch.bool)
+    if cap is not None and cap_action == "clamp":
+        applied = torch.clamp(weight, max=cap)
+    else:
+        applied = torch.where(over, torch.zeros_like(weight), weight)
+    on = mask > 0
+    n = mask.sum().clamp(min=1.0)
+    w_on = weight[on]
+    stats = DecoupledStats(
+        behaviour_weight_mean=float(w_on.mean()) if w_on.numel() else 1.0,
+        behaviour_weight_max=float(w_on.max()) if w_on.numel() else 1.0,
+        capped_fraction=float((over & on).sum() / n),
+        mismatch_kl=float(((weight - 1 - log_w) * mask).sum() / n),
+        clipped_fraction=0.0,
+    )
+    return applied, stats
 
 
 def decoupled_ppo_loss(
@@ -57,7 +92,8 @@ def decoupled_ppo_loss(
     cap: float | None = 5.0,
     cap_action: CapAction = "mask",
 ) -> tuple[torch.Tensor, DecoupledStats]:
-    """The decoupled PPO loss of one batch and its statistics.
+    """The decoupled PPO loss of one batch and its statistics: the formula above, term by term (the
+    reference the trainer's loss is checked against).
 
     logp: (B, T) log π_θ of the sampled tokens, with gradient.
     prox_logp, behav_logp: (B, T) log π_prox and log π_behav (no gradient taken through them).
@@ -67,8 +103,7 @@ def decoupled_ppo_loss(
     cap: the behaviour-weight cap (None: no cap); cap_action: "mask" drops capped tokens' terms,
         "clamp" keeps them with weight `cap`.
     """
-    if cap_action not in CAP_ACTIONS:
-        raise ValueError(f"cap_action {cap_action!r}: use one of {', '.join(CAP_ACTIONS)}")
+    weight, stats = behaviour_weights(prox_logp, behav_logp, mask, cap=cap, cap_action=cap_action)
     high = epsilon if epsilon_high is None else epsilon_high
     mask = mask.to(logp.dtype)
     adv = advantages.unsqueeze(-1) if advantages.dim() == 1 else advantages
@@ -76,36 +111,10 @@ def decoupled_ppo_loss(
     unclipped = -adv * ratio
     clipped = -adv * torch.clamp(ratio, 1 - epsilon, 1 + high)
     pg = torch.maximum(unclipped, clipped)
-    log_w = (prox_logp - behav_logp).detach()
-    weight = torch.exp(log_w)
-    over = (weight > cap) if cap is not None else torch.zeros_like(weight, dtype=torch.bool)
-    if cap is not None and cap_action == "clamp":
-        applied = torch.clamp(weight, max=cap)
-    else:
-        applied = torch.where(over, torch.zeros_like(weight), weight)
     n = mask.sum().clamp(min=1.0)
-    loss = (pg * applied * mask).sum() / n
-    return loss, _stats(weight, log_w, over, clipped > unclipped, mask, n)
-
-
-def _stats(
-    weight: torch.Tensor,
-    log_w: torch.Tensor,
-    over: torch.Tensor,
-    took_clipped: torch.Tensor,
-    mask: torch.Tensor,
-    n: torch.Tensor,
-) -> DecoupledStats:
-    on = mask > 0
-    w_on = weight[on]
-    k3 = (weight - 1 - log_w) * mask
-    return DecoupledStats(
-        behaviour_weight_mean=float(w_on.mean()) if w_on.numel() else 1.0,
-        behaviour_weight_max=float(w_on.max()) if w_on.numel() else 1.0,
-        capped_fraction=float((over & on).sum() / n),
-        mismatch_kl=float(k3.sum() / n),
-        clipped_fraction=float((took_clipped & on).sum() / n),
-    )
+    loss = (pg * weight * mask).sum() / n
+    took_clipped = float(((clipped > unclipped) & (mask > 0)).sum() / n)
+    return loss, dataclasses.replace(stats, clipped_fraction=took_clipped)
 
 
 def loglinear_prox(
@@ -130,4 +139,4 @@ def loglinear_prox(
     return behav_logp + alpha * (logp - behav_logp)
 
 
-__all__ = ["CAP_ACTIONS", "CapAction", "DecoupledStats", "decoupled_ppo_loss", "loglinear_prox"]
+__all__ = ["CapAction", "DecoupledStats", "behaviour_weights", "decoupled_ppo_loss", "loglinear_prox"]
