@@ -233,12 +233,15 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         if self.use_vllm:
             self.add_callback(_SyncAfterStep(self))
         self._place_tensorboard_logs()
-        self.async_training: AsyncTraining | None = None
-        if config.async_rollouts:
-            from workbench.train.async_trainer import AsyncTraining
+        self.async_training = self._async_training() if config.async_rollouts else None
 
-            self.async_training = AsyncTraining(self, self._score)
-            self.add_callback(_PublishAfterStep(self.async_training))
+    def _async_training(self) -> AsyncTraining:
+        """`async_rollouts`: the producer and rollout copy, and the weights published after each step."""
+        from workbench.train.async_trainer import AsyncTraining
+
+        async_training = AsyncTraining(self, self._score)
+        self.add_callback(_PublishAfterStep(async_training))
+        return async_training
 
     def _share_vllm_engine(self, args: GRPOConfig) -> None:
         """Generate with the process's shared colocated engine instead of TRL's own."""
