@@ -109,6 +109,7 @@ class Step:
     execute_s: float = 0.0
     context_tokens: int = 0  # tokens in the context the turn was generated from
     reward: float | None = None  # this turn's reward (RewardSpec.score_steps); None = not scored per turn
+    policy_version: int | None = None  # optimizer steps behind the weights that sampled it (asynchronous RL)
 
 
 @dataclass

@@ -230,6 +230,7 @@ class _Episode:
             completion_ids=list(out.token_ids),
             logprobs=out.logprobs,
             finish_reason=out.finish_reason,
+            policy_version=out.policy_version,
             generate_s=time.monotonic() - t0,
             context_tokens=len(self.ctx),
         )

@@ -47,6 +47,7 @@ class Completion:
     token_ids: list[int]
     logprobs: list[float] | None = None  # one per token in token_ids, None where unavailable
     finish_reason: str = "stop"  # "stop" (a stop string) | "eos" | "length" | "error"
+    policy_version: int | None = None  # the weights' version (optimizer steps) when trainers publish them
 
 
 @runtime_checkable

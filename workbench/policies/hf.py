@@ -81,11 +81,13 @@ class TransformersPolicy(BatchingBackend):
         batch_window_ms: float = 5.0,
         max_batch_size: int = 32,
         name: str = "in-memory",
+        seed: int | None = None,
     ) -> TransformersPolicy:
         """Wrap a live model (e.g. the one being trained). Generation uses its current weights,
-        in eval mode and without gradients; its train/eval mode is restored afterwards."""
+        in eval mode and without gradients; its train/eval mode is restored afterwards. Unseeded
+        rows sample from `seed` (default: a draw from the global RNG)."""
         self = cls.__new__(cls)
-        self._init(model, tokenizer, name, None, batch_window_ms, max_batch_size)
+        self._init(model, tokenizer, name, None, batch_window_ms, max_batch_size, seed)
         return self
 
     def _init(
@@ -96,6 +98,7 @@ class TransformersPolicy(BatchingBackend):
         path: str | None,
         batch_window_ms: float,
         max_batch_size: int,
+        seed: int | None = None,
     ) -> None:
         import torch
 
@@ -118,7 +121,8 @@ class TransformersPolicy(BatchingBackend):
         self.agent_settings = model_agent_settings(model)  # the agent settings it was trained with, if any
         self.vocab_size = model.get_input_embeddings().num_embeddings  # valid ids: 0 .. vocab_size - 1
         # draw from the global RNG (never reseed it): torch.manual_seed(n) makes unseeded sampling reproducible
-        self._rng = torch.Generator(device="cpu").manual_seed(int(torch.randint(0, 1 << 62, (1,))))
+        seed = int(torch.randint(0, 1 << 62, (1,))) if seed is None else seed
+        self._rng = torch.Generator(device="cpu").manual_seed(seed)
 
     @property
     def device(self) -> torch.device:

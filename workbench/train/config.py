@@ -43,6 +43,7 @@ EPISODE_KINDS = ("search_r1", "nbagent")
 SEGMENTS = ("all", "last")
 SEARCH_ENGINES = ("bm25", "simulated")
 IS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+CAP_ACTIONS = ("mask", "clamp")  # what the behaviour-weight cap does (workbench.train.decoupled)
 SCHEDULES = ("constant", "linear", "cosine", "constant_with_warmup", "cosine_with_min_lr")
 
 
@@ -189,6 +190,24 @@ class TrainConfig(Config):
     vllm_importance_sampling_clip_max: float = config_field(
         3.0, "IS correction: upper bound of the ratio (TRL's C_max)."
     )
+    # -- asynchronous RL (workbench.train.async_rollouts) --------------------------------------
+    async_rollouts: bool = config_field(
+        False,
+        "Keep running episode groups while the trainer trains (AReaL-style), staleness bounded by "
+        "admission; the loss applies decoupled PPO's behaviour weight.",
+    )
+    max_staleness: int = config_field(
+        4, "async_rollouts: most optimizer steps between a group's start and the step training on it (k)."
+    )
+    behaviour_weight_cap: float = config_field(
+        5.0, "async_rollouts: cap on pi_prox/pi_behaviour per token (AReaL's default 5)."
+    )
+    behaviour_cap_action: str = config_field(
+        "mask", "async_rollouts: tokens over the cap leave the loss (mask) or keep weight = cap (clamp, TIS-style)."
+    )
+    async_timeout_s: float = config_field(
+        1800.0, "async_rollouts: how long a step waits for its rollouts before the run stops with an error."
+    )
     report_to: list[str] = config_field(
         [],
         "Logging integrations passed to TRL/transformers, offline: tensorboard "
@@ -300,11 +319,28 @@ class TrainConfig(Config):
             self.report_to = [] if self.report_to in ("", "none") else [self.report_to]
         if not all(isinstance(r, str) and r for r in self.report_to):
             raise _bad("report_to", "list integration names, e.g. ['tensorboard', 'trackio']")
+        self._validate_async()
         if self.use_vllm and chosen.group_key is not None and self.vllm_mode == "server":
             raise _bad(
                 "vllm_mode",
                 f"{self.estimator} groups distinct questions (by {chosen.group_key}), which vLLM server mode "
                 "de-duplicates; use vllm_mode='colocate'",
+            )
+
+    def _validate_async(self) -> None:
+        if self.max_staleness < 0:
+            raise _bad("max_staleness", "must be >= 0 (0 runs the producer in lockstep: the synchronous trainer)")
+        if self.behaviour_weight_cap <= 1.0:
+            raise _bad("behaviour_weight_cap", "must be > 1 (AReaL uses 5)")
+        if self.behaviour_cap_action not in CAP_ACTIONS:
+            raise _bad("behaviour_cap_action", f"{self.behaviour_cap_action!r} is not one of {', '.join(CAP_ACTIONS)}")
+        if self.async_timeout_s <= 0:
+            raise _bad("async_timeout_s", "must be > 0 seconds")
+        if self.async_rollouts and self.dynamic_sampling:
+            raise _bad("dynamic_sampling", "refills a batch synchronously; turn it off with async_rollouts")
+        if self.async_rollouts and self.use_vllm:
+            raise _bad(
+                "use_vllm", "async_rollouts samples from an in-process copy of the model for now; turn use_vllm off"
             )
 
     # -- loading -----------------------------------------------------------------------------

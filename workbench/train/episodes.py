@@ -123,6 +123,7 @@ class SearchR1Episodes:
                     completion_ids=list(out.token_ids),
                     logprobs=list(out.logprobs) if out.logprobs is not None else None,
                     finish_reason=out.finish_reason,
+                    policy_version=out.policy_version,
                     generate_s=gen_s,
                     context_tokens=len(contexts[i]),
                     prompt_ids=list(contexts[i]) if turn == 0 else None,

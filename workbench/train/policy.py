@@ -122,11 +122,11 @@ class VLLMTrainerPolicy:
         return out
 
 
-def live_policy(model: Any, tokenizer: Any) -> TransformersPolicy:
+def live_policy(model: Any, tokenizer: Any, seed: int | None = None) -> TransformersPolicy:
     """Wrap a live model as a policy (the policies layer's `TransformersPolicy.from_model`)."""
     from workbench.policies.hf import TransformersPolicy
 
-    return TransformersPolicy.from_model(model, tokenizer, name="live")
+    return TransformersPolicy.from_model(model, tokenizer, name="live", seed=seed)
 
 
 __all__ = ["ColocatedVLLMPolicy", "VLLMTrainerPolicy", "live_policy", "run_sync"]

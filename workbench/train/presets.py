@@ -168,6 +168,9 @@ PRESETS: dict[str, dict[str, tuple[Any, str]]] = {
         "asearcher_adv_norm": (True, "AReaL PPOActorConfig default: adv_norm True (global, group_adv_norm False)"),
         "bf16": (True, f"{AS_CFG}: dtype bfloat16"),
         "device": ("auto", f"{AS}: trained on GPUs (auto takes one when visible)"),
+        "async_rollouts": (True, f"{AS} §3: fully asynchronous RL (AReaL): rollouts run while the trainer trains"),
+        "max_staleness": (4, f"{AS_CFG}: rollout.max_head_offpolicyness 4"),
+        "behaviour_weight_cap": (5.0, "AReaL PPOActorConfig default: behav_imp_weight_cap 5.0 (decoupled loss)"),
     },
     "l0": {
         "estimator": ("reinforce_pp", f"{L0} §3 eq. 2-3: REINFORCE++ step returns, batch-step whitening"),

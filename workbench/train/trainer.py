@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from trl import GRPOConfig
 
     from workbench.policies.base import Policy
+    from workbench.train.async_trainer import AsyncTraining
     from workbench.train.policy import ColocatedVLLMPolicy
 
 REQUIRED_TRL = "1.16.0"
@@ -111,6 +112,16 @@ def _known(value: int | None, name: str) -> int:
 
 def _single_process() -> bool:
     return int(os.environ.get("WORLD_SIZE", "1")) == 1  # what accelerate/torchrun set for several processes
+
+
+class _PublishAfterStep(TrainerCallback):
+    """Asynchronous rollouts: the new weights to the rollout copy after each optimizer step."""
+
+    def __init__(self, async_training: AsyncTraining) -> None:
+        self.async_training = async_training
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.async_training.publish(state.global_step)
 
 
 class _SyncAfterStep(TrainerCallback):
@@ -222,6 +233,15 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         if self.use_vllm:
             self.add_callback(_SyncAfterStep(self))
         self._place_tensorboard_logs()
+        self.async_training = self._async_training() if config.async_rollouts else None
+
+    def _async_training(self) -> AsyncTraining:
+        """`async_rollouts`: the producer and rollout copy, and the weights published after each step."""
+        from workbench.train.async_trainer import AsyncTraining
+
+        async_training = AsyncTraining(self, self._score)
+        self.add_callback(_PublishAfterStep(async_training))
+        return async_training
 
     def _share_vllm_engine(self, args: GRPOConfig) -> None:
         """Generate with the process's shared colocated engine instead of TRL's own."""
@@ -230,6 +250,15 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         args.use_vllm = self.use_vllm = True
         self.vllm_generation = shared_generation(self, args)
         self._last_loaded_step = -1
+
+    def train(self, *args: Any, **kwargs: Any) -> Any:
+        """TRL's `train`; an asynchronous producer stops with it, however it ends (its episodes
+        release their kernels)."""
+        try:
+            return super().train(*args, **kwargs)
+        finally:
+            if self.async_training is not None:
+                self.async_training.close()
 
     def _place_tensorboard_logs(self) -> None:
         """TensorBoard events under `<output_dir>/tensorboard` (TENSORBOARD_LOGGING_DIR still wins)."""
@@ -304,10 +333,13 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
                 "it must return one per task, in order"
             )
         for t in trajs:
-            score_trajectory(self.scorer, t)
-            t.run_id = t.run_id or self.wb_config.run_id
-            t.lineage.setdefault("train_step", self.state.global_step)
+            self._score(t)
         return trajs
+
+    def _score(self, t: Trajectory) -> None:
+        score_trajectory(self.scorer, t)
+        t.run_id = t.run_id or self.wb_config.run_id
+        t.lineage.setdefault("train_step", self.state.global_step)
 
     def rollout(self, prompts: list[str]) -> dict[str, list[Any]]:
         """TRL's `rollout_func`: the rows `_generate_and_score_completions` prepared, one per prompt."""
@@ -319,8 +351,10 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         """Run (and score) the episodes of a generation batch; dynamic sampling refills flat groups."""
         for curriculum in self.curricula:
             curriculum.set_training_step(self.state.global_step + 1)
-        tasks = [Task(**json.loads(r["task_json"])) for r in inputs]
-        trajs = self.run_episodes(tasks)
+        if self.async_training is not None and self._training:  # the producer drew these tasks itself
+            trajs = self.async_training.collect(self.state.global_step)
+        else:
+            trajs = self.run_episodes([Task(**json.loads(r["task_json"])) for r in inputs])
         metrics = self._metrics["train"]
         if self.wb_config.dynamic_sampling and self._training:
             report = dynamic_sampling(
@@ -378,6 +412,8 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             self._log_logp_gap(out)
         if self._training:
             self._set_advantages(out, trajs, row_traj, step_index)
+            if self.async_training is not None:
+                self.async_training.correct(out)
         return out
 
     def _set_advantages(
@@ -441,7 +477,17 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             self.epsilon_low, self.epsilon_high = low, high
 
     def _trl_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
-        loss: torch.Tensor = super()._compute_loss(model, inputs)  # type: ignore[no-untyped-call]  # unannotated in TRL
+        if self.async_training is None or "importance_sampling_ratio" not in inputs:
+            loss: torch.Tensor = super()._compute_loss(model, inputs)  # type: ignore[no-untyped-call]  # unannotated in TRL
+            return loss
+        # decoupled PPO: TRL multiplies each token's surrogate by `importance_sampling_ratio` (here the capped
+        # behaviour weight) on its vLLM path only; these two flags are read nowhere else in its loss
+        flags = (self.use_vllm, self.vllm_importance_sampling_correction)
+        self.use_vllm = self.vllm_importance_sampling_correction = True
+        try:
+            loss = super()._compute_loss(model, inputs)  # type: ignore[no-untyped-call]
+        finally:
+            self.use_vllm, self.vllm_importance_sampling_correction = flags
         return loss
 
 

@@ -1,0 +1,154 @@
+"""Asynchronous RL on a tiny local model with real TRL steps: k = 0 reproduces the synchronous
+trainer, k = 2 keeps staleness within 2 and drops nothing, every turn records the version that
+sampled it, and a failing producer stops the run with a clear error instead of a hang."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_trainer import make, snapshot
+
+from workbench.errors import ConfigError, TrainingError
+
+pytestmark = pytest.mark.slow
+
+
+def losses(trainer) -> list[float]:
+    return [row["loss"] for row in trainer.state.log_history if "loss" in row]
+
+
+def test_max_staleness_zero_reproduces_the_synchronous_trainer(tmp_path, tiny_model_dir, tasks, retriever):
+    """Three steps each way from the same weights and seed: losses and weights within 1e-5."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    runs = {}
+    for name, extra in (("sync", {}), ("async", {"async_rollouts": True, "max_staleness": 0})):
+        tiny = AutoModelForCausalLM.from_pretrained(tiny_model_dir), AutoTokenizer.from_pretrained(tiny_model_dir)
+        trainer = make(tmp_path / name, tiny, tasks, retriever, max_steps=3, **extra)
+        trainer.train()
+        runs[name] = (losses(trainer), snapshot(trainer.model), trainer)
+    (sync_loss, sync_w, _), (async_loss, async_w, trainer) = runs["sync"], runs["async"]
+    assert len(sync_loss) == len(async_loss) == 3
+    assert async_loss == pytest.approx(sync_loss, abs=1e-5)
+    assert max((sync_w[k] - async_w[k]).abs().max().item() for k in sync_w) <= 1e-5
+    stale = [row["async/staleness/max"] for row in trainer.state.log_history if "async/staleness/max" in row]
+    assert stale and max(stale) == 0
+
+
+def test_staleness_two_runs_ahead_within_bound_and_records_versions(tmp_path, tiny, tasks, retriever):
+    trainer = make(tmp_path, tiny, tasks, retriever, max_steps=4, async_rollouts=True, max_staleness=2)
+    before = snapshot(trainer.model)
+    trainer.train()
+    assert trainer.state.global_step == 4
+    assert any(not torch.equal(before[k], v) for k, v in trainer.model.named_parameters())
+    rows = [r for r in trainer.state.log_history if "async/staleness/max" in r]
+    assert rows and max(r["async/staleness/max"] for r in rows) <= 2
+    assert all(r["async/groups_dropped"] == 0 for r in rows)
+    assert max(r["async/staleness/max"] for r in rows) >= 1  # the producer did run ahead
+    for traj in trainer.last_trajectories:
+        assert all(step.policy_version is not None for step in traj.steps)
+        assert traj.lineage["start_version"] <= min(step.policy_version for step in traj.steps)
+    weights = [r["async/behaviour_weight/max"] for r in trainer.state.log_history if "async/behaviour_weight/max" in r]
+    assert weights and all(w > 0 for w in weights)
+
+
+def test_a_failing_producer_is_a_clear_error_not_a_hang(tmp_path, tiny, tasks, retriever):
+    trainer = make(tmp_path, tiny, tasks, retriever, async_rollouts=True, max_staleness=1)
+
+    async def broken(tasks, policy):
+        raise RuntimeError("search backend went away")
+
+    trainer.episodes = broken
+    trainer.async_training.producer.episodes = broken
+    with pytest.raises(TrainingError, match="search backend went away"):
+        trainer.train()
+
+
+def test_async_settings_are_checked():
+    from workbench.train.config import TrainConfig
+
+    with pytest.raises(ConfigError, match="max_staleness"):
+        TrainConfig(async_rollouts=True, max_staleness=-1)
+    with pytest.raises(ConfigError, match="behaviour_cap_action"):
+        TrainConfig(async_rollouts=True, behaviour_cap_action="drop")
+    with pytest.raises(ConfigError, match="dynamic_sampling"):
+        TrainConfig(async_rollouts=True, dynamic_sampling=True)
+
+
+def test_an_episode_straddling_a_weight_sync_records_each_turns_version_and_logprobs(tiny):
+    """Turn 1 samples with version 0; the trainer publishes version 1; turn 2 samples with it. Each
+    turn's logprobs are those of its own version's weights, recomputed by a forward pass."""
+    from workbench.kernel.sync import run_sync
+    from workbench.policies.base import SamplingParams
+    from workbench.train.async_rollouts import RolloutWeights
+    from workbench.train.policy import live_policy
+
+    model, tok = tiny
+    trained = {k: v + 0.05 * torch.randn_like(v) for k, v in model.state_dict().items()}  # "version 1"
+    original = {k: v.clone() for k, v in model.state_dict().items()}
+    weights = RolloutWeights(model.load_state_dict)
+    policy = weights.policy(live_policy(model, tok, seed=7))
+    params = SamplingParams(max_new_tokens=6, temperature=1.0)
+    prompt = tok("What is the capital of France?")["input_ids"]
+    [first] = run_sync(policy.generate([prompt], params))
+    weights.publish(1, trained)
+    context = prompt + list(first.token_ids)
+    [second] = run_sync(policy.generate([context], params))
+    assert (first.policy_version, second.policy_version) == (0, 1)
+
+    def recomputed(state, ctx, ids):
+        model.load_state_dict(state)
+        with torch.no_grad():
+            logits = model(torch.tensor([ctx + ids])).logits[0, len(ctx) - 1 : -1]
+        return torch.log_softmax(logits.float(), -1).gather(1, torch.tensor(ids).unsqueeze(1)).squeeze(1).tolist()
+
+    assert first.logprobs == pytest.approx(recomputed(original, prompt, list(first.token_ids)), abs=1e-4)
+    assert second.logprobs == pytest.approx(recomputed(trained, context, list(second.token_ids)), abs=1e-4)
+
+
+@pytest.mark.parametrize("action", ["mask", "clamp"])
+@pytest.mark.parametrize("per_token", [False, True])
+def test_the_trainers_loss_is_the_reference_decoupled_ppo_loss(tmp_path, tiny, tasks, retriever, action, per_token):
+    """TRL's loss with the behaviour weight (the trainer's path) equals `decoupled_ppo_loss` (the
+    formula, checked by hand in test_decoupled.py) in value and in every parameter's gradient, for a
+    per-sequence (grpo-like) and a per-token (reinforce_pp-like) advantage, both cap actions."""
+    from workbench.train.decoupled import behaviour_weights, decoupled_ppo_loss
+
+    trainer = make(tmp_path, tiny, tasks, retriever, async_rollouts=True, behaviour_cap_action=action)
+    model = trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1
+    gen = torch.Generator().manual_seed(0)
+    prompt = torch.randint(3, 300, (2, 3), generator=gen)
+    completion = torch.randint(3, 300, (2, 4), generator=gen)
+    mask = torch.tensor([[1, 1, 1, 0], [1, 0, 1, 1]])  # completion padding and an observation token
+    ids, attn = torch.cat([prompt, completion], 1), torch.ones(2, 7, dtype=torch.long)
+    with torch.no_grad():
+        logp, _, _ = trainer._get_per_token_logps_and_entropies(model, ids, attn, 4)
+    prox = logp + torch.tensor([[0.1, -0.3, 0.0, 0.2], [-0.1, 0.0, 0.25, -0.2]])  # a trust region to clip in
+    behav = prox - torch.log(torch.tensor([[2.0, 0.5, 8.0, 1.0], [1.0, 6.0, 0.9, 3.0]]))  # w, two over the cap 5
+    adv = torch.tensor([[1.0, -2.0, 0.5, 3.0], [-1.0, 2.0, -0.5, 1.0]]) if per_token else torch.tensor([1.5, -0.7])
+    weight, _ = behaviour_weights(prox, behav, mask, cap=5.0, cap_action=action)
+    inputs = {
+        "prompt_ids": prompt,
+        "prompt_mask": torch.ones_like(prompt),
+        "completion_ids": completion,
+        "completion_mask": torch.ones_like(completion),
+        "tool_mask": mask,
+        "advantages": adv,
+        "old_per_token_logps": prox,
+        "importance_sampling_ratio": weight,
+        "num_items_in_batch": mask.sum(),
+    }
+    model.zero_grad()
+    ours = trainer._compute_loss(model, inputs)
+    ours.backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad()
+    live, _, _ = trainer._get_per_token_logps_and_entropies(model, ids, attn, 4)
+    eps, high = trainer.wb_config.epsilon, trainer.wb_config.epsilon_high
+    reference, _ = decoupled_ppo_loss(live, prox, behav, adv, mask, epsilon=eps, epsilon_high=high, cap_action=action)
+    reference.backward()
+    assert ours.item() == pytest.approx(reference.item(), abs=1e-6)
+    for name, p in model.named_parameters():
+        if p.grad is not None:
+            assert torch.allclose(grads[name], p.grad, atol=1e-6), name

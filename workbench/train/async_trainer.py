@@ -1,0 +1,157 @@
+"""What `TrainConfig(async_rollouts=True)` adds to `WorkbenchGRPOTrainer` (one process, in-process model).
+
+    trainer = WorkbenchGRPOTrainer(model, tok, tasks, episodes=..., config=TrainConfig(async_rollouts=True,
+                                                                                     max_staleness=2))
+    trainer.train()          # rollouts of step v+1 … v+k run while step v trains
+
+- The rollouts sample from a copy of the model (`VersionedPolicy`): after every optimizer step the
+  trainer publishes its weights and the copy loads them at the next turn boundary; each turn records
+  the version that sampled it (`Step.policy_version`), each trajectory its start version.
+- The producer (`AsyncRollouts`) draws its tasks from the trainer's own sampler, in the order the
+  synchronous trainer would, one optimizer step's batch per wave; admission keeps every wave within
+  `max_staleness` steps of the step that trains on it, and none is dropped.
+- The loss is decoupled PPO (`workbench.train.decoupled`): π_prox is the trainer's policy when the
+  step's update begins (recomputed by one no-grad forward), and TRL's loss multiplies each token's
+  clipped surrogate by the capped behaviour weight π_prox/π_behav, over the original mask. This is
+  TRL's importance-sampling path, so it composes with every estimator's advantages and with LoRA.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import statistics
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from workbench.errors import ConfigError
+from workbench.train.admission import Admission
+from workbench.train.async_rollouts import AsyncRollouts, RolloutWeights
+from workbench.train.decoupled import behaviour_weights
+from workbench.trajectory import Task, Trajectory
+
+if TYPE_CHECKING:
+    from workbench.policies.base import Policy
+    from workbench.train.trainer import WorkbenchGRPOTrainer
+
+
+class AsyncTraining:
+    """The producer, the rollout copy and the loss correction of one asynchronous run."""
+
+    def __init__(self, trainer: WorkbenchGRPOTrainer, finish: Callable[[Trajectory], None]) -> None:
+        config, args = trainer.wb_config, trainer.args
+        if trainer.accelerator.num_processes > 1:
+            raise ConfigError("async_rollouts runs on one process for now; launch without torchrun/accelerate")
+        if trainer.num_iterations != 1 or args.steps_per_generation != args.gradient_accumulation_steps:
+            raise ConfigError(
+                "async_rollouts trains each rollout batch in exactly one optimizer step: keep num_iterations=1 "
+                "and steps_per_generation equal to gradient_accumulation_steps"
+            )
+        self.trainer = trainer
+        live = trainer.accelerator.unwrap_model(trainer.model)
+        self.rollout_model = copy.deepcopy(live).eval()
+        self.weights = RolloutWeights(self._load)
+        generation = int(args.generation_batch_size or 0)
+        group = int(trainer.num_generations or 1)
+        self.admission = Admission(config.max_staleness, max(generation // group, 1))
+        batches = _task_batches(trainer, generation)
+        self.producer = AsyncRollouts(
+            trainer.episodes, self._wave_policy, self.admission, lambda: next(batches), finish
+        )
+        self.started = False
+        self.staleness: list[int] = []
+
+    def _load(self, weights: dict[str, torch.Tensor]) -> None:
+        self.rollout_model.load_state_dict(weights)
+
+    def _wave_policy(self, seed: int) -> Policy:
+        """One wave's policy: the rollout copy behind the weights' gate, sampling from `seed`."""
+        from workbench.train.policy import live_policy
+
+        return self.weights.policy(live_policy(self.rollout_model, self.trainer.processing_class, seed))
+
+    def collect(self, version: int) -> list[Trajectory]:
+        """Step `version`'s trajectories, scored (the producer starts on the first call)."""
+        if not self.started:  # each wave's seed is drawn here, where the synchronous trainer draws its policy's
+            self.producer.start([_draw_seed() for _ in range(self.admission.max_staleness + 1)])
+            self.started = True
+        trajs, wave = self.producer.take(version, self.trainer.wb_config.async_timeout_s)
+        stale = version - wave.version
+        self.staleness.append(stale)
+        m = self.trainer._metrics["train"]
+        m["async/staleness/mean"].append(float(stale))
+        m["async/staleness/max"].append(float(max(self.staleness)))
+        versions = [s.policy_version for t in trajs for s in t.steps if s.policy_version is not None]
+        if versions:
+            m["async/turn_staleness/mean"].append(version - statistics.fmean(versions))
+        m["async/groups_dropped"].append(0.0)
+        m["async/producer_blocked_s"].append(self.producer.blocked_seconds)
+        return trajs
+
+    def publish(self, version: int) -> None:
+        """After optimizer step `version`: the weights to the rollout copy, then more admission."""
+        live = self.trainer.accelerator.unwrap_model(self.trainer.model)
+        self.weights.publish(version, {k: v.detach().clone() for k, v in live.state_dict().items()})
+        self.producer.set_version(version, _draw_seed())
+        if self.weights.sync_seconds:
+            self.trainer._metrics["train"]["async/weight_sync_s"].append(self.weights.sync_seconds[-1])
+
+    def correct(self, out: dict[str, Any]) -> None:
+        """π_prox by one no-grad forward; the capped behaviour weight for TRL's loss, and its metrics."""
+        trainer, config = self.trainer, self.trainer.wb_config
+        behav = out.get("sampling_per_token_logps")
+        if behav is None:
+            raise ConfigError("async_rollouts needs the rollouts' logprobs; the episode runner recorded none")
+        ids = torch.cat([out["prompt_ids"], out["completion_ids"]], dim=1)
+        attn = torch.cat([out["prompt_mask"], out["completion_mask"]], dim=1)
+        with torch.no_grad():
+            prox, _, _ = trainer._get_per_token_logps_and_entropies(
+                trainer.model,
+                ids,
+                attn,
+                out["completion_ids"].size(1),
+                batch_size=trainer.args.per_device_train_batch_size,
+            )
+        mask = out["completion_mask"] * out.get("tool_mask", torch.ones_like(out["completion_mask"]))
+        behav = torch.where(torch.isnan(behav), prox, behav)  # tokens without a behaviour logprob: weight 1
+        weight, stats = behaviour_weights(
+            prox,
+            behav,
+            mask,
+            cap=config.behaviour_weight_cap,
+            cap_action=config.behaviour_cap_action,  # type: ignore[arg-type]
+        )
+        out["old_per_token_logps"] = prox
+        out["importance_sampling_ratio"] = weight
+        m = trainer._metrics["train"]
+        m["async/behaviour_weight/mean"].append(stats.behaviour_weight_mean)
+        m["async/behaviour_weight/max"].append(stats.behaviour_weight_max)
+        m["async/capped_fraction"].append(stats.capped_fraction)
+        m["async/mismatch_kl"].append(stats.mismatch_kl)
+
+    def close(self) -> None:
+        self.producer.close()
+
+
+def _draw_seed() -> int:
+    """A sampling seed from the global RNG: the draw `TransformersPolicy.from_model` makes for itself."""
+    return int(torch.randint(0, 1 << 62, (1,)))
+
+
+def _task_batches(trainer: WorkbenchGRPOTrainer, size: int) -> Iterator[list[Task]]:
+    """The tasks of each generation batch, in the order the trainer's own sampler gives them (epoch
+    after epoch): what the synchronous trainer would train on at each step."""
+    rows = trainer.train_dataset["task_json"]  # type: ignore[index]
+    sampler = trainer._get_train_sampler(trainer.train_dataset)  # one sampler: each pass is a new epoch's order
+    batch: list[Task] = []
+    while True:
+        for index in sampler:
+            batch.append(Task(**json.loads(rows[index])))
+            if len(batch) == size:
+                yield batch
+                batch = []
+
+
+__all__ = ["AsyncTraining"]
