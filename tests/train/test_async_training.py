@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_trainer import make, snapshot
+from test_trainer import make, snapshot, spread_reward
 
 from workbench.errors import ConfigError, TrainingError
 
@@ -152,3 +152,38 @@ def test_the_trainers_loss_is_the_reference_decoupled_ppo_loss(tmp_path, tiny, t
     for name, p in model.named_parameters():
         if p.grad is not None:
             assert torch.allclose(grads[name], p.grad, atol=1e-6), name
+
+
+def test_nbagent_episodes_in_real_kernels_train_asynchronously(tmp_path, tiny, tasks):
+    """A real run of three steps with k = 2 on NB-Agent episodes (sandboxed kernels): staleness within
+    2, nothing dropped, every turn versioned, and the kernel pool closes after the run."""
+    from workbench.train.config import TrainConfig
+    from workbench.train.run import NBAgentEpisodes
+    from workbench.train.trainer import WorkbenchGRPOTrainer
+
+    model, tok = tiny
+    torch.manual_seed(1234)
+    cfg = TrainConfig(
+        output_dir=str(tmp_path / "out"),
+        episode_kind="nbagent",
+        num_generations=2,
+        per_device_train_batch_size=4,
+        max_steps=3,
+        learning_rate=1e-3,
+        max_completion_length=96,
+        max_turns=2,
+        max_turn_tokens=16,
+        async_rollouts=True,
+        max_staleness=2,
+    )
+    episodes = NBAgentEpisodes(cfg)
+    trainer = WorkbenchGRPOTrainer(model, tok, tasks, episodes=episodes, config=cfg, reward=spread_reward)
+    try:
+        trainer.train()
+    finally:
+        episodes.close()
+    rows = [r for r in trainer.state.log_history if "async/staleness/max" in r]
+    assert trainer.state.global_step == 3 and len(rows) == 3
+    assert max(r["async/staleness/max"] for r in rows) <= 2 and all(r["async/groups_dropped"] == 0 for r in rows)
+    assert all(s.policy_version is not None for t in trainer.last_trajectories for s in t.steps)
+    assert all(t.termination for t in trainer.last_trajectories)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import json
 import statistics
+import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -92,11 +93,14 @@ class AsyncTraining:
 
     def publish(self, version: int) -> None:
         """After optimizer step `version`: the weights to the rollout copy, then more admission."""
+        t0 = time.perf_counter()
         live = self.trainer.accelerator.unwrap_model(self.trainer.model)
         self.weights.publish(version, {k: v.detach().clone() for k, v in live.state_dict().items()})
         self.producer.set_version(version, _draw_seed())
+        m = self.trainer._metrics["train"]
+        m["async/weight_publish_s"].append(time.perf_counter() - t0)  # the trainer's copy of its weights
         if self.weights.sync_seconds:
-            self.trainer._metrics["train"]["async/weight_sync_s"].append(self.weights.sync_seconds[-1])
+            m["async/weight_sync_s"].append(self.weights.sync_seconds[-1])  # the rollout copy's load
 
     def correct(self, out: dict[str, Any]) -> None:
         """π_prox by one no-grad forward; the capped behaviour weight for TRL's loss, and its metrics."""
