@@ -277,19 +277,24 @@ def train(
     finally:
         if owned and hasattr(episodes, "close"):
             episodes.close()
-    final = Path(config.output_dir) / "final"
-    trainer.save_model(str(final))  # by the main process only, as TRL saves checkpoints
-    if trainer.is_world_process_zero():
-        tokenizer.save_pretrained(str(final))
-        from workbench.train.lora import save_adapter_settings
-
-        save_adapter_settings(model, final)  # a LoRA run's final dir is an adapter: no config.json to hold them
+    final = _save_final(trainer, model, tokenizer, Path(config.output_dir) / "final")
     return {
         "global_step": int(trainer.state.global_step),
         "training_loss": float(result.training_loss),
         "final_dir": str(final),
         "run_id": config.run_id,
     }
+
+
+def _save_final(trainer: Any, model: Any, tokenizer: Any, final: Path) -> Path:
+    """The trained model (or a LoRA run's adapter and its agent settings) and tokenizer, by rank 0 only."""
+    trainer.save_model(str(final))  # by the main process only, as TRL saves checkpoints
+    if trainer.is_world_process_zero():
+        tokenizer.save_pretrained(str(final))
+        from workbench.train.lora import save_adapter_settings
+
+        save_adapter_settings(model, final)  # a LoRA run's final dir is an adapter: no config.json to hold them
+    return final
 
 
 def _resume_from(config: TrainConfig) -> bool | str | None:
