@@ -16,8 +16,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
-
 PROBE = Path(__file__).with_name("rank_probe.py")
 REPO = Path(__file__).resolve().parents[2]
 RENDEZVOUS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -74,6 +72,31 @@ learning_rate = 1e-3
     return config
 
 
+def test_the_rank_comes_from_the_launchers_environment(monkeypatch):
+    from workbench.train.processes import is_main_process, process_rank, world_size
+
+    for name in RENDEZVOUS:
+        monkeypatch.delenv(name, raising=False)
+    assert (world_size(), process_rank(), is_main_process()) == (1, 0, True)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    assert (world_size(), process_rank(), is_main_process()) == (2, 1, False)
+
+
+def test_metrics_rows_are_written_by_the_main_process_alone(tmp_path):
+    from transformers import TrainerState
+
+    from workbench.train.callbacks import MetricsCallback
+
+    for main in (False, True):
+        state = TrainerState(is_world_process_zero=main)
+        state.global_step, state.max_steps = 1, 2
+        MetricsCallback(tmp_path / "run").on_log(None, state, None, logs={"reward": 0.5})
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["reward"] for r in rows] == [0.5]
+
+
+@pytest.mark.slow
 def test_two_ranks_train_one_model_and_only_rank_0_writes(tmp_path, tiny_model_dir, tasks):
     config = write_run(tmp_path, compact_model(tiny_model_dir, tmp_path / "model"), tasks)
     probe, watched = tmp_path / "probe", tmp_path / "run"
