@@ -43,6 +43,10 @@ SUBSTITUTIONS = {
     "--limit 20": ("--limit 3", "the smoke-sized model needs only a few questions to show the command works"),
     "--port 8000": ("--port {free_port}", "port 8000 may be taken on a shared machine"),
     "Qwen/Qwen2.5-0.5B-Instruct": ("my-org/tiny", "tests never download: the prelude's hub cache holds runs/tiny"),
+    "train examples/train.toml --set max_steps=1": (
+        "train examples/train.toml --set max_steps=1 --set max_turns=2 --set max_turn_tokens=48",
+        "two ranks of short episodes show the command works; tests/train/test_processes.py checks what it does",
+    ),
 }
 """old text → (new text, reason); {first_id} and {free_port} are filled in when the line runs."""
 

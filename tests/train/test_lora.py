@@ -196,12 +196,16 @@ def test_a_lora_run_ends_in_an_adapter_that_merges_into_its_base(tmp_path, tiny_
         lora_alpha=8,
     )
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    model.config.workbench_agent = trained_under = {"prompt": "compact", "max_context_tokens": 480}
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
     runner = SearchR1Episodes(retriever, max_turns=2, max_turn_tokens=16, max_total_tokens=96)
     final = train(cfg, tasks=tasks, episodes=runner, model=model, tokenizer=tok, reward=spread_reward)["final_dir"]
     assert is_adapter_dir(final) and not list((tmp_path / "run" / "final").glob("model*.safetensors"))
     assert adapter_base(final) == str(tiny_model_dir)  # the base the adapter names
     merged = AutoModelForCausalLM.from_pretrained(merge_adapter(final, tmp_path / "merged"))
+    from workbench.agent.config import read_model_settings
+
+    assert read_model_settings(tmp_path / "merged") == trained_under  # `eval --policy` runs it as trained
     ids = torch.tensor([tok.encode("Paris is the capital of France.")])
     with torch.no_grad():
         assert torch.allclose(merged(ids).logits, model(ids).logits, atol=1e-5)  # `model` holds base+adapter

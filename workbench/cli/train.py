@@ -1,4 +1,7 @@
-"""`workbench train CONFIG`: launch a training run from a shell, with a progress bar."""
+"""`workbench train CONFIG`: launch a training run from a shell, with a progress bar.
+
+Under a distributed launcher (`torchrun --nproc_per_node 2 -m workbench train CONFIG`, or `accelerate
+launch` with a multi-process config) every rank trains in its own process; see `workbench.train.processes`."""
 
 from __future__ import annotations
 
@@ -29,7 +32,11 @@ def register(subparsers: Any) -> None:
         help="override a config field, dotted for nested ones (--set max_steps=3 --set "
         "estimator_params.adpo.p_low=0.2); VALUE is read by the field's type",
     )
-    p.add_argument("--foreground", action="store_true", help="train in this process instead of a child")
+    p.add_argument(
+        "--foreground",
+        action="store_true",
+        help="train in this process instead of a child (always so under torchrun / accelerate launch)",
+    )
     p.add_argument("--help-config", action="store_true", help="list every config field and exit")
     p.add_argument(
         "--executor",
@@ -79,12 +86,18 @@ def _run(args: argparse.Namespace) -> int:
 
         print(train_on_env(args, config))
         return 0
-    if args.foreground:
+    from workbench.train.processes import is_main_process, world_size
+
+    if args.foreground or world_size() > 1:  # under torchrun / accelerate launch each rank trains in place
         from workbench.train.run import train
 
-        for name, where in config.log_locations().items():
-            print(f"{name} logs: {where}")
-        print(train(config))
+        main = is_main_process()
+        if main:
+            for name, where in config.log_locations().items():
+                print(f"{name} logs: {where}")
+        summary = train(config)
+        if main:
+            print(summary)
         return 0
     from tqdm.auto import tqdm
 

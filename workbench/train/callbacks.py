@@ -22,16 +22,16 @@ if TYPE_CHECKING:
 
 
 class MetricsCallback(TrainerCallback):
-    """Appends each log row to metrics.jsonl (always) and to `store.log_metrics` (when given)."""
+    """Appends each log row to metrics.jsonl (always) and to `store.log_metrics` (when given); in a
+    several-process run only the main process writes (its rows are the global batch's)."""
 
     def __init__(self, output_dir: str | Path, *, store: Store | None = None, run_id: str = "") -> None:
         self.path = Path(output_dir) / "metrics.jsonl"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.store = store
         self.run_id = run_id or Path(output_dir).name
 
     def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        if not logs:
+        if not logs or not state.is_world_process_zero:
             return
         values = {
             k: float(v)
@@ -39,6 +39,7 @@ class MetricsCallback(TrainerCallback):
             if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
         }
         row = {"step": int(state.global_step), "max_steps": int(state.max_steps), "time": time.time(), **values}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         if self.store is not None:

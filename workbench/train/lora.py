@@ -10,6 +10,9 @@ come from the same model with the adapter disabled, so no second copy of the wei
 Checkpoints and the final dir hold the adapter only (`adapter_config.json`,
 `adapter_model.safetensors`), naming the base model they apply to; `merge_adapter` (the CLI's
 `workbench models merge ADAPTER --out DIR`) folds one into its base as a plain model directory.
+An adapter dir holds no `config.json`, so the agent settings the run trained under (the model's
+`workbench_agent`, e.g. the compact prompt) go beside it in `workbench_agent.json`, and the merged
+model carries them again: `eval --policy transformers:MERGED` runs it as trained.
 
     merge_adapter("runs/train/final", "runs/merged")     # base from the adapter's config, or base=SPEC
 """
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
     from workbench.train.config import TrainConfig
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
+AGENT_SETTINGS_FILE = "workbench_agent.json"  # beside an adapter: the agent settings its run trained under
 ALL_LINEAR = "all-linear"  # peft's name for every linear layer but the output head
 
 
@@ -75,6 +79,16 @@ def adapter_base(adapter_dir: str | Path) -> str:
     return str(base)
 
 
+def save_adapter_settings(model: Any, adapter_dir: str | Path) -> None:
+    """Write the agent settings stamped on `model` (its config's `workbench_agent`) beside the adapter
+    saved in `adapter_dir`; nothing when the model carries none or the dir holds no adapter."""
+    from workbench.policies.base import model_agent_settings
+
+    settings = model_agent_settings(model)
+    if settings and is_adapter_dir(adapter_dir):
+        (Path(adapter_dir) / AGENT_SETTINGS_FILE).write_text(json.dumps(settings, indent=2, sort_keys=True))
+
+
 def merge_adapter(adapter_dir: str | Path, out_dir: str | Path, base: str | None = None) -> Path:
     """Fold the LoRA adapter in `adapter_dir` into its base model (`base`, else the one the adapter
     names) and save the result, with the base's tokenizer, as a plain model directory `out_dir`."""
@@ -85,10 +99,24 @@ def merge_adapter(adapter_dir: str | Path, out_dir: str | Path, base: str | None
     spec = base or adapter_base(adapter_dir)
     model, tokenizer, _ = load_causal_lm(spec, device=None, dtype="float32")
     merged = PeftModel.from_pretrained(model, str(adapter_dir)).merge_and_unload()
+    settings = Path(adapter_dir) / AGENT_SETTINGS_FILE
+    if settings.is_file():  # the settings the adapter was trained under win over the base's
+        from workbench.policies.base import AGENT_SETTINGS_KEY
+
+        setattr(merged.config, AGENT_SETTINGS_KEY, json.loads(settings.read_text()))
     out = Path(out_dir)
     merged.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
     return out
 
 
-__all__ = ["ADAPTER_FILES", "adapter_base", "is_adapter_dir", "lora_config", "merge_adapter", "wrap_lora"]
+__all__ = [
+    "ADAPTER_FILES",
+    "AGENT_SETTINGS_FILE",
+    "adapter_base",
+    "is_adapter_dir",
+    "lora_config",
+    "merge_adapter",
+    "save_adapter_settings",
+    "wrap_lora",
+]

@@ -8,7 +8,8 @@ tokenizer from `model_path` (a hub id, a local dir, a GGUF file or a `workbench 
 `workbench.models.resolve_model`), the episode runner from `episode_kind`
 (`search_r1` or `nbagent`) over the search `search_engine` names (BM25 over `corpus_path`, or a
 ZeroSearch simulator written by `sim_policy` on the `sim_*` curriculum), the store from
-`store_path`. The final weights go to `<output_dir>/final`.
+`store_path`. The final weights go to `<output_dir>/final`. Under torchrun or `accelerate launch` each
+rank runs this; only rank 0 writes (`workbench.train.processes`).
 """
 
 from __future__ import annotations
@@ -250,7 +251,9 @@ def train(
     tasks = list(tasks)
     if model is None or tokenizer is None:
         model, tokenizer = load_model(config.model_path)
-    if store is None and config.store_path:
+    from workbench.train.processes import is_main_process
+
+    if store is None and config.store_path and is_main_process():  # rank 0 writes every rank's episodes
         from workbench.store import Store
 
         store = Store(config.store_path)
@@ -274,15 +277,24 @@ def train(
     finally:
         if owned and hasattr(episodes, "close"):
             episodes.close()
-    final = Path(config.output_dir) / "final"
-    trainer.save_model(str(final))
-    tokenizer.save_pretrained(str(final))
+    final = _save_final(trainer, model, tokenizer, Path(config.output_dir) / "final")
     return {
         "global_step": int(trainer.state.global_step),
         "training_loss": float(result.training_loss),
         "final_dir": str(final),
         "run_id": config.run_id,
     }
+
+
+def _save_final(trainer: Any, model: Any, tokenizer: Any, final: Path) -> Path:
+    """The trained model (or a LoRA run's adapter and its agent settings) and tokenizer, by rank 0 only."""
+    trainer.save_model(str(final))  # by the main process only, as TRL saves checkpoints
+    if trainer.is_world_process_zero():
+        tokenizer.save_pretrained(str(final))
+        from workbench.train.lora import save_adapter_settings
+
+        save_adapter_settings(model, final)  # a LoRA run's final dir is an adapter: no config.json to hold them
+    return final
 
 
 def _resume_from(config: TrainConfig) -> bool | str | None:

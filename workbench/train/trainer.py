@@ -55,6 +55,7 @@ from workbench.train.config import TrainConfig
 from workbench.train.estimators import Batch, Estimator
 from workbench.train.lora import lora_config
 from workbench.train.policy import live_policy, run_sync
+from workbench.train.processes import process_rank, world_size
 from workbench.train.rewards import resolve_reward, score_trajectory
 from workbench.train.rollout import dynamic_sampling, pass_rate_by_hop, task_drawer
 from workbench.train.rows import TrainingRows, row_advantages, tasks_dataset, workbench_reward
@@ -70,6 +71,8 @@ if TYPE_CHECKING:
 REQUIRED_TRL = "1.16.0"
 TASK_DRAW_SEED_OFFSET = 1
 """Refill tasks are drawn with seed + 1: apart from TRL's own sampler and init (seeded with seed)."""
+RANK_SEED_STRIDE = 1_000_003
+"""Each rank of a several-process run draws its refills with seed + 1 + rank * this: different tasks per rank."""
 
 
 def check_trl_version() -> None:
@@ -108,10 +111,6 @@ def _known(value: int | None, name: str) -> int:
     if value is None:
         raise TrainingError(f"TRL left {name} unset; build the trainer through WorkbenchGRPOTrainer(...)")
     return value
-
-
-def _single_process() -> bool:
-    return int(os.environ.get("WORLD_SIZE", "1")) == 1  # what accelerate/torchrun set for several processes
 
 
 class _PublishAfterStep(TrainerCallback):
@@ -202,17 +201,17 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         self.tasks = tasks
         from workbench.agent.recorder import Recorder
 
-        self.store = store
-        self.recorder = Recorder(store)
+        self.store = store if process_rank() == 0 else None  # rank 0 writes every rank's episodes
+        self.recorder = Recorder(self.store)
         self.policy_factory = policy_factory
         self.last_trajectories: list[Trajectory] = []
-        self._draw = task_drawer(tasks, config.seed + TASK_DRAW_SEED_OFFSET)
+        self._draw = task_drawer(tasks, config.seed + TASK_DRAW_SEED_OFFSET + RANK_SEED_STRIDE * process_rank())
         self._pending: dict[str, list[Any]] | None = None
         # objects with `set_training_step(i)` (a simulated search's noise curriculum), the episodes' own too
         self.curricula = [*curricula, *getattr(episodes, "curricula", ())]
         logging.getLogger("trl.trainer.grpo_trainer").addFilter(_OwnRowsFilter())
         args = config.to_grpo_config()
-        shared = config.use_vllm and config.vllm_mode == "colocate" and _single_process()
+        shared = config.use_vllm and config.vllm_mode == "colocate" and world_size() == 1
         if config.use_vllm:
             _prepare_vllm(model, config)
         if shared:
@@ -388,6 +387,11 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         return rows.dataset_rows(), rows.row_traj
 
     def _log_episodes(self, trajs: list[Trajectory]) -> None:
+        """Episode metrics over the global batch; the main process writes every rank's episodes."""
+        if self.accelerator.num_processes > 1:
+            from accelerate.utils import gather_object
+
+            trajs = gather_object(trajs)  # every rank's, in process order
         m = self._metrics["train"]
         n = max(len(trajs), 1)
         m["episode/steps"].append(sum(len(t.steps) for t in trajs) / n)
@@ -396,8 +400,9 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             m[f"episode/end_{kind or 'unknown'}"].append(count / n)
         for name, value in pass_rate_by_hop(trajs).items():
             m[name].append(value)
-        for t in trajs:  # scored in run_episodes; written here, once
-            self.recorder.record(t)
+        if self.accelerator.is_main_process:
+            for t in trajs:  # scored in run_episodes; written here, once
+                self.recorder.record(t)
 
     # -- advantages --------------------------------------------------------------------------
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
