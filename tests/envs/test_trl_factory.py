@@ -131,10 +131,13 @@ def test_a_grpo_step_with_environment_factory(tool_env: type[NBAgentToolEnv], tm
 
 
 def _is_our_kernel(proc: Path) -> bool:
-    """A bwrap child of this test process still running (every kernel should be gone)."""
+    """A bwrap child of this test process still running (every kernel should be gone). The zygote of
+    the sandbox profile (`workbench.kernel.zygote`) is not a kernel: it lives, kernel-less, as long as
+    this process, to fork the next ones."""
     try:
         status = (proc / "status").read_text()
         cmdline = (proc / "cmdline").read_bytes()
     except OSError:
         return False
-    return b"bwrap" in cmdline and f"PPid:\t{os.getpid()}\n" in status
+    zygote = b"workbench.kernel.zygote_main" in cmdline
+    return b"bwrap" in cmdline and not zygote and f"PPid:\t{os.getpid()}\n" in status
