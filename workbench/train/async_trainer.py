@@ -108,16 +108,7 @@ class AsyncTraining:
         behav = out.get("sampling_per_token_logps")
         if behav is None:
             raise ConfigError("async_rollouts needs the rollouts' logprobs; the episode runner recorded none")
-        ids = torch.cat([out["prompt_ids"], out["completion_ids"]], dim=1)
-        attn = torch.cat([out["prompt_mask"], out["completion_mask"]], dim=1)
-        with torch.no_grad():
-            prox, _, _ = trainer._get_per_token_logps_and_entropies(
-                trainer.model,
-                ids,
-                attn,
-                out["completion_ids"].size(1),
-                batch_size=trainer.args.per_device_train_batch_size,
-            )
+        prox = trainer.current_logps(out)
         mask = out["completion_mask"] * out.get("tool_mask", torch.ones_like(out["completion_mask"]))
         behav = torch.where(torch.isnan(behav), prox, behav)  # tokens without a behaviour logprob: weight 1
         weight, stats = behaviour_weights(

@@ -273,6 +273,17 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         self.vllm_generation.sync_weights()  # type: ignore[no-untyped-call]  # TRL's method is unannotated
         self._last_loaded_step = self.state.global_step
 
+    def current_logps(self, out: dict[str, Any]) -> torch.Tensor:
+        """Per-token logprobs of a generation batch's completions under the current weights (no grad)."""
+        ids = torch.cat([out["prompt_ids"], out["completion_ids"]], dim=1)
+        attn = torch.cat([out["prompt_mask"], out["completion_mask"]], dim=1)
+        with torch.no_grad():
+            logps: torch.Tensor
+            logps, _, _ = self._get_per_token_logps_and_entropies(
+                self.model, ids, attn, out["completion_ids"].size(1), batch_size=self.args.per_device_train_batch_size
+            )
+        return logps
+
     def _log_logp_gap(self, out: dict[str, Any]) -> None:
         """Behaviour (sampling) vs trainer logprobs over model tokens: `sampling/logp_gap/mean|max`."""
         sampling = out.get("sampling_per_token_logps")
@@ -280,16 +291,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             return
         old = out.get("old_per_token_logps")  # present when TRL's IS correction is on
         if old is None:
-            ids = torch.cat([out["prompt_ids"], out["completion_ids"]], dim=1)
-            attn = torch.cat([out["prompt_mask"], out["completion_mask"]], dim=1)
-            with torch.no_grad():
-                old, _, _ = self._get_per_token_logps_and_entropies(
-                    self.model,
-                    ids,
-                    attn,
-                    out["completion_ids"].size(1),
-                    batch_size=self.args.per_device_train_batch_size,
-                )
+            old = self.current_logps(out)
         mask = out["completion_mask"].bool()
         if out.get("tool_mask") is not None:
             mask = mask & out["tool_mask"].bool()
