@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from source_tree import parse_file
+
 MAX_LINES = 60
 PACKAGE = Path(__file__).resolve().parents[1] / "workbench"
 
@@ -18,7 +20,7 @@ def long_functions(root: Path, limit: int) -> list[str]:
     """`path:line name (n lines)` for each function under `root` longer than `limit` lines."""
     found = []
     for path in sorted(root.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = parse_file(path)
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 lines = (node.end_lineno or node.lineno) - node.lineno + 1

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from mypy_check import run_mypy
+from source_tree import parse_file
 
 from workbench import contracts, trajectory
 from workbench.contracts import (
@@ -35,7 +36,7 @@ def string_values(keyword: str, attribute: str) -> dict[str, list[str]]:
     """Every string literal given as `keyword=` or assigned to `.attribute` in workbench/, with where."""
     found: dict[str, list[str]] = {}
     for path in sorted((ROOT / "workbench").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(parse_file(path)):
             values: list[ast.expr] = []
             if isinstance(node, ast.keyword) and node.arg == keyword:
                 values = [node.value]

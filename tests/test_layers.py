@@ -24,6 +24,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from source_tree import parse_file
+
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "workbench"
 
@@ -138,7 +140,7 @@ def imports_of(module: str) -> list[Import]:
         for child in ast.iter_child_nodes(node):
             visit(child, inner)
 
-    visit(ast.parse(MODULES[module].read_text(), str(MODULES[module])), "top")
+    visit(parse_file(MODULES[module]), "top")
     return [i for i in found if i.target != i.source]
 
 

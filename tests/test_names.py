@@ -11,6 +11,8 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
+from source_tree import parse_file
+
 PACKAGE = Path(__file__).resolve().parents[1] / "workbench"
 
 # name -> why two modules may define it. Keep it short: a new entry needs a reason a reader accepts.
@@ -31,7 +33,7 @@ def public_definitions() -> dict[str, list[str]]:
         if path.stem.startswith("_") and path.stem != "__init__":
             continue
         module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = parse_file(path)
         for node in tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and not node.name.startswith(
                 "_"

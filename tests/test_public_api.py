@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from source_tree import parse_file
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = sorted(".".join(init.relative_to(ROOT).parent.parts) for init in (ROOT / "workbench").rglob("__init__.py"))
@@ -23,7 +24,7 @@ HEAVY = ("torch", "transformers", "trl", "vllm", "ray", "ipywidgets")
 
 
 def _init_tree(package: str) -> ast.Module:
-    return ast.parse((ROOT / package.replace(".", "/") / "__init__.py").read_text())
+    return parse_file(ROOT / package.replace(".", "/") / "__init__.py")
 
 
 def _is_type_checking(test: ast.expr) -> bool:
