@@ -17,10 +17,14 @@ differently (scores apart by up to 5e-7, measured); so a flat index's top `k + R
 scored again query by query (float64 products, summed in a fixed order) and ranked by that score,
 ties to the lower row. Other types score each query on its own already.
 
-Threads: builds use every available core; a small query batch (< 20) searches on `search_threads`
-(default 1): on a busy 2-core machine that was ~2x faster at 100k passages than two OpenMP
-threads (20 ms vs 44-59 ms median, measured). Batches of a few queries or more go through BLAS
-(see `set_threads` for faiss's threshold, which is process-wide).
+Threads: builds use every available core. A small query batch (< 20) is scanned on one OpenMP
+thread per range of rows: on a busy 2-core machine two OpenMP threads over one query were ~2x
+slower than one at 100k passages (20 ms vs 44-59 ms median, measured), because faiss splits a
+search by queries; so a large flat or scalar-quantised index is scanned as `search_threads`
+(default: up to 2) row ranges in parallel threads instead (`scan.RangeScanner`), the hits the same,
+while the machine has that many cores idle (a busy machine scans whole: the split only adds hand-offs).
+Batches of a few queries or more go through BLAS (see `set_threads` for faiss's threshold, which is
+process-wide).
 """
 
 from __future__ import annotations
@@ -40,10 +44,13 @@ from workbench.errors import ConfigError, RetrievalError
 from workbench.search.corpus import Corpus
 from workbench.search.encoder import Encoder, available_cpus
 from workbench.search.hits import Hit, RetrieverBase, check_queries
+from workbench.search.scan import RangeScanner, has_idle_cores, ranked, splits_by_rows
 from workbench.search.vectors import Rerank, ShardVectors, shard_path
 
 FORMAT_VERSION = 1
 RESCORE_MARGIN = 16  # candidates beyond k that a flat index returns for re-scoring
+SMALL_BATCH = 20  # fewer queries than this scan on one OpenMP thread each; more go through BLAS
+SCAN_PARTS = 2  # the default number of row ranges a small batch's scan is split into
 
 
 @contextlib.contextmanager
@@ -158,7 +165,7 @@ class DenseRetriever(RetrieverBase):
         spec: str = "flat",
         gpu: bool | None = None,
         threads: int | None = None,
-        search_threads: int | None = 1,
+        search_threads: int | None = None,
         rerank: Rerank | None = None,
     ):
         if index.ntotal != len(corpus):
@@ -170,7 +177,7 @@ class DenseRetriever(RetrieverBase):
         self.corpus = corpus
         self.encoder = encoder
         self.spec = spec
-        self.search_threads = search_threads
+        self.search_threads = search_threads or min(SCAN_PARTS, available_cpus())
         if rerank is not None and rerank.vectors.n != index.ntotal:
             raise RetrievalError(
                 f"the re-ranking vectors hold {rerank.vectors.n} rows but the index has "
@@ -180,6 +187,9 @@ class DenseRetriever(RetrieverBase):
         self.cpu_index = index
         self._flat = is_flat(index)
         self.index = index if gpu is False else to_gpu(index, required=bool(gpu))
+        on_host = self.index is index
+        split = on_host and self.search_threads > 1 and splits_by_rows(index)
+        self._scanner = RangeScanner(index, self.search_threads) if split else None
 
     @classmethod
     def build(
@@ -231,22 +241,32 @@ class DenseRetriever(RetrieverBase):
         """Top-k for already-encoded query vectors (rows of `vectors`)."""
         k = min(int(top_k), len(self.corpus))
         q = np.ascontiguousarray(vectors, dtype=np.float32)
-        with faiss_threads(self.search_threads if len(vectors) < 20 else None):
+        with faiss_threads(1 if len(vectors) < SMALL_BATCH else None):
             if self.rerank:
                 scores, ids = self.rerank.search(self.index, q, k)
             elif self._flat:
                 scores, ids = self._search_flat(q, k)
             else:
-                scores, ids = self.index.search(q, k)
+                scores, ids = self._scan(q, k)
         return [
             [self.corpus.hit(int(i), float(s)) for s, i in zip(srow, irow, strict=True) if i >= 0]
             for srow, irow in zip(scores, ids, strict=True)
         ]
 
+    def _scan(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The index's top `k` for `q`, equal scores lower row first: a small batch's scan is split over
+        row ranges where that pays, and either way the same candidates are ranked the same way."""
+        wide = min(k + RESCORE_MARGIN, self.cpu_index.ntotal)
+        if self._scanner is not None and len(q) < SMALL_BATCH and has_idle_cores(self.search_threads):
+            scores, ids = self._scanner.search(q, wide)
+        else:
+            scores, ids = self.index.search(q, wide)
+        return ranked(scores, ids, k)
+
     def _search_flat(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The flat index's top `k + RESCORE_MARGIN`, re-scored and ranked query by query: each row's
         scores and ids are those the query gets alone (see the module notes)."""
-        _, candidates = self.index.search(q, min(k + RESCORE_MARGIN, self.cpu_index.ntotal))
+        _, candidates = self._scan(q, min(k + RESCORE_MARGIN, self.cpu_index.ntotal))  # ranked, so ties cut alike
         scores = np.full((len(q), k), -np.inf, np.float32)
         ids = np.full((len(q), k), -1, np.int64)
         for r, (query, row) in enumerate(zip(q.astype(np.float64), candidates, strict=True)):
