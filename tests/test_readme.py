@@ -132,11 +132,13 @@ def test_block_extraction():
 
 # -- running the blocks ---------------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def readme_dir(fast_demo):
+def readme_dir(fast_demo, smollm2_models):
     """A working directory as after `make demo` (smoke sizes, the session's `fast_demo`) with the
-    example configs."""
+    example configs, and the run's converted SmolLM2 as its models directory (`workbench models add
+    smollm2` finds it there; tests/models checks the conversion itself)."""
     work = fast_demo.run_dir.parent.parent
     (work / "examples").symlink_to(ROOT / "examples")
+    (work / "models").symlink_to(smollm2_models)
     return work
 
 

@@ -12,17 +12,15 @@ import pytest
 import torch
 
 from workbench.cli import main
-from workbench.models.smollm2 import SMOLLM2, add_smollm2, smollm2_gguf
+from workbench.models.smollm2 import SMOLLM2, smollm2_gguf
 from workbench.policies import SamplingParams, load_policy
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="session")
-def models_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("models")
-    add_smollm2(root)
-    return root
+def models_root(smollm2_models):
+    return smollm2_models
 
 
 @pytest.fixture
