@@ -64,6 +64,61 @@ def test_a_failing_producer_is_a_clear_error_not_a_hang(tmp_path, tiny, tasks, r
         trainer.train()
 
 
+def record_batches(trainer) -> list[list[str]]:
+    """The questions of each batch the trainer's producer draws, in order."""
+    drawn: list[list[str]] = []
+    producer = trainer.async_training.producer
+    draw = producer.next_batch
+
+    def recorded():
+        batch = draw()
+        drawn.append([t.question for t in batch])
+        return batch
+
+    producer.next_batch = recorded
+    return drawn
+
+
+def test_resume_starts_at_the_checkpoint_version_on_the_tasks_of_an_uninterrupted_run(
+    tmp_path, tiny_model_dir, tasks, retriever
+):
+    """Three asynchronous steps (k = 1) with a checkpoint after each; a new trainer resumed from
+    checkpoint-2 trains the third step on the batch the uninterrupted run trained there, its rollout copy
+    starting from the checkpoint's weights, every turn stamped with a version >= 2 (before the fix it
+    waited for wave 2 that admission at version 0 never started, until async_timeout_s)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    def fresh():
+        return AutoModelForCausalLM.from_pretrained(tiny_model_dir), AutoTokenizer.from_pretrained(tiny_model_dir)
+
+    settings = dict(max_steps=3, async_rollouts=True, max_staleness=1, save_steps=1, async_timeout_s=300.0)
+    first = make(tmp_path, fresh(), tasks, retriever, **settings)
+    drawn_first = record_batches(first)
+    first.train()
+    checkpoint = tmp_path / "out" / "checkpoint-2"
+    saved = AutoModelForCausalLM.from_pretrained(checkpoint).state_dict()
+
+    resumed = make(tmp_path, fresh(), tasks, retriever, **settings)
+    drawn_resumed = record_batches(resumed)
+    starts = []
+    start = resumed.async_training._start
+
+    def start_and_look(version):
+        start(version)
+        starts.append((version, {k: v.clone() for k, v in resumed.async_training.rollout_model.state_dict().items()}))
+
+    resumed.async_training._start = start_and_look
+    resumed.train(resume_from_checkpoint=str(checkpoint))
+    assert resumed.state.global_step == 3
+    [(version, weights)] = starts
+    assert version == 2
+    assert all(torch.equal(weights[k], saved[k]) for k in saved)
+    assert drawn_resumed[0] == drawn_first[2]
+    for traj in resumed.last_trajectories:
+        assert traj.lineage["start_version"] >= 2
+        assert all(step.policy_version >= 2 for step in traj.steps)
+
+
 def test_async_settings_are_checked():
     from workbench.train.config import TrainConfig
 

@@ -57,9 +57,9 @@ class AsyncTraining:
         generation = int(args.generation_batch_size or 0)
         group = int(trainer.num_generations or 1)
         self.admission = Admission(config.max_staleness, max(generation // group, 1))
-        batches = _task_batches(trainer, generation)
+        self._batches = _task_batches(trainer, generation)
         self.producer = AsyncRollouts(
-            trainer.episodes, self._wave_policy, self.admission, lambda: next(batches), finish
+            trainer.episodes, self._wave_policy, self.admission, lambda: next(self._batches), finish
         )
         self.started = False
         self.staleness: list[int] = []
@@ -75,9 +75,8 @@ class AsyncTraining:
 
     def collect(self, version: int) -> list[Trajectory]:
         """Step `version`'s trajectories, scored (the producer starts on the first call)."""
-        if not self.started:  # each wave's seed is drawn here, where the synchronous trainer draws its policy's
-            self.producer.start([_draw_seed() for _ in range(self.admission.max_staleness + 1)])
-            self.started = True
+        if not self.started:
+            self._start(version)
         trajs, wave = self.producer.take(version, self.trainer.wb_config.async_timeout_s)
         stale = version - wave.version
         self.staleness.append(stale)
@@ -90,6 +89,23 @@ class AsyncTraining:
         m["async/groups_dropped"].append(0.0)
         m["async/producer_blocked_s"].append(self.producer.blocked_seconds)
         return trajs
+
+    def _start(self, version: int) -> None:
+        """Start producing at the trainer's `version`: 0 on a fresh run, a checkpoint's global step on
+        resume. The rollout copy takes the weights the trainer holds now (a checkpoint's, on resume, which
+        TRL loads after this object was built), admission counts the groups of the steps already trained,
+        and the task stream skips their batches, so step `version` trains on the tasks an uninterrupted
+        run would. Groups that were in flight when the checkpoint was written are generated again (same
+        tasks, new samples; their earlier trajectories stay in the store, stamped with their versions)."""
+        live = self.trainer.accelerator.unwrap_model(self.trainer.model)
+        self.rollout_model.load_state_dict(live.state_dict())
+        self.weights.version = self.producer.version = version
+        self.admission.started = version * self.admission.groups_per_step
+        for _ in range(version):
+            next(self._batches)
+        # each wave's seed is drawn here, where the synchronous trainer draws its policy's
+        self.producer.start([_draw_seed() for _ in range(self.admission.max_staleness + 1)])
+        self.started = True
 
     def publish(self, version: int) -> None:
         """After optimizer step `version`: the weights to the rollout copy, then more admission."""
