@@ -45,6 +45,9 @@ def test_staleness_two_runs_ahead_within_bound_and_records_versions(tmp_path, ti
     assert rows and max(r["async/staleness/max"] for r in rows) <= 2
     assert all(r["async/groups_dropped"] == 0 for r in rows)
     assert max(r["async/staleness/max"] for r in rows) >= 1  # the producer did run ahead
+    for r in rows:  # the turns' staleness histogram covers every turn; the trainer's wait is timed
+        assert sum(r[f"async/turn_staleness/share_{lag}"] for lag in range(3)) == pytest.approx(1.0)
+        assert r["async/trainer_wait_s"] >= 0
     for traj in trainer.last_trajectories:
         assert all(step.policy_version is not None for step in traj.steps)
         assert traj.lineage["start_version"] <= min(step.policy_version for step in traj.steps)

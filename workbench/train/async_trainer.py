@@ -77,15 +77,20 @@ class AsyncTraining:
         """Step `version`'s trajectories, scored (the producer starts on the first call)."""
         if not self.started:
             self._start(version)
+        waited = time.perf_counter()
         trajs, wave = self.producer.take(version, self.trainer.wb_config.async_timeout_s)
+        waited = time.perf_counter() - waited
         stale = version - wave.version
         self.staleness.append(stale)
         m = self.trainer._metrics["train"]
+        m["async/trainer_wait_s"].append(waited)
         m["async/staleness/mean"].append(float(stale))
         m["async/staleness/max"].append(float(max(self.staleness)))
         versions = [s.policy_version for t in trajs for s in t.steps if s.policy_version is not None]
         if versions:
             m["async/turn_staleness/mean"].append(version - statistics.fmean(versions))
+            for lag in range(self.admission.max_staleness + 1):  # the histogram: share of turns `lag` steps old
+                m[f"async/turn_staleness/share_{lag}"].append(sum(version - v == lag for v in versions) / len(versions))
         m["async/groups_dropped"].append(0.0)
         m["async/producer_blocked_s"].append(self.producer.blocked_seconds)
         return trajs
