@@ -137,6 +137,31 @@ def test_importance_sampling_correction_switches_on_and_shares_the_engine(model_
     assert list(vllm_rollout._ENGINES.values()) == [llm]  # one engine for the session
 
 
+def test_asynchronous_rollouts_sample_from_the_engine_and_load_each_step_at_turn_boundaries(model_and_engine, tmp_path):
+    """async_rollouts with use_vllm: the producer's episodes sample from the colocated engine, the
+    weights reach it at turn boundaries (never by TRL's own sync mid-wave), staleness stays within k,
+    nothing is dropped, and the loss corrects with the engine's behaviour logprobs."""
+    from workbench.train.run import train
+
+    model, tok, _ = model_and_engine
+    runner = Recording()
+    summary = train(
+        config(tmp_path, "async", max_steps=3, async_rollouts=True, max_staleness=1, async_timeout_s=600.0),
+        tasks=capital_tasks(),
+        episodes=runner,
+        model=model,
+        tokenizer=tok,
+        reward=spread,
+    )
+    assert summary["global_step"] == 3
+    assert runner.policies and all(p["backend"] == "vllm-colocate" and p["versioned"] for p in runner.policies)
+    steps = [r for r in rows(tmp_path / "async") if "loss" in r]
+    assert len(steps) == 3
+    assert all(r["async/staleness/max"] <= 1 and r["async/groups_dropped"] == 0 for r in steps)
+    assert all(r["async/weight_sync_s"] > 0 for r in steps[1:])  # the engine loaded published weights
+    assert all(r["async/mismatch_kl"] >= 0 and r["async/behaviour_weight/max"] > 0 for r in steps)
+
+
 def test_cpu_attention_head_size_is_checked_with_the_fix():
     require_vllm()
     from transformers import Qwen2Config

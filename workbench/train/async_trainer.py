@@ -1,12 +1,13 @@
-"""What `TrainConfig(async_rollouts=True)` adds to `WorkbenchGRPOTrainer` (one process, in-process model).
+"""What `TrainConfig(async_rollouts=True)` adds to `WorkbenchGRPOTrainer` (one process).
 
     trainer = WorkbenchGRPOTrainer(model, tok, tasks, episodes=..., config=TrainConfig(async_rollouts=True,
                                                                                      max_staleness=2))
     trainer.train()          # rollouts of step v+1 … v+k run while step v trains
 
-- The rollouts sample from a copy of the model (`VersionedPolicy`): after every optimizer step the
-  trainer publishes its weights and the copy loads them at the next turn boundary; each turn records
-  the version that sampled it (`Step.policy_version`), each trajectory its start version.
+- The rollouts sample from a copy of the model, or with `use_vllm` from the colocated vLLM engine
+  (`VersionedPolicy`): after every optimizer step the trainer publishes its weights and the copy (the
+  engine) loads them at the next turn boundary; each turn records the version that sampled it
+  (`Step.policy_version`), each trajectory its start version.
 - The producer (`AsyncRollouts`) draws its tasks from the trainer's own sampler, in the order the
   synchronous trainer would, one optimizer step's batch per wave; admission keeps every wave within
   `max_staleness` steps of the step that trains on it, and none is dropped.
@@ -35,6 +36,7 @@ from workbench.trajectory import Task, Trajectory
 
 if TYPE_CHECKING:
     from workbench.policies.base import Policy
+    from workbench.train.policy import ColocatedVLLMPolicy
     from workbench.train.trainer import WorkbenchGRPOTrainer
 
 
@@ -51,8 +53,9 @@ class AsyncTraining:
                 "and steps_per_generation equal to gradient_accumulation_steps"
             )
         self.trainer = trainer
+        self.engine = _colocated_engine(trainer)
         live = trainer.accelerator.unwrap_model(trainer.model)
-        self.rollout_model = copy.deepcopy(live).eval()
+        self.rollout_model = None if self.engine is not None else copy.deepcopy(live).eval()
         self.weights = RolloutWeights(self._load)
         generation = int(args.generation_batch_size or 0)
         group = int(trainer.num_generations or 1)
@@ -65,12 +68,30 @@ class AsyncTraining:
         self.staleness: list[int] = []
 
     def _load(self, weights: dict[str, torch.Tensor]) -> None:
-        self.rollout_model.load_state_dict(weights)
+        """Published weights into the rollout side (at a turn boundary: no turn is generating)."""
+        if self.engine is not None:
+            from workbench.train.vllm_rollout import load_weights
+
+            load_weights(self.engine.llm, weights.items())
+        else:
+            assert self.rollout_model is not None
+            self.rollout_model.load_state_dict(weights)
+
+    def _live_weights(self) -> dict[str, torch.Tensor]:
+        """A copy of the trainer's weights now: the state dict for the rollout copy, the parameters by
+        checkpoint name for vLLM (what its loader reads)."""
+        live = self.trainer.accelerator.unwrap_model(self.trainer.model)
+        named = live.named_parameters() if self.engine is not None else live.state_dict().items()
+        return {k: v.detach().clone() for k, v in named}
 
     def _wave_policy(self, seed: int) -> Policy:
-        """One wave's policy: the rollout copy behind the weights' gate, sampling from `seed`."""
+        """One wave's policy behind the weights' gate: the rollout copy sampling from `seed`, or the
+        colocated vLLM engine (its requests carry their own seeds)."""
         from workbench.train.policy import live_policy
 
+        if self.engine is not None:
+            return self.weights.policy(self.engine)
+        assert self.rollout_model is not None
         return self.weights.policy(live_policy(self.rollout_model, self.trainer.processing_class, seed))
 
     def collect(self, version: int) -> list[Trajectory]:
@@ -102,8 +123,7 @@ class AsyncTraining:
         and the task stream skips their batches, so step `version` trains on the tasks an uninterrupted
         run would. Groups that were in flight when the checkpoint was written are generated again (same
         tasks, new samples; their earlier trajectories stay in the store, stamped with their versions)."""
-        live = self.trainer.accelerator.unwrap_model(self.trainer.model)
-        self.rollout_model.load_state_dict(live.state_dict())
+        self._load(self._live_weights())
         self.weights.version = self.producer.version = version
         self.admission.started = version * self.admission.groups_per_step
         for _ in range(version):
@@ -115,8 +135,7 @@ class AsyncTraining:
     def publish(self, version: int) -> None:
         """After optimizer step `version`: the weights to the rollout copy, then more admission."""
         t0 = time.perf_counter()
-        live = self.trainer.accelerator.unwrap_model(self.trainer.model)
-        self.weights.publish(version, {k: v.detach().clone() for k, v in live.state_dict().items()})
+        self.weights.publish(version, self._live_weights())
         self.producer.set_version(version, _draw_seed())
         m = self.trainer._metrics["train"]
         m["async/weight_publish_s"].append(time.perf_counter() - t0)  # the trainer's copy of its weights
@@ -149,6 +168,18 @@ class AsyncTraining:
 
     def close(self) -> None:
         self.producer.close()
+
+
+def _colocated_engine(trainer: WorkbenchGRPOTrainer) -> ColocatedVLLMPolicy | None:
+    """With `use_vllm`, the rollouts sample from the process's colocated engine (one process only)."""
+    if not trainer.use_vllm:
+        return None
+    llm = getattr(trainer.vllm_generation, "llm", None)
+    if llm is None:
+        raise ConfigError("async_rollouts with use_vllm needs the colocated engine: vllm_mode='colocate', one process")
+    from workbench.train.policy import ColocatedVLLMPolicy
+
+    return ColocatedVLLMPolicy(llm)
 
 
 def _draw_seed() -> int:

@@ -338,10 +338,8 @@ class TrainConfig(Config):
             raise _bad("async_timeout_s", "must be > 0 seconds")
         if self.async_rollouts and self.dynamic_sampling:
             raise _bad("dynamic_sampling", "refills a batch synchronously; turn it off with async_rollouts")
-        if self.async_rollouts and self.use_vllm:
-            raise _bad(
-                "use_vllm", "async_rollouts samples from an in-process copy of the model for now; turn use_vllm off"
-            )
+        if self.async_rollouts and self.use_vllm and self.vllm_mode != "colocate":
+            raise _bad("vllm_mode", "async_rollouts loads weights into an in-process engine; use vllm_mode='colocate'")
 
     # -- loading -----------------------------------------------------------------------------
     @classmethod

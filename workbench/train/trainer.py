@@ -229,7 +229,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         )
         if shared:
             self._share_vllm_engine(args)
-        if self.use_vllm:
+        if self.use_vllm and not config.async_rollouts:  # asynchronous: the producer loads at turn boundaries
             self.add_callback(_SyncAfterStep(self))
         self._place_tensorboard_logs()
         self.async_training = self._async_training() if config.async_rollouts else None
@@ -411,6 +411,8 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         trajs = self._collect(inputs)
         rows, row_traj = self._rows(trajs)
         step_index = self._pending["step_index"] if self._pending is not None else []
+        if self.async_training is not None and self.use_vllm:
+            self._last_loaded_step = self.state.global_step  # TRL would load the engine now, mid-wave: not here
         try:
             out = super()._generate_and_score_completions(rows)
         finally:
