@@ -122,6 +122,59 @@ def test_resume_starts_at_the_checkpoint_version_on_the_tasks_of_an_uninterrupte
         assert all(step.policy_version >= 2 for step in traj.steps)
 
 
+def test_loglinear_prox_runs_in_the_loss_without_a_forward_of_its_own(tmp_path, tiny, tasks, retriever):
+    """prox="loglinear", k = 2, three steps: the no-grad π_prox forward never runs; in the loss of the
+    step at version v (this update makes v + 1, so v_prox = v), a token sampled by v has
+    alpha = (v - v)/(v + 1 - v) = 0, so log π_prox = its behaviour logprob, and one sampled by v - 1 has
+    alpha = (v - (v - 1))/(v + 1 - (v - 1)) = 1/2, so log π_prox is the mean of its behaviour and current
+    logprobs; the behaviour weight is exp(log π_prox - log π_behav) under the cap of 5."""
+    trainer = make(
+        tmp_path, tiny, tasks, retriever, max_steps=3, async_rollouts=True, max_staleness=2, prox="loglinear"
+    )
+    forwards, seen = [], []
+    trainer.current_logps = lambda out: forwards.append(1)
+    approximate = trainer.async_training.approximate_prox
+
+    def look(inputs, logp):
+        approximate(inputs, logp)
+        seen.append(
+            (
+                trainer.state.global_step,
+                {
+                    k: inputs[k].clone()
+                    for k in (
+                        "sampling_per_token_logps",
+                        "behaviour_versions",
+                        "old_per_token_logps",
+                        "importance_sampling_ratio",
+                        "completion_mask",
+                    )
+                },
+                logp.detach().clone(),
+            )
+        )
+
+    trainer.async_training.approximate_prox = look
+    trainer.train()
+    assert trainer.state.global_step == 3 and forwards == [] and seen
+    lags = set()
+    for v, inputs, logp in seen:
+        behav, versions, prox = (
+            inputs["sampling_per_token_logps"],
+            inputs["behaviour_versions"],
+            inputs["old_per_token_logps"],
+        )
+        sampled = (versions >= 0) & (inputs["completion_mask"] > 0) & ~torch.isnan(behav)
+        fresh, one_behind = sampled & (versions == v), sampled & (versions == v - 1)
+        torch.testing.assert_close(prox[fresh], behav[fresh])
+        torch.testing.assert_close(prox[one_behind], (behav[one_behind] + logp[one_behind]) / 2)
+        weight = torch.exp(prox - behav)[sampled]
+        expected = torch.where(weight > 5.0, torch.zeros_like(weight), weight)
+        torch.testing.assert_close(inputs["importance_sampling_ratio"][sampled], expected)
+        lags |= {int(x) for x in (v - versions[sampled]).unique()}
+    assert {0, 1} <= lags and max(lags) <= 2  # both cases above were met
+
+
 def test_async_settings_are_checked():
     from workbench.train.config import TrainConfig
 
@@ -131,6 +184,8 @@ def test_async_settings_are_checked():
         TrainConfig(async_rollouts=True, behaviour_cap_action="drop")
     with pytest.raises(ConfigError, match="dynamic_sampling"):
         TrainConfig(async_rollouts=True, dynamic_sampling=True)
+    with pytest.raises(ConfigError, match="prox"):
+        TrainConfig(async_rollouts=True, prox="linear")
 
 
 def test_an_episode_straddling_a_weight_sync_records_each_turns_version_and_logprobs(tiny):

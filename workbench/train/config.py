@@ -44,6 +44,7 @@ SEGMENTS = ("all", "last")
 SEARCH_ENGINES = ("bm25", "simulated")
 IS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
 CAP_ACTIONS = ("mask", "clamp")  # what the behaviour-weight cap does (workbench.train.decoupled)
+PROX_METHODS = ("recompute", "loglinear")  # how async_rollouts gets pi_prox (workbench.train.async_trainer)
 SCHEDULES = ("constant", "linear", "cosine", "constant_with_warmup", "cosine_with_min_lr")
 
 
@@ -208,6 +209,11 @@ class TrainConfig(Config):
     async_timeout_s: float = config_field(
         1800.0, "async_rollouts: how long a step waits for its rollouts before the run stops with an error."
     )
+    prox: str = config_field(
+        "recompute",
+        "async_rollouts: pi_prox by a no-grad forward before the update (recompute), or interpolated between "
+        "behaviour and current logprobs by each token's policy version (loglinear, AReaL's; no extra forward).",
+    )
     report_to: list[str] = config_field(
         [],
         "Logging integrations passed to TRL/transformers, offline: tensorboard "
@@ -334,6 +340,8 @@ class TrainConfig(Config):
             raise _bad("behaviour_weight_cap", "must be > 1 (AReaL uses 5)")
         if self.behaviour_cap_action not in CAP_ACTIONS:
             raise _bad("behaviour_cap_action", f"{self.behaviour_cap_action!r} is not one of {', '.join(CAP_ACTIONS)}")
+        if self.prox not in PROX_METHODS:
+            raise _bad("prox", f"{self.prox!r} is not one of {', '.join(PROX_METHODS)}")
         if self.async_timeout_s <= 0:
             raise _bad("async_timeout_s", "must be > 0 seconds")
         if self.async_rollouts and self.dynamic_sampling:

@@ -422,7 +422,10 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         if self._training:
             self._set_advantages(out, trajs, row_traj, step_index)
             if self.async_training is not None:
-                self.async_training.correct(out)
+                from workbench.train.async_trainer import token_versions
+
+                width = out["completion_ids"].size(1)
+                self.async_training.correct(out, token_versions(trajs, row_traj, step_index, width))
         return out
 
     def _set_advantages(
@@ -493,11 +496,28 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         # behaviour weight) on its vLLM path only; these two flags are read nowhere else in its loss
         flags = (self.use_vllm, self.vllm_importance_sampling_correction)
         self.use_vllm = self.vllm_importance_sampling_correction = True
+        if "behaviour_versions" in inputs:  # prox="loglinear": π_prox from this forward's own logprobs
+            self._get_per_token_logps_and_entropies = self._with_prox(inputs)  # type: ignore[method-assign]
         try:
             loss = super()._compute_loss(model, inputs)  # type: ignore[no-untyped-call]
         finally:
             self.use_vllm, self.vllm_importance_sampling_correction = flags
+            self.__dict__.pop("_get_per_token_logps_and_entropies", None)
         return loss
+
+    def _with_prox(self, inputs: dict[str, Any]) -> Callable[..., Any]:
+        """TRL's per-token logprob pass, then `approximate_prox` on its result (before the loss reads
+        `old_per_token_logps` and `importance_sampling_ratio` from `inputs`)."""
+        forward = type(self)._get_per_token_logps_and_entropies
+        assert self.async_training is not None
+        approximate = self.async_training.approximate_prox
+
+        def logps_then_prox(*args: Any, **kwargs: Any) -> Any:
+            result = forward(self, *args, **kwargs)
+            approximate(inputs, result[0])
+            return result
+
+        return logps_then_prox
 
 
 __all__ = [
