@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.errors import ConfigError
+from workbench.store._search import SEARCH_CLAUSE, match_expression
 
 # Summary columns `Store.query` returns (SQL name, in order); `rewards` is decoded to a dict.
 SUMMARY_COLUMNS = (
@@ -44,7 +45,7 @@ _FILTERS = {
     "max_reward": ("reward", "<="),
     "ids": ("id", "="),
 }
-FILTER_NAMES = (*_FILTERS, "limit")
+FILTER_NAMES = (*_FILTERS, "search", "limit")
 
 
 def where(filters: dict[str, Any]) -> tuple[str, list[Any]]:
@@ -67,6 +68,10 @@ def where(filters: dict[str, Any]) -> tuple[str, list[Any]]:
         else:
             clauses.append(f"{column} {op} ?")
             params.append(value)
+    expression = match_expression(str(filters.get("search") or ""))
+    if expression is not None:  # full text, words in any order (_search.py)
+        clauses.append(SEARCH_CLAUSE)
+        params.append(expression)
     sql = ("WHERE " + " AND ".join(clauses) + " " if clauses else "") + "ORDER BY started_at, rowid"
     limit = filters.get("limit")
     if limit is not None:

@@ -1,0 +1,101 @@
+"""Full-text search: query latency over a big run, and what keeping the index costs a run's writes.
+
+    .venv/bin/python bench/bench_fts.py [--n 10000] [--writes 300] [--steps 8]
+
+Prints: search latency (median and slowest of several queries: two words in any order, a prefix,
+a rare word, a common word, symbols) over `--n` trajectories, against a substring scan (SQL LIKE)
+of the question and answer columns of the same store (what the viewer's search did before, and it
+never looked at code or output); and writes/s (one transaction per trajectory, synchronous=FULL as
+a run writes) with the index against the same store code with indexing switched off, runs
+interleaved. Targets: search <= 100 ms; the index adds <= 10% to writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests" / "store"))
+from _util import add_smoke_flag, figure  # noqa: E402
+from store_helpers import make_trajectory  # noqa: E402
+
+from workbench.store import Store, _rows, _search  # noqa: E402
+
+QUERIES = ("museum town", "town 7 museum", "founder 12", "foun", "step", "print(search", "->")
+
+
+def ms(fn, repeat: int = 5) -> float:
+    """The median of `repeat` timings of fn(), in ms."""
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(samples)
+
+
+def write_rate(run: Path, trajs, indexed: bool) -> float:
+    """Writes/s of `trajs`, one transaction each, with the full-text index kept or not."""
+    saved = (_rows.document, _search.index_row)
+    if not indexed:
+        _rows.document = lambda data: ()  # type: ignore[assignment]
+        _search.index_row = lambda *args, **kwargs: None  # type: ignore[assignment]
+    try:
+        with Store(run) as store:
+            t0 = time.perf_counter()
+            for t in trajs:
+                store.write(t)
+            return len(trajs) / (time.perf_counter() - t0)
+    finally:
+        _rows.document, _search.index_row = saved
+
+
+def search_figures(tmp: Path, n: int, steps: int) -> None:
+    with Store(tmp / "big", synchronous="NORMAL") as store:
+        for start in range(0, n, 500):
+            store.write_many(make_trajectory(i, steps=steps, hops=i % 4) for i in range(start, min(n, start + 500)))
+        conn = store._conn()
+        like = "SELECT id FROM trajectories WHERE lower(question) LIKE ? OR lower(final_answer) LIKE ?"
+        for query in QUERIES:
+            found = len(store.columns(("id",), search=query)["id"])
+            fts = ms(lambda q=query: store.columns(("id",), search=q))
+            scan = ms(lambda q=query: conn.execute(like, (f"%{q}%", f"%{q}%")).fetchall())
+            figure(f"search {query!r} ({found} of {n})", fts, "ms", baseline=scan, target="<= 100 ms", ok=fts <= 100)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=10_000)
+    ap.add_argument("--writes", type=int, default=300)
+    ap.add_argument("--steps", type=int, default=8)
+    add_smoke_flag(ap)
+    args = ap.parse_args()
+    if args.smoke:
+        args.n, args.writes, args.steps = 200, 20, 2
+    tmp = Path(tempfile.mkdtemp(dir=os.environ.get("BENCH_DIR")))
+    print(f"{args.n} trajectories x {args.steps} steps for search, {args.writes} for writes, in {tmp}")
+    print("ratio: full-text search / substring scan of question and answer (LIKE) in the same store")
+    search_figures(tmp, args.n, args.steps)
+
+    trajs = [make_trajectory(i, steps=args.steps, hops=i % 4) for i in range(args.writes)]
+    rates: dict[bool, list[float]] = {True: [], False: []}
+    for r in range(3):  # interleaved, so a busy moment hits both
+        for indexed in (r % 2 == 0, r % 2 == 1):
+            rates[indexed].append(write_rate(tmp / f"w{r}-{indexed}", trajs, indexed))
+    with_index, without = statistics.median(rates[True]), statistics.median(rates[False])
+    figure("writes/s without the index (baseline)", without, "/s")
+    cost = without / with_index - 1
+    figure("writes/s with the index", with_index, "/s", baseline=without)
+    figure("time the index adds to writes", cost * 100, "%", target="<= 10%", ok=cost <= 0.10)
+
+
+if __name__ == "__main__":
+    main()
