@@ -44,9 +44,18 @@ def test_words_in_any_order_across_fields(searchable):
     assert ids(searchable, "museum ardo") == ["traj-1"]  # think and code
     assert ids(searchable, "kasland") == ["traj-2"]  # output and answer
     assert ids(searchable, "teiv") == ["traj-0", "traj-2", "traj-3"]  # words match as prefixes
-    assert ids(searchable, "traj-1") == ["traj-1"]  # the id is searchable too
+    assert ids(searchable, "traj-1") == []  # ids are not words: "1" would match every id with a 1
+    assert ids(searchable, "traj-0-and") == []  # and 8 characters are no id's start here
     assert ids(searchable, "->") == ["traj-3"]  # a query without words matches its symbols
     assert ids(searchable, "capital nowhere") == []
+
+
+def test_an_id_is_found_by_its_first_eight_characters(searchable):
+    long = traj(5, think="nothing")
+    long.id = "3fa2b7c1d4e5"
+    searchable.write(long)
+    assert ids(searchable, "3fa2b7c1") == ids(searchable, " 3fa2b7c1d4e5 ") == ["3fa2b7c1d4e5"]
+    assert ids(searchable, "3fa2b7c") == []  # shorter: a word prefix, and no word starts so
 
 
 def test_search_combines_with_filters_and_blank_is_no_filter(searchable):

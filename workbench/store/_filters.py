@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.errors import ConfigError
-from workbench.store._search import SEARCH_CLAUSE, match_expression
+from workbench.store._search import ID_CLAUSE, SEARCH_CLAUSE, id_prefix, match_expression
 
 # Summary columns `Store.query` returns (SQL name, in order); `rewards` is decoded to a dict.
 SUMMARY_COLUMNS = (
@@ -68,10 +68,11 @@ def where(filters: dict[str, Any]) -> tuple[str, list[Any]]:
         else:
             clauses.append(f"{column} {op} ?")
             params.append(value)
-    expression = match_expression(str(filters.get("search") or ""))
-    if expression is not None:  # full text, words in any order (_search.py)
-        clauses.append(SEARCH_CLAUSE)
-        params.append(expression)
+    query = str(filters.get("search") or "")
+    expression, prefix = match_expression(query), id_prefix(query)
+    if expression is not None:  # full text, words in any order, or an id's start (_search.py)
+        clauses.append(f"({SEARCH_CLAUSE} OR {ID_CLAUSE})" if prefix else SEARCH_CLAUSE)
+        params += [expression, prefix, f"{prefix}\U0010ffff"] if prefix else [expression]
     sql = ("WHERE " + " AND ".join(clauses) + " " if clauses else "") + "ORDER BY started_at, rowid"
     limit = filters.get("limit")
     if limit is not None:

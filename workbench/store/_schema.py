@@ -53,6 +53,7 @@ CREATE INDEX IF NOT EXISTS trajectories_run ON trajectories(run_id, role);
 CREATE INDEX IF NOT EXISTS trajectories_origin ON trajectories(origin_id);
 CREATE INDEX IF NOT EXISTS trajectories_parent ON trajectories(parent_id);
 CREATE INDEX IF NOT EXISTS trajectories_reward ON trajectories(reward);
+CREATE INDEX IF NOT EXISTS trajectories_order ON trajectories(started_at, id);
 CREATE TABLE IF NOT EXISTS rewards_history (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     trajectory_id TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,

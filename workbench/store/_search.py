@@ -2,6 +2,7 @@
 output and answer, kept in step with `Store.write` and queried with `Store.query(search=...)`.
 
     store.query(search="capital Teivrei")        # both words, in any order, as word prefixes
+    store.query(search="3fa2b7c1")               # ids are found by their first 8+ characters
 
 Python, not SQLite, splits text into words, on both sides, so a query finds what was written
 whatever its characters. A word is a run of letters and digits (`[^\\W_]+` after `str.lower`);
@@ -22,7 +23,7 @@ from typing import Any
 from workbench.safetext import safe_text
 
 FTS_TABLE = "trajectories_fts"
-FTS_COLUMNS = ("question", "think", "code", "output", "answer", "label", "symbols")
+FTS_COLUMNS = ("question", "think", "code", "output", "answer", "label", "symbols")  # label: run, role, policy
 # detail=none: only which rows hold a word (no positions), the smallest and cheapest index (every
 # query term is one word, so phrases and NEAR are never needed); columnsize=0: no per-row sizes
 # (they serve ranking, and matches are listed in the run's order)
@@ -33,7 +34,11 @@ FTS_DDL = (
 FTS_INSERT = (
     f"INSERT INTO {{schema}}.{FTS_TABLE} (rowid, {', '.join(FTS_COLUMNS)}) VALUES (?{', ?' * len(FTS_COLUMNS)})"
 )
-SEARCH_CLAUSE = f"rowid IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ?)"
+# `+rowid`: check membership while scanning the list's order (the covering index
+# trajectories_order), not one table lookup per match: 1.6x faster for a match of every row
+SEARCH_CLAUSE = f"+rowid IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ?)"
+ID_CLAUSE = "(id >= ? AND id < ?)"
+ID_PREFIX_CHARS = 8  # the list shows this much of an id: a query this long may be an id's start
 
 _WORD = re.compile(r"[^\W_]+")
 _SYMBOL_MARK = "\u00b7"  # not a word character, and non-ASCII: `ascii` keeps it inside a token
@@ -58,6 +63,13 @@ def match_expression(query: str) -> str | None:
     return " AND ".join(terms) if terms else None
 
 
+def id_prefix(query: str) -> str | None:
+    """The query as the start of a trajectory id (ids are not words in the index: a number
+    would match every id starting with it), when it is one token of `ID_PREFIX_CHARS` or more."""
+    text = safe_text(query).strip()
+    return text if len(text) >= ID_PREFIX_CHARS and not any(c.isspace() for c in text) else None
+
+
 def _parts(data: dict[str, Any]) -> dict[str, list[Any]]:
     """A trajectory's texts (its `to_dict()` form) per index column."""
     task = data.get("task") or {}
@@ -72,7 +84,7 @@ def _parts(data: dict[str, Any]) -> dict[str, list[Any]]:
         "code": [s.get("code") for s in steps],
         "output": [s.get("observation_text") for s in steps],
         "answer": [data.get("final_answer")],
-        "label": [data.get("id"), data.get("run_id"), data.get("role"), policy],
+        "label": [data.get("run_id"), data.get("role"), policy],
     }
 
 

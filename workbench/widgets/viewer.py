@@ -5,6 +5,7 @@ turns, tokens, rewards and links beside it (an anywidget; its front end is stati
     viewer = TrajectoryViewer("runs/demo")         # read-only; works while the run writes
     viewer                                         # last expression in a cell: renders it
     viewer.set_filters(role="solver", min_reward=0.5, search="museum")
+    viewer.search("capital teivrei")               # full text: words in any order, any field
     viewer.select(viewer.rows.id[0]); viewer.next_step()
     viewer.goto_origin(); viewer.go_back()         # solver attempt <-> the proposer that asked
     viewer.compare(id_a, id_b)                     # side by side, first divergent turn marked
@@ -12,7 +13,8 @@ turns, tokens, rewards and links beside it (an anywidget; its front end is stati
     ticker = viewer.auto_refresh(5)                # re-read the store every 5 s; ticker.stop()
 
 Keys (with the viewer focused): j/k or ↓/↑ move through trajectories, h/l or ←/→ through
-turns, / searches, t switches between turns and tokens.
+turns, / searches (full text over question, think, code, output and answer; Enter applies it),
+t switches between turns and tokens.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ class TrajectoryViewer(anywidget.AnyWidget):
         # the list (or its first page) and the first trajectory go out with the widget itself
         super().__init__(**self._open_state(), **kwargs)
         self.observe(self._on_selected, names="selected")
+        self.observe(self._on_query, names="query")
         self.on_msg(self._on_message)
 
     # -- state -----------------------------------------------------------------------------
@@ -109,7 +112,7 @@ class TrajectoryViewer(anywidget.AnyWidget):
     @property
     def filters(self) -> dict[str, Any]:
         """Active filters, e.g. {"role": "solver", "min_reward": 0.5}."""
-        return {k: v for k, v in self.query.items() if v not in (None, "") and k != "sort"}
+        return {k: v for k, v in self.query.items() if v not in (None, "") and k not in ("sort", "found")}
 
     @filters.setter
     def filters(self, values: dict[str, Any]) -> None:
@@ -120,6 +123,14 @@ class TrajectoryViewer(anywidget.AnyWidget):
         """Set filters (`run`, `role`, `termination`, `hops`, `policy`, `min_reward`, `max_reward`,
         `search`, `ids`, `sort`); None clears one. The list follows."""
         self._set_query({**self.query, **values})
+
+    def search(self, text: str) -> pd.DataFrame:
+        """The run's rows (as `rows` holds them) whose question, think, code, output or answer
+        hold every word of `text`, in any order, as word prefixes; a query of 8 or more characters
+        also finds the id starting with it. The list is left as it is: `set_filters(search=...)`
+        shows the matches there."""
+        self._complete()
+        return _table.apply_query(self._all(), {"search": text, "found": self._found(text)})
 
     def show_ids(self, ids: list[str], label: str = "") -> None:
         """Show only `ids` (e.g. the trajectories behind a dashboard point), labelled."""
@@ -152,6 +163,8 @@ class TrajectoryViewer(anywidget.AnyWidget):
             if payload != self.table_json:
                 self._table = table
                 changes.update(table_json=payload, choices=finite(_table.choices(cols)))
+                if str(self.query.get("search") or "").strip():  # new rows may match it
+                    changes.update(query={**self.query, "found": self._found(self.query["search"])})
             if self._traj is not None and self._traj.id in self.store:
                 fresh = self.store.get(self._traj.id)
                 if fresh.to_dict() != self._traj.to_dict():
@@ -292,9 +305,16 @@ class TrajectoryViewer(anywidget.AnyWidget):
             for name, value in self._detail_state(traj, step).items():
                 setattr(self, name, value)
 
+    def _found(self, text: str) -> list[str]:
+        """The ids of the store's full-text matches for `text`."""
+        ids: list[str] = self.store.columns(("id",), search=text)["id"]
+        return ids
+
     def _set_query(self, query: dict[str, Any]) -> None:
         self._complete()
-        query = {k: v for k, v in query.items() if v is not None and v != ""}
+        query = {k: v for k, v in query.items() if v is not None and v != "" and k != "found"}
+        if str(query.get("search") or "").strip():
+            query["found"] = self._found(query["search"])
         self.query = _table.check_query(query, _table.choices(self._cols))
         rows = self.rows
         if len(rows) and self.selected not in set(rows["id"]):
@@ -304,6 +324,13 @@ class TrajectoryViewer(anywidget.AnyWidget):
         new = change["new"]
         if new and (self._traj is None or self._traj.id != new):
             self._guard(lambda: self.select(new))
+
+    def _on_query(self, change: dict[str, Any]) -> None:
+        """A search typed in the browser arrives without its matches: find them (the front end
+        drops `found` whenever the search text changes)."""
+        query = change["new"]
+        if str(query.get("search") or "").strip() and query.get("found") is None:
+            self._guard(lambda: self._set_query(query))
 
     def _on_message(self, _widget: Any, content: dict[str, Any], _buffers: list[bytes]) -> None:
         action = content.get("action")
