@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.trajectory import Step, Trajectory
 from workbench.widgets import _render
+from workbench.widgets._groups import group_of
 from workbench.widgets._safe import finite
 
 if TYPE_CHECKING:
@@ -229,6 +230,7 @@ def trajectory_detail(
             "history": _history(store, traj.id) if store is not None else [],
             "origin": origin,
             "children": children,
+            "group": group_of(store, traj) if store is not None else None,
             "steps": [step_detail(traj, i, tokenizer) for i in range(len(traj.steps))],
         }
     )

@@ -9,6 +9,7 @@ turns, tokens, rewards and links beside it (an anywidget; its front end is stati
     viewer.select(viewer.rows.id[0]); viewer.next_step()
     viewer.goto_origin(); viewer.go_back()         # solver attempt <-> the proposer that asked
     viewer.compare(id_a, id_b)                     # side by side, first divergent turn marked
+    viewer.groups(step=2)                          # GRPO groups of a step: rewards, advantages, drops
     viewer.show_ids(ids, "hop 3 at iteration 1")   # what a dashboard click does
     ticker = viewer.auto_refresh(5)                # re-read the store every 5 s; ticker.stop()
 
@@ -31,6 +32,7 @@ from workbench.errors import ConfigError, StoreError
 from workbench.trajectory import Trajectory
 from workbench.widgets import _table
 from workbench.widgets._detail import Tokenizer, first_divergence, trajectory_detail
+from workbench.widgets._groups import step_groups
 from workbench.widgets._safe import finite
 from workbench.widgets._source import Ticker, open_store, restart_ticker
 from workbench.widgets._static import bundle, css
@@ -131,6 +133,14 @@ class TrajectoryViewer(anywidget.AnyWidget):
         shows the matches there."""
         self._complete()
         return _table.apply_query(self._all(), {"search": text, "found": self._found(text)})
+
+    def groups(self, step: int, iteration: int | None = None) -> pd.DataFrame:
+        """Training step `step`'s groups, one row each (`_groups.GROUP_COLUMNS`): each prompt's
+        rollouts with their rewards, spread (population std), advantages as trained (a list per
+        turn where per-turn credit applies) and which stayed in the loss, then the groups dynamic
+        sampling dropped (`dropped` True). Steps restart per evolve iteration: pass `iteration`
+        to keep one."""
+        return step_groups(self.store, int(step), iteration)
 
     def show_ids(self, ids: list[str], label: str = "") -> None:
         """Show only `ids` (e.g. the trajectories behind a dashboard point), labelled."""
