@@ -118,6 +118,14 @@ def test_report_is_standalone_html(evolve_run):
     assert {"solver_pass_rate", "entropy_length", "proposer_pass_rate"} <= set(names)
     assert len(data["links"]["solver_pass_rate|2|1"]) == 8  # a click's trajectories
     assert "renderViewer" in text and "export default" not in text
+    # training metrics: one global step axis across iterations, each iteration marked; a constant
+    # metric is a line of text, not a figure; the plotly template is in the page once
+    [training] = [s for s in data["sections"] if any(f["name"] == "entropy" for f in s["figures"])]
+    entropy = next(f for f in training["figures"] if f["name"] == "entropy")
+    assert entropy["data"][0]["x"] == [1, 2, 3, 4, 5, 6]
+    assert [shape["x0"] for shape in entropy["layout"]["shapes"]] == [0.5, 3.5]
+    assert "loss" not in names and "loss: 0.5 at every step (6 logged)" in text
+    assert all("template" not in f["layout"] for s in data["sections"] for f in s["figures"]) and data["template"]
 
 
 def test_report_command_writes_file(evolve_run, tmp_path, capsys):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 
-from workbench.widgets._safe import finite_figure
+from workbench.widgets._safe import finite, finite_figure
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,6 +42,12 @@ _LAYOUT: dict[str, Any] = {
 
 def _figure(title: str, **layout: Any) -> go.Figure:
     return go.Figure(layout={**_LAYOUT, **layout, "title": {**_LAYOUT["title"], "text": title}})
+
+
+def shared_template() -> dict[str, Any]:
+    """The plotly template every figure here uses, as JSON (the report embeds it once)."""
+    template: dict[str, Any] = finite(_figure("").to_plotly_json()["layout"].get("template", {}))
+    return template
 
 
 def _empty(fig: go.Figure, message: str) -> go.Figure:
@@ -214,6 +220,12 @@ def step_curves(
                 hovertemplate="step %{x}: %{y:.4g} " + unit + "<extra>" + label + "</extra>",
             )
         )
+    _mark_iterations(fig, df, events)
+    return finite_figure(fig)
+
+
+def _mark_iterations(fig: go.Figure, df: pd.DataFrame, events: pd.DataFrame | None) -> None:
+    """A dotted line and a label at each iteration's first global step."""
     for iteration, step in _iteration_starts(df, events):
         fig.add_vline(x=step - 0.5, line_dash="dot", line_color="#8c959f")
         fig.add_annotation(
@@ -226,7 +238,34 @@ def step_curves(
             yanchor="top",
             font={"size": 10, "color": "#57606a"},
         )
-    return finite_figure(fig)
+
+
+def metric_panels(metrics: pd.DataFrame, events: pd.DataFrame | None = None) -> tuple[dict[str, go.Figure], list[str]]:
+    """The report's training metrics: a figure per metric that moves, on the global step axis with
+    iterations marked (`step_curves`' axis), and a line of text per metric that never changes
+    (a flat line at zero says nothing a sentence cannot)."""
+    figures: dict[str, go.Figure] = {}
+    constants: list[str] = []
+    if metrics.empty:
+        return figures, constants
+    df = global_steps(metrics)
+    for name, rows in df.groupby("name", sort=True):
+        values = rows["value"].dropna()
+        if values.nunique() <= 1:
+            shown = f"{values.iloc[0]:.4g}" if len(values) else "no value"
+            constants.append(f"{name}: {shown} at every step ({len(rows)} logged)")
+            continue
+        fig = _figure(str(name), xaxis_title="training step (global, across iterations)", yaxis_title=_unit(str(name)))
+        for run_id, run_rows in rows.groupby("run_id", sort=True):
+            fig.add_trace(
+                go.Scatter(
+                    x=run_rows["global_step"], y=run_rows["value"], mode="lines+markers", name=str(run_id) or str(name)
+                )
+            )
+        fig.update_layout(showlegend=rows["run_id"].nunique() > 1)
+        _mark_iterations(fig, rows, events)
+        figures[str(name)] = finite_figure(fig)
+    return figures, constants
 
 
 def _iteration_starts(df: pd.DataFrame, events: pd.DataFrame | None) -> list[tuple[Any, int]]:

@@ -63,6 +63,7 @@ _BOOT = """
       model.send({ action: "link", key, label: `${name.replace(/_/g, " ")} · iteration ${c[0]} · ${c[1]} hops` });
       document.getElementById("wb-viewer").scrollIntoView();
     };
+    for (const fig of section.figures) fig.layout.template = data.template;  // shipped once
     drawFigures(Plotly, el, section.figures, 2, onClick);
     watchSize(Plotly, el);
   }
@@ -71,7 +72,13 @@ _BOOT = """
 
 
 def _figure_json(figures: dict[str, go.Figure]) -> list[dict[str, Any]]:
-    return [{"name": name, **finite(fig.to_plotly_json())} for name, fig in figures.items()]
+    """The figures as plotly JSON without their template: the page holds it once (`template`)."""
+    out = []
+    for name, fig in figures.items():
+        data = finite(fig.to_plotly_json())
+        data["layout"].pop("template", None)
+        out.append({"name": name, **data})
+    return out
 
 
 def _sections(store: Store, df: Any, pass_threshold: float) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
@@ -93,15 +100,8 @@ def _sections(store: Store, df: Any, pass_threshold: float) -> tuple[list[dict[s
         )
     metrics = store.metrics()
     if len(metrics):
-        sections.append(
-            {
-                "title": "training metrics",
-                "figures": {
-                    name: _figures.metric_curves(metrics[metrics["name"] == name], title=name)
-                    for name in sorted(metrics["name"].unique())
-                },
-            }
-        )
+        figures, constants = _figures.metric_panels(metrics, store.events())
+        sections.append({"title": "training metrics", "figures": figures, "notes": constants})
     links: dict[str, list[str]] = {}
     if len(df) and (df["role"] == "proposer").any():
         sections.append(
@@ -142,6 +142,7 @@ def report_html(
                 "details": details,
                 "links": links,
                 "sections": data_sections,
+                "template": _figures.shared_template(),
             }
         ),
         allow_nan=False,
@@ -186,7 +187,12 @@ def _body(
     ]
     data_sections = []
     for i, section in enumerate(sections):
-        body.append(f"<h2>{html.escape(section['title'])}</h2><div id='wb-section-{i}'></div>")
+        body.append(f"<h2>{html.escape(section['title'])}</h2>")
+        if section.get("notes"):
+            items = "".join(f"<li>{html.escape(note)}</li>" for note in section["notes"])
+            summary = f"<summary>{len(section['notes'])} metrics constant over the run</summary>"
+            body.append(f"<details class='wb-constants' open>{summary}<ul>{items}</ul></details>")
+        body.append(f"<div id='wb-section-{i}'></div>")
         data_sections.append({"id": f"wb-section-{i}", "figures": _figure_json(section["figures"])})
     if len(df) and (df["role"] == "proposer").any():
         from workbench.widgets.evolution import evolution_table
