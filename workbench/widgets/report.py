@@ -25,11 +25,13 @@ from workbench.widgets._plots import plotly_js
 from workbench.widgets._safe import finite
 from workbench.widgets._source import open_store
 from workbench.widgets._static import STATIC, bundle, css
+from workbench.widgets._tokenizer import find_tokenizer
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
     from workbench.store import Store
+    from workbench.trajectory import Trajectory
 
 MAX_TRAJECTORIES = 300
 
@@ -134,7 +136,7 @@ def report_html(
     sections, links = _sections(store, df, pass_threshold)
     body, data_sections = _body(store, df, sections, pass_threshold)
     ids = df["id"].tolist()[: max(0, max_trajectories)]
-    details = {i: trajectory_detail(store.get(i), store) for i in ids}
+    details = {i: _detail(store, store.get(i)) for i in ids}
     data = json.dumps(
         finite(
             {
@@ -170,6 +172,11 @@ def report_html(
         js=_script_safe(js),
         boot=_BOOT,
     )
+
+
+def _detail(store: Store, traj: Trajectory) -> dict[str, Any]:
+    """What the viewer shows of `traj`, its tokens decoded with the run's tokenizer when one is on disk."""
+    return trajectory_detail(traj, store, find_tokenizer(store, traj))
 
 
 def _body(

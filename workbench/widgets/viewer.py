@@ -13,6 +13,10 @@ turns, tokens, rewards and links beside it (an anywidget; its front end is stati
     viewer.show_ids(ids, "hop 3 at iteration 1")   # what a dashboard click does
     ticker = viewer.auto_refresh(5)                # re-read the store every 5 s; ticker.stop()
 
+Token ids are decoded with the run's own tokenizer when one is on disk (the lineage's model path,
+or a model directory in or beside the run; never downloaded); `tokenizer=tok` picks one,
+`decode=False` shows ids only.
+
 Keys (with the viewer focused): j/k or ↓/↑ move through trajectories, h/l or ←/→ through
 turns, / searches (full text over question, think, code, output and answer; Enter applies it),
 t switches between turns and tokens.
@@ -31,11 +35,12 @@ import traitlets
 from workbench.errors import ConfigError, StoreError
 from workbench.trajectory import Trajectory
 from workbench.widgets import _table
-from workbench.widgets._detail import Tokenizer, first_divergence, trajectory_detail
+from workbench.widgets._detail import first_divergence, trajectory_detail
 from workbench.widgets._groups import step_groups
 from workbench.widgets._safe import finite
 from workbench.widgets._source import Ticker, open_store, restart_ticker
 from workbench.widgets._static import bundle, css
+from workbench.widgets._tokenizer import Decoder, find_tokenizer
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -66,10 +71,16 @@ class TrajectoryViewer(anywidget.AnyWidget):
     notice = traitlets.Unicode("").tag(sync=True)
 
     def __init__(
-        self, source: Store | str | os.PathLike[str], *, tokenizer: Tokenizer | None = None, **kwargs: Any
+        self,
+        source: Store | str | os.PathLike[str],
+        *,
+        tokenizer: Decoder | None = None,
+        decode: bool = True,
+        **kwargs: Any,
     ) -> None:
         self.store = open_store(source)
         self.tokenizer = tokenizer
+        self.decode_tokens = decode
         self._lock = threading.RLock()
         self._cols: dict[str, list[Any]] = {}  # _table.summary_columns, as last read
         self._frame: pd.DataFrame | None = None  # the same as a DataFrame, built on first use
@@ -269,8 +280,8 @@ class TrajectoryViewer(anywidget.AnyWidget):
         left = self._get(a)
         right = self._require() if b is None else self._get(b)
         self.compare_state = {
-            "left": trajectory_detail(left, self.store, self.tokenizer),
-            "right": trajectory_detail(right, self.store, self.tokenizer),
+            "left": self._detail_of(left),
+            "right": self._detail_of(right),
             "divergence": first_divergence(left, right),
             "same_task": left.task.id == right.task.id,
         }
@@ -280,6 +291,14 @@ class TrajectoryViewer(anywidget.AnyWidget):
         self.compare_state = {}
 
     # -- internals -------------------------------------------------------------------------
+    def _detail_of(self, traj: Trajectory) -> dict[str, Any]:
+        """`trajectory_detail` with token ids decoded: by the viewer's tokenizer, else (unless
+        `decode=False`) by the run's own, found on disk (`_tokenizer.find_tokenizer`)."""
+        tokenizer = self.tokenizer
+        if tokenizer is None and self.decode_tokens:
+            tokenizer = find_tokenizer(self.store, traj)
+        return trajectory_detail(traj, self.store, tokenizer)
+
     def _get(self, traj_id: str) -> Trajectory:
         return self.store.get(traj_id if traj_id in self.store else self.store.resolve_id(traj_id))
 
@@ -305,7 +324,7 @@ class TrajectoryViewer(anywidget.AnyWidget):
         """Make `traj` the current one; the trait values that show it at `step`."""
         self._traj = traj
         return {
-            "detail": trajectory_detail(traj, self.store, self.tokenizer),
+            "detail": self._detail_of(traj),
             "selected": traj.id,
             "step": max(0, min(int(step), max(len(traj.steps) - 1, 0))),
         }
@@ -368,7 +387,7 @@ class TrajectoryViewer(anywidget.AnyWidget):
         items = {}
         for traj_id in ids:
             if traj_id in self.store:
-                items[traj_id] = trajectory_detail(self.store.get(traj_id), self.store, self.tokenizer)
+                items[traj_id] = self._detail_of(self.store.get(traj_id))
         if items:
             self.send({"type": "details", "items": items})
 
