@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.trajectory import Step, Trajectory
 from workbench.widgets import _render
+from workbench.widgets._attempts import attempts
 from workbench.widgets._groups import group_of
 from workbench.widgets._safe import finite
 from workbench.widgets._tokenizer import Decoder
@@ -214,7 +215,7 @@ def _history(store: Store, traj_id: str) -> list[dict[str, Any]]:
     ]
 
 
-def _links(store: Store, traj: Trajectory) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+def _links(store: Store, traj: Trajectory) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     lineage = traj.lineage or {}
     origin_id = lineage.get("origin") or lineage.get("parent")
     origin = None
@@ -223,12 +224,7 @@ def _links(store: Store, traj: Trajectory) -> tuple[dict[str, Any] | None, list[
         if origin["stored"]:
             o = store.get(origin_id)
             origin.update(role=o.role, reward=o.reward, question=display_question(o))
-    kids = store.columns(("id", "reward", "termination", "final_answer"), origin=traj.id)
-    children = [
-        {"id": i, "reward": r, "termination": t, "answer": a}
-        for i, r, t, a in zip(kids["id"], kids["reward"], kids["termination"], kids["final_answer"], strict=True)
-    ]
-    return origin, children
+    return origin, attempts(store, traj)
 
 
 def trajectory_detail(traj: Trajectory, store: Store | None = None, tokenizer: Decoder | None = None) -> dict[str, Any]:
@@ -236,7 +232,7 @@ def trajectory_detail(traj: Trajectory, store: Store | None = None, tokenizer: D
     policy = (traj.lineage or {}).get("policy")
     if isinstance(policy, dict):
         policy = policy.get("name") or policy.get("model") or json.dumps(policy, default=str)
-    origin, children = _links(store, traj) if store is not None else (None, [])
+    origin, tried = _links(store, traj) if store is not None else (None, {"items": [], "difficulty_from": ""})
     return finite(
         {
             "id": traj.id,
@@ -257,7 +253,8 @@ def trajectory_detail(traj: Trajectory, store: Store | None = None, tokenizer: D
             "duration_s": None if traj.ended_at is None else traj.ended_at - traj.started_at,
             "history": _history(store, traj.id) if store is not None else [],
             "origin": origin,
-            "children": children,
+            "children": tried["items"],
+            "difficulty_from": tried["difficulty_from"],
             "group": group_of(store, traj) if store is not None else None,
             "steps": [step_detail(traj, i, tokenizer) for i in range(len(traj.steps))],
         }

@@ -41,7 +41,7 @@ GROUP_COLUMNS = (
 NOT_RECORDED = "advantages not recorded: the run predates the trainer's step records"
 
 
-def _iteration_at(starts: list[tuple[float, Any]], when: float) -> Any:
+def iteration_at(starts: list[tuple[float, Any]], when: float) -> Any:
     """The iteration running at time `when` (None when the run has no iteration events)."""
     current = None
     for at, iteration in starts:
@@ -122,7 +122,7 @@ def _from_lineage(trajs: list[Trajectory], step: int, starts: list[tuple[float, 
             "question": t.task.question,
             "reward": t.reward,
             "answer": t.final_answer,
-            "iteration": _iteration_at(starts, t.started_at),
+            "iteration": iteration_at(starts, t.started_at),
         }
         for t in trajs
         if (t.lineage or {}).get("train_step") == step
@@ -137,12 +137,18 @@ def _from_lineage(trajs: list[Trajectory], step: int, starts: list[tuple[float, 
     ]
 
 
+def iteration_starts(store: Store, events: pd.DataFrame | None = None) -> list[tuple[float, Any]]:
+    """(time, iteration) of each `iteration_start` event, oldest first."""
+    events = store.events(kind="iteration_start") if events is None else events
+    return [
+        (float(e.time), (e.payload or {}).get("iteration")) for e in events.itertuples() if e.kind == "iteration_start"
+    ]
+
+
 def _records(store: Store, step: int) -> tuple[list[tuple[float, Any]], list[tuple[str, float, dict[str, Any]]]]:
     """(iteration starts, this step's `advantages` / `dropped_groups` records as (kind, time, payload))."""
     events = store.events()
-    starts = [
-        (float(e.time), (e.payload or {}).get("iteration")) for e in events.itertuples() if e.kind == "iteration_start"
-    ]
+    starts = iteration_starts(store, events)
     mine = [
         (str(e.kind), float(e.time), e.payload)
         for e in events.itertuples()
@@ -160,7 +166,7 @@ def step_groups(store: Store, step: int, iteration: Any = None, trajs: list[Traj
     starts, records = _records(store, step)
     groups: list[dict[str, Any]] = []
     for kind, when, payload in records:
-        it = _iteration_at(starts, when)
+        it = iteration_at(starts, when)
         groups += _recorded(store, payload, it) if kind == "advantages" else _dropped(payload, it)
     if not any(kind == "advantages" for kind, _, _ in records):
         groups += _from_lineage(list(store.iter_trajectories()) if trajs is None else trajs, step, starts)
