@@ -157,12 +157,18 @@ def rank_change_figure(
 
 
 def metric_curves(
-    metrics: pd.DataFrame, names: Iterable[str] | None = None, title: str = "training metrics"
+    metrics: pd.DataFrame,
+    names: Iterable[str] | None = None,
+    title: str = "training metrics",
+    empty: str = "no metrics logged yet",
 ) -> go.Figure:
-    """One line per metric name over optimizer steps (long-format metrics: step, name, value)."""
+    """One line per metric name over optimizer steps (long-format metrics: step, name, value);
+    `empty`: what the figure says while there are none."""
     fig = _figure(title, xaxis_title="optimizer step (count)", yaxis_title="value (metric units)", height=360)
     if metrics.empty:
-        return _empty(fig, "no metrics logged yet")
+        fig.update_xaxes(visible=False)
+        fig.update_yaxes(visible=False)
+        return _empty(fig, empty)
     wanted = list(names) if names is not None else sorted(metrics["name"].unique())
     for name in wanted:
         rows = metrics[metrics["name"] == name].sort_values("step")
