@@ -77,10 +77,10 @@ def test_per_step_curves_use_one_global_step_axis(evolve_run):
     dash = EvolutionDashboard(evolve_run)
     fig = dash.panes["entropy_length"].figure
     lines = {t.name: t for t in fig.data}
-    assert set(lines) == {"solver · entropy (nats/token)", "solver · completions/mean_length (tokens)"}
-    entropy = lines["solver · entropy (nats/token)"]
+    assert set(lines) == {"entropy", "completions/mean_length"}  # one run: no run name, units on the axes
+    entropy = lines["entropy"]
     assert list(entropy.x) == [1, 2, 3, 4, 5, 6]  # no zig-zag back to 1
-    assert lines["solver · completions/mean_length (tokens)"].yaxis == "y2"
+    assert lines["completions/mean_length"].yaxis == "y2"
     marks = [a.text for a in fig.layout.annotations]
     assert marks == ["iter 1", "iter 2"] and [s.x0 for s in fig.layout.shapes] == [0.5, 3.5]
 

@@ -213,9 +213,10 @@ def step_curves(
     if metrics.empty:
         return finite_figure(_empty(fig, "no training steps logged yet"))
     df = global_steps(metrics)
+    several_runs = df["run_id"].nunique() > 1  # one run: its name would only crowd the legend
     for (run_id, name), rows in df.groupby(["run_id", "name"], sort=True):
         unit = _unit(name)
-        label = f"{str(run_id).rsplit('/', 1)[-1]} · {name} ({unit})"
+        label = f"{str(run_id).rsplit('/', 1)[-1]} · {name}" if several_runs else str(name)
         fig.add_trace(
             go.Scatter(
                 x=rows["global_step"],
