@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from workbench.errors import ConfigError
+from workbench.store import Store
 from workbench.train.config import TrainConfig
 from workbench.train.episodes import SearchR1Episodes
 from workbench.trajectory import Trajectory
@@ -20,7 +21,7 @@ def spread_reward(traj: Trajectory) -> dict[str, float]:
     return {"total": share, "diversity": share}
 
 
-def make(tmp_path, tiny, tasks, retriever, reward=spread_reward, **kw):
+def make(tmp_path, tiny, tasks, retriever, reward=spread_reward, store=None, **kw):
     from workbench.train.trainer import WorkbenchGRPOTrainer
 
     model, tok = tiny
@@ -42,7 +43,7 @@ def make(tmp_path, tiny, tasks, retriever, reward=spread_reward, **kw):
         max_turn_tokens=cfg.max_turn_tokens,
         max_total_tokens=cfg.max_completion_length,
     )
-    return WorkbenchGRPOTrainer(model, tok, tasks, episodes=runner, config=cfg, reward=reward)
+    return WorkbenchGRPOTrainer(model, tok, tasks, episodes=runner, config=cfg, reward=reward, store=store)
 
 
 def snapshot(model) -> dict[str, torch.Tensor]:
@@ -110,10 +111,29 @@ def test_dynamic_sampling_refills_flat_groups(tmp_path, tiny, tasks, retriever):
             return {"total": 0.0}  # every rollout of these questions scores the same
         return spread_reward(traj)
 
+    store = Store(tmp_path / "run", synchronous="NORMAL")
     trainer = make(
-        tmp_path, tiny, tasks, retriever, reward=reward, dynamic_sampling=True, max_refill_rounds=3, max_steps=1, seed=3
+        tmp_path,
+        tiny,
+        tasks,
+        retriever,
+        reward=reward,
+        store=store,
+        dynamic_sampling=True,
+        max_refill_rounds=3,
+        max_steps=1,
+        seed=3,
     )
     trainer.train()
+    # the step's records: advantages of the trained batch, and the groups that were replaced
+    events = store.events()
+    [adv] = events[events.kind == "advantages"].payload
+    assert adv["step"] == 0 and adv["trajectories"] == [t.id for t in trainer.last_trajectories]
+    assert adv["estimator"] == "grpo" and len(adv["advantages"]) == 4 and not adv["per_turn"]
+    dropped = [g for p in events[events.kind == "dropped_groups"].payload for g in p["groups"]]
+    assert dropped and all(len(set(g["rewards"])) == 1 for g in dropped)  # only flat groups are replaced
+    assert not set(adv["trajectories"]) & {i for g in dropped for i in g["trajectories"]}
+    store.close()
     refilled = [
         row["dynamic_sampling/refill_prompts"]
         for row in trainer.state.log_history

@@ -77,10 +77,10 @@ def test_per_step_curves_use_one_global_step_axis(evolve_run):
     dash = EvolutionDashboard(evolve_run)
     fig = dash.panes["entropy_length"].figure
     lines = {t.name: t for t in fig.data}
-    assert set(lines) == {"solver · entropy (nats/token)", "solver · completions/mean_length (tokens)"}
-    entropy = lines["solver · entropy (nats/token)"]
+    assert set(lines) == {"entropy", "completions/mean_length"}  # one run: no run name, units on the axes
+    entropy = lines["entropy"]
     assert list(entropy.x) == [1, 2, 3, 4, 5, 6]  # no zig-zag back to 1
-    assert lines["solver · completions/mean_length (tokens)"].yaxis == "y2"
+    assert lines["completions/mean_length"].yaxis == "y2"
     marks = [a.text for a in fig.layout.annotations]
     assert marks == ["iter 1", "iter 2"] and [s.x0 for s in fig.layout.shapes] == [0.5, 3.5]
 
@@ -118,6 +118,14 @@ def test_report_is_standalone_html(evolve_run):
     assert {"solver_pass_rate", "entropy_length", "proposer_pass_rate"} <= set(names)
     assert len(data["links"]["solver_pass_rate|2|1"]) == 8  # a click's trajectories
     assert "renderViewer" in text and "export default" not in text
+    # training metrics: one global step axis across iterations, each iteration marked; a constant
+    # metric is a line of text, not a figure; the plotly template is in the page once
+    [training] = [s for s in data["sections"] if any(f["name"] == "entropy" for f in s["figures"])]
+    entropy = next(f for f in training["figures"] if f["name"] == "entropy")
+    assert entropy["data"][0]["x"] == [1, 2, 3, 4, 5, 6]
+    assert [shape["x0"] for shape in entropy["layout"]["shapes"]] == [0.5, 3.5]
+    assert "loss" not in names and "loss: 0.5 at every step (6 logged)" in text
+    assert all("template" not in f["layout"] for s in data["sections"] for f in s["figures"]) and data["template"]
 
 
 def test_report_command_writes_file(evolve_run, tmp_path, capsys):

@@ -36,6 +36,19 @@ def test_form_is_the_config(tmp_path):
         ui.stop()
 
 
+def test_input_paths_are_checked_before_launch(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where a notebook (and so the run) resolves relative paths
+    (tmp_path / "tasks.jsonl").write_text("{}\n")
+    ui = TrainingLauncher(model_path="runs/demo/final_model", tasks_path="tasks.jsonl", refresh_s=0)
+    assert "model_path: runs/demo/final_model does not exist under" in ui.status.value
+    assert "tasks_path" not in ui.status.value and "Hugging Face model id" in ui.status.value
+    (tmp_path / "runs" / "demo" / "final_model").mkdir(parents=True)
+    ui.set(corpus_path="corpus.jsonl")  # a field change checks again
+    assert "model_path" not in ui.status.value and "corpus_path: corpus.jsonl does not exist" in ui.status.value
+    empty = ui.curves.figure
+    assert "after launch: reward, loss" in empty.layout.annotations[0].text and not empty.layout.xaxis.visible
+
+
 @pytest.fixture(scope="module")
 def tiny_inputs(tmp_path_factory):
     from workbench.models.tiny import build_tiny_model

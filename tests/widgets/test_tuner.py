@@ -33,12 +33,16 @@ def test_starts_from_the_runs_preset_and_scores_in_memory(qa_run):
     assert tuner.spec.name == "search_r1" and len(tuner.trajectories) == 5
     assert tuner.scores["rescored"].tolist() == tuner.scores["stored"].tolist() == [1, 0, 0, 0, 1]
     assert [t.name for t in tuner.panes["histogram"].figure.data] == ["stored", "re-scored"]
+    assert tuner.preset_menu.value == "search_r1"  # the dropdown names the preset in use
+    assert "0 changed, 0 of them across the pass threshold (0.5)" in tuner.status.value
 
 
 def test_weights_and_variants_rescore_live_without_writing(qa_run):
     tuner = RewardTuner(qa_run, spec="zerosearch", role="solver")  # f1 + cover_em (weight 0)
     f1_only = tuner.scores["rescored"].round(3).tolist()
     assert f1_only == [1.0, 0.8, pytest.approx(0.667, abs=1e-3), 0.0, 1.0]
+    assert tuner.preset_menu.value == "zerosearch"
+    assert "2 changed, 2 of them across the pass threshold" in tuner.status.value  # 0 -> 0.8, 0 -> 0.667
 
     tuner.set_weight("cover_em", 1.0)  # as dragging the slider does
     assert tuner.spec.components[1].weight == 1.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.errors import ConfigError
+from workbench.store._search import ID_CLAUSE, SEARCH_CLAUSE, id_prefix, match_expression
 
 # Summary columns `Store.query` returns (SQL name, in order); `rewards` is decoded to a dict.
 SUMMARY_COLUMNS = (
@@ -44,7 +45,7 @@ _FILTERS = {
     "max_reward": ("reward", "<="),
     "ids": ("id", "="),
 }
-FILTER_NAMES = (*_FILTERS, "limit")
+FILTER_NAMES = (*_FILTERS, "search", "limit")
 
 
 def where(filters: dict[str, Any]) -> tuple[str, list[Any]]:
@@ -67,6 +68,11 @@ def where(filters: dict[str, Any]) -> tuple[str, list[Any]]:
         else:
             clauses.append(f"{column} {op} ?")
             params.append(value)
+    query = str(filters.get("search") or "")
+    expression, prefix = match_expression(query), id_prefix(query)
+    if expression is not None:  # full text, words in any order, or an id's start (_search.py)
+        clauses.append(f"({SEARCH_CLAUSE} OR {ID_CLAUSE})" if prefix else SEARCH_CLAUSE)
+        params += [expression, prefix, f"{prefix}\U0010ffff"] if prefix else [expression]
     sql = ("WHERE " + " AND ".join(clauses) + " " if clauses else "") + "ORDER BY started_at, rowid"
     limit = filters.get("limit")
     if limit is not None:

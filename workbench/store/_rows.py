@@ -19,6 +19,7 @@ from typing import Any
 
 from workbench.errors import StoreError
 from workbench.safetext import safe_json, safe_text
+from workbench.store._search import document
 from workbench.trajectory import Trajectory
 
 ZLIB_LEVEL = 6  # bench/bench_store.py: 2.7x smaller than JSON (token ids and logprobs are
@@ -125,6 +126,7 @@ UPSERT = (
     f"INSERT INTO trajectories ({', '.join(_COLUMNS)}) VALUES "
     f"({', '.join(':' + c for c in _COLUMNS)}) ON CONFLICT(id) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c != "id")
+    + " RETURNING rowid"
 )
 HISTORY_INSERT = (
     "INSERT INTO rewards_history (trajectory_id, spec_name, spec_json, rewards_json, "
@@ -175,6 +177,7 @@ def to_row(traj: Trajectory) -> dict[str, Any]:
         "schema_version": traj.schema_version,
         "codec": "zlib-json",
         "data": _compress(data, traj.id),
+        "document": document(data),  # its full-text index row (not a column; _search.py)
     }
 
 

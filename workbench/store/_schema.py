@@ -15,8 +15,10 @@ import time
 from pathlib import Path
 
 from workbench.errors import SchemaVersionError, StoreError
+from workbench.store import _search
+from workbench.store._rows import decode
 
-STORE_SCHEMA_VERSION = 1
+STORE_SCHEMA_VERSION = 2  # v2: the full-text index (_search.py)
 DB_NAME = "trajectories.sqlite"
 BUSY_TIMEOUT_MS = 30_000
 
@@ -51,6 +53,7 @@ CREATE INDEX IF NOT EXISTS trajectories_run ON trajectories(run_id, role);
 CREATE INDEX IF NOT EXISTS trajectories_origin ON trajectories(origin_id);
 CREATE INDEX IF NOT EXISTS trajectories_parent ON trajectories(parent_id);
 CREATE INDEX IF NOT EXISTS trajectories_reward ON trajectories(reward);
+CREATE INDEX IF NOT EXISTS trajectories_order ON trajectories(started_at, id);
 CREATE TABLE IF NOT EXISTS rewards_history (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     trajectory_id TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
@@ -122,26 +125,55 @@ def connect(path: Path, *, readonly: bool, synchronous: str) -> sqlite3.Connecti
 
 
 def ensure_schema(conn: sqlite3.Connection, path: Path, *, readonly: bool) -> None:
-    """Create the tables on first use; refuse a store written by a newer workbench."""
+    """Create the tables on first use and bring an older store up to this version (v1 -> v2 builds
+    the full-text index over the trajectories already stored); refuse a store written by a newer
+    workbench. A read-only store is left as it is (`Store` then indexes it in memory to search)."""
     try:
-        if not readonly:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in DDL.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(STORE_SCHEMA_VERSION),))
-                conn.execute("INSERT OR IGNORE INTO meta VALUES ('created_at', ?)", (str(time.time()),))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if readonly:
+            _check_version(_stored_version(conn), path)
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            _check_version(_stored_version(conn), path)
+            for statement in DDL.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            if not _search.has_index(conn):
+                build_index(conn)
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(STORE_SCHEMA_VERSION),))
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('created_at', ?)", (str(time.time()),))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path} is not a workbench store ({exc}); check the path") from exc
-    version = int(row[0]) if row else 0
+
+
+def _stored_version(conn: sqlite3.Connection) -> int:
+    """The schema version a store was written with; 0 for an empty file."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None:
+        return 0
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _check_version(version: int, path: Path) -> None:
     if version > STORE_SCHEMA_VERSION:
         raise SchemaVersionError(
             f"{path} has store schema v{version}, newer than this workbench's v{STORE_SCHEMA_VERSION}; "
             "upgrade workbench (pip install -U workbench) to open it"
         )
+
+
+def build_index(conn: sqlite3.Connection, schema: str = "main") -> int:
+    """Create the full-text index (`_search.py`) in `schema` and fill it from every stored
+    trajectory: the migration of a store written before it existed (`temp` for a store opened
+    read-only). Returns the rows indexed."""
+    conn.execute(_search.FTS_DDL.format(schema=schema))
+    insert = _search.FTS_INSERT.format(schema=schema)
+    count = 0
+    for rowid, codec, blob in conn.execute("SELECT rowid, codec, data FROM main.trajectories"):
+        conn.execute(insert, (rowid, *_search.document(decode(codec, blob))))
+        count += 1
+    return count

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError, StoreError
 from workbench.safetext import safe_json, safe_text
-from workbench.store import _schema
+from workbench.store import _schema, _search
 from workbench.store._filters import SUMMARY_COLUMNS, SUMMARY_SELECT, where
 from workbench.store._rows import BLOB_COLUMNS, HISTORY_INSERT, UPSERT, decode_metadata, from_row, to_row
 from workbench.trajectory import Trajectory
@@ -122,7 +122,8 @@ class Store:
                 before = conn.execute(
                     "SELECT rewards_json, reward_spec FROM trajectories WHERE id = ?", (row["id"],)
                 ).fetchone()
-                conn.execute(UPSERT, row)
+                rowid = conn.execute(UPSERT, row).fetchone()[0]
+                _search.index_row(conn, rowid, row["document"], replaced=before is not None)
                 # History records each new reward assignment, not every re-write of the same one.
                 if row["rewards_json"] != "{}" and before != (row["rewards_json"], row["reward_spec"]):
                     conn.execute(
@@ -169,7 +170,7 @@ class Store:
 
     def iter_trajectories(self, **filters: Any) -> Iterator[Trajectory]:
         """Yield full trajectories matching the `query` filters, oldest first (streamed)."""
-        clause, params = where(filters)
+        clause, params = self._where(filters)
         cursor = self._conn().execute(f"SELECT {BLOB_COLUMNS} FROM trajectories {clause}", params)
         for row in cursor:
             yield from_row(row)
@@ -188,8 +189,9 @@ class Store:
     ) -> pd.DataFrame:
         """Summary rows (no blobs) as a DataFrame; `rewards` is a dict column.
 
-        Extra filters: `task_id`, `origin` (trajectories whose origin is that id), `ids`. Lists
-        match any.
+        Extra filters: `task_id`, `origin` (trajectories whose origin is that id), `ids`, and
+        `search`: full text over question, think, code, output, answer, id and policy, every word
+        in any order as a word prefix (`search="capital teiv"`; see `_search.py`). Lists match any.
         """
         import pandas as pd
 
@@ -203,7 +205,7 @@ class Store:
             policy=policy,
             limit=limit,
         )
-        clause, params = where(filters)
+        clause, params = self._where(filters)
         cursor = self._conn().execute(f"SELECT {SUMMARY_SELECT} FROM trajectories {clause}", params)
         df = pd.DataFrame(cursor.fetchall(), columns=list(SUMMARY_COLUMNS))
         df["rewards"] = [json.loads(r) for r in df["rewards"]]
@@ -219,7 +221,7 @@ class Store:
         unknown = [n for n in names if n not in allowed]
         if unknown or not names:
             raise ConfigError(f"unknown summary column(s) {unknown}; choose from {list(allowed)}")
-        clause, params = where(filters)
+        clause, params = self._where(filters)
         select = ", ".join("rewards_json" if n == "rewards" else n for n in names)
         rows = self._conn().execute(f"SELECT {select} FROM trajectories {clause}", params).fetchall()
         values = list(zip(*rows, strict=True)) if rows else [()] * len(names)
@@ -227,9 +229,19 @@ class Store:
 
     def metadata(self, **filters: Any) -> dict[str, dict[str, Any]]:
         """Each matching trajectory's `metadata` dict by id, read without parsing its steps."""
-        clause, params = where(filters)
+        clause, params = self._where(filters)
         cursor = self._conn().execute(f"SELECT id, codec, data FROM trajectories {clause}", params)
         return {traj_id: decode_metadata(codec, blob) for traj_id, codec, blob in cursor}
+
+    def _where(self, filters: dict[str, Any]) -> tuple[str, list[Any]]:
+        """`where(filters)`, after making sure this thread's connection can search: a store opened
+        read-only that predates the index gets one in its connection's `temp` schema (built from
+        the trajectories stored when it is first searched)."""
+        if filters.get("search"):
+            conn = self._conn()
+            if not _search.has_index(conn) and not _search.has_index(conn, "temp"):
+                _schema.build_index(conn, "temp")
+        return where(filters)
 
     # -- lineage ---------------------------------------------------------------------------
     def children(self, traj_id: str) -> list[Trajectory]:

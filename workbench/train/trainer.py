@@ -51,6 +51,7 @@ import torch
 from workbench.contracts import Curriculum, EpisodeRunner, TrajectoryStore
 from workbench.errors import ConfigError, TrainingError
 from workbench.train import advantages as A
+from workbench.train import step_records
 from workbench.train.config import TrainConfig
 from workbench.train.estimators import Batch, Estimator
 from workbench.train.lora import lora_config
@@ -358,6 +359,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             trajs = self.run_episodes([Task(**json.loads(r["task_json"])) for r in inputs])
         metrics = self._metrics["train"]
         if self.wb_config.dynamic_sampling and self._training:
+            before = list(trajs)
             report = dynamic_sampling(
                 trajs,
                 _known(self.num_generations, "num_generations"),
@@ -368,6 +370,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             metrics["dynamic_sampling/refill_rounds"].append(report.rounds)
             metrics["dynamic_sampling/refill_prompts"].append(report.prompts_refilled)
             metrics["dynamic_sampling/zero_std_groups_left"].append(report.zero_std_groups_left)
+            self._record("dropped_groups", step_records.dropped_payload(self.state.global_step, before, trajs))
         self.last_trajectories = trajs
         self._log_episodes(trajs)
         return trajs
@@ -439,6 +442,12 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         group = _known(self.num_generations, "num_generations")
         batch = Batch(every, group, float(self.wb_config.epsilon), str(self.scale_rewards))
         rows = row_advantages(self.estimator, batch, offset, row_traj, step_index, out["completion_ids"].size(1))
+        if step_records.event_log(self.store) is not None:  # the estimator again: its per-trajectory values
+            adv_record = self.estimator.advantages(batch)
+            self._record(
+                "advantages",
+                step_records.advantages_payload(self.state.global_step, self.estimator.name, batch, adv_record),
+            )
         adv = rows.values
         if rows.keep is not None:  # rows of dropped trajectories (asearcher's flat groups) leave the loss
             keep = rows.keep.to(device)
@@ -457,6 +466,12 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         out["advantages"] = adv.to(device)
         if rows.eps_high is not None:
             out["eps_high"] = rows.eps_high.to(device)
+
+    def _record(self, kind: str, payload: dict[str, Any] | None) -> None:
+        """Log a step record (`workbench.train.step_records`) when the store takes events."""
+        log = step_records.event_log(self.store)
+        if log is not None and payload is not None:
+            log.log_event(self.wb_config.run_id, kind, payload)
 
     def _get_train_sampler(self, dataset: Any = None) -> Any:
         key = self.estimator.group_key

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from workbench.trajectory import Step, Trajectory
 from workbench.widgets import _render
+from workbench.widgets._attempts import attempts
+from workbench.widgets._groups import group_of
 from workbench.widgets._safe import finite
+from workbench.widgets._tokenizer import Decoder
 
 if TYPE_CHECKING:
     from workbench.store import Store
@@ -22,10 +25,6 @@ TEXT_LIMIT = 4000  # characters per text field; longer ones are cut (head and ta
 VALUE_LIMIT = 800  # notepad values and tool arguments
 _BUDGET = re.compile(r"\[[^\[\]\n]*\bleft\]")
 NO_QUESTION = "(no question written: the proposal did not parse)"
-
-
-class Tokenizer(Protocol):
-    def convert_ids_to_tokens(self, ids: list[int]) -> list[str]: ...
 
 
 def display_question(traj: Trajectory) -> str:
@@ -106,17 +105,47 @@ def _notepad(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, An
     return out
 
 
-def _tokens(step: Step, tokenizer: Tokenizer | None) -> dict[str, Any]:
-    """The turn's token ids with their env mask (1 = trained, 0 = observation) and logprobs."""
+def logprob_kind(traj: Trajectory) -> str:
+    """Which logprobs `traj`'s policy stored: "scripted" (none: no model sampled), else what its
+    `describe()` said (e.g. "processed (after temperature/top-k/top-p; raw for greedy)"), else
+    "unknown"."""
+    policy = (traj.lineage or {}).get("policy")
+    if not isinstance(policy, dict):
+        return "scripted" if policy == "scripted" else "unknown"
+    if policy.get("backend") == "scripted":
+        return "scripted"
+    return str(policy.get("logprobs") or "unknown")
+
+
+def _logprob_note(kind: str, stored: list[float], n: int) -> str:
+    """One sentence on what the turn's logprobs are, and what they cannot tell."""
+    if kind == "scripted":
+        return "scripted policy: no model sampled these tokens, so they have no logprobs"
+    if not stored:
+        return "no logprobs stored for this turn"
+    zeros = sum(lp == 0.0 for lp in stored)
+    note = f"{kind} logprobs, as the policy recorded them"
+    if zeros:
+        note += (
+            f"; {zeros} of {n} are exactly 0.0 (p = 1): the model was certain, or a sampling filter "
+            "(top-k/top-p) left one candidate, which a processed logprob cannot tell apart"
+        )
+    return note
+
+
+def _tokens(step: Step, tokenizer: Decoder | None, kind: str) -> dict[str, Any]:
+    """The turn's token ids with their env mask (1 = trained, 0 = observation), logprobs (None where
+    there is none: a scripted policy's or a missing one) and, with a tokenizer, each id decoded."""
     ids = list(step.completion_ids) + list(step.observation_ids)
     mask = [1] * len(step.completion_ids) + [0] * len(step.observation_ids)
     n = len(step.completion_ids)
-    logprobs: list[float | None] = [*step.logprobs[:n]] if step.logprobs else [None] * n
+    stored = [] if kind == "scripted" or not step.logprobs else [float(lp) for lp in step.logprobs[:n]]
+    logprobs: list[float | None] = [*stored]
     logprobs += [None] * (len(ids) - len(logprobs))
     pieces = None
     if tokenizer is not None and ids:
         try:
-            pieces = [str(p) for p in tokenizer.convert_ids_to_tokens(ids)]
+            pieces = [tokenizer.decode([i]) for i in ids]
         except Exception:  # a tokenizer that cannot map these ids: show ids only
             pieces = None
     return {
@@ -124,11 +153,14 @@ def _tokens(step: Step, tokenizer: Tokenizer | None) -> dict[str, Any]:
         "mask": mask,
         "logprobs": logprobs,
         "pieces": pieces,
+        "decoded_with": getattr(tokenizer, "source", "the viewer's tokenizer") if pieces is not None else None,
+        "logprob_kind": kind,
+        "logprob_note": _logprob_note(kind, stored, n),
         "prompt": None if step.prompt_ids is None else len(step.prompt_ids),
     }
 
 
-def step_detail(traj: Trajectory, index: int, tokenizer: Tokenizer | None = None) -> dict[str, Any]:
+def step_detail(traj: Trajectory, index: int, tokenizer: Decoder | None = None) -> dict[str, Any]:
     step = traj.steps[index]
     before = traj.steps[index - 1].notepad if index > 0 else {}
     budget = _BUDGET.findall(step.observation_text or "")
@@ -165,7 +197,7 @@ def step_detail(traj: Trajectory, index: int, tokenizer: Tokenizer | None = None
             "generate s": round(step.generate_s, 3),
             "execute s": round(step.execute_s, 3),
         },
-        "tokens": _tokens(step, tokenizer),
+        "tokens": _tokens(step, tokenizer, logprob_kind(traj)),
     }
 
 
@@ -183,7 +215,7 @@ def _history(store: Store, traj_id: str) -> list[dict[str, Any]]:
     ]
 
 
-def _links(store: Store, traj: Trajectory) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+def _links(store: Store, traj: Trajectory) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     lineage = traj.lineage or {}
     origin_id = lineage.get("origin") or lineage.get("parent")
     origin = None
@@ -192,22 +224,15 @@ def _links(store: Store, traj: Trajectory) -> tuple[dict[str, Any] | None, list[
         if origin["stored"]:
             o = store.get(origin_id)
             origin.update(role=o.role, reward=o.reward, question=display_question(o))
-    kids = store.columns(("id", "reward", "termination", "final_answer"), origin=traj.id)
-    children = [
-        {"id": i, "reward": r, "termination": t, "answer": a}
-        for i, r, t, a in zip(kids["id"], kids["reward"], kids["termination"], kids["final_answer"], strict=True)
-    ]
-    return origin, children
+    return origin, attempts(store, traj)
 
 
-def trajectory_detail(
-    traj: Trajectory, store: Store | None = None, tokenizer: Tokenizer | None = None
-) -> dict[str, Any]:
+def trajectory_detail(traj: Trajectory, store: Store | None = None, tokenizer: Decoder | None = None) -> dict[str, Any]:
     """Everything the viewer shows about `traj` (finite, JSON-able)."""
     policy = (traj.lineage or {}).get("policy")
     if isinstance(policy, dict):
         policy = policy.get("name") or policy.get("model") or json.dumps(policy, default=str)
-    origin, children = _links(store, traj) if store is not None else (None, [])
+    origin, tried = _links(store, traj) if store is not None else (None, {"items": [], "difficulty_from": ""})
     return finite(
         {
             "id": traj.id,
@@ -228,7 +253,9 @@ def trajectory_detail(
             "duration_s": None if traj.ended_at is None else traj.ended_at - traj.started_at,
             "history": _history(store, traj.id) if store is not None else [],
             "origin": origin,
-            "children": children,
+            "children": tried["items"],
+            "difficulty_from": tried["difficulty_from"],
+            "group": group_of(store, traj) if store is not None else None,
             "steps": [step_detail(traj, i, tokenizer) for i in range(len(traj.steps))],
         }
     )

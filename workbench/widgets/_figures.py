@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 
-from workbench.widgets._safe import finite_figure
+from workbench.widgets._safe import finite, finite_figure
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,6 +42,12 @@ _LAYOUT: dict[str, Any] = {
 
 def _figure(title: str, **layout: Any) -> go.Figure:
     return go.Figure(layout={**_LAYOUT, **layout, "title": {**_LAYOUT["title"], "text": title}})
+
+
+def shared_template() -> dict[str, Any]:
+    """The plotly template every figure here uses, as JSON (the report embeds it once)."""
+    template: dict[str, Any] = finite(_figure("").to_plotly_json()["layout"].get("template", {}))
+    return template
 
 
 def _empty(fig: go.Figure, message: str) -> go.Figure:
@@ -151,12 +157,18 @@ def rank_change_figure(
 
 
 def metric_curves(
-    metrics: pd.DataFrame, names: Iterable[str] | None = None, title: str = "training metrics"
+    metrics: pd.DataFrame,
+    names: Iterable[str] | None = None,
+    title: str = "training metrics",
+    empty: str = "no metrics logged yet",
 ) -> go.Figure:
-    """One line per metric name over optimizer steps (long-format metrics: step, name, value)."""
+    """One line per metric name over optimizer steps (long-format metrics: step, name, value);
+    `empty`: what the figure says while there are none."""
     fig = _figure(title, xaxis_title="optimizer step (count)", yaxis_title="value (metric units)", height=360)
     if metrics.empty:
-        return _empty(fig, "no metrics logged yet")
+        fig.update_xaxes(visible=False)
+        fig.update_yaxes(visible=False)
+        return _empty(fig, empty)
     wanted = list(names) if names is not None else sorted(metrics["name"].unique())
     for name in wanted:
         rows = metrics[metrics["name"] == name].sort_values("step")
@@ -201,9 +213,10 @@ def step_curves(
     if metrics.empty:
         return finite_figure(_empty(fig, "no training steps logged yet"))
     df = global_steps(metrics)
+    several_runs = df["run_id"].nunique() > 1  # one run: its name would only crowd the legend
     for (run_id, name), rows in df.groupby(["run_id", "name"], sort=True):
         unit = _unit(name)
-        label = f"{str(run_id).rsplit('/', 1)[-1]} · {name} ({unit})"
+        label = f"{str(run_id).rsplit('/', 1)[-1]} · {name}" if several_runs else str(name)
         fig.add_trace(
             go.Scatter(
                 x=rows["global_step"],
@@ -214,6 +227,12 @@ def step_curves(
                 hovertemplate="step %{x}: %{y:.4g} " + unit + "<extra>" + label + "</extra>",
             )
         )
+    _mark_iterations(fig, df, events)
+    return finite_figure(fig)
+
+
+def _mark_iterations(fig: go.Figure, df: pd.DataFrame, events: pd.DataFrame | None) -> None:
+    """A dotted line and a label at each iteration's first global step."""
     for iteration, step in _iteration_starts(df, events):
         fig.add_vline(x=step - 0.5, line_dash="dot", line_color="#8c959f")
         fig.add_annotation(
@@ -226,7 +245,34 @@ def step_curves(
             yanchor="top",
             font={"size": 10, "color": "#57606a"},
         )
-    return finite_figure(fig)
+
+
+def metric_panels(metrics: pd.DataFrame, events: pd.DataFrame | None = None) -> tuple[dict[str, go.Figure], list[str]]:
+    """The report's training metrics: a figure per metric that moves, on the global step axis with
+    iterations marked (`step_curves`' axis), and a line of text per metric that never changes
+    (a flat line at zero says nothing a sentence cannot)."""
+    figures: dict[str, go.Figure] = {}
+    constants: list[str] = []
+    if metrics.empty:
+        return figures, constants
+    df = global_steps(metrics)
+    for name, rows in df.groupby("name", sort=True):
+        values = rows["value"].dropna()
+        if values.nunique() <= 1:
+            shown = f"{values.iloc[0]:.4g}" if len(values) else "no value"
+            constants.append(f"{name}: {shown} at every step ({len(rows)} logged)")
+            continue
+        fig = _figure(str(name), xaxis_title="training step (global, across iterations)", yaxis_title=_unit(str(name)))
+        for run_id, run_rows in rows.groupby("run_id", sort=True):
+            fig.add_trace(
+                go.Scatter(
+                    x=run_rows["global_step"], y=run_rows["value"], mode="lines+markers", name=str(run_id) or str(name)
+                )
+            )
+        fig.update_layout(showlegend=rows["run_id"].nunique() > 1)
+        _mark_iterations(fig, rows, events)
+        figures[str(name)] = finite_figure(fig)
+    return figures, constants
 
 
 def _iteration_starts(df: pd.DataFrame, events: pd.DataFrame | None) -> list[tuple[Any, int]]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 STATIC = Path(__file__).parent / "static"
 BUNDLES = {
-    "viewer": ("util.js", "viewer_list.js", "viewer_turns.js", "viewer_panels.js", "viewer.js"),
+    "viewer": ("util.js", "viewer_list.js", "viewer_turns.js", "viewer_panels.js", "viewer_group.js", "viewer.js"),
     "figures": ("figures.js",),
 }
 

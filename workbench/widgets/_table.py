@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 # filter name -> summary column (exact match); dropdowns in the front end.
 CHOICE_FILTERS = {"run": "run_id", "role": "role", "termination": "termination", "hops": "hops", "policy": "policy"}
 FILTER_NAMES = (*CHOICE_FILTERS, "min_reward", "max_reward")
-QUERY_KEYS = (*FILTER_NAMES, "search", "ids", "sort")
+QUERY_KEYS = (*FILTER_NAMES, "search", "found", "ids", "sort")
 SORT_KEYS = ("started_at", "reward", "hops", "num_steps", "role", "termination", "question", "id")
 # the store columns the list reads (Store.columns), in `viewer.rows` order
 LIST_COLUMNS = (
@@ -147,9 +147,11 @@ def check_query(query: dict[str, Any], available: dict[str, list[Any]]) -> dict[
 
 def apply_query(df: pd.DataFrame, query: dict[str, Any]) -> pd.DataFrame:
     """The rows `query` keeps, in its order. The same rule as `applyQuery` in viewer.js:
-    choices match exactly, reward bounds drop rows without a reward, `search` is a
-    case-insensitive substring of id, question, answer or policy, `ids` keeps only those ids,
-    `sort` is a column name (prefix "-" for descending; rows missing it go last)."""
+    choices match exactly, reward bounds drop rows without a reward, `search` keeps the ids in
+    `found` (the store's full-text matches, which the viewer puts there) or, without `found` (the
+    offline report), is a case-insensitive substring of id, question, answer or policy; `ids`
+    keeps only those ids, `sort` is a column name (prefix "-" for descending; rows missing it go
+    last)."""
     keep = df
     for name, column in CHOICE_FILTERS.items():
         value = query.get(name)
@@ -162,7 +164,9 @@ def apply_query(df: pd.DataFrame, query: dict[str, Any]) -> pd.DataFrame:
     if query.get("ids") is not None:
         keep = keep[keep["id"].isin(set(query["ids"]))]
     needle = str(query.get("search") or "").strip().lower()
-    if needle:
+    if needle and query.get("found") is not None:
+        keep = keep[keep["id"].isin(set(query["found"]))]
+    elif needle:
         hay = (
             keep["id"]
             + "\n"

@@ -50,6 +50,20 @@ MAIN_FIELDS = (
     "max_completion_length",
 )
 CURVES = ("reward", "loss", "entropy", "completions/mean_length", "kl", "learning_rate")
+INPUT_PATHS = ("model_path", "tasks_path", "corpus_path")  # read by the run: checked before launch
+
+
+def missing_inputs(values: dict[str, Any], cwd: Path) -> list[str]:
+    """A sentence per input path that does not exist where the run will look (relative paths
+    resolve against `cwd`, the notebook's directory, where the child process starts)."""
+    problems = []
+    for name in INPUT_PATHS:
+        value = str(values.get(name) or "")
+        if not value or (cwd / value).expanduser().exists():
+            continue
+        hint = " (a Hugging Face model id is fine if that is what you meant)" if name == "model_path" else ""
+        problems.append(f"{name}: {value} does not exist under {cwd}{hint}")
+    return problems
 
 
 def _choices() -> dict[str, tuple[str, ...]]:
@@ -110,7 +124,12 @@ class TrainingLauncher(w.VBox):
         self.launch_button = w.Button(description="launch", button_style="success", icon="play")
         self.stop_button = w.Button(description="stop", button_style="danger", icon="stop", disabled=True)
         self.status = w.HTML("<i>not started</i>")
-        self.curves = PlotPane(name="training")
+        self.curves = PlotPane(
+            _figures.metric_curves(
+                _no_metrics(), title="training", empty=f"after launch: {', '.join(CURVES)} per step"
+            ),
+            name="training",
+        )
         self.samples_view = w.HTML()
         self.log_view = w.HTML()
         self.launch_button.on_click(lambda _: self._guard(self.launch))
@@ -121,6 +140,8 @@ class TrainingLauncher(w.VBox):
             titles=("advanced",),
             selected_index=None,
         )
+        for name in INPUT_PATHS:
+            self.fields[name].observe(lambda _: self._check_inputs(), names="value")
         super().__init__(
             [
                 w.VBox(main),
@@ -131,6 +152,7 @@ class TrainingLauncher(w.VBox):
                 self.log_view,
             ]
         )
+        self._check_inputs()
 
     @property
     def config(self) -> TrainConfig:
@@ -155,6 +177,14 @@ class TrainingLauncher(w.VBox):
             raise ConfigError(f"TrainConfig has no field(s) {unknown}; see TrainConfig.fields_help()")
         for name, value in values.items():
             self.fields[name].value = json.dumps(value) if isinstance(value, dict) else value
+
+    def _check_inputs(self) -> list[str]:
+        """Show, before launch, the input paths the run would not find."""
+        problems = missing_inputs({n: self.fields[n].value for n in INPUT_PATHS}, Path.cwd())
+        self.status.value = "<br>".join(f'<span style="color:#9a6700">{_render.esc(p)}</span>' for p in problems) or (
+            "<i>not started</i>"
+        )
+        return problems
 
     # -- running -----------------------------------------------------------------------------
     def launch(self) -> TrainingHandle:
@@ -248,3 +278,9 @@ class TrainingLauncher(w.VBox):
             fn()
         except WorkbenchError as exc:
             self.status.value = f'<span style="color:#cf222e">{_render.esc(exc)}</span>'
+
+
+def _no_metrics() -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame(columns=["step", "name", "value"])

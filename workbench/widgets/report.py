@@ -25,11 +25,13 @@ from workbench.widgets._plots import plotly_js
 from workbench.widgets._safe import finite
 from workbench.widgets._source import open_store
 from workbench.widgets._static import STATIC, bundle, css
+from workbench.widgets._tokenizer import find_tokenizer
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
     from workbench.store import Store
+    from workbench.trajectory import Trajectory
 
 MAX_TRAJECTORIES = 300
 
@@ -63,6 +65,7 @@ _BOOT = """
       model.send({ action: "link", key, label: `${name.replace(/_/g, " ")} · iteration ${c[0]} · ${c[1]} hops` });
       document.getElementById("wb-viewer").scrollIntoView();
     };
+    for (const fig of section.figures) fig.layout.template = data.template;  // shipped once
     drawFigures(Plotly, el, section.figures, 2, onClick);
     watchSize(Plotly, el);
   }
@@ -71,7 +74,13 @@ _BOOT = """
 
 
 def _figure_json(figures: dict[str, go.Figure]) -> list[dict[str, Any]]:
-    return [{"name": name, **finite(fig.to_plotly_json())} for name, fig in figures.items()]
+    """The figures as plotly JSON without their template: the page holds it once (`template`)."""
+    out = []
+    for name, fig in figures.items():
+        data = finite(fig.to_plotly_json())
+        data["layout"].pop("template", None)
+        out.append({"name": name, **data})
+    return out
 
 
 def _sections(store: Store, df: Any, pass_threshold: float) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
@@ -93,15 +102,8 @@ def _sections(store: Store, df: Any, pass_threshold: float) -> tuple[list[dict[s
         )
     metrics = store.metrics()
     if len(metrics):
-        sections.append(
-            {
-                "title": "training metrics",
-                "figures": {
-                    name: _figures.metric_curves(metrics[metrics["name"] == name], title=name)
-                    for name in sorted(metrics["name"].unique())
-                },
-            }
-        )
+        figures, constants = _figures.metric_panels(metrics, store.events())
+        sections.append({"title": "training metrics", "figures": figures, "notes": constants})
     links: dict[str, list[str]] = {}
     if len(df) and (df["role"] == "proposer").any():
         sections.append(
@@ -134,7 +136,7 @@ def report_html(
     sections, links = _sections(store, df, pass_threshold)
     body, data_sections = _body(store, df, sections, pass_threshold)
     ids = df["id"].tolist()[: max(0, max_trajectories)]
-    details = {i: trajectory_detail(store.get(i), store) for i in ids}
+    details = {i: _detail(store, store.get(i)) for i in ids}
     data = json.dumps(
         finite(
             {
@@ -142,6 +144,7 @@ def report_html(
                 "details": details,
                 "links": links,
                 "sections": data_sections,
+                "template": _figures.shared_template(),
             }
         ),
         allow_nan=False,
@@ -171,6 +174,11 @@ def report_html(
     )
 
 
+def _detail(store: Store, traj: Trajectory) -> dict[str, Any]:
+    """What the viewer shows of `traj`, its tokens decoded with the run's tokenizer when one is on disk."""
+    return trajectory_detail(traj, store, find_tokenizer(store, traj))
+
+
 def _body(
     store: Store, df: Any, sections: list[dict[str, Any]], pass_threshold: float
 ) -> tuple[list[str], list[dict[str, Any]]]:
@@ -186,7 +194,12 @@ def _body(
     ]
     data_sections = []
     for i, section in enumerate(sections):
-        body.append(f"<h2>{html.escape(section['title'])}</h2><div id='wb-section-{i}'></div>")
+        body.append(f"<h2>{html.escape(section['title'])}</h2>")
+        if section.get("notes"):
+            items = "".join(f"<li>{html.escape(note)}</li>" for note in section["notes"])
+            summary = f"<summary>{len(section['notes'])} metrics constant over the run</summary>"
+            body.append(f"<details class='wb-constants' open>{summary}<ul>{items}</ul></details>")
+        body.append(f"<div id='wb-section-{i}'></div>")
         data_sections.append({"id": f"wb-section-{i}", "figures": _figure_json(section["figures"])})
     if len(df) and (df["role"] == "proposer").any():
         from workbench.widgets.evolution import evolution_table

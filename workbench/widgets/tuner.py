@@ -189,11 +189,14 @@ class RewardTuner(w.VBox):
             }
         )
         moved = int((stored & (df["stored"] != df["rescored"])).sum())
+        passed = (df["stored"] >= self.pass_threshold) != (df["rescored"] >= self.pass_threshold)
+        flipped = int((stored & passed).sum())
         unscored = "" if stored.all() else f" · {int((~stored).sum())} had no stored reward"
         self.status.value = (
             f"<b>{_render.esc(spec.name)}</b>: {len(df)} trajectories · mean stored "
             f"{_render.number(df['stored'].mean(), '.3f')} → re-scored "
-            f"{_render.number(df['rescored'].mean(), '.3f')} · {moved} changed" + unscored
+            f"{_render.number(df['rescored'].mean(), '.3f')} · {moved} changed, {flipped} of them across "
+            f"the pass threshold ({self.pass_threshold:g})" + unscored
         )
         return df
 
@@ -244,6 +247,11 @@ class RewardTuner(w.VBox):
         self._spec_dict = spec.to_dict()
         self._rows: dict[str, dict[str, Any]] = {}
         self.rows_box.children = [self._component_row(c) for c in self._spec_dict["components"]]
+        self._quiet = True  # show which preset this is (blank for a spec of your own), loading nothing
+        try:
+            self.preset_menu.value = spec.name if spec.name in self.preset_menu.options else None
+        finally:
+            self._quiet = False
         self._changed()
 
     def _component_row(self, comp: dict[str, Any]) -> w.HBox:

@@ -5,14 +5,21 @@ turns, tokens, rewards and links beside it (an anywidget; its front end is stati
     viewer = TrajectoryViewer("runs/demo")         # read-only; works while the run writes
     viewer                                         # last expression in a cell: renders it
     viewer.set_filters(role="solver", min_reward=0.5, search="museum")
+    viewer.search("capital teivrei")               # full text: words in any order, any field
     viewer.select(viewer.rows.id[0]); viewer.next_step()
     viewer.goto_origin(); viewer.go_back()         # solver attempt <-> the proposer that asked
     viewer.compare(id_a, id_b)                     # side by side, first divergent turn marked
+    viewer.groups(step=2)                          # GRPO groups of a step: rewards, advantages, drops
     viewer.show_ids(ids, "hop 3 at iteration 1")   # what a dashboard click does
     ticker = viewer.auto_refresh(5)                # re-read the store every 5 s; ticker.stop()
 
+Token ids are decoded with the run's own tokenizer when one is on disk (the lineage's model path,
+or a model directory in or beside the run; never downloaded); `tokenizer=tok` picks one,
+`decode=False` shows ids only.
+
 Keys (with the viewer focused): j/k or ↓/↑ move through trajectories, h/l or ←/→ through
-turns, / searches, t switches between turns and tokens.
+turns, / searches (full text over question, think, code, output and answer; Enter applies it),
+t switches between turns and tokens.
 """
 
 from __future__ import annotations
@@ -28,10 +35,12 @@ import traitlets
 from workbench.errors import ConfigError, StoreError
 from workbench.trajectory import Trajectory
 from workbench.widgets import _table
-from workbench.widgets._detail import Tokenizer, first_divergence, trajectory_detail
+from workbench.widgets._detail import first_divergence, trajectory_detail
+from workbench.widgets._groups import step_groups
 from workbench.widgets._safe import finite
 from workbench.widgets._source import Ticker, open_store, restart_ticker
 from workbench.widgets._static import bundle, css
+from workbench.widgets._tokenizer import Decoder, find_tokenizer
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -62,10 +71,16 @@ class TrajectoryViewer(anywidget.AnyWidget):
     notice = traitlets.Unicode("").tag(sync=True)
 
     def __init__(
-        self, source: Store | str | os.PathLike[str], *, tokenizer: Tokenizer | None = None, **kwargs: Any
+        self,
+        source: Store | str | os.PathLike[str],
+        *,
+        tokenizer: Decoder | None = None,
+        decode: bool = True,
+        **kwargs: Any,
     ) -> None:
         self.store = open_store(source)
         self.tokenizer = tokenizer
+        self.decode_tokens = decode
         self._lock = threading.RLock()
         self._cols: dict[str, list[Any]] = {}  # _table.summary_columns, as last read
         self._frame: pd.DataFrame | None = None  # the same as a DataFrame, built on first use
@@ -77,6 +92,7 @@ class TrajectoryViewer(anywidget.AnyWidget):
         # the list (or its first page) and the first trajectory go out with the widget itself
         super().__init__(**self._open_state(), **kwargs)
         self.observe(self._on_selected, names="selected")
+        self.observe(self._on_query, names="query")
         self.on_msg(self._on_message)
 
     # -- state -----------------------------------------------------------------------------
@@ -109,7 +125,7 @@ class TrajectoryViewer(anywidget.AnyWidget):
     @property
     def filters(self) -> dict[str, Any]:
         """Active filters, e.g. {"role": "solver", "min_reward": 0.5}."""
-        return {k: v for k, v in self.query.items() if v not in (None, "") and k != "sort"}
+        return {k: v for k, v in self.query.items() if v not in (None, "") and k not in ("sort", "found")}
 
     @filters.setter
     def filters(self, values: dict[str, Any]) -> None:
@@ -120,6 +136,22 @@ class TrajectoryViewer(anywidget.AnyWidget):
         """Set filters (`run`, `role`, `termination`, `hops`, `policy`, `min_reward`, `max_reward`,
         `search`, `ids`, `sort`); None clears one. The list follows."""
         self._set_query({**self.query, **values})
+
+    def search(self, text: str) -> pd.DataFrame:
+        """The run's rows (as `rows` holds them) whose question, think, code, output or answer
+        hold every word of `text`, in any order, as word prefixes; a query of 8 or more characters
+        also finds the id starting with it. The list is left as it is: `set_filters(search=...)`
+        shows the matches there."""
+        self._complete()
+        return _table.apply_query(self._all(), {"search": text, "found": self._found(text)})
+
+    def groups(self, step: int, iteration: int | None = None) -> pd.DataFrame:
+        """Training step `step`'s groups, one row each (`_groups.GROUP_COLUMNS`): each prompt's
+        rollouts with their rewards, spread (population std), advantages as trained (a list per
+        turn where per-turn credit applies) and which stayed in the loss, then the groups dynamic
+        sampling dropped (`dropped` True). Steps restart per evolve iteration: pass `iteration`
+        to keep one."""
+        return step_groups(self.store, int(step), iteration)
 
     def show_ids(self, ids: list[str], label: str = "") -> None:
         """Show only `ids` (e.g. the trajectories behind a dashboard point), labelled."""
@@ -152,6 +184,8 @@ class TrajectoryViewer(anywidget.AnyWidget):
             if payload != self.table_json:
                 self._table = table
                 changes.update(table_json=payload, choices=finite(_table.choices(cols)))
+                if str(self.query.get("search") or "").strip():  # new rows may match it
+                    changes.update(query={**self.query, "found": self._found(self.query["search"])})
             if self._traj is not None and self._traj.id in self.store:
                 fresh = self.store.get(self._traj.id)
                 if fresh.to_dict() != self._traj.to_dict():
@@ -246,8 +280,8 @@ class TrajectoryViewer(anywidget.AnyWidget):
         left = self._get(a)
         right = self._require() if b is None else self._get(b)
         self.compare_state = {
-            "left": trajectory_detail(left, self.store, self.tokenizer),
-            "right": trajectory_detail(right, self.store, self.tokenizer),
+            "left": self._detail_of(left),
+            "right": self._detail_of(right),
             "divergence": first_divergence(left, right),
             "same_task": left.task.id == right.task.id,
         }
@@ -257,6 +291,14 @@ class TrajectoryViewer(anywidget.AnyWidget):
         self.compare_state = {}
 
     # -- internals -------------------------------------------------------------------------
+    def _detail_of(self, traj: Trajectory) -> dict[str, Any]:
+        """`trajectory_detail` with token ids decoded: by the viewer's tokenizer, else (unless
+        `decode=False`) by the run's own, found on disk (`_tokenizer.find_tokenizer`)."""
+        tokenizer = self.tokenizer
+        if tokenizer is None and self.decode_tokens:
+            tokenizer = find_tokenizer(self.store, traj)
+        return trajectory_detail(traj, self.store, tokenizer)
+
     def _get(self, traj_id: str) -> Trajectory:
         return self.store.get(traj_id if traj_id in self.store else self.store.resolve_id(traj_id))
 
@@ -282,7 +324,7 @@ class TrajectoryViewer(anywidget.AnyWidget):
         """Make `traj` the current one; the trait values that show it at `step`."""
         self._traj = traj
         return {
-            "detail": trajectory_detail(traj, self.store, self.tokenizer),
+            "detail": self._detail_of(traj),
             "selected": traj.id,
             "step": max(0, min(int(step), max(len(traj.steps) - 1, 0))),
         }
@@ -292,9 +334,16 @@ class TrajectoryViewer(anywidget.AnyWidget):
             for name, value in self._detail_state(traj, step).items():
                 setattr(self, name, value)
 
+    def _found(self, text: str) -> list[str]:
+        """The ids of the store's full-text matches for `text`."""
+        ids: list[str] = self.store.columns(("id",), search=text)["id"]
+        return ids
+
     def _set_query(self, query: dict[str, Any]) -> None:
         self._complete()
-        query = {k: v for k, v in query.items() if v is not None and v != ""}
+        query = {k: v for k, v in query.items() if v is not None and v != "" and k != "found"}
+        if str(query.get("search") or "").strip():
+            query["found"] = self._found(query["search"])
         self.query = _table.check_query(query, _table.choices(self._cols))
         rows = self.rows
         if len(rows) and self.selected not in set(rows["id"]):
@@ -304,6 +353,13 @@ class TrajectoryViewer(anywidget.AnyWidget):
         new = change["new"]
         if new and (self._traj is None or self._traj.id != new):
             self._guard(lambda: self.select(new))
+
+    def _on_query(self, change: dict[str, Any]) -> None:
+        """A search typed in the browser arrives without its matches: find them (the front end
+        drops `found` whenever the search text changes)."""
+        query = change["new"]
+        if str(query.get("search") or "").strip() and query.get("found") is None:
+            self._guard(lambda: self._set_query(query))
 
     def _on_message(self, _widget: Any, content: dict[str, Any], _buffers: list[bytes]) -> None:
         action = content.get("action")
@@ -331,7 +387,7 @@ class TrajectoryViewer(anywidget.AnyWidget):
         items = {}
         for traj_id in ids:
             if traj_id in self.store:
-                items[traj_id] = trajectory_detail(self.store.get(traj_id), self.store, self.tokenizer)
+                items[traj_id] = self._detail_of(self.store.get(traj_id))
         if items:
             self.send({"type": "details", "items": items})
 

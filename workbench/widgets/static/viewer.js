@@ -1,7 +1,7 @@
 // TrajectoryViewer's front end: the list, the filters, keys, and the selected trajectory.
 // `model` is the anywidget model in a notebook, or a stand-in over embedded data in a report.
 
-const TABS = [["turns", "turns"], ["tokens", "tokens"], ["rewards", "rewards"], ["links", "links"]];
+const TABS = [["turns", "turns"], ["tokens", "tokens"], ["rewards", "rewards"], ["group", "group"], ["links", "links"]];
 
 function readTable(v) {
   if (!v) return {};
@@ -151,6 +151,7 @@ function renderViewer({ model, el }) {
       body.dataset.for = "";
       body.replaceChildren(state.tab === "tokens" ? tokensView(d, step)
         : state.tab === "rewards" ? rewardsView(d, (i) => { state.tab = "turns"; drawDetail(); setStep(i); })
+        : state.tab === "group" ? groupView(d, pick)
         : linksView(d, state.rows, send, pick));
     }
   }

@@ -25,6 +25,8 @@ function applyQuery(rows, q) {
   const out = [];
   const ids = q.ids ? new Set(q.ids) : null;
   const needle = (q.search || "").trim().toLowerCase();
+  // the store's full-text matches (Python fills `found`); the offline report has only substrings
+  const found = needle && q.found ? new Set(q.found) : null;
   const min = q.min_reward ?? null, max = q.max_reward ?? null;
   for (let i = 0; i < rows.n; i++) {
     let ok = true;
@@ -37,7 +39,7 @@ function applyQuery(rows, q) {
     if (min !== null && (r === null || r < min)) continue;
     if (max !== null && (r === null || r > max)) continue;
     if (ids && !ids.has(rows.id[i])) continue;
-    if (needle && !rows.hay[i].includes(needle)) continue;
+    if (found ? !found.has(rows.id[i]) : needle && !rows.hay[i].includes(needle)) continue;
     out.push(i);
   }
   if (q.sort) {
@@ -113,8 +115,11 @@ function makeList(onPick) {
 
 function filterBar(state, choices, set) {
   const q = state.query;
-  const search = h("input", { class: "wb-search", type: "search", placeholder: "search id, question, answer…  ( / )",
-    value: q.search || "", oninput: (e) => set({ search: e.target.value || null }) });
+  // applied on Enter (change) or when cleared (search), not on every key
+  const apply = (e) => { if ((e.target.value || null) !== (q.search || null)) set({ search: e.target.value || null, found: null }); };
+  const search = h("input", { class: "wb-search", type: "search", placeholder: "search think, code, output, answers…  ( / , Enter)",
+    title: "every word, in any order, in the question, think, code, output or answer; 8+ characters also match an id's start",
+    value: q.search || "", onchange: apply, onsearch: apply, onkeydown: (e) => { if (e.key === "Enter") apply(e); } });
   const selects = Object.keys(CHOICES).map((name) => {
     const values = choices[name] || [];
     const sel = h("select", { class: `wb-filter wb-filter-${name}`, title: name,

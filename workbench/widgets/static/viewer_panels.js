@@ -55,9 +55,16 @@ function linksView(d, rows, act, pick) {
           d.origin.question ? h("span", { class: "wb-muted", text: ` ${d.origin.question}` }) : null)
       : h("i", { class: "wb-muted", text: "no origin" })),
     section(`attempts on its question (${d.children.length})`, "children", d.children.length
-      ? h("table", { class: "wb-table" }, d.children.map((c) => h("tr", {},
-          h("td", {}, link(c.id, c.id.slice(0, 8))), h("td", { style: { background: rewardColour(c.reward) }, text: fmt(c.reward) }),
-          h("td", { text: c.termination || "" }), h("td", { text: c.answer || "—" }))))
+      ? h("div", {},
+          d.difficulty_from ? h("div", { class: "wb-muted wb-difficulty-from", text: `★ ${d.difficulty_from}` }) : null,
+          h("table", { class: "wb-table wb-attempts" },
+            h("tr", {}, ["attempt", "phase", "iter", "step", "spec", "reward", "end", "answer"].map((t) => h("th", { text: t }))),
+            d.children.map((c) => h("tr", { "data-phase": c.phase || "" },
+              h("td", {}, link(c.id, c.id.slice(0, 8)), c.difficulty ? h("span", { title: "a difficulty probe: the proposer's difficulty reads its verdict", text: " ★" }) : null),
+              h("td", { text: c.phase || "—" }), h("td", { text: c.iteration ?? "—" }), h("td", { text: c.step ?? "—" }),
+              h("td", { text: c.spec || "—" }),
+              h("td", { style: { background: rewardColour(c.reward) }, text: fmt(c.reward) }),
+              h("td", { text: c.termination || "" }), h("td", { text: c.answer || "—" })))))
       : h("i", { class: "wb-muted", text: "none" })),
     section(`same task, other trajectories (${siblings.length})`, "siblings", siblings.length
       ? h("table", { class: "wb-table" }, siblings.slice(0, 50).map((i) => h("tr", {},

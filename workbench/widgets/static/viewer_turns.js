@@ -69,27 +69,44 @@ function heat(lp) {
   return `hsl(${Math.round(p * 60)}, 90%, ${Math.round(62 + p * 33)}%)`;
 }
 
+function tokenTitle(id, i, m, lp) {
+  const what = m ? "mask 1 (trained)" : "mask 0 (observation, not trained)";
+  const value = !m ? "" : lp === null || lp === undefined ? " · no logprob"
+    : lp === 0 ? " · logprob exactly 0 (p = 1: certain, or one candidate left by a filter)"
+    : ` · logprob ${lp.toFixed(3)} (p ${Math.exp(lp).toFixed(3)})`;
+  return `id ${id} · position ${i} · ${what}${value}`;
+}
+
+function tokenClass(m, lp) {
+  if (!m) return "wb-tok wb-tok-obs";
+  return "wb-tok wb-tok-trained" + (lp === null || lp === undefined ? " wb-tok-nolp" : lp === 0 ? " wb-tok-zero" : "");
+}
+
 function tokensView(d, step) {
   const s = d.steps[step];
   if (!s) return h("i", { class: "wb-muted", text: "no turn selected" });
   const t = s.tokens;
-  const trained = t.logprobs.filter((lp, i) => t.mask[i] === 1 && lp !== null);
-  const mean = trained.length ? trained.reduce((a, b) => a + b, 0) / trained.length : null;
+  const valued = t.logprobs.filter((lp, i) => t.mask[i] === 1 && lp !== null && lp !== 0);
+  const mean = valued.length ? valued.reduce((a, b) => a + b, 0) / valued.length : null;
   const spans = t.ids.map((id, i) => {
     const m = t.mask[i], lp = t.logprobs[i];
-    const label = t.pieces ? t.pieces[i] : String(id);
-    return h("span", { class: `wb-tok ${m ? "wb-tok-trained" : "wb-tok-obs"}`, "data-mask": m,
-      style: m ? { background: heat(lp) } : null,
-      title: `id ${id} · ${m ? "trained (env mask 1)" : "observation (env mask 0)"}` + (lp !== null && lp !== undefined ? ` · logprob ${lp.toFixed(3)} · p ${Math.exp(lp).toFixed(3)}` : "") }, label);
+    const label = t.pieces ? t.pieces[i].replace(/\n/g, "⏎") || "∅" : String(id);
+    const heated = m && lp !== null && lp !== undefined && lp !== 0;
+    return h("span", { class: tokenClass(m, lp), "data-mask": m, "data-id": id, style: heated ? { background: heat(lp) } : null,
+      title: tokenTitle(id, i, m, lp) }, label);
   });
   const n1 = t.mask.filter((m) => m === 1).length;
   return h("div", { class: "wb-tokens-view" },
     h("div", { class: "wb-legend" },
-      h("span", { class: "wb-tok wb-tok-trained", style: { background: heat(-0.01) }, text: "trained, likely" }),
+      h("span", { class: "wb-tok wb-tok-trained", style: { background: heat(-0.01) }, text: "trained, p near 1" }),
       h("span", { class: "wb-tok wb-tok-trained", style: { background: heat(-3) }, text: "trained, unlikely" }),
-      h("span", { class: "wb-tok wb-tok-obs", text: "observation (not trained)" }),
-      h("span", { class: "wb-muted", text: ` turn ${step + 1}: ${n1} trained + ${t.ids.length - n1} observation tokens` +
-        (mean !== null ? ` · mean logprob ${mean.toFixed(3)}` : " · no logprobs stored") +
-        (t.prompt !== null ? ` · context rebuilt here (${t.prompt} prompt tokens)` : "") })),
-    t.ids.length ? h("div", { class: "wb-token-ids" }, spans) : h("i", { class: "wb-muted", text: "no token ids stored for this turn (scripted or text-only policy)" }));
+      h("span", { class: "wb-tok wb-tok-trained wb-tok-zero", text: "logprob exactly 0 (ambiguous)" }),
+      h("span", { class: "wb-tok wb-tok-trained wb-tok-nolp", text: "no logprob" }),
+      h("span", { class: "wb-tok wb-tok-obs", text: "observation (not trained)" })),
+    h("div", { class: "wb-muted wb-lp-note" }, h("b", { text: `showing: ${t.logprob_kind} logprobs. ` }), t.logprob_note + "."),
+    h("div", { class: "wb-muted", text: `turn ${step + 1}: ${n1} trained + ${t.ids.length - n1} observation tokens` +
+        (mean !== null ? ` · mean logprob ${mean.toFixed(3)} over the ${valued.length} tokens with a non-zero value` : "") +
+        (t.prompt !== null ? ` · context rebuilt here (${t.prompt} prompt tokens)` : "") +
+        (t.decoded_with ? ` · decoded with ${t.decoded_with} (hover for id, position, mask, logprob)` : " · token ids (no tokenizer found on disk)") }),
+    t.ids.length ? h("div", { class: "wb-token-ids" + (t.pieces ? " wb-decoded" : "") }, spans) : h("i", { class: "wb-muted", text: "no token ids stored for this turn (scripted or text-only policy)" }));
 }
