@@ -58,15 +58,23 @@ def test_full_output_still_arrives_when_the_reader_stays(tmp_path: Path) -> None
     assert out.count(b"line 19\n") == 4000 and len(out) > 4 * PIPE_BUFFER
 
 
-@pytest.mark.parametrize("args", [("--help",), ("show", "--help")])
-def test_help_into_a_closed_pipe_exits_quietly(args: tuple[str, ...]) -> None:
+WORKBENCH = [sys.executable, "-c", "import sys; from workbench.cli import main; sys.exit(main())"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [*WORKBENCH, "--help"],
+        [*WORKBENCH, "show", "--help"],
+        [sys.executable, "-m", "workbench.demo", "--help"],
+        [sys.executable, "-m", "workbench.demo", "--help-config"],
+    ],
+    ids=["workbench", "workbench-show", "demo", "demo-config"],
+)
+def test_help_into_a_closed_pipe_exits_quietly(argv: list[str]) -> None:
     """Closing the read end before the child starts writing makes its first write meet the broken pipe every
     time. argparse swallows the OSError of printing help and exits 0; main() must keep stderr clean either way."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from workbench.cli import main; sys.exit(main())", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()
     with proc.stderr:

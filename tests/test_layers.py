@@ -35,6 +35,7 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
         (
             "errors.py",
             "safetext.py",
+            "console.py",
             "children.py",
             "blocking.py",
             "webio.py",
@@ -44,8 +45,8 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
             "passages.py",
             "templates.py",
         ),
-        "the error tree, safe text, child processes, blocking calls, HTTP bodies, config files, lazy exports, passages,"
-        " prompt templates",
+        "the error tree, safe text, quiet exits into closed pipes, child processes, blocking calls, HTTP bodies,"
+        " config files, lazy exports, passages, prompt templates",
     ),
     (("trajectory.py", "contracts.py", "store/"), "trajectory schema, the Protocols several layers implement, store"),
     (("sandbox/",), "bubblewrap profiles, limits, cgroups"),

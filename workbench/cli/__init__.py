@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 
+from workbench.console import quiet_when_reader_leaves
 from workbench.errors import WorkbenchError
 
 # Modules providing `register(subparsers)`. Order = order in --help.
@@ -38,13 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        try:
-            return _run(argv)
-        finally:  # also after argparse's --help exit: a closed pipe shows up here while output is still buffered
-            sys.stdout.flush()
-    except BrokenPipeError:
-        return _reader_gone()
+    return quiet_when_reader_leaves(lambda: _run(argv))
 
 
 def _run(argv: list[str] | None) -> int:
@@ -60,19 +54,6 @@ def _run(argv: list[str] | None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-
-
-# What a shell reports for a writer killed by SIGPIPE (128 + 13): `workbench show RUN | head` ends like `cat | head`.
-BROKEN_PIPE_EXIT = 141
-
-
-def _reader_gone() -> int:
-    """The reader of stdout went away (`| head`): stop quietly. Python's recipe: point stdout at devnull so the
-    interpreter's final flush at exit does not raise a second BrokenPipeError."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-    return BROKEN_PIPE_EXIT
 
 
 __all__ = ["main"]

@@ -70,4 +70,6 @@ def learned_main(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from workbench.console import quiet_when_reader_leaves
+
+    sys.exit(quiet_when_reader_leaves(main))

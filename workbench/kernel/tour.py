@@ -12,6 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from workbench.console import quiet_when_reader_leaves
 from workbench.kernel import Kernel
 
 STEPS = [
@@ -86,4 +87,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(quiet_when_reader_leaves(main))
