@@ -188,6 +188,22 @@ def test_async_settings_are_checked():
         TrainConfig(async_rollouts=True, prox="linear")
 
 
+def test_the_rollout_policy_runs_the_agent_settings_its_model_carries(tiny):
+    """A model stamped with agent settings (the compact prompt it trains with) keeps them behind the weights'
+    gate: the episode reads `policy.agent_settings` (without them it rendered the full prompt and overflowed a
+    512-position window)."""
+    from workbench.train.async_rollouts import RolloutWeights
+    from workbench.train.policy import live_policy
+
+    model, tok = tiny
+    model.config.workbench_agent = {"prompt": "compact", "max_context_tokens": 480}
+    try:
+        policy = RolloutWeights(model.load_state_dict).policy(live_policy(model, tok, seed=7))
+        assert policy.agent_settings == {"prompt": "compact", "max_context_tokens": 480}
+    finally:
+        del model.config.workbench_agent
+
+
 def test_an_episode_straddling_a_weight_sync_records_each_turns_version_and_logprobs(tiny):
     """Turn 1 samples with version 0; the trainer publishes version 1; turn 2 samples with it. Each
     turn's logprobs are those of its own version's weights, recomputed by a forward pass."""

@@ -115,6 +115,11 @@ class VersionedPolicy:
     def context_size(self) -> int | None:
         return self.inner.context_size
 
+    @property
+    def agent_settings(self) -> dict[str, Any]:
+        """The agent settings the inner policy's model carries (e.g. the compact prompt it trains with)."""
+        return dict(getattr(self.inner, "agent_settings", None) or {})
+
     def describe(self) -> dict[str, Any]:
         return {**self.inner.describe(), "versioned": True}
 

@@ -1,4 +1,4 @@
-"""What `TrainConfig(async_rollouts=True)` adds to `WorkbenchGRPOTrainer` (one process).
+"""What `TrainConfig(async_rollouts=True)` adds to `WorkbenchGRPOTrainer`.
 
     trainer = WorkbenchGRPOTrainer(model, tok, tasks, episodes=..., config=TrainConfig(async_rollouts=True,
                                                                                      max_staleness=2))
@@ -9,7 +9,8 @@
   engine) loads them at the next turn boundary; each turn records the version that sampled it
   (`Step.policy_version`), each trajectory its start version.
 - The producer (`AsyncRollouts`) draws its tasks from the trainer's own sampler, in the order the
-  synchronous trainer would, one optimizer step's batch per wave; admission keeps every wave within
+  synchronous trainer would, one optimizer step's batch per wave (on several processes, each rank's
+  producer runs the slice of the batch its dataloader shard would get); admission keeps every wave within
   `max_staleness` steps of the step that trains on it, and none is dropped.
 - The loss is decoupled PPO (`workbench.train.decoupled`): π_prox is the trainer's policy when the
   step's update begins (recomputed by one no-grad forward; or, with `prox="loglinear"`, interpolated
@@ -46,8 +47,6 @@ class AsyncTraining:
 
     def __init__(self, trainer: WorkbenchGRPOTrainer, finish: Callable[[Trajectory], None]) -> None:
         config, args = trainer.wb_config, trainer.args
-        if trainer.accelerator.num_processes > 1:
-            raise ConfigError("async_rollouts runs on one process for now; launch without torchrun/accelerate")
         if trainer.num_iterations != 1 or args.steps_per_generation != args.gradient_accumulation_steps:
             raise ConfigError(
                 "async_rollouts trains each rollout batch in exactly one optimizer step: keep num_iterations=1 "
@@ -58,10 +57,11 @@ class AsyncTraining:
         live = trainer.accelerator.unwrap_model(trainer.model)
         self.rollout_model = None if self.engine is not None else copy.deepcopy(live).eval()
         self.weights = RolloutWeights(self._load)
-        generation = int(args.generation_batch_size or 0)
-        group = int(trainer.num_generations or 1)
-        self.admission = Admission(config.max_staleness, max(generation // group, 1))
-        self._batches = _task_batches(trainer, generation)
+        generation = int(args.generation_batch_size or 0)  # every process's rows of one step
+        ranks, rank = trainer.accelerator.num_processes, trainer.accelerator.process_index
+        share = generation // ranks  # this process's rows: the slice its dataloader shard would get
+        self.admission = Admission(config.max_staleness, max(share // int(trainer.num_generations or 1), 1))
+        self._batches = (batch[rank * share : (rank + 1) * share] for batch in _task_batches(trainer, generation))
         self.producer = AsyncRollouts(
             trainer.episodes, self._wave_policy, self.admission, lambda: next(self._batches), finish
         )
