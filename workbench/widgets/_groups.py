@@ -176,6 +176,33 @@ def step_groups(store: Store, step: int, iteration: Any = None, trajs: list[Traj
     return pd.DataFrame(groups, columns=list(GROUP_COLUMNS))
 
 
+ACROSS_COLUMNS = ("iteration", "step", "rollouts", "mean", "rewards", "answers", "trajectory_ids")
+
+
+def across_steps(store: Store, task_id: str, trajs: list[Trajectory] | None = None) -> pd.DataFrame:
+    """One prompt's rollouts at every training step that drew it, oldest first: watch its answers
+    and rewards change as training goes (`trajs`: that task's trajectories, if already read)."""
+    import pandas as pd
+
+    if trajs is None:
+        trajs = list(store.iter_trajectories(task_id=task_id))
+    starts = iteration_starts(store)
+    steps: dict[tuple[Any, int], list[Trajectory]] = {}
+    for t in sorted(trajs, key=lambda t: t.started_at):
+        step = (t.lineage or {}).get("train_step")
+        if step is not None:
+            steps.setdefault((iteration_at(starts, t.started_at), int(step)), []).append(t)
+    rows = []
+    for (iteration, step), members in steps.items():
+        rewards = [t.reward for t in members]
+        scored = [float(r) for r in rewards if r is not None]
+        rows.append(
+            (iteration, step, len(members), statistics.fmean(scored) if scored else None, rewards,
+             [t.final_answer for t in members], [t.id for t in members])
+        )  # fmt: skip
+    return pd.DataFrame(rows, columns=list(ACROSS_COLUMNS))
+
+
 def group_of(store: Store, traj: Trajectory) -> dict[str, Any] | None:
     """The group `traj` was trained in (a `step_groups` row as a dict) plus `dropped`: how many
     groups its step dropped; None for a trajectory no training step used."""
@@ -187,4 +214,5 @@ def group_of(store: Store, traj: Trajectory) -> dict[str, Any] | None:
     mine = [g for g in df.to_dict("records") if traj.id in g["trajectory_ids"] and not g["dropped"]]
     if not mine:
         return None
-    return {**mine[0], "dropped_groups": int(df["dropped"].sum()), "me": traj.id}
+    across = across_steps(store, traj.task.id, same_task).to_dict("records")
+    return {**mine[0], "dropped_groups": int(df["dropped"].sum()), "me": traj.id, "across_steps": across}
