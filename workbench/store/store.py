@@ -389,8 +389,13 @@ class Store:
             )
 
     def events(self, run_id: str | None = None, kind: str | None = None) -> pd.DataFrame:
+        """The run's events, oldest first (run_id, kind, trajectory_id, payload, time)."""
         import pandas as pd
 
+        return pd.DataFrame(self.event_records(run_id, kind), columns=list(_EVENT_COLUMNS))
+
+    def event_records(self, run_id: str | None = None, kind: str | None = None) -> list[dict[str, Any]]:
+        """`events` as plain dicts (no pandas), payloads decoded."""
         clause, params = _simple_where(run_id=run_id, kind=kind)
         rows = (
             self._conn()
@@ -399,9 +404,10 @@ class Store:
             )
             .fetchall()
         )
-        df = pd.DataFrame(rows, columns=["run_id", "kind", "trajectory_id", "payload", "time"])
-        df["payload"] = [json.loads(p) for p in df["payload"]]
-        return df
+        records = [dict(zip(_EVENT_COLUMNS, row, strict=True)) for row in rows]
+        for r in records:
+            r["payload"] = json.loads(r["payload"])
+        return records
 
     # -- export ----------------------------------------------------------------------------
     def export_jsonl(self, path: str | os.PathLike[str], **filters: Any) -> int:
@@ -423,6 +429,7 @@ class Store:
         return to_dataset(self, **filters)
 
 
+_EVENT_COLUMNS = ("run_id", "kind", "trajectory_id", "payload", "time")
 _HISTORY_COLUMNS = (
     "trajectory_id",
     "spec_name",
