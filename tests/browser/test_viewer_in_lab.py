@@ -1,7 +1,7 @@
 """The widgets in a real JupyterLab, driven through Debian's Chromium by Playwright, on a
 demo-sized run (scripted Dr. Zero iterations in real sandboxed kernels, a real store).
 
-Checks: the list renders with the first trajectory shown, search filters it, j/k and h/l move,
+Checks: the list renders with the first trajectory shown, search (on Enter) filters it, j/k and h/l move,
 the token view shows both env-mask colours, compare marks the divergent turn, a dashboard click
 filters a viewer, no output area shows warning text, and no figure or viewer is wider than its
 cell. Screenshots land in `test-artifacts/`. The offline report is opened in Chromium too.
@@ -60,6 +60,12 @@ def _selected(viewer) -> str:
     return viewer.locator(".wb-row.wb-selected").get_attribute("data-id")
 
 
+def _search(box, text: str) -> None:
+    """Type `text` in a viewer's search box and apply it (Enter)."""
+    box.fill(text)
+    box.press("Enter")
+
+
 def _wait_rendered(page, viewer_index: int, traj_id: str) -> None:
     page.wait_for_function(
         "([i, id]) => document.querySelectorAll('.wb-viewer')[i]?.dataset.renderedId === id",
@@ -94,13 +100,13 @@ def test_widgets_in_jupyterlab(demo, browser, tmp_path) -> None:
 
             # search filters the list (and the selection follows it)
             search = viewer.locator(".wb-search")
-            search.fill("token demo")  # no row mentions it: search is over id, question, answer, policy
+            _search(search, "token demo")  # only the two token trajectories' metadata says it: not searched
             page.wait_for_function("document.querySelector('.wb-viewer').dataset.rows === '0'")
-            search.fill("tok0000")
+            _search(search, "tiny")  # their policy, tiny@step-0 and tiny@step-40
             page.wait_for_function("document.querySelector('.wb-viewer').dataset.rows === '2'")
             a, b = info["token_ids"]
             _wait_rendered(page, 0, a)
-            search.fill("")
+            _search(search, "")
             page.wait_for_function(f"document.querySelector('.wb-viewer').dataset.rows === '{total}'")
 
             # keys: j/k through trajectories, h/l through turns
@@ -112,7 +118,7 @@ def test_widgets_in_jupyterlab(demo, browser, tmp_path) -> None:
             page.keyboard.press("k")
             _wait_rendered(page, 0, first)
             # token view: both env-mask colours
-            search.fill("tok0000")
+            _search(search, "tiny")
             _wait_rendered(page, 0, a)
             viewer.locator(".wb-row").first.click()
             page.keyboard.press("l")
@@ -144,7 +150,7 @@ def test_widgets_in_jupyterlab(demo, browser, tmp_path) -> None:
             assert viewer.locator(".wb-cmp-row.wb-same").count() == info["diverge_at"]
             _shot(page, "viewer_compare", viewer.locator(".wb-compare"))
             viewer.locator(".wb-close-compare").click()
-            search.fill("")
+            _search(search, "")
 
             # a click on a dashboard point opens a viewer filtered to the trajectories behind it
             dash_fig = page.locator(".wb-figure[data-name='solver_pass_rate']")
@@ -203,7 +209,7 @@ def test_offline_report_in_chromium(demo, browser, tmp_path) -> None:
         page.wait_for_selector(".wb-viewer .wb-row")
         page.wait_for_selector(".wb-figures .main-svg")
         assert page.locator(".wb-viewer").get_attribute("data-rows") == str(info["total"])
-        page.locator(".wb-viewer .wb-search").fill("tok0000")
+        _search(page.locator(".wb-viewer .wb-search"), "tiny")  # the report: a substring of the policy
         page.wait_for_function("document.querySelector('.wb-viewer').dataset.rows === '2'")
         page.locator(".wb-viewer .wb-row").first.click()
         page.keyboard.press("t")

@@ -139,6 +139,16 @@ def test_record_rewards_and_history(store, make_traj):
         store.record_rewards("missing", {"total": 1.0}, spec_name="x")
 
 
+def test_the_same_rewards_recorded_again_without_who_or_why_complete_the_last_entry(store, make_traj):
+    traj = make_traj(2, reward=1.0)
+    store.write(traj)  # history: the rollout's own entry
+    store.record_rewards(traj.id, traj.rewards, spec_name="em", spec_json='{"spec": "em"}', provenance={"run": 3})
+    [entry] = store.reward_records(traj.id)  # no duplicate row without author or reason
+    assert (entry["author"], entry["spec_json"], entry["provenance"]) == ("rollout", '{"spec": "em"}', {"run": 3})
+    store.record_rewards(traj.id, traj.rewards, spec_name="em", provenance={"author": "bob", "reason": "checked"})
+    assert [r["author"] for r in store.reward_records(traj.id)] == ["rollout", "bob"]  # who and why: a new entry
+
+
 def test_lineage_children_and_origin(store, make_traj):
     proposer = make_traj(0, role="proposer")
     solvers = [make_traj(i, origin=proposer.id) for i in range(1, 4)]

@@ -125,3 +125,8 @@ def test_arbitrary_text_is_found_and_never_raises(fuzz_store, text, field, n):
     if safe_text(text).strip():
         assert f"traj-{n}" in found
     assert ids(fuzz_store, text + " zzqqxx") == [] or "zzqqxx" in text.lower()
+
+
+def test_a_megabyte_of_output_is_indexed_whole(searchable):
+    searchable.write(traj(7, output="lorem ipsum " * 90_000 + "needle at the very end\x00"))
+    assert ids(searchable, "needle lorem") == ["traj-7"] and ids(searchable, "\x00") == ["traj-7"]

@@ -77,3 +77,14 @@ def test_a_run_without_step_records_still_gets_its_groups(tmp_path, make_traj):
     [group] = viewer.groups(step=3).to_dict("records")
     assert group["rollouts"] == 3 and group["advantages"] is None and "not recorded" in group["note"]
     assert viewer.detail["group"]["rewards"] == [1.0, 1.0, 0.0]
+
+
+def test_one_prompts_rollouts_across_training_steps(tmp_path, make_traj):
+    with Store(tmp_path) as store:
+        store.write_many(rollouts(make_traj, 0, {7: [0.0, 0.0]}) + rollouts(make_traj, 4, {7: [1.0, 0.0]}))
+    viewer = TrajectoryViewer(tmp_path)
+    across = viewer.across_steps("task-7")
+    assert across.step.tolist() == [0, 4] and across["mean"].tolist() == [0.0, 0.5]
+    assert across.rollouts.tolist() == [2, 2] and across.answers[1] == ["Founder 7", "Founder 7"]
+    viewer.select("s4-t7-r0")
+    assert [r["step"] for r in viewer.detail["group"]["across_steps"]] == [0, 4]

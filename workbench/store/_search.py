@@ -46,13 +46,21 @@ _SYMBOL_MARK = "\u00b7"  # not a word character, and non-ASCII: `ascii` keeps it
 
 def words(text: str) -> list[str]:
     """The distinct words of `text`, lower-cased, in first-seen order."""
-    return list(dict.fromkeys(_WORD.findall(safe_text(text).lower())))
+    return _words(safe_text(text).lower())
 
 
 def symbols(text: str) -> list[str]:
     """The symbol tokens of `text`: one per distinct character that is neither a word character
     nor white space, in code point order."""
-    found = sorted(c for c in set(safe_text(text).lower()) if not c.isspace() and not _WORD.match(c))
+    return _symbols(set(safe_text(text).lower()))
+
+
+def _words(lowered: str) -> list[str]:
+    return list(dict.fromkeys(_WORD.findall(lowered)))
+
+
+def _symbols(chars: set[str]) -> list[str]:
+    found = sorted(c for c in chars if not c.isspace() and not _WORD.match(c))
     return [f"{_SYMBOL_MARK}{ord(c):x}" for c in found]
 
 
@@ -90,9 +98,9 @@ def _parts(data: dict[str, Any]) -> dict[str, list[Any]]:
 
 def document(data: dict[str, Any]) -> tuple[str, ...]:
     """One index row's column values (`FTS_COLUMNS` order) for a trajectory's `to_dict()`."""
-    texts = {name: "\n".join(str(t) for t in values if t) for name, values in _parts(data).items()}
-    row = [" ".join(words(texts[name])) for name in FTS_COLUMNS[:-1]]
-    return (*row, " ".join(symbols("\n".join(texts.values()))))
+    lowered = {name: safe_text("\n".join(str(t) for t in values if t)).lower() for name, values in _parts(data).items()}
+    row = [" ".join(_words(lowered[name])) for name in FTS_COLUMNS[:-1]]
+    return (*row, " ".join(_symbols(set().union(*lowered.values()))))
 
 
 def has_index(conn: sqlite3.Connection, schema: str = "main") -> bool:

@@ -280,7 +280,9 @@ class Store:
     ) -> None:
         """Make `rewards` the trajectory's current rewards and append them to its history.
 
-        `provenance` is e.g. {"author": "alice", "reason": "f1 instead of EM"}; other keys kept."""
+        `provenance` is e.g. {"author": "alice", "reason": "f1 instead of EM"}; other keys kept. The
+        same rewards under the same spec as the last entry, with no author or reason, complete that
+        entry (its spec JSON, the other keys) instead of repeating it."""
         prov = safe_json(dict(provenance or {}))
         traj_id, spec_name = _safe(traj_id), _safe(spec_name)
         if not isinstance(spec_json, (str, type(None))):
@@ -288,6 +290,7 @@ class Store:
         spec_json = _safe(spec_json)
         rewards_json = json.dumps({safe_text(str(k)): float(v) for k, v in rewards.items()})
         total = rewards.get("total")
+        author, reason = prov.pop("author", None), prov.pop("reason", None)
         with self._transaction() as conn:
             cur = conn.execute(
                 "UPDATE trajectories SET reward = ?, rewards_json = ?, reward_spec = ? WHERE id = ?",
@@ -295,6 +298,18 @@ class Store:
             )
             if cur.rowcount == 0:
                 raise StoreError(f"no trajectory {traj_id!r} in {self.path}; write it before recording rewards")
+            last = conn.execute(
+                "SELECT seq, spec_name, rewards_json FROM rewards_history WHERE trajectory_id = ? "
+                "ORDER BY seq DESC LIMIT 1",
+                (traj_id,),
+            ).fetchone()
+            if last is not None and last[1:] == (spec_name, rewards_json) and author is None and reason is None:
+                # the same assignment again, with nothing to say who or why: completes the last row
+                conn.execute(
+                    "UPDATE rewards_history SET spec_json = COALESCE(?, spec_json), provenance_json = ? WHERE seq = ?",
+                    (spec_json, json.dumps(prov, default=str), last[0]),
+                )
+                return
             conn.execute(
                 HISTORY_INSERT,
                 (
@@ -304,8 +319,8 @@ class Store:
                     rewards_json,
                     total,
                     time.time(),
-                    prov.pop("author", None),
-                    prov.pop("reason", None),
+                    author,
+                    reason,
                     json.dumps(prov, default=str),
                 ),
             )
@@ -374,8 +389,13 @@ class Store:
             )
 
     def events(self, run_id: str | None = None, kind: str | None = None) -> pd.DataFrame:
+        """The run's events, oldest first (run_id, kind, trajectory_id, payload, time)."""
         import pandas as pd
 
+        return pd.DataFrame(self.event_records(run_id, kind), columns=list(_EVENT_COLUMNS))
+
+    def event_records(self, run_id: str | None = None, kind: str | None = None) -> list[dict[str, Any]]:
+        """`events` as plain dicts (no pandas), payloads decoded."""
         clause, params = _simple_where(run_id=run_id, kind=kind)
         rows = (
             self._conn()
@@ -384,9 +404,10 @@ class Store:
             )
             .fetchall()
         )
-        df = pd.DataFrame(rows, columns=["run_id", "kind", "trajectory_id", "payload", "time"])
-        df["payload"] = [json.loads(p) for p in df["payload"]]
-        return df
+        records = [dict(zip(_EVENT_COLUMNS, row, strict=True)) for row in rows]
+        for r in records:
+            r["payload"] = json.loads(r["payload"])
+        return records
 
     # -- export ----------------------------------------------------------------------------
     def export_jsonl(self, path: str | os.PathLike[str], **filters: Any) -> int:
@@ -408,6 +429,7 @@ class Store:
         return to_dataset(self, **filters)
 
 
+_EVENT_COLUMNS = ("run_id", "kind", "trajectory_id", "payload", "time")
 _HISTORY_COLUMNS = (
     "trajectory_id",
     "spec_name",

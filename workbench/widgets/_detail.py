@@ -124,7 +124,9 @@ def _logprob_note(kind: str, stored: list[float], n: int) -> str:
     if not stored:
         return "no logprobs stored for this turn"
     zeros = sum(lp == 0.0 for lp in stored)
-    note = f"{kind} logprobs, as the policy recorded them"
+    note = "as the policy recorded them"
+    if kind == "unknown":
+        note = "the policy did not say whether these are the model's raw logprobs or processed ones"
     if zeros:
         note += (
             f"; {zeros} of {n} are exactly 0.0 (p = 1): the model was certain, or a sampling filter "

@@ -137,22 +137,20 @@ def _from_lineage(trajs: list[Trajectory], step: int, starts: list[tuple[float, 
     ]
 
 
-def iteration_starts(store: Store, events: pd.DataFrame | None = None) -> list[tuple[float, Any]]:
+def iteration_starts(store: Store, events: list[dict[str, Any]] | None = None) -> list[tuple[float, Any]]:
     """(time, iteration) of each `iteration_start` event, oldest first."""
-    events = store.events(kind="iteration_start") if events is None else events
-    return [
-        (float(e.time), (e.payload or {}).get("iteration")) for e in events.itertuples() if e.kind == "iteration_start"
-    ]
+    events = store.event_records(kind="iteration_start") if events is None else events
+    return [(float(e["time"]), (e["payload"] or {}).get("iteration")) for e in events if e["kind"] == "iteration_start"]
 
 
 def _records(store: Store, step: int) -> tuple[list[tuple[float, Any]], list[tuple[str, float, dict[str, Any]]]]:
     """(iteration starts, this step's `advantages` / `dropped_groups` records as (kind, time, payload))."""
-    events = store.events()
+    events = store.event_records()
     starts = iteration_starts(store, events)
     mine = [
-        (str(e.kind), float(e.time), e.payload)
-        for e in events.itertuples()
-        if e.kind in ("advantages", "dropped_groups") and (e.payload or {}).get("step") == step
+        (str(e["kind"]), float(e["time"]), e["payload"])
+        for e in events
+        if e["kind"] in ("advantages", "dropped_groups") and (e["payload"] or {}).get("step") == step
     ]
     return starts, mine
 
@@ -163,6 +161,11 @@ def step_groups(store: Store, step: int, iteration: Any = None, trajs: list[Traj
     every trajectory in the store)."""
     import pandas as pd
 
+    return pd.DataFrame(_step_group_rows(store, step, iteration, trajs), columns=list(GROUP_COLUMNS))
+
+
+def _step_group_rows(store: Store, step: int, iteration: Any, trajs: list[Trajectory] | None) -> list[dict[str, Any]]:
+    """`step_groups` as plain dicts (no pandas: the viewer's detail uses them)."""
     starts, records = _records(store, step)
     groups: list[dict[str, Any]] = []
     for kind, when, payload in records:
@@ -173,7 +176,38 @@ def step_groups(store: Store, step: int, iteration: Any = None, trajs: list[Traj
     if iteration is not None:
         groups = [g for g in groups if g["iteration"] == iteration]
     groups.sort(key=lambda g: g["dropped"])
-    return pd.DataFrame(groups, columns=list(GROUP_COLUMNS))
+    return groups
+
+
+ACROSS_COLUMNS = ("iteration", "step", "rollouts", "mean", "rewards", "answers", "trajectory_ids")
+
+
+def across_steps(store: Store, task_id: str, trajs: list[Trajectory] | None = None) -> pd.DataFrame:
+    """One prompt's rollouts at every training step that drew it, oldest first: watch its answers
+    and rewards change as training goes (`trajs`: that task's trajectories, if already read)."""
+    import pandas as pd
+
+    return pd.DataFrame(_across_rows(store, task_id, trajs), columns=list(ACROSS_COLUMNS))
+
+
+def _across_rows(store: Store, task_id: str, trajs: list[Trajectory] | None) -> list[dict[str, Any]]:
+    """`across_steps` as plain dicts."""
+    if trajs is None:
+        trajs = list(store.iter_trajectories(task_id=task_id))
+    starts = iteration_starts(store)
+    steps: dict[tuple[Any, int], list[Trajectory]] = {}
+    for t in sorted(trajs, key=lambda t: t.started_at):
+        step = (t.lineage or {}).get("train_step")
+        if step is not None:
+            steps.setdefault((iteration_at(starts, t.started_at), int(step)), []).append(t)
+    rows = []
+    for (iteration, step), members in steps.items():
+        rewards = [t.reward for t in members]
+        scored = [float(r) for r in rewards if r is not None]
+        values = (iteration, step, len(members), statistics.fmean(scored) if scored else None, rewards,
+                  [t.final_answer for t in members], [t.id for t in members])  # fmt: skip
+        rows.append(dict(zip(ACROSS_COLUMNS, values, strict=True)))
+    return rows
 
 
 def group_of(store: Store, traj: Trajectory) -> dict[str, Any] | None:
@@ -183,8 +217,14 @@ def group_of(store: Store, traj: Trajectory) -> dict[str, Any] | None:
     if step is None:
         return None
     same_task = [store.get(i) for i in store.columns(("id",), task_id=traj.task.id)["id"]]
-    df = step_groups(store, int(step), trajs=same_task)
-    mine = [g for g in df.to_dict("records") if traj.id in g["trajectory_ids"] and not g["dropped"]]
+    groups = _step_group_rows(store, int(step), None, same_task)
+    mine = [g for g in groups if traj.id in g["trajectory_ids"] and not g["dropped"]]
     if not mine:
         return None
-    return {**mine[0], "dropped_groups": int(df["dropped"].sum()), "me": traj.id}
+    dropped = sum(g["dropped"] for g in groups)
+    return {
+        **mine[0],
+        "dropped_groups": dropped,
+        "me": traj.id,
+        "across_steps": _across_rows(store, traj.task.id, same_task),
+    }

@@ -239,7 +239,7 @@ def header_html(traj: Trajectory) -> str:
     policy = lineage.get("policy")
     bits = [badge(traj.role, "#0969da"), badge(traj.termination or "running", "#6e7781")]
     if traj.hops is not None:
-        bits.append(badge(f"{traj.hops} hops", "#8250df"))
+        bits.append(badge(f"{traj.hops} hop{'' if traj.hops == 1 else 's'}", "#8250df"))
     if policy:
         bits.append(
             badge(

@@ -6,9 +6,9 @@
 Where it looks, in order: the policy's `model_path` and the trajectory's `checkpoint` (its
 lineage; as written, then against the run directory and its parent), then model directories in
 the run (up to three levels down: an evolve run's `iter_0/solver/final`) and beside it (the
-demo's `runs/demo/final_model`). A directory counts when it holds `tokenizer.json` or
-`tokenizer_config.json`; it is loaded with `local_files_only=True`, and a tokenizer too small for
-the ids it is asked to decode is not used (a view with ids beats one with wrong words).
+demo's `runs/demo/final_model`). A directory counts when it holds `tokenizer.json`, read with the
+`tokenizers` library (no network, no transformers import); a tokenizer too small for the ids it is
+asked to decode is not used (a view with ids beats one with wrong words).
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from workbench.trajectory import Trajectory
 if TYPE_CHECKING:
     from workbench.store import Store
 
-_FILES = ("tokenizer.json", "tokenizer_config.json")
+_FILE = "tokenizer.json"  # what every fast (Rust) Hugging Face tokenizer saves
 _DEPTHS = ("", "*/", "*/*/", "*/*/*/")
 
 
 class Decoder(Protocol):
-    """What decoding needs of a Hugging Face tokenizer."""
+    """What decoding needs of a tokenizer (a Hugging Face tokenizer has it)."""
 
     def decode(self, token_ids: list[int]) -> str: ...
 
@@ -37,20 +37,23 @@ class Decoder(Protocol):
 
 @dataclass(frozen=True)
 class LocalTokenizer:
-    """A tokenizer loaded from a local model directory (`source`)."""
+    """A `tokenizer.json` loaded with the `tokenizers` library (fast to import: opening a viewer
+    never waits for transformers), from the model directory `source`."""
 
-    tokenizer: Decoder
+    tokenizer: Any  # tokenizers.Tokenizer
     source: str
 
     def decode(self, token_ids: list[int]) -> str:
-        return self.tokenizer.decode(token_ids)
+        text: str = self.tokenizer.decode(token_ids, skip_special_tokens=False)
+        return text
 
     def __len__(self) -> int:
-        return len(self.tokenizer)
+        size: int = self.tokenizer.get_vocab_size(with_added_tokens=True)
+        return size
 
     def covers(self, ids: list[int]) -> bool:
         """Every id is in its vocabulary."""
-        return all(0 <= i < len(self.tokenizer) for i in ids)
+        return all(0 <= i < len(self) for i in ids)
 
 
 def _lineage_paths(traj: Trajectory) -> list[str]:
@@ -72,20 +75,18 @@ def _candidates(run_dir: str, lineage_paths: tuple[str, ...]) -> list[Path]:
     found = [base / p for p in lineage_paths for base in (Path(), run, run.parent)]
     for root, depths in ((run, _DEPTHS), (run.parent, ("*/",))):
         for depth in depths:
-            for name in _FILES:
-                found += sorted(p.parent for p in root.glob(depth + name))
-    return list(dict.fromkeys(p for p in found if any((p / name).is_file() for name in _FILES)))
+            found += sorted(p.parent for p in root.glob(depth + _FILE))
+    return list(dict.fromkeys(p for p in found if (p / _FILE).is_file()))
 
 
 @functools.lru_cache(maxsize=8)
 def _load(directory: str) -> LocalTokenizer | None:
     try:
-        from transformers import AutoTokenizer
+        from tokenizers import Tokenizer
 
-        tokenizer: Any = AutoTokenizer.from_pretrained(directory, local_files_only=True)
+        return LocalTokenizer(Tokenizer.from_file(str(Path(directory) / _FILE)), directory)
     except Exception:  # not a loadable tokenizer after all: try the next directory
         return None
-    return LocalTokenizer(tokenizer, directory)
 
 
 def find_tokenizer(store: Store, traj: Trajectory) -> LocalTokenizer | None:

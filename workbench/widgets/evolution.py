@@ -288,7 +288,8 @@ class EvolutionDashboard(w.VBox):
 
         ids = trajectories_behind(self.store, figure, iteration, hops)
         what = "solver attempts" if figure == "solver_pass_rate" else "proposers"
-        label = f"{figure.replace('_', ' ')} · iteration {iteration} · {hops} hops: {len(ids)} {what}"
+        hop_count = f"{hops} hop{'' if hops == 1 else 's'}"
+        label = f"{figure.replace('_', ' ')} · iteration {iteration} · {hop_count}: {len(ids)} {what}"
         if self.viewer is None:
             self.viewer = TrajectoryViewer(self.store)
             self.viewer_box.children = [self.viewer]

@@ -62,7 +62,8 @@ _BOOT = """
       if (!Array.isArray(c) || c.length !== 2) return;
       const key = `${name}|${c[0]}|${c[1]}`;
       if (!data.links[key]) return;
-      model.send({ action: "link", key, label: `${name.replace(/_/g, " ")} · iteration ${c[0]} · ${c[1]} hops` });
+      const hopCount = `${c[1]} hop${c[1] === 1 ? "" : "s"}`;
+      model.send({ action: "link", key, label: `${name.replace(/_/g, " ")} · iteration ${c[0]} · ${hopCount}` });
       document.getElementById("wb-viewer").scrollIntoView();
     };
     for (const fig of section.figures) fig.layout.template = data.template;  // shipped once

@@ -10,6 +10,7 @@ turns, tokens, rewards and links beside it (an anywidget; its front end is stati
     viewer.goto_origin(); viewer.go_back()         # solver attempt <-> the proposer that asked
     viewer.compare(id_a, id_b)                     # side by side, first divergent turn marked
     viewer.groups(step=2)                          # GRPO groups of a step: rewards, advantages, drops
+    viewer.across_steps("task-7")                  # one prompt's rollouts at each training step
     viewer.show_ids(ids, "hop 3 at iteration 1")   # what a dashboard click does
     ticker = viewer.auto_refresh(5)                # re-read the store every 5 s; ticker.stop()
 
@@ -36,7 +37,7 @@ from workbench.errors import ConfigError, StoreError
 from workbench.trajectory import Trajectory
 from workbench.widgets import _table
 from workbench.widgets._detail import first_divergence, trajectory_detail
-from workbench.widgets._groups import step_groups
+from workbench.widgets._groups import across_steps, step_groups
 from workbench.widgets._safe import finite
 from workbench.widgets._source import Ticker, open_store, restart_ticker
 from workbench.widgets._static import bundle, css
@@ -152,6 +153,11 @@ class TrajectoryViewer(anywidget.AnyWidget):
         sampling dropped (`dropped` True). Steps restart per evolve iteration: pass `iteration`
         to keep one."""
         return step_groups(self.store, int(step), iteration)
+
+    def across_steps(self, task_id: str) -> pd.DataFrame:
+        """One prompt's rollouts at each training step that drew it (iteration, step, rollouts,
+        mean, rewards, answers, trajectory_ids), oldest first."""
+        return across_steps(self.store, task_id)
 
     def show_ids(self, ids: list[str], label: str = "") -> None:
         """Show only `ids` (e.g. the trajectories behind a dashboard point), labelled."""

@@ -23,5 +23,12 @@ function groupView(d, pick) {
           h("td", { text: g.kept ? (g.kept[i] ? "yes" : "dropped") : "yes" }),
           h("td", { text: g.answers[i] ?? "—" })))),
       g.note ? h("div", { class: "wb-muted", text: g.note }) : null,
-      h("div", { class: "wb-muted", text: `${g.dropped_groups} group${g.dropped_groups === 1 ? "" : "s"} dropped by dynamic sampling at this step · viewer.groups(step=${g.step}) lists them all` })));
+      h("div", { class: "wb-muted", text: `${g.dropped_groups} group${g.dropped_groups === 1 ? "" : "s"} dropped by dynamic sampling at this step · viewer.groups(step=${g.step}) lists them all` })),
+    section("this prompt at each training step that drew it", "across",
+      h("table", { class: "wb-table wb-across-table" },
+        h("tr", {}, ["iteration", "step", "rollouts", "mean reward", "answers"].map((t) => h("th", { text: t }))),
+        (g.across_steps || []).map((r) => h("tr", { class: r.step === g.step && r.trajectory_ids.includes(g.me) ? "wb-group-me" : "" },
+          h("td", { text: r.iteration ?? "—" }), h("td", { text: r.step }), h("td", { text: r.rollouts }),
+          h("td", { style: { background: rewardColour(r.mean) }, text: fmt(r.mean, 3) }),
+          h("td", { text: r.answers.map((a, i) => `${a ?? "—"} (${fmt(r.rewards[i])})`).join(" · ") }))))));
 }

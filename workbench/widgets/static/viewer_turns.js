@@ -12,7 +12,7 @@ function outputPart(p) {
 function toolCall(c) {
   return h("div", { class: "wb-tool" + (c.error ? " wb-tool-error" : "") },
     h("code", { class: "wb-tool-sig", text: `${c.name}(${c.args})` }),
-    h("span", { class: "wb-muted", text: ` ${fmt(c.ms, 3)} ms` }),
+    h("span", { class: "wb-muted", text: ` ${fmt(c.ms, 3)}\u00a0ms` }),  // a no-break space: "72.4 ms" never wraps
     c.error ? h("pre", { class: "wb-pre wb-err", text: c.error }) : h("pre", { class: "wb-pre wb-tool-result", text: c.result }));
 }
 
