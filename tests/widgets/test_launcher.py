@@ -81,6 +81,7 @@ def tiny_inputs(tmp_path_factory):
 
 @pytest.mark.slow
 def test_launch_shows_live_curves_and_stops(tiny_inputs, tmp_path):
+    """An asynchronous run launched from the form: reward and staleness curves appear live, then it stops."""
     root, model = tiny_inputs
     ui = TrainingLauncher(
         model_path=str(model),
@@ -94,6 +95,8 @@ def test_launch_shows_live_curves_and_stops(tiny_inputs, tmp_path):
         max_turns=2,
         max_turn_tokens=12,
         max_completion_length=64,
+        async_rollouts=True,
+        max_staleness=1,
         refresh_s=0.5,
     )
     handle = ui.launch()
@@ -104,7 +107,9 @@ def test_launch_shows_live_curves_and_stops(tiny_inputs, tmp_path):
         if "reward" in names and len(ui.curves.figure.data[0].x) >= 1:
             break
         time.sleep(0.5)
-    assert "reward" in {t.name for t in ui.curves.figure.data}, handle.log_tail()
+    assert {"reward", "async/staleness/mean", "async/trainer_wait_s"} <= {t.name for t in ui.curves.figure.data}, (
+        handle.log_tail()
+    )
     assert "latest trajectories" in ui.samples_view.value
     ui.stop_button.click()
     assert handle.status == "stopped", handle.log_tail()

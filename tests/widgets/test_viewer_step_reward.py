@@ -22,3 +22,20 @@ def test_turns_carry_their_reward(tmp_path):
     assert viewer.detail["steps"][0]["reward"] == 0.1
     viewer.select(plain.id)
     assert viewer.detail["steps"][0]["reward"] is None
+
+
+def test_turns_carry_the_policy_version_that_sampled_them(tmp_path):
+    """Asynchronous RL stamps each turn with its policy version (an episode may span two); the detail carries
+    it for the turn's badge, and a synchronous run's turns carry none."""
+    async_traj = Trajectory(
+        task=Task("q1", "Capital?", ["paris"], {"hops": 1}),
+        steps=[Step(0, "<code>1</code>", policy_version=3), Step(1, "<code>2</code>", policy_version=4)],
+    )
+    sync_traj = Trajectory(task=Task("q2", "Capital?", ["paris"], {"hops": 1}), steps=[Step(0, "<code>1</code>")])
+    with Store(tmp_path) as store:
+        store.write_many([async_traj, sync_traj])
+    viewer = TrajectoryViewer(tmp_path)
+    viewer.select(async_traj.id)
+    assert [s["version"] for s in viewer.detail["steps"]] == [3, 4]
+    viewer.select(sync_traj.id)
+    assert viewer.detail["steps"][0]["version"] is None

@@ -191,6 +191,7 @@ def step_detail(traj: Trajectory, index: int, tokenizer: Decoder | None = None) 
         ],
         "flags": list(step.format_flags),
         "reward": step.reward,
+        "version": step.policy_version,  # the policy version that sampled the turn (asynchronous RL), else None
         "finish": step.finish_reason,
         "stats": {
             "completion tokens": len(step.completion_ids),

@@ -48,8 +48,12 @@ MAIN_FIELDS = (
     "learning_rate",
     "max_turns",
     "max_completion_length",
+    "async_rollouts",
+    "max_staleness",
 )
 CURVES = ("reward", "loss", "entropy", "completions/mean_length", "kl", "learning_rate")
+# asynchronous RL: how stale the trained groups were, and the trainer's wait against the producer's
+ASYNC_CURVES = ("async/staleness/mean", "async/trainer_wait_s", "async/producer_blocked_s")
 INPUT_PATHS = ("model_path", "tasks_path", "corpus_path")  # read by the run: checked before launch
 
 
@@ -229,7 +233,7 @@ class TrainingLauncher(w.VBox):
                 return "not started"
             status = self.handle.status
             metrics = self.metrics()
-            names = [n for n in CURVES if n in set(metrics["name"])]
+            names = [n for n in (*CURVES, *ASYNC_CURVES) if n in set(metrics["name"])]
             self.curves.update(_figures.metric_curves(metrics, names, title="training"))
             last = int(metrics["step"].max()) if len(metrics) else 0
             colour = {"failed": "#cf222e", "finished": "#1a7f37", "stopped": "#9a6700"}.get(status, "")

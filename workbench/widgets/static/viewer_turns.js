@@ -31,6 +31,7 @@ function turnCard(s, current, onPick) {
     h("b", { text: `turn ${s.index + 1}` }),
     s.reward !== null && s.reward !== undefined ? h("span", { class: "wb-turn-reward", style: { background: rewardColour(s.reward) }, text: `reward ${fmt(s.reward)}` }) : null,
     s.finish ? badge(s.finish, "plain") : null,
+    s.version !== null && s.version !== undefined ? badge(`policy v${s.version}`, "plain") : null,
     s.flags.map((f) => badge(f, "bad")),
     s.timed_out ? badge("timed out", "bad") : null,
     h("span", { class: "wb-muted wb-turn-stats", text: stats }));
