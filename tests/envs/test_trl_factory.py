@@ -5,11 +5,11 @@ model resets one kernel per generation, with every kernel given back afterwards.
 from __future__ import annotations
 
 import inspect
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kernel_procs import kernels_left
 
 from workbench.agent.config import AgentConfig
 from workbench.envs import EpisodeHost
@@ -127,17 +127,4 @@ def test_a_grpo_step_with_environment_factory(tool_env: type[NBAgentToolEnv], tm
     assert host is not None
     tool_env.close_all()
     assert host.stats() == {"warm": 0, "in_use": 0, "started": 0}
-    assert not [p for p in Path("/proc").glob("[0-9]*") if _is_our_kernel(p)]
-
-
-def _is_our_kernel(proc: Path) -> bool:
-    """A bwrap child of this test process still running (every kernel should be gone). The zygote of
-    the sandbox profile (`workbench.kernel.zygote`) is not a kernel: it lives, kernel-less, as long as
-    this process, to fork the next ones."""
-    try:
-        status = (proc / "status").read_text()
-        cmdline = (proc / "cmdline").read_bytes()
-    except OSError:
-        return False
-    zygote = b"workbench.kernel.zygote_main" in cmdline
-    return b"bwrap" in cmdline and not zygote and f"PPid:\t{os.getpid()}\n" in status
+    assert kernels_left() == []

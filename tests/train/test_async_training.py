@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from kernel_procs import kernels_left
 from test_trainer import make, snapshot, spread_reward
 
 from workbench.errors import ConfigError, TrainingError
@@ -316,3 +317,4 @@ def test_nbagent_episodes_in_real_kernels_train_asynchronously(tmp_path, tiny, t
     assert max(r["async/staleness/max"] for r in rows) <= 2 and all(r["async/groups_dropped"] == 0 for r in rows)
     assert all(s.policy_version is not None for t in trainer.last_trajectories for s in t.steps)
     assert all(t.termination for t in trainer.last_trajectories)
+    assert kernels_left() == []  # the producer's waves and the pool released every kernel
