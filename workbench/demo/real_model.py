@@ -85,7 +85,7 @@ class RealModelStages(Stages):
             seed=c.seed,
             agent_config=self.agent_config,
         )
-        self.out(f"  {len(data)} SFT sequences, {len(losses)} steps, loss {losses[0]:.3f} → {losses[-1]:.4f}")
+        self.out(f"  {len(data)} SFT episodes, {len(losses)} steps, loss {losses[0]:.3f} → {losses[-1]:.4f}")
         if c.sft_lora_r:
             model = model.merge_and_unload()  # a plain model: GRPO and evaluation see no adapter
         model.save_pretrained(path)
