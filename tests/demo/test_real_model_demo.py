@@ -11,6 +11,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.timeout(1800)  # every stage with the real 135M model and real kernels: minutes on a busy machine
 def test_smollm2_demo_runs_every_stage_on_one_held_out_set(smollm2_models_root, tmp_path, monkeypatch):
     from safetensors.torch import load_file
 
@@ -35,7 +36,7 @@ def test_smollm2_demo_runs_every_stage_on_one_held_out_set(smollm2_models_root, 
     assert list(summary["stages"]) == ["eval_zero_shot", "eval_sft", "eval_final"]
     assert summary["stages"]["eval_final"][-1]["hops"] == "all" and summary["evolution"]
     assert any("interval" in line or "points [" in line for line in lines)
-    assert any("1 GRPO steps on 2 questions" in line for line in lines)  # the solver's update ran
+    assert any(" 1 GRPO steps on " in line for line in lines)  # the solver's update ran
     # SFT moved the weights (a GRPO step may not: with equal rewards in a group its advantages are 0)
     base = load_file(smollm2_models_root / "smollm2-135m-instruct" / "model.safetensors")
     [sft_dir] = (run_dir / "cache").glob("sft-*")

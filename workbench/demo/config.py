@@ -162,17 +162,17 @@ FAST_SMOLLM2: dict[str, Any] = dict(
     SMOLLM2,
     teacher_tasks=4,
     iterations=1,
-    proposer_prompts=2,
+    proposer_prompts=3,
     solver_attempts=1,
     rl_steps_per_iteration=1,
     rl_questions_per_step=2,
     rl_generations=2,
     eval_tasks=2,
     concurrency=4,
-    max_steps=3,
+    max_steps=2,
     max_new_tokens=280,
 )
 """A smoke run of `--model smollm2` (tests): 2 held-out questions, 4 teacher episodes, one GRPO step;
-turns of 280 tokens (the teacher's first cell is 262 in SmolLM2's tokens), 3 per episode."""
+turns of 280 tokens (the teacher's first cell is 262 in SmolLM2's tokens), 2 per episode."""
 
 __all__ = ["FAST", "FAST_LEARNED", "FAST_SMOLLM2", "SMOLLM2", "DemoConfig"]
