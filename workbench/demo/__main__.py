@@ -1,5 +1,5 @@
 """`python -m workbench.demo [--run-dir DIR] [--seed N] [--fresh] [--fast] [--proposer scripted|learned]
-[--set FIELD=VALUE ...] [--help-config]`"""
+[--model tiny|smollm2] [--compare-sft] [--set FIELD=VALUE ...] [--help-config]`"""
 
 from __future__ import annotations
 
@@ -46,8 +46,24 @@ def main(argv: list[str] | None = None) -> int:
         default="scripted",
         help="learned: the proposer is a tiny model too (SFT on a code-style proposer teacher, then HRPO)",
     )
+    parser.add_argument(
+        "--model",
+        choices=("tiny", "smollm2"),
+        default="tiny",
+        help="smollm2: SmolLM2-135M-Instruct (embedded, converted once) instead of the tiny model, "
+        "into runs/demo_smollm2",
+    )
+    parser.add_argument(
+        "--compare-sft",
+        action="store_true",
+        help="with --model smollm2: time LoRA and full fine-tuning on a slice of the SFT data and exit",
+    )
     add_config_arguments(parser, "workbench.demo.config:DemoConfig")
     args = parser.parse_args(argv)
+    if args.model == "smollm2":
+        return real_model_main(args)
+    if args.compare_sft:
+        parser.error("--compare-sft needs --model smollm2")
     if args.proposer == "learned":
         return learned_main(args)
     cfg = DemoConfig(
@@ -66,6 +82,27 @@ def learned_main(args: argparse.Namespace) -> int:
     cfg = DemoConfig(run_dir=args.run_dir or "runs/demo_learned", seed=args.seed, **(FAST_LEARNED if args.fast else {}))
     cfg = cfg.with_overrides(args.overrides)
     run_learned_demo(cfg, fresh=args.fresh)
+    return 0
+
+
+def real_model_main(args: argparse.Namespace) -> int:
+    """`--model smollm2`: SmolLM2-135M-Instruct learns to be an NB-Agent (`workbench.demo.real_model`)."""
+    from workbench.demo import DemoConfig
+    from workbench.demo.config import FAST_SMOLLM2, SMOLLM2
+
+    if args.proposer == "learned":
+        raise SystemExit("--model smollm2 --proposer learned is not built yet; run --model smollm2 alone")
+    preset = FAST_SMOLLM2 if args.fast else SMOLLM2
+    cfg = DemoConfig(**{**preset, "run_dir": args.run_dir or preset["run_dir"]}, seed=args.seed, engine=args.engine)
+    cfg = cfg.with_overrides(args.overrides)
+    if args.compare_sft:
+        from workbench.demo.sft_choice import compare_sft
+
+        compare_sft(cfg, fresh=args.fresh)
+        return 0
+    from workbench.demo.real_model import run_real_model_demo
+
+    run_real_model_demo(cfg, fresh=args.fresh)
     return 0
 
 

@@ -33,6 +33,10 @@ class DemoConfig(Config):
     sft_copies: int = config_field(3, "Copies of each teacher episode in the SFT data.")
     sft_epochs: int = config_field(3, "SFT epochs over the teacher's episodes.")
     sft_lr: float = config_field(3e-3, "SFT learning rate.")
+    sft_batch_size: int = config_field(8, "SFT sequences per optimizer step.")
+    sft_lora_r: int = config_field(
+        0, "LoRA rank of the SFT (0: full fine-tuning); a LoRA adapter is merged into the weights after it."
+    )
     # self-evolution / RL
     iterations: int = config_field(2, "Self-evolution iterations (propose questions, then train the solver).")
     proposer_prompts: int = config_field(16, "Proposer prompts (document + hop count) per iteration.")
@@ -43,6 +47,11 @@ class DemoConfig(Config):
     rl_steps_per_iteration: int = config_field(5, "Solver GRPO steps per iteration.")
     rl_questions_per_step: int = config_field(4, "Questions per solver GRPO step.")
     rl_generations: int = config_field(4, "Rollouts per question: the solver's GRPO group size.")
+    rl_micro_batch: int = config_field(
+        0,
+        "Rows per GRPO micro-batch, a multiple of rl_generations dividing a step's rows (0: the whole step at once); "
+        "gradients accumulate over a step's micro-batches.",
+    )
     rl_lr: float = config_field(3e-4, "Solver RL learning rate.")
     rl_temperature: float = config_field(1.0, "Sampling temperature of the solver's RL rollouts.")
     rl_beta: float = config_field(
@@ -78,6 +87,12 @@ class DemoConfig(Config):
     eval_tasks: int = config_field(150, "Held-out questions of each evaluation (greedy).")
     concurrency: int = config_field(16, "Episodes at once: one batch for the policy; kernel start-up overlaps.")
     max_steps: int = config_field(6, "Agent turns per episode.")
+    max_new_tokens: int = config_field(400, "Tokens per model turn (the teacher's first cell must fit).")
+    zero_shot_steps: int = config_field(
+        2,
+        "--model smollm2: agent turns of a zero-shot episode (a turn that runs out of tokens without code does "
+        "not end an episode, so a model that rambles would use every turn's full budget).",
+    )
     torch_threads: int = config_field(2, "torch.set_num_threads for training and generation.")
     engine: Literal["transformers", "vllm"] = config_field(
         "transformers", "Generation (RL, solver attempts, evaluation): transformers | vllm."
@@ -117,4 +132,47 @@ FAST_LEARNED: dict[str, Any] = dict(
 """A smoke run of `--proposer learned`: 4 prompts over two hop counts always hold one hop group of 2;
 the solver's held-out evaluations shrink to 4 questions (the stages this run checks are the proposer's)."""
 
-__all__ = ["FAST", "FAST_LEARNED", "DemoConfig"]
+SMOLLM2: dict[str, Any] = dict(
+    run_dir="runs/demo_smollm2",
+    eval_tasks=60,
+    teacher_tasks=32,
+    sft_copies=1,
+    sft_epochs=1,
+    sft_lr=2e-4,
+    sft_batch_size=4,
+    iterations=2,
+    proposer_prompts=8,
+    solver_attempts=2,
+    rl_steps_per_iteration=3,
+    rl_questions_per_step=4,
+    rl_generations=4,
+    rl_micro_batch=4,
+    rl_lr=1e-5,
+    rl_beta=0.04,
+    concurrency=16,
+)
+"""`--model smollm2`: SmolLM2-135M-Instruct instead of the tiny model, sized for an hour on 2 CPU cores.
+SFT is one pass over 32 teacher episodes (about 75 sequences of 700-1000 tokens, ~19 steps of 4: the
+three cells are constant text; 4 rows a step, as 8 rows' logits over SmolLM2's 49k-token vocabulary
+took 11 GB), at a learning rate for pretrained weights; GRPO takes smaller steps (1e-5) with a weaker
+KL pull, in micro-batches of 4 rows (one question's group); 60 held-out questions at every stage.
+The sizes are estimates for an hour on an idle machine, not yet timed there."""
+
+FAST_SMOLLM2: dict[str, Any] = dict(
+    SMOLLM2,
+    teacher_tasks=4,
+    iterations=1,
+    proposer_prompts=3,
+    solver_attempts=2,
+    rl_steps_per_iteration=1,
+    rl_questions_per_step=2,
+    rl_generations=2,
+    eval_tasks=2,
+    concurrency=4,
+    max_steps=2,
+    max_new_tokens=280,
+)
+"""A smoke run of `--model smollm2` (tests): 2 held-out questions, 4 teacher episodes, one GRPO step;
+turns of 280 tokens (the teacher's first cell is 262 in SmolLM2's tokens), 2 per episode."""
+
+__all__ = ["FAST", "FAST_LEARNED", "FAST_SMOLLM2", "SMOLLM2", "DemoConfig"]

@@ -63,7 +63,7 @@ class Stages:
         self.agent_config = AgentConfig(
             max_steps=cfg.max_steps,
             max_context_tokens=2048,
-            max_new_tokens=400,
+            max_new_tokens=cfg.max_new_tokens,
             prompt="compact",
             temperature=0.0,
             seed=cfg.seed,

@@ -24,12 +24,15 @@ def demo_train_fn(model: Any, tokenizer: Any, cfg: DemoConfig, *, on_step: Calla
             return {"skipped": "the demo's proposer is scripted"}
         if len(req.tasks) < cfg.rl_questions_per_step:
             return {"skipped": f"only {len(req.tasks)} valid questions"}
+        rows = cfg.rl_questions_per_step * cfg.rl_generations
+        micro = cfg.rl_micro_batch or rows
         config = TrainConfig(
             output_dir=str(req.output_dir),
             run_id=req.run_id,
             estimator=req.estimator,
             num_generations=cfg.rl_generations,
-            per_device_train_batch_size=cfg.rl_questions_per_step * cfg.rl_generations,
+            per_device_train_batch_size=micro,
+            gradient_accumulation_steps=rows // micro,
             max_steps=cfg.rl_steps_per_iteration,
             learning_rate=cfg.rl_lr,
             temperature=cfg.rl_temperature,
