@@ -12,14 +12,14 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.mark.timeout(1800)  # every stage with the real 135M model and real kernels: minutes on a busy machine
-def test_smollm2_demo_runs_every_stage_on_one_held_out_set(smollm2_models_root, tmp_path, monkeypatch):
+def test_smollm2_demo_runs_every_stage_on_one_held_out_set(smollm2_models, tmp_path, monkeypatch):
     from safetensors.torch import load_file
 
     from workbench.demo import DemoConfig
     from workbench.demo.config import FAST_SMOLLM2
     from workbench.demo.real_model import run_real_model_demo
 
-    monkeypatch.setenv("WORKBENCH_MODELS_DIR", str(smollm2_models_root))
+    monkeypatch.setenv("WORKBENCH_MODELS_DIR", str(smollm2_models))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     run_dir = tmp_path / "runs" / "demo_smollm2"
     lines: list[str] = []
@@ -38,7 +38,7 @@ def test_smollm2_demo_runs_every_stage_on_one_held_out_set(smollm2_models_root, 
     assert any("interval" in line or "points [" in line for line in lines)
     assert any(" 1 GRPO steps on " in line for line in lines)  # the solver's update ran
     # SFT moved the weights (a GRPO step may not: with equal rewards in a group its advantages are 0)
-    base = load_file(smollm2_models_root / "smollm2-135m-instruct" / "model.safetensors")
+    base = load_file(smollm2_models / "smollm2-135m-instruct" / "model.safetensors")
     [sft_dir] = (run_dir / "cache").glob("sft-*")
     name = "model.layers.0.self_attn.q_proj.weight"
     assert not base[name].equal(load_file(sft_dir / "model.safetensors")[name])
