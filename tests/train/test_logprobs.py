@@ -12,7 +12,7 @@ from trl.trainer.utils import add_fused_lm_head
 
 from workbench.errors import ConfigError
 from workbench.train.config import TrainConfig
-from workbench.train.logprobs import chunked_head_supported, install_chunked_head
+from workbench.train.logprobs import chunked_head_supported, chunked_logprobs, install_chunked_head
 
 TEMPERATURE = 0.7
 KEEP = 25  # completion positions scored, as TRL's logits_to_keep
@@ -103,20 +103,28 @@ def test_heads_it_does_not_cover_keep_trl_s(tiny):
     assert install_chunked_head(model, temperature=1.0, chunk=8) is False and model.forward == forward
 
 
-def test_the_trainer_scores_through_the_chunked_head_as_trl_s_head_does(tmp_path, tiny_model_dir, tasks, retriever):
+@pytest.mark.slow
+def test_the_trainer_scores_through_the_chunked_head(tmp_path, tiny_model_dir, tasks, retriever, monkeypatch):
     from test_lora import lora_trainer
 
-    runs = {}
-    for chunk in (5, 0):
-        trainer = lora_trainer(
-            tmp_path / str(chunk), tiny_model_dir, tasks, retriever, logprob_chunk=chunk, temperature=TEMPERATURE
-        )
-        ids, attn = batch(trainer.model.config.vocab_size)
-        logp, entropy, _ = trainer._get_per_token_logps_and_entropies(
-            trainer.model, ids, attn, KEEP, compute_entropy=True
-        )
-        runs[chunk] = (logp, entropy)
-    torch.testing.assert_close(runs[5], runs[0], atol=1e-5, rtol=0)
+    from workbench.train import logprobs
+
+    chunks: list[int] = []
+
+    def counted(hidden, *args):
+        chunks.append(args[-1])
+        return chunked_logprobs(hidden, *args)
+
+    monkeypatch.setattr(logprobs, "chunked_logprobs", counted)
+    trainer = lora_trainer(tmp_path, tiny_model_dir, tasks, retriever, logprob_chunk=5, temperature=TEMPERATURE)
+    ids, attn = batch(trainer.model.config.vocab_size)
+    mask = attn[:, -KEEP:].bool()
+    logp, entropy, _ = trainer._get_per_token_logps_and_entropies(trainer.model, ids, attn, KEEP, compute_entropy=True)
+    assert chunks == [5]  # one pass, through this head, in chunks of logprob_chunk positions
+    want_logp, want_entropy = plain(trainer.model, ids, attn)
+    torch.testing.assert_close(logp[mask], want_logp[mask], atol=1e-5, rtol=0)
+    torch.testing.assert_close(entropy[mask], want_entropy[mask], atol=1e-5, rtol=0)
+    assert not logp[~mask].any()  # padding is not scored
 
 
 def test_logprob_chunk_must_not_be_negative():
