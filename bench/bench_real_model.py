@@ -200,6 +200,40 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def head_figures(path: Path, positions: int, repeats: int) -> None:
+    """The loss pass's head alone, forward and backward over `positions` hidden states of the model's width
+    into its vocabulary: the chunked head (`logprob_chunk` 256) vs TRL's fused head, alternated in one process
+    (median of `repeats` each). The chunked head also skips prompt and padding positions; this compares equal work."""
+    import statistics
+
+    import torch
+    from transformers import AutoConfig
+    from trl.kernels import ChunkedLogProbFunction
+
+    from workbench.train.logprobs import chunked_logprobs
+
+    config = AutoConfig.from_pretrained(path)
+    gen = torch.Generator().manual_seed(0)
+    weight = (torch.randn(config.vocab_size, config.hidden_size, generator=gen) * 0.02).requires_grad_()
+    hidden = torch.randn(positions, config.hidden_size, generator=gen).requires_grad_()
+    labels = torch.randint(0, config.vocab_size, (positions,), generator=gen)
+
+    def trl_head() -> tuple:
+        return ChunkedLogProbFunction.apply(hidden, weight, None, labels, 1.0, 32768, None, 1.0, ("entropy",))[:2]
+
+    heads = {"trl": trl_head, "chunked": lambda: chunked_logprobs(hidden, weight, None, labels, 1.0, CHUNK)}
+    times: dict[str, list[float]] = {name: [] for name in heads}
+    for _ in range(repeats):
+        for name, head in heads.items():
+            t = time.perf_counter()
+            logp, entropy = head()
+            (logp.sum() + 0.01 * entropy.sum()).backward()
+            times[name].append(time.perf_counter() - t)
+    trl, mine = statistics.median(times["trl"]), statistics.median(times["chunked"])
+    figure(f"TRL's fused head: {positions} positions fwd+bwd", trl, "s")
+    figure(f"chunked head {CHUNK}: same", mine, "s", baseline=trl)
+
+
 def training_figures(path: Path, episodes_file: Path, tmp: Path, gc: bool) -> None:
     n_tasks = len({json.loads(line)["task"]["id"] for line in episodes_file.read_text().splitlines()})
     batch = 2 * min(n_tasks, 4)  # 2 rollouts each of up to 4 recorded tasks
@@ -276,6 +310,7 @@ def main() -> None:
             episodes_file.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in trajs))
             if args.save_episodes:
                 Path(args.save_episodes).write_text(episodes_file.read_text())
+        head_figures(path, 256 if args.smoke else 3200, 3)
         training_figures(path, episodes_file, Path(tmp), args.gradient_checkpointing)
     print(f"load avg now {os.getloadavg()[0]:.1f}", flush=True)
 
