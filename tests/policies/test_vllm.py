@@ -11,7 +11,9 @@ is marked `vllm` and runs on one xdist worker. Logprob tolerance: 1e-4 absolute
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -143,6 +145,44 @@ def test_vllm_policy_runs_sandboxed_episodes_token_exact(vllm_policy, vllm_tools
     trajectories = _episodes(vllm_policy, vllm_tools, vllm_tasks, SAMPLED)
     _assert_token_exact(vllm_policy.codec, trajectories)
     assert _ran_code(trajectories) > 0, "the model's code never reached a kernel"
+
+
+HUB_REVISION = "0123456789abcdef0123456789abcdef01234567"
+HUB_SCRIPT = """
+import asyncio, json, sys
+from workbench.policies import SamplingParams, VLLMPolicy
+
+if __name__ == "__main__":  # vLLM starts its engine with multiprocessing spawn
+    policy = VLLMPolicy(sys.argv[1], kv_cache_memory_bytes=1 << 29, seed=0)
+    prompt = json.loads(sys.argv[2])
+    [out] = asyncio.run(policy.generate([prompt], SamplingParams(max_new_tokens=12, temperature=0)))
+    policy.close()
+    print("RESULT " + json.dumps({"name": policy.name, "model_path": policy.model_path, "ids": out.token_ids}))
+"""
+
+
+def test_vllm_policy_loads_a_hub_id_from_the_cache_offline(vllm_policy, vllm_model_dir, tmp_path):
+    """`VLLMPolicy("org/agent@main")` in a fresh process, as a user's script builds one (its own engine: the
+    session's runs in this process), reads the session's model from a hub-layout cache in a temp HF_HOME with
+    HF_HUB_OFFLINE=1, and says greedily what the session's engine on the model dir says."""
+    home = tmp_path / "hf"
+    repo = home / "hub" / "models--org--agent"
+    shutil.copytree(vllm_model_dir, repo / "snapshots" / HUB_REVISION)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(HUB_REVISION)
+    script = tmp_path / "hub_policy.py"
+    script.write_text(HUB_SCRIPT)
+    prompt = vllm_policy.codec.chat([{"role": "user", "content": "What is the capital of France?"}])
+    env = {k: v for k, v in env_without_engine().items() if k not in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE")}
+    env.update(HF_HOME=str(home), HF_HUB_OFFLINE="1")
+    cmd = [sys.executable, str(script), "org/agent@main", json.dumps(prompt)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    [line] = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
+    got = json.loads(line.removeprefix("RESULT "))
+    assert (got["name"], got["model_path"]) == ("vllm:org/agent", str(repo / "snapshots" / HUB_REVISION))
+    [here] = generate(vllm_policy, [prompt], SamplingParams(max_new_tokens=12, temperature=0))
+    assert got["ids"] == here.token_ids and got["ids"]
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7, 0.0])

@@ -3,6 +3,8 @@ is the adapter disabled, and checkpoints hold the adapter alone and resume."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -10,7 +12,7 @@ from safetensors.torch import load_file
 from workbench.errors import ConfigError
 from workbench.train.config import TrainConfig
 from workbench.train.episodes import SearchR1Episodes
-from workbench.train.lora import ADAPTER_FILES, ALL_LINEAR, is_adapter_dir, lora_config
+from workbench.train.lora import ADAPTER_FILES, AGENT_SETTINGS_FILE, ALL_LINEAR, is_adapter_dir, lora_config
 from workbench.trajectory import Trajectory
 
 
@@ -178,6 +180,7 @@ def test_sft_on_a_lora_model_trains_the_adapter_alone(tmp_path, tiny_model_dir):
 
 @pytest.mark.slow
 def test_a_lora_run_ends_in_an_adapter_that_merges_into_its_base(tmp_path, tiny_model_dir, tasks, retriever):
+    """final/ and every checkpoint-N are adapters carrying the agent settings the run trained under."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from workbench.train.lora import adapter_base, merge_adapter
@@ -194,6 +197,7 @@ def test_a_lora_run_ends_in_an_adapter_that_merges_into_its_base(tmp_path, tiny_
         max_turn_tokens=16,
         lora_r=4,
         lora_alpha=8,
+        save_steps=1,
     )
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     model.config.workbench_agent = trained_under = {"prompt": "compact", "max_context_tokens": 480}
@@ -206,6 +210,9 @@ def test_a_lora_run_ends_in_an_adapter_that_merges_into_its_base(tmp_path, tiny_
     from workbench.agent.config import read_model_settings
 
     assert read_model_settings(tmp_path / "merged") == trained_under  # `eval --policy` runs it as trained
+    checkpoint = tmp_path / "run" / "checkpoint-1"
+    assert is_adapter_dir(checkpoint) and json.loads((checkpoint / AGENT_SETTINGS_FILE).read_text()) == trained_under
+    assert read_model_settings(merge_adapter(checkpoint, tmp_path / "merged-1")) == trained_under
     ids = torch.tensor([tok.encode("Paris is the capital of France.")])
     with torch.no_grad():
         assert torch.allclose(merged(ids).logits, model(ids).logits, atol=1e-5)  # `model` holds base+adapter

@@ -39,9 +39,15 @@ class AgentConfig(Config, BaseModel):
     trim: Literal["hard", "soft", "none"] = Field(
         default="hard", description="hard: keep only task + notepad; soft: drop oldest turns first; none: end instead."
     )
-    temperature: float = Field(default=1.0, ge=0, description="Sampling temperature; 0 = greedy.")
-    top_p: float = Field(default=1.0, gt=0, le=1, description="Nucleus sampling: the top tokens' probability mass.")
-    top_k: int = Field(default=0, ge=0, description="Sample among the k likeliest tokens; 0 = no cap.")
+    temperature: float | None = Field(
+        default=None, ge=0, description="Sampling temperature; 0 = greedy; None = the model's default, else 1."
+    )
+    top_p: float | None = Field(
+        default=None, gt=0, le=1, description="Nucleus sampling mass; None = the model's default, else 1."
+    )
+    top_k: int | None = Field(
+        default=None, ge=0, description="Sample among the k likeliest tokens; 0 = no cap; None = the model's default."
+    )
     seed: int | None = Field(default=None, description="Sampling seed (per episode it is offset by the task index).")
     profile: str = Field(default="default", description="Sandbox profile name or path to a TOML profile.")
     isolation: Literal["bwrap", "none"] = Field(default="bwrap", description="'none' runs kernels unsandboxed (warns).")

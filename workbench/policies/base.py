@@ -31,10 +31,14 @@ AGENT_SETTINGS_KEY = "workbench_agent"
 
 @dataclass
 class SamplingParams:
+    """How one generation samples. temperature / top_p / top_k left at None take the model's own default
+    (its `generation_config.json`), else workbench's: 1.0 / 1.0 / 0 (`SamplingDefaults.choose`); a value
+    given, even one equal to those, wins. temperature 0 = greedy, top_k 0 = off."""
+
     max_new_tokens: int = 512
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0  # 0 = off
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
     stop: list[str] = field(default_factory=list)  # generation ends after the first stop string
     seed: int | None = None
 

@@ -40,9 +40,9 @@ class CompletionRequest(StrictModel):
     model: str | None = None
     prompt: str | list[int] | list[str] | list[list[int]]
     max_tokens: int | None = 16
-    temperature: float | None = 1.0
-    top_p: float | None = 1.0
-    top_k: int | None = 0  # 0 or -1 = off
+    temperature: float | None = None  # None: the model's generation config, else 1.0 (as vLLM's server)
+    top_p: float | None = None
+    top_k: int | None = None  # 0 or -1 = off
     stop: str | list[str] | None = None
     seed: int | None = None
     n: int = 1

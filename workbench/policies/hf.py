@@ -187,8 +187,8 @@ class TransformersPolicy(BatchingBackend):
             else r.params.max_new_tokens
             for r in rows
         ]
-        params = [self.sampling_defaults.apply(r.params) for r in rows]
-        samplers = [RowSampler(p, self._generator(r), r.controls, r.prompt) for p, r in zip(params, rows, strict=True)]
+        choose = self.sampling_defaults.choose  # the caller's temperature / top_p / top_k, else the model's
+        samplers = [RowSampler(choose(r.params), self._generator(r), r.controls, r.prompt) for r in rows]
         watchers = [StopWatcher(r.params.stop, self.codec.decode) for r in rows]
         out_ids: list[list[int]] = [[] for _ in rows]
         out_lps: list[list[float]] = [[] for _ in rows]

@@ -217,8 +217,6 @@ class OpenAIPolicy:
             "model": self.model,
             "prompt": row.prompt if self.token_space else self.codec.decode(row.prompt),
             "max_tokens": p.max_new_tokens,
-            "temperature": p.temperature,
-            "top_p": p.top_p,
             "stop": list(p.stop) or None,
             "logprobs": 0,
             "return_token_ids": True,
@@ -226,8 +224,9 @@ class OpenAIPolicy:
             "skip_special_tokens": False,
             "spaces_between_special_tokens": False,
         }
-        if p.top_k:
-            body["top_k"] = p.top_k
+        for name in ("temperature", "top_p", "top_k"):  # unset: the server's default (vLLM: the model's own)
+            if getattr(p, name) is not None:
+                body[name] = getattr(p, name)
         if row.seed is not None:
             body["seed"] = row.seed
         return body

@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from workbench.errors import ConfigError
 from workbench.policies.base import SamplingParams
@@ -79,13 +79,26 @@ class LogitControls:
             )
 
 
+class SamplingChoice(NamedTuple):
+    """The temperature, top_p and top_k a row samples with: the caller's, else the model's, else workbench's
+    (`SamplingDefaults.choose`)."""
+
+    temperature: float
+    top_p: float
+    top_k: int
+
+
+WORKBENCH_SAMPLING = SamplingChoice(temperature=1.0, top_p=1.0, top_k=0)
+"""What a row samples with when neither the caller nor the model's generation config says."""
+
+
 @dataclass
 class RowSampler:
-    """How one row samples: its params and its own RNG, so a seeded row gives the same
-    tokens whether it runs alone or merged into a batch. With `controls` that penalise
+    """How one row samples: its chosen temperature / top_p / top_k and its own RNG, so a seeded row gives
+    the same tokens whether it runs alone or merged into a batch. With `controls` that penalise
     repeats it keeps the counts of the tokens it has seen (`prompt`, then each one sampled)."""
 
-    params: SamplingParams
+    params: SamplingChoice
     generator: torch.Generator | None
     controls: LogitControls | None = None
     prompt: Sequence[int] = ()
@@ -189,18 +202,14 @@ class StopWatcher:
         return any(s in tail for s in self.stop)
 
 
-UNSET_SAMPLING = SamplingParams()  # a field equal to its default here counts as not set by the caller
-
-
 @dataclass(frozen=True)
 class SamplingDefaults:
     """A model's own sampling defaults (its `generation_config.json`: temperature, top_p, top_k) and
     the token ids that end its turn (`eos_token_id` there, e.g. `<|im_end|>`).
 
-    `apply(params)` fills each of temperature / top_p / top_k that the caller left at
-    `SamplingParams`' default (1.0 / 1.0 / 0) with the model's value, as vLLM does with a model's
-    generation config. A caller who wants exactly those defaults on such a model passes
-    `sampling_defaults=SamplingDefaults()` to the policy."""
+    `choose(params)` takes each of temperature / top_p / top_k from the caller when set (not None), else
+    from the model, else workbench's (`WORKBENCH_SAMPLING`), as vLLM does with a model's generation
+    config: an explicit temperature=1.0 beats a generation config's 0.2."""
 
     temperature: float | None = None
     top_p: float | None = None
@@ -232,34 +241,39 @@ class SamplingDefaults:
             raise ConfigError(f"{path} is not valid JSON ({exc}); fix or remove it") from None
         return cls.from_dict(data if isinstance(data, dict) else {})
 
+    def choose(self, params: SamplingParams) -> SamplingChoice:
+        """The temperature / top_p / top_k `params` samples with: the caller's, else the model's, else workbench's."""
+        temperature, top_p, top_k = (
+            next(v for v in (getattr(params, name), getattr(self, name), fallback) if v is not None)
+            for name, fallback in WORKBENCH_SAMPLING._asdict().items()
+        )
+        return SamplingChoice(float(temperature), float(top_p), int(top_k))
+
     def apply(self, params: SamplingParams) -> SamplingParams:
-        """`params` with the model's defaults in the fields left at `SamplingParams`' defaults."""
-        changes: dict[str, Any] = {}
-        for name in ("temperature", "top_p", "top_k"):
-            mine = getattr(self, name)
-            if mine is not None and getattr(params, name) == getattr(UNSET_SAMPLING, name):
-                changes[name] = mine
-        return dataclasses.replace(params, **changes) if changes else params
+        """`params` with every unset temperature / top_p / top_k filled in (`choose`)."""
+        return dataclasses.replace(params, **self.choose(params)._asdict())
 
 
 def validate_params(params: SamplingParams) -> None:
     if params.max_new_tokens < 1:
         raise ConfigError(f"max_new_tokens must be >= 1, got {params.max_new_tokens}")
-    if not (params.temperature >= 0 and math.isfinite(params.temperature)):
-        raise ConfigError(f"temperature must be a finite number >= 0 (0 = greedy), got {params.temperature}")
-    if not 0 < params.top_p <= 1:
-        raise ConfigError(f"top_p must be in (0, 1], got {params.top_p}")
-    if params.top_k < 0:
-        raise ConfigError(f"top_k must be >= 0 (0 = off), got {params.top_k}")
+    t, top_p, top_k = params.temperature, params.top_p, params.top_k  # None: the model's default, else workbench's
+    if t is not None and not (t >= 0 and math.isfinite(t)):
+        raise ConfigError(f"temperature must be a finite number >= 0 (0 = greedy) or None (the default), got {t}")
+    if top_p is not None and not 0 < top_p <= 1:
+        raise ConfigError(f"top_p must be in (0, 1] or None (the default), got {top_p}")
+    if top_k is not None and top_k < 0:
+        raise ConfigError(f"top_k must be >= 0 (0 = off) or None (the default), got {top_k}")
     if isinstance(params.stop, str):
         raise ConfigError(f"stop must be a list of strings, got the string {params.stop!r}: use stop=[{params.stop!r}]")
 
 
 __all__ = [
     "MAX_TOP_LOGPROBS",
-    "UNSET_SAMPLING",
+    "WORKBENCH_SAMPLING",
     "LogitControls",
     "RowSampler",
+    "SamplingChoice",
     "SamplingDefaults",
     "StopWatcher",
     "sample_next",

@@ -169,9 +169,9 @@ class _Routes:
         room = (self.max_len - longest) if self.max_len else 16
         return SamplingParams(
             max_new_tokens=req.max_tokens if req.max_tokens is not None else max(room, 1),
-            temperature=1.0 if req.temperature is None else req.temperature,
-            top_p=1.0 if req.top_p is None else req.top_p,
-            top_k=max(req.top_k or 0, 0),
+            temperature=req.temperature,  # None: the model's generation config, else workbench's default
+            top_p=req.top_p,
+            top_k=None if req.top_k is None else max(req.top_k, 0),  # vLLM's -1 = off = workbench's 0
             stop=stop,
             seed=req.seed,
         )

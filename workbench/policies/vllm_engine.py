@@ -196,13 +196,13 @@ class VLLMPolicy(BatchingBackend):
             )
 
     def _sampling_params(self, row: Row) -> Any:  # a vllm.SamplingParams
-        p = self.sampling_defaults.apply(row.params)
+        p, chosen = row.params, self.sampling_defaults.choose(row.params)
         return self._vllm.SamplingParams(
             n=1,
             max_tokens=min(p.max_new_tokens, self.max_model_len - len(row.prompt)),
-            temperature=p.temperature,
-            top_p=p.top_p,
-            top_k=p.top_k if p.top_k > 0 else -1,
+            temperature=chosen.temperature,
+            top_p=chosen.top_p,
+            top_k=chosen.top_k if chosen.top_k > 0 else -1,
             stop=list(p.stop) or None,
             stop_token_ids=sorted(self.eos_ids - {self.codec.eos_token_id}) or None,  # vLLM stops at EOS itself
             seed=row.seed,

@@ -160,6 +160,11 @@ class TrainConfig(Config):
     gradient_checkpointing: bool = config_field(
         False, "Recompute activations in the backward pass: less memory for about a third more compute."
     )
+    logprob_chunk: int = config_field(
+        256,
+        "Loss pass: score the trained tokens this many positions at a time, each chunk's logits recomputed "
+        "in backward (workbench.train.logprobs); 0 = TRL's fused head, which on a CPU scores every position.",
+    )
     lora_r: int = config_field(
         0, "LoRA rank: > 0 trains a peft LoRA adapter instead of every weight (0 = full fine-tuning)."
     )
@@ -319,6 +324,8 @@ class TrainConfig(Config):
             raise _bad("lora_r", "give lora_r >= 0 (0 = no LoRA) and lora_alpha > 0")
         if not 0.0 <= self.lora_dropout < 1.0:
             raise _bad("lora_dropout", "must be in [0, 1)")
+        if self.logprob_chunk < 0:
+            raise _bad("logprob_chunk", "give a number of positions >= 1, or 0 for TRL's own fused head")
         if self.vllm_kv_cache_gib < 1:
             raise _bad("vllm_kv_cache_gib", "must be a whole number of GiB >= 1")
         if isinstance(self.report_to, str):

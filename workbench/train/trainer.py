@@ -33,6 +33,9 @@ How it plugs into TRL (see the TRL 1.16 notes in the design docs):
 - LoRA (`TrainConfig.lora_r > 0`, `workbench.train.lora`): TRL wraps the model with peft; the KL
   reference is the adapter disabled; with vLLM, each sync merges the adapter into the base weights,
   loads the merged weights into the engine and unmerges (vLLM never holds an adapter).
+- The loss pass (and every logprob pass: old, reference, `current_logps`) scores only the trained tokens,
+  in checkpointed chunks of `TrainConfig.logprob_chunk` positions (`workbench.train.logprobs`), in front of
+  TRL's fused head, which on a CPU scores every position in multi-gigabyte tiles.
 - These are private TRL methods, so the TRL version is pinned and checked.
 """
 
@@ -134,6 +137,22 @@ class _SyncAfterStep(TrainerCallback):
         self.trainer.sync_vllm_weights()
 
 
+class _AdapterSettingsOnSave(TrainerCallback):
+    """LoRA: each checkpoint-N (an adapter, no config.json) gets the agent settings beside it, as `final/` does."""
+
+    def __init__(self, trainer: WorkbenchGRPOTrainer) -> None:
+        self.trainer = trainer
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+        from workbench.train.lora import save_adapter_settings
+
+        if state.is_world_process_zero:
+            checkpoint = os.path.join(str(args.output_dir), f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
+            save_adapter_settings(self.trainer.model, checkpoint)
+
+
 def _check_batches(tasks: list[Task], config: TrainConfig, estimator: Estimator, per_batch: int) -> None:
     """A ConfigError naming the fix when the tasks cannot fill one batch (or its groups), or dynamic
     sampling meets an estimator with one rollout per question."""
@@ -228,12 +247,35 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             callbacks=callbacks,
             peft_config=lora_config(config),  # TRL wraps the model; the reference is the adapter disabled
         )
+        self._install_chunked_head()
         if shared:
             self._share_vllm_engine(args)
-        if self.use_vllm and not config.async_rollouts:  # asynchronous: the producer loads at turn boundaries
-            self.add_callback(_SyncAfterStep(self))
-        self._place_tensorboard_logs()
+        self._add_own_callbacks()
         self.async_training = self._async_training() if config.async_rollouts else None
+
+    def _add_own_callbacks(self) -> None:
+        """vLLM's weight sync after each step (asynchronous runs load at turn boundaries instead), LoRA
+        checkpoints' agent settings, TensorBoard's log dir."""
+        if self.use_vllm and not self.wb_config.async_rollouts:
+            self.add_callback(_SyncAfterStep(self))
+        if self.wb_config.lora_r:
+            self.add_callback(_AdapterSettingsOnSave(self))
+        self._place_tensorboard_logs()
+
+    def _install_chunked_head(self) -> None:
+        """`logprob_chunk`: the loss pass scores trained tokens in checkpointed chunks (workbench.train.logprobs),
+        on the trained model and on a separate KL reference."""
+        from peft import PeftModel
+
+        from workbench.train.logprobs import install_chunked_head
+
+        if not self.wb_config.logprob_chunk:
+            return
+        trained = self.model.get_base_model() if isinstance(self.model, PeftModel) else self.model
+        models: list[Any] = [trained, self.ref_model]  # transformers models (torch types them Module)
+        for model in models:
+            if model is not None:
+                install_chunked_head(model, temperature=self.temperature, chunk=self.wb_config.logprob_chunk)
 
     def _async_training(self) -> AsyncTraining:
         """`async_rollouts`: the producer and rollout copy, and the weights published after each step."""
