@@ -105,10 +105,10 @@ def test_retriever_hits_do_not_depend_on_the_split(rows, kind, monkeypatch):
 
 
 def test_a_busy_machine_scans_whole(monkeypatch):
-    """The load average counts the caller's own thread: on 2 cores a load of 1.2 leaves a core free for a
-    2-way split, 1.6 does not."""
+    """The load average counts the caller's own thread: on 2 cores a load of 1.7 (one searching process
+    on an idle machine) leaves a core free for a 2-way split, 2.4 does not."""
     monkeypatch.setattr(scan, "available_cpus", lambda: 2)
-    monkeypatch.setattr(scan.os, "getloadavg", lambda: (1.2, 0.0, 0.0))
+    monkeypatch.setattr(scan.os, "getloadavg", lambda: (1.7, 0.0, 0.0))
     assert scan.has_idle_cores(2)
-    monkeypatch.setattr(scan.os, "getloadavg", lambda: (1.6, 0.0, 0.0))
+    monkeypatch.setattr(scan.os, "getloadavg", lambda: (2.4, 0.0, 0.0))
     assert not scan.has_idle_cores(2)

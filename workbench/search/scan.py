@@ -28,8 +28,9 @@ SPLIT_MIN_ROWS = 20_000  # below this a scan takes well under a millisecond: han
 
 def has_idle_cores(n: int) -> bool:
     """Whether `n` cores are about free for this caller: the last minute's load average, of which the
-    caller's own running thread is one, leaves `n - 1` other cores idle."""
-    return os.getloadavg()[0] < available_cpus() - n + 1.5
+    caller's own thread is about one (a searching process keeps it near 1.5 on an idle machine), leaves
+    `n - 1` other cores idle."""
+    return os.getloadavg()[0] < available_cpus() - n + 2
 
 
 def splits_by_rows(index: Any) -> bool:
