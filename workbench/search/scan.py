@@ -73,7 +73,8 @@ class RangeScanner:
             params = faiss.SearchParameters()
             params.sel = selector
             self._params.append(params)
-        self._pool = ThreadPoolExecutor(len(self._params), thread_name_prefix="scan-range")
+        # the caller scans the first range itself: one thread hand-off fewer a search
+        self._pool = ThreadPoolExecutor(max(len(self._params) - 1, 1), thread_name_prefix="scan-range")
 
     def _scan(self, q: np.ndarray, k: int, params: Any) -> tuple[np.ndarray, np.ndarray]:
         import faiss
@@ -84,7 +85,9 @@ class RangeScanner:
 
     def search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top `k` (scores, ids) per row of `q`, larger scores first, equal scores lower row first."""
-        parts = list(self._pool.map(lambda p: self._scan(q, k, p), self._params))
+        first, *rest = self._params
+        pending = [self._pool.submit(self._scan, q, k, params) for params in rest]
+        parts = [self.index.search(q, k, params=first), *(f.result() for f in pending)]
         scores = np.concatenate([s for s, _ in parts], axis=1)
         ids = np.concatenate([i for _, i in parts], axis=1)
         return ranked(scores, ids, k)
