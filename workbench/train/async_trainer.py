@@ -143,21 +143,23 @@ class AsyncTraining:
         if self.weights.sync_seconds:
             m["async/weight_sync_s"].append(self.weights.sync_seconds[-1])  # the rollout copy's load
 
-    def correct(self, out: dict[str, Any], versions: torch.Tensor) -> None:
+    def correct(
+        self, out: dict[str, Any], trajs: list[Trajectory], row_traj: list[int], step_index: list[list[int]]
+    ) -> None:
         """The loss correction's inputs. `recompute`: π_prox by one no-grad forward, and the capped behaviour
-        weight for TRL's loss, with its metrics. `loglinear`: each token's policy version (`versions`,
-        -1 where not sampled), for `approximate_prox` to use once the loss has the current logprobs."""
+        weight for TRL's loss, with its metrics. `loglinear`: each token's policy version (`token_versions`
+        of the rows' trajectories and turns), for `approximate_prox` once the loss has the current logprobs."""
         trainer, config = self.trainer, self.trainer.wb_config
         behav = out.get("sampling_per_token_logps")
         if behav is None:
             raise ConfigError("async_rollouts needs the rollouts' logprobs; the episode runner recorded none")
         if config.prox == "loglinear":
+            versions = token_versions(trajs, row_traj, step_index, out["completion_ids"].size(1))
             out["behaviour_versions"] = versions.to(behav.device)
             out["importance_sampling_ratio"] = torch.ones_like(behav)  # replaced in the loss
             return
         prox = trainer.current_logps(out)
-        mask = out["completion_mask"] * out.get("tool_mask", torch.ones_like(out["completion_mask"]))
-        out["old_per_token_logps"], out["importance_sampling_ratio"] = self._weigh(prox, behav, mask)
+        out["old_per_token_logps"], out["importance_sampling_ratio"] = self._weigh(prox, behav, _loss_mask(out))
 
     def approximate_prox(self, inputs: dict[str, Any], logp: torch.Tensor) -> None:
         """`prox="loglinear"`, in the loss once its forward has `logp`: log π_prox interpolated between the
@@ -167,8 +169,9 @@ class AsyncTraining:
         behav = inputs["sampling_per_token_logps"]
         behav = torch.where(torch.isnan(behav), logp.detach(), behav)
         prox = loglinear_prox(behav, logp, inputs["behaviour_versions"], self.trainer.state.global_step + 1)
-        mask = inputs["completion_mask"] * inputs.get("tool_mask", torch.ones_like(inputs["completion_mask"]))
-        inputs["old_per_token_logps"], inputs["importance_sampling_ratio"] = self._weigh(prox, behav, mask)
+        inputs["old_per_token_logps"], inputs["importance_sampling_ratio"] = self._weigh(
+            prox, behav, _loss_mask(inputs)
+        )
 
     def _weigh(self, prox: torch.Tensor, behav: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(π_prox, the capped weight π_prox/π_behav) for TRL's loss; the weight's statistics as metrics.
@@ -191,6 +194,13 @@ class AsyncTraining:
 
     def close(self) -> None:
         self.producer.close()
+
+
+def _loss_mask(batch: dict[str, Any]) -> torch.Tensor:
+    """The tokens TRL's loss counts: completion tokens that are not tool observations."""
+    mask: torch.Tensor = batch["completion_mask"]
+    tools: torch.Tensor = batch.get("tool_mask", torch.ones_like(mask))
+    return mask * tools
 
 
 def token_versions(

@@ -467,10 +467,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         if self._training:
             self._set_advantages(out, trajs, row_traj, step_index)
             if self.async_training is not None:
-                from workbench.train.async_trainer import token_versions
-
-                width = out["completion_ids"].size(1)
-                self.async_training.correct(out, token_versions(trajs, row_traj, step_index, width))
+                self.async_training.correct(out, trajs, row_traj, step_index)
         return out
 
     def _set_advantages(
