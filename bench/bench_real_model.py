@@ -234,21 +234,24 @@ def head_figures(path: Path, positions: int, repeats: int) -> None:
     figure(f"chunked head {CHUNK}: same", mine, "s", baseline=trl)
 
 
-def training_figures(path: Path, episodes_file: Path, tmp: Path, gc: bool) -> None:
+def training_figures(path: Path, episodes_file: Path, tmp: Path, gc: bool, smoke: bool) -> None:
     n_tasks = len({json.loads(line)["task"]["id"] for line in episodes_file.read_text().splitlines()})
     batch = 2 * min(n_tasks, 4)  # 2 rollouts each of up to 4 recorded tasks
     step = dict(batch=batch, processes=1, gc=gc)
     full = run_step(path, episodes_file, tmp, lora_r=0, chunk=CHUNK, **step)
-    trl_head = run_step(path, episodes_file, tmp, lora_r=0, chunk=0, **step)
     lora = run_step(path, episodes_file, tmp, lora_r=LORA_R, chunk=CHUNK, **step)
-    figure("full fine-tuning, TRL's fused head: peak RSS", trl_head["peak_rss_mb"], "MiB")
     rss = full["peak_rss_mb"]
-    figure(f"full fine-tuning, chunked head {CHUNK}: peak RSS", rss, "MiB", baseline=trl_head["peak_rss_mb"])
     ok = lora["peak_rss_mb"] <= 0.6 * rss
     figure(f"LoRA r{LORA_R}: peak RSS", lora["peak_rss_mb"], "MiB", baseline=rss, target="<= 0.6x", ok=ok)
+    figure(f"LoRA r{LORA_R}: GRPO step", lora["step_s"], "s", baseline=full["step_s"])
+    if smoke:  # each is one more training process like the two above; tests/train/test_processes.py runs 2 ranks
+        smoke_skip("TRL's fused head and the 2-process step", "two more training processes of the same code path")
+        return
+    trl_head = run_step(path, episodes_file, tmp, lora_r=0, chunk=0, **step)
+    figure("full fine-tuning, TRL's fused head: peak RSS", trl_head["peak_rss_mb"], "MiB")
+    figure(f"full fine-tuning, chunked head {CHUNK}: peak RSS", rss, "MiB", baseline=trl_head["peak_rss_mb"])
     figure(f"full fine-tuning, TRL's fused head: GRPO step ({batch} rows)", trl_head["step_s"], "s")
     figure(f"full fine-tuning, chunked head {CHUNK}: GRPO step", full["step_s"], "s", baseline=trl_head["step_s"])
-    figure(f"LoRA r{LORA_R}: GRPO step", lora["step_s"], "s", baseline=full["step_s"])
     two = run_step(path, episodes_file, tmp, lora_r=0, chunk=CHUNK, **{**step, "batch": batch // 2, "processes": 2})
     figure(f"full fine-tuning, 2 processes x {batch // 2} rows: step", two["step_s"], "s", baseline=full["step_s"])
 
@@ -311,7 +314,7 @@ def main() -> None:
             if args.save_episodes:
                 Path(args.save_episodes).write_text(episodes_file.read_text())
         head_figures(path, 256 if args.smoke else 3200, 3)
-        training_figures(path, episodes_file, Path(tmp), args.gradient_checkpointing)
+        training_figures(path, episodes_file, Path(tmp), args.gradient_checkpointing, args.smoke)
     print(f"load avg now {os.getloadavg()[0]:.1f}", flush=True)
 
 

@@ -107,7 +107,8 @@ class DemoConfig(Config):
 
 FAST: dict[str, Any] = dict(
     teacher_tasks=60,
-    sft_epochs=2,
+    sft_copies=1,
+    sft_epochs=1,
     iterations=1,
     proposer_prompts=4,
     solver_attempts=2,
@@ -116,8 +117,11 @@ FAST: dict[str, Any] = dict(
     rl_generations=2,
     eval_tasks=12,
     concurrency=12,
+    max_new_tokens=192,
 )
-"""Settings for a smoke run (tests): every stage runs, in about a minute; no learning is expected."""
+"""Settings for a smoke run (tests): every stage runs, in a few minutes; no learning is expected. One SFT
+pass over one copy of each teacher episode; model turns of at most 192 tokens (the teacher's first cell,
+188 of the tiny tokenizer's tokens, still fits; the untrained model's turns run to the limit)."""
 
 FAST_LEARNED: dict[str, Any] = dict(
     FAST,
