@@ -9,7 +9,7 @@ verifiers environment (`verifiers:NAME`, `workbench.envs.verifiers_source`).
     reply = await session.step({"message": "hello"})
     await session.close()
 
-Both speak plain dicts: an action is the action model's fields, an observation its fields without `done`,
+OpenEnv sources speak plain dicts: an action is the action model's fields, an observation its fields without `done`,
 `reward` and `metadata` (as OpenEnv's server sends them). An in-process environment's blocking `reset` /
 `step` run in a worker thread (its own `reset_async` / `step_async` when it overrides them), so episodes
 run side by side; a served one gets one WebSocket session per episode (`GenericEnvClient`).
@@ -41,7 +41,7 @@ ENV_SPEC_HELP = (
 
 
 def load_env_source(spec: str) -> EnvSource:
-    """The source `spec` names (see the module docstring); anything else is an error naming both forms."""
+    """The source `spec` names (see the module docstring); anything else is an error naming the three forms."""
     text = spec.strip()
     if text.startswith(OPENENV_URLS):
         return ServedOpenEnv(text[len("openenv+") :], name=text)
