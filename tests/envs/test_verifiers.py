@@ -16,13 +16,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 from verifiers_players import adder, chatty
 
+from workbench.envs.bridge_process import BridgeError
 from workbench.envs.episodes import EnvEpisodes, env_tasks
 from workbench.envs.source import load_env_source
 from workbench.envs.verifiers_bridge import decode_line, encode_line, surrogate_free
-from workbench.envs.verifiers_source import SIDECAR_PYTHON_VAR, VerifiersEnv, parse_verifiers_spec, sidecar_python
+from workbench.envs.verifiers_source import (
+    SIDECAR_PYTHON_VAR,
+    VerifiersEnv,
+    VerifiersSession,
+    parse_verifiers_spec,
+    sidecar_python,
+)
 from workbench.errors import ConfigError
 from workbench.policies import ScriptedPolicy
 from workbench.rewards import RewardSpec, resolve_reward
+from workbench.safetext import safe_text
 from workbench.trajectory import Task, Trajectory
 
 HERE = Path(__file__).resolve().parent
@@ -61,7 +69,7 @@ def test_bridge_lines_carry_any_text_as_one_ascii_line(fields: dict[str, object]
     line = encode_line(message)
     assert line.endswith(b"\n") and line.count(b"\n") == 1 and line.isascii()
     assert decode_line(line) == message  # lone surrogates included
-    assert surrogate_free(text).encode("utf-8").decode("utf-8") == surrogate_free(text)
+    assert surrogate_free(text) == safe_text(text)  # the bridge keeps workbench's one rule for broken text
 
 
 @given(st.binary())
@@ -136,6 +144,31 @@ def test_tasks_can_name_their_own_question(arith: VerifiersEnv, tmp_path: Path) 
     assert bad.termination == "error" and "reset(seed='x', split='train'): the seed is an int" in (bad.error or "")
 
 
+def test_an_episode_workbench_stops_first_is_unscored_and_the_bridge_plays_on(arith: VerifiersEnv) -> None:
+    policy = ScriptedPolicy(adder)
+    (cut,) = asyncio.run(EnvEpisodes(arith, max_turns=1, max_turn_tokens=12)(env_tasks(1), policy))
+    assert cut.termination == "max_steps" and "rubric" not in cut.steps[-1].observation
+    assert resolve_reward("env").score(cut)["env"] == 0.0
+    process = arith.bridge().process
+    (whole,) = play(arith, env_tasks(1), adder)  # the cut session was closed (its rollout cancelled)
+    assert whole.termination == "submitted" and arith.bridge().process is process  # one bridge, many sessions
+
+
+def test_a_bridge_that_dies_fails_its_episodes_by_name_and_is_restarted() -> None:
+    source = VerifiersEnv.from_spec(ARITH)
+    try:
+        bridge = source.bridge()
+        bridge.process.kill()
+        bridge.process.wait()
+        dead = VerifiersSession(bridge, "s1")
+        with pytest.raises(BridgeError, match=r"verifiers:vf-arith\?scale=2 \(verifiers load_environment\) has"):
+            asyncio.run(dead.reset(seed=0))
+        (traj,) = play(source, env_tasks(1), adder)  # open() starts a new bridge
+        assert traj.termination == "submitted" and source.bridge().alive
+    finally:
+        source.close()
+
+
 def test_workbench_run_env_verifiers_stores_what_the_viewer_shows(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -154,6 +187,22 @@ def test_workbench_run_env_verifiers_stores_what_the_viewer_shows(
     viewer = TrajectoryViewer(str(out))
     viewer.select(stored[0].id)
     assert viewer.detail["rewards"] == {"env": 2.0, "total": 2.0}
+
+
+def test_workbench_eval_env_verifiers_reports_pass_at_k(tmp_path: Path) -> None:
+    from workbench.cli import main
+
+    rows = tmp_path / "sums.jsonl"
+    rows.write_text(
+        "".join(
+            json.dumps({"id": f"q{a}", "question": f"What is {a} + 1?", "info": {"then": 1, "total": a + 2}}) + "\n"
+            for a in (3, 5)
+        )
+    )
+    argv = ["eval", "--env", ARITH, "--dataset", str(rows), "-k", "2", "--policy", "scripted:adder"]
+    assert main([*argv, "--plugin", "verifiers_players", "--out", str(tmp_path / "ev")]) == 0
+    report = json.loads((tmp_path / "ev" / "eval.json").read_text())
+    assert (report["episodes"], report["mean_reward"], report["pass@2"], report["done_rate"]) == (4, 2.0, 1.0, 1.0)
 
 
 @pytest.mark.slow

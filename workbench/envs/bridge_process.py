@@ -91,7 +91,7 @@ class BridgeProcess:
         with self._lock:  # the child exited: everything still waiting fails with what it said last
             waiting, self._pending, self._reading = list(self._pending.values()), {}, False
         for answer in waiting:
-            _settle(answer, BridgeError(f"{self.what} exited{self._stderr_hint()}"))
+            _settle(answer, BridgeError(f"{self.what} has exited{self._stderr_hint()}"))
 
     def _answer(self, line: bytes) -> None:
         try:

@@ -51,8 +51,11 @@ def decode_line(line: bytes) -> dict[str, Any]:
 
 
 def surrogate_free(text: str) -> str:
-    """`text` with lone surrogates replaced by U+FFFD (what UTF-8, Arrow and pydantic can hold)."""
-    return text.encode("utf-8", errors="surrogatepass").decode("utf-8", errors="replace")
+    """`text` with each lone surrogate replaced by U+FFFD, pairs joined (workbench.safetext's rule, which this
+    stdlib-only script cannot import): what UTF-8, Arrow and pydantic can hold."""
+    if not any("\ud800" <= c <= "\udfff" for c in text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def message_dict(message: Any) -> dict[str, str]:

@@ -32,6 +32,7 @@ from urllib.parse import parse_qsl
 from workbench.envs.bridge_process import BridgeProcess
 from workbench.envs.protocols import EnvReply, EnvSession
 from workbench.errors import ConfigError
+from workbench.safetext import safe_text
 
 VERIFIERS_PREFIX = "verifiers:"
 SIDECAR_PYTHON_VAR = "WORKBENCH_VERIFIERS_PYTHON"
@@ -132,7 +133,7 @@ class VerifiersSession:
 
 def turn_reply(result: dict[str, Any]) -> EnvReply:
     """A bridge turn as an `EnvReply`: its messages; when done, the rubric's total and scores."""
-    messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in result.get("messages") or []]
+    messages = [{"role": str(m["role"]), "content": safe_text(str(m["content"]))} for m in result.get("messages") or []]
     if not result.get("done"):
         return EnvReply({}, messages=messages)
     total = float(result.get("reward") or 0.0)
