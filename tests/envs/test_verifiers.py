@@ -177,8 +177,10 @@ def test_workbench_run_env_verifiers_stores_what_the_viewer_shows(
     from workbench.widgets import TrajectoryViewer
 
     out = tmp_path / "run"
+    parts = [{"name": "env.rubric", "params": {"name": n}, "weight": 0.0, "key": n} for n in ("correct", "brief")]
+    reward = json.dumps({"name": "rubric-parts", "components": [{"name": "env"}, *parts]})
     argv = ["run", "--env", ARITH, "--episodes", "3", "--policy", "scripted:adder", "--plugin", "verifiers_players"]
-    assert main([*argv, "--max-steps", "4", "--max-turn-tokens", "12", "--out", str(out)]) == 0
+    assert main([*argv, "--max-steps", "4", "--max-turn-tokens", "12", "--reward", reward, "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "the model's text goes to 'content'" in printed and "100% ended by the environment" in printed
     with Store(out) as store:
@@ -186,7 +188,8 @@ def test_workbench_run_env_verifiers_stores_what_the_viewer_shows(
     assert len(stored) == 3 and {t.rewards["env"] for t in stored} == {2.0}
     viewer = TrajectoryViewer(str(out))
     viewer.select(stored[0].id)
-    assert viewer.detail["rewards"] == {"env": 2.0, "total": 2.0}
+    assert viewer.detail["rewards"] == {"env": 2.0, "correct": 1.0, "brief": 1.0, "total": 2.0}
+    assert viewer.detail["steps"][0]["outputs"][0]["text"].startswith("Now add ")
 
 
 def test_workbench_eval_env_verifiers_reports_pass_at_k(tmp_path: Path) -> None:
