@@ -90,6 +90,8 @@ def test_specs_arguments_and_missing_parts_name_their_fix(monkeypatch: pytest.Mo
     assert parse_verifiers_spec("verifiers:owner/env") == ("owner/env", {})
     with pytest.raises(ConfigError, match=r"verifiers:NAME\?key=value"):
         parse_verifiers_spec("verifiers:")
+    with pytest.raises(ConfigError, match=r"\?key=value&key=value"):
+        parse_verifiers_spec("verifiers:vf-arith?scale")
     with pytest.raises(ConfigError, match=r"put the module no_such_env .* on PYTHONPATH"):
         load_env_source("verifiers:no-such-env").action_schema()
     monkeypatch.setenv(SIDECAR_PYTHON_VAR, "/nonexistent/python")

@@ -24,6 +24,7 @@ import itertools
 import json
 import os
 import sys
+import threading
 import weakref
 from pathlib import Path
 from typing import Any
@@ -59,8 +60,12 @@ def parse_verifiers_spec(spec: str) -> tuple[str, dict[str, Any]]:
     name, _, query = body.partition("?")
     if not name or any(c.isspace() for c in name):
         raise ConfigError(f"--env {spec!r}: write verifiers:NAME or verifiers:NAME?key=value&key=value")
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
+    except ValueError:
+        raise ConfigError(f"--env {spec!r}: write the arguments as ?key=value&key=value") from None
     args: dict[str, Any] = {}
-    for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)):
+    for key, value in pairs:
         try:
             args[key] = json.loads(value)
         except ValueError:
@@ -75,6 +80,7 @@ class VerifiersEnv:
         self.env_id, self.env_args = env_id, dict(env_args or {})
         self.name = name or f"{VERIFIERS_PREFIX}{env_id}"
         self._bridge: BridgeProcess | None = None
+        self._starting = threading.Lock()
         self._ids = itertools.count(1)
 
     @classmethod
@@ -88,19 +94,25 @@ class VerifiersEnv:
         return {"type": "object", "properties": {CONTENT_FIELD: text}, "required": [CONTENT_FIELD]}
 
     def bridge(self) -> BridgeProcess:
-        """The bridge process, started (and the environment loaded) on first use."""
-        if self._bridge is None or not self._bridge.alive:
-            paths = [os.getcwd(), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-            argv = [str(sidecar_python()), "-P", str(BRIDGE_SCRIPT), "--env", self.env_id]
-            argv += ["--args", json.dumps(self.env_args), *itertools.chain(*(("--path", p) for p in paths))]
-            module = self.env_id.split("/")[-1].replace("-", "_")
-            fix = (
-                f"; put the module {module} (with a load_environment function) in the working directory or on "
-                f"PYTHONPATH, or install it into the sidecar ({argv[0]} -m pip install ...)"
-            )
-            self._bridge = BridgeProcess(argv, what=f"{self.name} (verifiers load_environment)", fix=fix)
-            weakref.finalize(self, self._bridge.close)
-        return self._bridge
+        """The bridge process, started (and the environment loaded: seconds, blocking) on first use and after
+        it died."""
+        with self._starting:
+            if self._bridge is None or not self._bridge.alive:
+                self._bridge = self._start_bridge()
+            return self._bridge
+
+    def _start_bridge(self) -> BridgeProcess:
+        paths = [os.getcwd(), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        argv = [str(sidecar_python()), "-P", str(BRIDGE_SCRIPT), "--env", self.env_id]
+        argv += ["--args", json.dumps(self.env_args), *itertools.chain(*(("--path", p) for p in paths))]
+        module = self.env_id.split("/")[-1].replace("-", "_")
+        fix = (
+            f"; put the module {module} (with a load_environment function) in the working directory or on "
+            f"PYTHONPATH, or install it into the sidecar ({argv[0]} -m pip install ...)"
+        )
+        bridge = BridgeProcess(argv, what=f"{self.name} (verifiers load_environment)", fix=fix)
+        weakref.finalize(self, bridge.close)
+        return bridge
 
     async def open(self) -> EnvSession:
         return VerifiersSession(self.bridge(), f"s{next(self._ids)}")
