@@ -12,12 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from verifiers_players import adder, chatty
 
 from workbench.envs.bridge_process import BridgeError
 from workbench.envs.episodes import EnvEpisodes, env_tasks
+from workbench.envs.protocols import EnvReply
 from workbench.envs.source import load_env_source
 from workbench.envs.verifiers_bridge import decode_line, encode_line, surrogate_free
 from workbench.envs.verifiers_source import (
@@ -80,6 +81,23 @@ def test_bridge_lines_that_are_not_utf8_or_json_fail_cleanly(raw: bytes) -> None
     except ValueError:
         return  # a control character or such: an error, which the bridge answers with
     assert isinstance(found["text"], str)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(), st.binary(max_size=16))
+def test_any_turn_text_crosses_the_bridge_and_is_scored(arith: VerifiersEnv, text: str, raw: bytes) -> None:
+    async def episode() -> tuple[EnvReply, EnvReply]:
+        session = await arith.open()
+        try:
+            await session.reset(seed=0)
+            middle = await session.step({"content": text})
+            return middle, await session.step({"content": raw.decode("utf-8", "surrogateescape") + "\n}{\n"})
+        finally:
+            await session.close()
+
+    middle, last = asyncio.run(episode())
+    assert middle.messages == [{"role": "user", "content": "Now add 3."}] and not middle.done
+    assert last.done and last.rubric["correct"] == 0.0 and set(last.rubric) == {"", "correct", "brief", "num_turns"}
 
 
 def test_specs_arguments_and_missing_parts_name_their_fix(monkeypatch: pytest.MonkeyPatch) -> None:
