@@ -117,6 +117,12 @@ def test_specs_arguments_and_missing_parts_name_their_fix(monkeypatch: pytest.Mo
         load_env_source(ARITH).action_schema()
 
 
+def test_the_sidecar_holds_the_verifiers_that_setup_pins(arith: VerifiersEnv) -> None:
+    setup = (HERE.parents[1] / "scripts" / "setup.sh").read_text()
+    assert "verifiers_pins=(verifiers==0.3.1)" in setup
+    assert arith.bridge().hello == {"env": "TwoStepArith", "verifiers": "0.3.1", "examples": 3}
+
+
 def test_a_multiturn_env_plays_token_exact_and_its_rubric_scores_are_components(arith: VerifiersEnv) -> None:
     policy = ScriptedPolicy(adder)
     trajs = asyncio.run(EnvEpisodes(arith, max_turns=4, max_turn_tokens=12)(env_tasks(3), policy))
