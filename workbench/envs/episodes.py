@@ -6,11 +6,13 @@
 
 Each episode opens its own environment, resets it with the task's arguments (`env_tasks`: a JSONL row's
 fields, or `seed=i`), and the rendered observation is the first user message through the policy's chat
-template. Each turn the model's text becomes the action (its one str field: `action_field=` to name it) and
-the next observation is framed as the chat template frames an observation (`TurnFramer`): sampled ids keep
-env mask 1, observation ids 0, nothing is re-tokenized. Each step keeps the environment's reward in
-`step.observation["env_reward"]`; the `env` reward component sums them (per turn, for every estimator). An
-in-process environment's `Rubric` scores go to `step.observation["rubric"]` (component `env.rubric`).
+template (a chat environment's reset messages, a verifiers example's prompt, go through it as they are).
+Each turn the model's text becomes the action (its one str field: `action_field=` to name it) and the next
+observation (of a chat environment: its new messages' contents) is framed as the chat template frames an
+observation (`TurnFramer`): sampled ids keep env mask 1, observation ids 0, nothing is re-tokenized. Each
+step keeps the environment's reward in `step.observation["env_reward"]`; the `env` reward component sums
+them (per turn, for every estimator). An in-process OpenEnv environment's `Rubric` scores, and a verifiers
+rubric's (on the last step), go to `step.observation["rubric"]` (component `env.rubric`).
 
 The episode ends when the environment says done (termination "submitted", the last action as
 `final_answer`), after `max_turns` ("max_steps"), when the tokens run out ("token_budget") or when the
@@ -28,8 +30,9 @@ from typing import Any
 
 from workbench.agent.turns import TurnFramer
 from workbench.contracts import Scorer, TrajectoryStore
-from workbench.envs.source import EnvReply, EnvSession, EnvSource, load_env_source
-from workbench.envs.text import choose_action_field, observation_text
+from workbench.envs.protocols import EnvReply, EnvSession, EnvSource
+from workbench.envs.source import load_env_source
+from workbench.envs.text import choose_action_field, messages_text, observation_text
 from workbench.errors import ConfigError
 from workbench.policies.base import Completion, Policy, SamplingParams, policy_context_size
 from workbench.policies.chat_framing import FramingMode, resolve_framing
@@ -207,10 +210,13 @@ class EnvEpisodes:
         except Exception as exc:
             episode.end("error", f"reset failed: {type(exc).__name__}: {exc}")
             return False
-        opening = self.render(first.observation)
-        episode.traj.metadata["env_opening"] = opening
-        messages = [{"role": "system", "content": self.system}] if self.system else []
-        episode.context = policy.codec.chat([*messages, {"role": "user", "content": opening}])
+        prompt = first.messages or [{"role": "user", "content": self.render(first.observation)}]
+        if self.system and not any(m["role"] == "system" for m in prompt):
+            prompt = [{"role": "system", "content": self.system}, *prompt]
+        episode.traj.metadata["env_opening"] = messages_text([m for m in prompt if m["role"] != "system"])
+        if first.messages:
+            episode.traj.metadata["env_prompt"] = prompt
+        episode.context = policy.codec.chat(prompt)
         if first.done:
             episode.end("submitted")
             return False
@@ -251,10 +257,11 @@ class EnvEpisodes:
             episode.end("token_budget")
 
     def _observe(self, episode: _Episode, step: Step, reply: EnvReply, framer: TurnFramer) -> None:
-        text = self.render(reply.observation)
+        text = self.render(reply.observation) if reply.messages is None else messages_text(reply.messages)
         step.observation = {
             "text": text,
             "fields": reply.observation,
+            **({"messages": reply.messages} if reply.messages is not None else {}),
             ENV_REWARD_KEY: reply.reward,
             "done": reply.done,
             "metadata": reply.metadata,

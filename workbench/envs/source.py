@@ -1,13 +1,15 @@
-"""Where environment episodes come from: an OpenEnv `Environment` in this process, or one served by URL.
+"""Where environment episodes come from: an OpenEnv `Environment` in this process, one served by URL, or a
+verifiers environment (`verifiers:NAME`, `workbench.envs.verifiers_source`).
 
     source = load_env_source("openenv:my_envs.games:GuessEnv")     # a class (or factory) on sys.path
     source = load_env_source("openenv+http://127.0.0.1:8010")       # a served one, through OpenEnv's client
+    source = load_env_source("verifiers:arith-env?scale=2")         # vf.load_environment("arith-env", scale=2)
     session = await source.open()                                   # one episode's environment
     first = await session.reset(seed=0)                             # EnvReply(observation, reward, done, metadata)
     reply = await session.step({"message": "hello"})
     await session.close()
 
-Both speak plain dicts: an action is the action model's fields, an observation its fields without `done`,
+OpenEnv sources speak plain dicts: an action is the action model's fields, an observation its fields without `done`,
 `reward` and `metadata` (as OpenEnv's server sends them). An in-process environment's blocking `reset` /
 `step` run in a worker thread (its own `reset_async` / `step_async` when it overrides them), so episodes
 run side by side; a served one gets one WebSocket session per episode (`GenericEnvClient`).
@@ -20,67 +22,35 @@ import dataclasses
 import importlib
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation
 from openenv.core.generic_client import GenericEnvClient
 
+from workbench.envs.protocols import EnvReply, EnvSession, EnvSource
 from workbench.errors import ConfigError
 
 OPENENV_CLASS = "openenv:"
 OPENENV_URLS = ("openenv+http://", "openenv+https://")
 _T = TypeVar("_T")
-ENV_SPEC_HELP = "openenv:package.module:ClassName (an Environment on sys.path) or openenv+http://HOST:PORT"
-
-
-@dataclass(frozen=True)
-class EnvReply:
-    """What `reset` or `step` returned: the observation's own fields, its reward, done and metadata; for an
-    in-process environment with a `Rubric`, its last scores (`rubric_scores`)."""
-
-    observation: dict[str, Any]
-    reward: float | None = None
-    done: bool = False
-    metadata: dict[str, Any] = field(default_factory=dict)
-    rubric: dict[str, float] = field(default_factory=dict)
-
-
-class EnvSession(Protocol):
-    """One episode's environment."""
-
-    async def reset(self, **kwargs: Any) -> EnvReply: ...
-
-    async def step(self, action: dict[str, Any]) -> EnvReply: ...
-
-    async def close(self) -> None: ...
-
-
-class EnvSource(Protocol):
-    """Opens one `EnvSession` per episode; `name` is what trajectories record as their `metadata["env"]`."""
-
-    name: str
-
-    def action_schema(self) -> dict[str, Any]:
-        """The action model's JSON schema (pydantic's `model_json_schema()`)."""
-        ...
-
-    async def open(self) -> EnvSession: ...
+ENV_SPEC_HELP = (
+    "openenv:package.module:ClassName (an Environment on sys.path), openenv+http://HOST:PORT, or verifiers:NAME "
+    "(a verifiers load_environment name, arguments as verifiers:NAME?key=value&key=value)"
+)
 
 
 def load_env_source(spec: str) -> EnvSource:
-    """The source `spec` names (see the module docstring); anything else is an error naming both forms."""
+    """The source `spec` names (see the module docstring); anything else is an error naming the three forms."""
     text = spec.strip()
     if text.startswith(OPENENV_URLS):
         return ServedOpenEnv(text[len("openenv+") :], name=text)
     if text.startswith(OPENENV_CLASS):
         return InProcessOpenEnv(_import_factory(text[len(OPENENV_CLASS) :]), name=text)
     if text.startswith("verifiers:"):
-        raise ConfigError(
-            f"--env {spec}: verifiers environments are not supported here (verifiers 0.4 pins mcp==2.0.0 and "
-            "openai<3, which conflict with this install); see the README's Standards section"
-        )
+        from workbench.envs.verifiers_source import VerifiersEnv
+
+        return VerifiersEnv.from_spec(text)
     raise ConfigError(f"--env {spec!r}: give {ENV_SPEC_HELP}")
 
 

@@ -4,6 +4,7 @@ field = choose_action_field(schema)               # the action model's one requi
 action = {field: turn_text}
 observation_text({"prompt": "Guess 1-100"})        # "Guess 1-100": a single str field as it is
 observation_text({"echoed": "hi", "length": 2})    # '{"echoed":"hi","length":2}': compact JSON
+messages_text([{"role": "user", "content": "Now add 6."}])   # "Now add 6.": a chat environment's messages
 """
 
 from __future__ import annotations
@@ -61,4 +62,9 @@ def observation_text(fields: dict[str, Any]) -> str:
     return json.dumps(fields, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-__all__ = ["BASE_ACTION_FIELDS", "choose_action_field", "observation_text"]
+def messages_text(messages: list[dict[str, str]]) -> str:
+    """A chat environment's messages as the text the model reads: their contents, a blank line apart."""
+    return "\n\n".join(m["content"] for m in messages)
+
+
+__all__ = ["BASE_ACTION_FIELDS", "choose_action_field", "messages_text", "observation_text"]
