@@ -165,6 +165,12 @@ class TrainConfig(Config):
         "Loss pass: score the trained tokens this many positions at a time, each chunk's logits recomputed "
         "in backward (workbench.train.logprobs); 0 = TRL's fused head, which on a CPU scores every position.",
     )
+    heap_mmap_threshold_mib: int = config_field(
+        1,
+        "Linux/glibc: allocations of at least this many MiB get their own mapping and go back to the OS when "
+        "freed (workbench.train.heap), so a step's peak RSS is its live tensors, not heap left by earlier "
+        "passes; process-wide, set when the trainer is built. 0 leaves malloc as it is; at most 32.",
+    )
     lora_r: int = config_field(
         0, "LoRA rank: > 0 trains a peft LoRA adapter instead of every weight (0 = full fine-tuning)."
     )
@@ -324,6 +330,8 @@ class TrainConfig(Config):
             raise _bad("lora_r", "give lora_r >= 0 (0 = no LoRA) and lora_alpha > 0")
         if not 0.0 <= self.lora_dropout < 1.0:
             raise _bad("lora_dropout", "must be in [0, 1)")
+        if not 0 <= self.heap_mmap_threshold_mib <= 32:
+            raise _bad("heap_mmap_threshold_mib", "give a whole number of MiB from 1 to 32 (glibc's limit), or 0")
         if self.logprob_chunk < 0:
             raise _bad("logprob_chunk", "give a number of positions >= 1, or 0 for TRL's own fused head")
         if self.vllm_kv_cache_gib < 1:

@@ -57,6 +57,7 @@ from workbench.train import advantages as A
 from workbench.train import step_records
 from workbench.train.config import TrainConfig
 from workbench.train.estimators import Batch, Estimator
+from workbench.train.heap import fix_mmap_threshold
 from workbench.train.lora import lora_config
 from workbench.train.policy import live_policy, run_sync
 from workbench.train.processes import process_rank, world_size
@@ -237,6 +238,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         if shared:
             args.use_vllm = False  # the engine is the process's shared one, built below, not TRL's own
         self._colocated_policy: ColocatedVLLMPolicy | None = None
+        fix_mmap_threshold(config.heap_mmap_threshold_mib)
         super().__init__(
             model=model,
             reward_funcs=[workbench_reward],
