@@ -10,7 +10,7 @@
 2. CPU-bound: the same without tool latency (the tiny model generating on the trainer's cores): the
    ratio as measured, no target.
 3. Overhead: async with k = 0 / sync on the CPU-bound run (target <= 1.1), and the weight sync's time
-   per optimizer step (target <= 0.05, on the latency-bound model; the 2-layer model's printed too: its
+   per optimizer step (target <= 0.05, on the latency-bound model; the cpu-bound model's printed too: its
    update is so short that per-tensor bookkeeping, not bytes, sets the ratio). Also the update time with
    `prox="loglinear"` against the default recompute (no π_prox forward; AReaL reports 1.27x end to end).
 
@@ -226,7 +226,7 @@ def main() -> None:
             baseline=cpu_k2["update_s"] or None,
         )
         share = cpu_k0["sync_s"] / cpu_k0["update_s"] if cpu_k0["update_s"] else 0.0
-        figure("overhead: weight sync / optimizer step, 2-layer model", share, "")
+        figure("overhead: weight sync / optimizer step, cpu-bound model", share, "")
         share = k2["sync_s"] / k2["update_s"] if k2["update_s"] else 0.0
         figure("overhead: weight sync / optimizer step", share, "", target="<= 0.05", ok=share <= 0.05)
 
