@@ -27,9 +27,6 @@ SUMMARY_COLUMNS = (
     "policy",
     "origin_id",
     "parent_id",
-    "phase",
-    "iteration",
-    "train_step",
     "started_at",
     "ended_at",
 )

@@ -2,8 +2,8 @@
 `iteration` (an evolve iteration) and `train_step` (the trainer's step that used it). They are
 summary columns, so a list filters on them without decoding a trajectory.
 
-    store.query(phase="solver_update", train_step=3)
-    store.columns(("id", "phase", "iteration", "train_step"))
+    store.query(phase="solver_update", train_step=3)          # filters, as any summary column's
+    store.columns(("id", "phase", "iteration", "train_step"))  # the values (`query` leaves them out)
 
 A store written before they existed (schema v2) gets the columns, filled from its trajectories,
 when it is opened for writing. Opened read-only, it reads them from a table built in the

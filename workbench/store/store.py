@@ -207,9 +207,7 @@ class Store:
             limit=limit,
         )
         clause, params = self._where(filters)
-        cursor = self._conn().execute(
-            f"SELECT {select(SUMMARY_COLUMNS, self._stage_sql())} FROM trajectories {clause}", params
-        )
+        cursor = self._conn().execute(f"SELECT {select(SUMMARY_COLUMNS, {})} FROM trajectories {clause}", params)
         df = pd.DataFrame(cursor.fetchall(), columns=list(SUMMARY_COLUMNS))
         df["rewards"] = [json.loads(r) for r in df["rewards"]]
         df["hops"] = df["hops"].astype("Int64")
@@ -219,8 +217,9 @@ class Store:
     def columns(self, names: Sequence[str], **filters: Any) -> dict[str, list[Any]]:
         """Summary columns as plain lists, in `query`'s row order and with its filters: no pandas
         and no JSON decoded (`rewards` stays JSON text), the cheap read behind a list view.
-        `names` come from `query`'s columns plus `written_at`."""
-        allowed = (*SUMMARY_COLUMNS, "written_at")
+        `names` come from `query`'s columns plus `written_at` and the stage columns (`phase`,
+        `iteration`, `train_step`: `_stages.py`)."""
+        allowed = (*SUMMARY_COLUMNS, *_stages.STAGE_COLUMNS, "written_at")
         unknown = [n for n in names if n not in allowed]
         if unknown or not names:
             raise ConfigError(f"unknown summary column(s) {unknown}; choose from {list(allowed)}")
