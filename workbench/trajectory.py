@@ -3,7 +3,8 @@
 A `Trajectory` is plain data (dataclasses of JSON-able values), so it round-trips through the
 SQLite store, JSONL, Parquet and `datasets` without pickling.
 
-Token-in/token-out: each `Step` keeps the exact sampled `completion_ids` and `logprobs`, the
+Token-in/token-out: each `Step` keeps the exact sampled `completion_ids` and `logprobs` (and,
+where the backend gives them, the model's own `raw_logprobs` beside them), the
 `observation_ids` appended after them, and `prompt_ids` whenever the context was (re)built
 (the first turn and after each trim). `Trajectory.segments()` rebuilds, without re-tokenizing,
 the sequences training needs: prompt ids, completion ids and the env mask (1 = model token,
@@ -20,7 +21,7 @@ from typing import Any, Literal, TypedDict, get_args
 
 from workbench.errors import ConfigError, SchemaVersionError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # v2: Step.raw_logprobs (a v1 trajectory reads with None there)
 
 Termination = Literal[
     "submitted",  # the model called submit_final_answer
@@ -102,7 +103,8 @@ class Step:
     tool_calls: list[ToolCall] = field(default_factory=list)
     prompt_ids: list[int] | None = None  # set when the context was (re)built before this turn
     completion_ids: list[int] = field(default_factory=list)
-    logprobs: list[float] | None = None
+    logprobs: list[float] | None = None  # as the policy sampled them (its describe()["logprobs"] says which)
+    raw_logprobs: list[float] | None = None  # the model's own, before temperature/top-k/top-p; None = not given
     observation_ids: list[int] = field(default_factory=list)
     finish_reason: str = ""  # "stop" | "length" | "eos" | "error"
     generate_s: float = 0.0

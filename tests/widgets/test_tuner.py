@@ -69,7 +69,7 @@ def test_presets_and_components_can_be_swapped(qa_run):
     tuner.add_menu.value = "has_answer"
     assert [c.name for c in tuner.spec.components][-1] == "has_answer"
     assert tuner.scores["has_answer"].tolist() == [1.0] * 5
-    tuner.rows_box.children[-1].children[-1].click()  # its ✕ button
+    tuner.rows_box.children[-1].children[0].children[-1].click()  # its ✕ button (the row, then its note line)
     assert "has_answer" not in [c.name for c in tuner.spec.components]
     with pytest.raises(ConfigError, match="no component"):
         tuner.set_weight("nope", 1.0)
@@ -121,3 +121,25 @@ def test_a_run_without_stored_rewards_sends_no_nan(tmp_path, make_traj, states):
     tuner.apply(reason="score the eval run", author="tester")
     assert tuner.scores["stored"].notna().all()
     assert len(tuner.panes["histogram"].figure.data[0].x) == 4
+
+
+def test_l0_variants_are_explained_as_the_reward_code_scores_them(qa_run):
+    from workbench.rewards.l0 import l0_qa, step_code_score
+    from workbench.trajectory import Step
+
+    tuner = RewardTuner(qa_run, spec="l0", role="solver")
+    notes = {key: row["note"].value for key, row in tuner._rows.items()}
+    assert "has_answer=fixed" in notes["l0.qa"] and "no_output=success" in notes["l0.code"]
+    assert notes["l0.format"] == ""  # nothing to explain
+    assert tuner._rows["l0.qa"]["params"]["has_answer"].tooltip.startswith("has_answer=fixed")
+    # what the notes say, the reward code does
+    assert l0_qa("  ", ["Founder"], has_answer="fixed") == 0.0 and l0_qa("  ", ["Founder"], has_answer="l0") == 0.1
+    assert l0_qa(None, ["Founder"], has_answer="l0") == 0.0  # no submission gets 0 either way
+    silent = Step(0, "", observation={"stdout": "", "stderr": "", "display": [], "result": None})
+    assert step_code_score(silent, "success") == 1.0 and step_code_score(silent, "zero") == 0.0
+    assert step_code_score(Step(0, ""), "success") == step_code_score(Step(0, ""), "zero") == 0.0  # nothing ran
+
+    tuner.set_param("l0.qa", "has_answer", "l0")
+    assert "the empty string included" in tuner._rows["l0.qa"]["note"].value
+    tuner.set_param("l0.code", "no_output", "zero")
+    assert "no_output=zero" in tuner._rows["l0.code"]["params"]["no_output"].tooltip

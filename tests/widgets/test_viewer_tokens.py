@@ -63,3 +63,27 @@ def test_missing_logprobs_and_a_tokenizer_too_small_for_the_ids(tokenizer_dir):
     tokens = TrajectoryViewer(root / "missing").detail["steps"][0]["tokens"]
     assert set(tokens["logprobs"]) == {None} and tokens["logprob_note"] == "no logprobs stored for this turn"
     assert tokens["pieces"] is None and tokens["decoded_with"] is None  # ids, not wrong words
+
+
+def test_raw_logprobs_are_shown_when_stored_and_processed_ones_beside_them(tokenizer_dir):
+    root, tok = tokenizer_dir
+    with Store(root / "raw") as store:
+        traj = rollout(tok, HF_POLICY, lambda n: [0.0] * n, "d" * 32)  # a filter left one candidate each time
+        n = len(traj.steps[0].completion_ids)
+        traj.steps[0].raw_logprobs = [-0.25] * (n - 1) + [0.0]
+        store.write(traj)
+        store.write(rollout(tok, HF_POLICY, lambda n: [-0.5] * n, "e" * 32))  # an older turn: processed only
+    viewer = TrajectoryViewer(root / "raw")
+    viewer.select("d" * 32)
+    tokens = viewer.detail["steps"][0]["tokens"]
+    assert tokens["showing"] == "raw" and tokens["logprob_kind"].startswith("raw (the model's own")
+    assert tokens["logprobs"][:n] == [-0.25] * (n - 1) + [0.0] and tokens["logprobs"][n:] == [None] * (
+        len(tokens["ids"]) - n
+    )
+    assert tokens["processed"][:n] == [0.0] * n  # on hover beside the raw ones
+    assert "the model itself was certain" in tokens["logprob_note"] and "cannot tell" not in tokens["logprob_note"]
+    viewer.select("e" * 32)
+    older = viewer.detail["steps"][0]["tokens"]
+    assert (
+        older["showing"] == "processed" and older["logprob_kind"] == "processed (test)" and older["processed"] is None
+    )

@@ -229,6 +229,7 @@ class _Episode:
             prompt_ids=prompt_ids,
             completion_ids=list(out.token_ids),
             logprobs=out.logprobs,
+            raw_logprobs=out.raw_logprobs,
             finish_reason=out.finish_reason,
             policy_version=out.policy_version,
             generate_s=time.monotonic() - t0,

@@ -228,6 +228,7 @@ class EnvEpisodes:
             raw=out.text,
             completion_ids=list(out.token_ids),
             logprobs=list(out.logprobs) if out.logprobs is not None else None,
+            raw_logprobs=list(out.raw_logprobs) if out.raw_logprobs is not None else None,
             finish_reason=out.finish_reason,
             generate_s=gen_s,
             context_tokens=len(episode.context),

@@ -8,6 +8,7 @@ Nothing is ever re-tokenized, so what training sees is what was sampled.
     ids = policy.codec.chat([{"role": "system", "content": ...}, {"role": "user", "content": q}])
     [out] = await policy.generate([ids], SamplingParams(max_new_tokens=256, stop=["</code>"]))
     out.text, out.token_ids, out.logprobs, out.finish_reason
+    out.raw_logprobs   # the model's own logprobs, before any sampling processing (None where unavailable)
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ class Completion:
     logprobs: list[float] | None = None  # one per token in token_ids, None where unavailable
     finish_reason: str = "stop"  # "stop" (a stop string) | "eos" | "length" | "error"
     policy_version: int | None = None  # the weights' version (optimizer steps) when trainers publish them
+    # The model's own logprob of each token: log-softmax of its unprocessed logits (before logit bias,
+    # penalties, temperature, top-k and top-p). None where the backend cannot give it (scripted, HTTP).
+    raw_logprobs: list[float] | None = None
 
 
 @runtime_checkable

@@ -12,7 +12,8 @@ Concurrent `generate` calls are merged into one left-padded batch (see `batching
 token by token with a KV cache. A model directory's `generation_config.json` gives the sampling
 defaults (temperature, top_p, top_k) a caller leaves unset and the end-of-turn ids generation
 stops at (see `SamplingDefaults`), besides the tokenizer's EOS and any stop string. Every
-completion carries the sampled ids and their logprobs (processed: see `sampling.py`).
+completion carries the sampled ids, their logprobs (processed: see `sampling.py`) and the model's
+raw logprobs (`raw_logprobs`: log-softmax of its own logits, before controls and sampling filters).
 `text == codec.decode(token_ids)`, except that a final EOS token is not rendered into `text`.
 A stop string ends generation at the token that completes it; if that token runs past the stop
 string (possible with merged tokens, never with the tiny models' single-token tags), `text`
@@ -21,6 +22,7 @@ keeps those extra characters so it always matches the ids.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -138,6 +140,7 @@ class TransformersPolicy(BatchingBackend):
             "device": str(self.device),
             "dtype": str(next(self.model.parameters()).dtype),
             "logprobs": "processed (after temperature/top-k/top-p; raw for greedy)",
+            "raw_logprobs": "the model's own (log-softmax of its logits before any processing)",
         }
 
     def _check_row(self, row: Row) -> None:
@@ -181,44 +184,23 @@ class TransformersPolicy(BatchingBackend):
 
         dev, B = self.device, len(rows)
         ids, mask, pos = self._left_padded(rows)
-        limits = [
-            min(r.params.max_new_tokens, self.context_size - len(r.prompt))
-            if self.context_size
-            else r.params.max_new_tokens
-            for r in rows
-        ]
         choose = self.sampling_defaults.choose  # the caller's temperature / top_p / top_k, else the model's
         samplers = [RowSampler(choose(r.params), self._generator(r), r.controls, r.prompt) for r in rows]
-        watchers = [StopWatcher(r.params.stop, self.codec.decode) for r in rows]
-        out_ids: list[list[int]] = [[] for _ in rows]
-        out_lps: list[list[float]] = [[] for _ in rows]
-        out_tops: list[list[dict[int, float]]] = [[] for _ in rows]
-        finish: list[str | None] = [None] * B
+        gens = [_Generated(self._limit(r), StopWatcher(r.params.stop, self.codec.decode)) for r in rows]
 
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
         while True:
-            tokens, lps, tops = sample_next(out.logits[:, -1, :], samplers)
-            tok_list, lp_list = tokens.tolist(), lps.tolist()
-            for i in range(B):
-                if finish[i] is not None:
-                    continue
-                out_ids[i].append(tok_list[i])
-                out_lps[i].append(lp_list[i])
-                top = tops[i]
-                if top is not None:
-                    out_tops[i].append(dict(top))
-                if tok_list[i] in self.eos_ids:
-                    finish[i] = "eos"
-                elif watchers[i].hit(out_ids[i]):
-                    finish[i] = "stop"
-                elif len(out_ids[i]) >= limits[i]:
-                    finish[i] = "length"
-            if all(f is not None for f in finish):
+            tokens, lps, raw, tops = sample_next(out.logits[:, -1, :], samplers)
+            tok_list = tokens.tolist()
+            for g, token, lp, raw_lp, top in zip(gens, tok_list, lps.tolist(), raw.tolist(), tops, strict=True):
+                if g.finish is None:
+                    g.take(token, lp, raw_lp, top, self.eos_ids)
+            if all(g.finish is not None for g in gens):
                 break
             if self._cancelled():
                 raise PolicyError("generation cancelled: the model server is stopping")
             step = torch.tensor(
-                [t if f is None else self.pad_id for t, f in zip(tok_list, finish, strict=True)], device=dev
+                [t if g.finish is None else self.pad_id for t, g in zip(tok_list, gens, strict=True)], device=dev
             )
             mask = torch.cat([mask, torch.ones((B, 1), dtype=mask.dtype, device=dev)], dim=1)
             pos = pos[:, -1:] + 1
@@ -231,11 +213,15 @@ class TransformersPolicy(BatchingBackend):
                 past_key_values=out.past_key_values,
                 use_cache=True,
             )
-        reasons = [f for f in finish if f is not None]  # every row has finished
         return [
-            self._completion(ids, f, lp, top if r.controls and r.controls.top_logprobs else None)
-            for ids, f, lp, top, r in zip(out_ids, reasons, out_lps, out_tops, rows, strict=True)
+            self._completion(g, bool(r.controls and r.controls.top_logprobs)) for g, r in zip(gens, rows, strict=True)
         ]
+
+    def _limit(self, row: Row) -> int:
+        """The most tokens `row` may generate: its max_new_tokens, within the model's context."""
+        if self.context_size:
+            return min(row.params.max_new_tokens, self.context_size - len(row.prompt))
+        return row.params.max_new_tokens
 
     def _left_padded(self, rows: list[Row]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The prompts as one left-padded batch on the device: (input ids, attention mask, position ids)."""
@@ -250,14 +236,39 @@ class TransformersPolicy(BatchingBackend):
         ids, mask = ids.to(self.device), mask.to(self.device)
         return ids, mask, (mask.cumsum(-1) - 1).clamp(min=0)
 
-    def _completion(
-        self, ids: list[int], finish: str, logprobs: list[float], top: list[dict[int, float]] | None
-    ) -> Completion:
-        shown = ids[:-1] if finish == "eos" else ids
-        text = self.codec.decode(shown)
-        if top is None:
-            return Completion(text=text, token_ids=ids, logprobs=logprobs, finish_reason=finish)
-        return DetailedCompletion(text=text, token_ids=ids, logprobs=logprobs, finish_reason=finish, top_logprobs=top)
+    def _completion(self, g: _Generated, with_tops: bool) -> Completion:
+        assert g.finish is not None  # the decode loop ends when every row has finished
+        text = self.codec.decode(g.ids[:-1] if g.finish == "eos" else g.ids)
+        done = Completion(text, g.ids, g.logprobs, g.finish, raw_logprobs=g.raw_logprobs)
+        if not with_tops:
+            return done
+        return DetailedCompletion(**vars(done), top_logprobs=g.tops)
+
+
+@dataclass
+class _Generated:
+    """What one row has generated so far, and why it stopped (`finish`, None while it runs)."""
+
+    limit: int
+    watcher: StopWatcher
+    ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)  # processed (see sampling.py)
+    raw_logprobs: list[float] = field(default_factory=list)  # the model's own
+    tops: list[dict[int, float]] = field(default_factory=list)
+    finish: str | None = None
+
+    def take(self, token: int, logprob: float, raw: float, top: list[tuple[int, float]] | None, eos: set[int]) -> None:
+        self.ids.append(token)
+        self.logprobs.append(logprob)
+        self.raw_logprobs.append(raw)
+        if top is not None:
+            self.tops.append(dict(top))
+        if token in eos:
+            self.finish = "eos"
+        elif self.watcher.hit(self.ids):
+            self.finish = "stop"
+        elif len(self.ids) >= self.limit:
+            self.finish = "length"
 
 
 __all__ = ["TransformersPolicy"]

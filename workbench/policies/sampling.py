@@ -4,7 +4,9 @@ Logprobs are those of the distribution actually sampled from ("processed", as vL
 `logprobs_mode="processed_logprobs"` that TRL uses): log-softmax after the `LogitControls`
 (logit bias, then repetition / frequency / presence penalties, vLLM's order), temperature, top-k
 and top-p. Greedy rows (temperature 0) report the log-softmax of the controlled logits, unscaled
-and unfiltered. Top logprobs, when asked for, come from the same distribution.
+and unfiltered. Top logprobs, when asked for, come from the same distribution. Beside them each
+token's raw logprob: the log-softmax of the model's own logits, before any of that processing, so a
+processed 0.0 (a filter left one candidate) can be told from a certain model.
 """
 
 from __future__ import annotations
@@ -135,11 +137,19 @@ class RowSampler:
             self._seen[token] = True
 
 
-def sample_next(
-    logits: torch.Tensor, samplers: Sequence[RowSampler]
-) -> tuple[torch.Tensor, torch.Tensor, list[list[tuple[int, float]] | None]]:
-    """Pick one token per row. `logits` is (B, V) float. Returns (tokens (B,), logprobs (B,),
-    tops): tops[i] is None, or [(token id, logprob), ...] best first when row i asks for
+class NextTokens(NamedTuple):
+    """One token per row (`sample_next`): the ids (B,), their processed logprobs (B,), their raw
+    logprobs (B,) and, per row, None or the top [(token id, logprob), ...] best first."""
+
+    tokens: torch.Tensor
+    logprobs: torch.Tensor
+    raw_logprobs: torch.Tensor
+    tops: list[list[tuple[int, float]] | None]
+
+
+def sample_next(logits: torch.Tensor, samplers: Sequence[RowSampler]) -> NextTokens:
+    """Pick one token per row from `logits` (B, V), the model's own: each row's `RowSampler`
+    applies its controls, temperature, top-k and top-p. Tops come when the row asks for
     `top_logprobs`."""
     import torch
 
@@ -164,7 +174,8 @@ def sample_next(
             tops[i] = list(zip(best.indices.tolist(), best.values.tolist(), strict=True))
         if s._counts is not None:
             s.observe(int(tok))
-    return tokens, logprobs, tops
+    raw = torch.log_softmax(logits, dim=-1).gather(1, tokens[:, None])[:, 0]
+    return NextTokens(tokens, logprobs, raw, tops)
 
 
 def _filter_top_k_top_p(row: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
@@ -272,6 +283,7 @@ __all__ = [
     "MAX_TOP_LOGPROBS",
     "WORKBENCH_SAMPLING",
     "LogitControls",
+    "NextTokens",
     "RowSampler",
     "SamplingChoice",
     "SamplingDefaults",

@@ -6,7 +6,10 @@ vLLM is imported only when one is built.
     [out] = await policy.generate([policy.codec.chat(msgs)], SamplingParams(stop=["</code>"]))
 
 Keyword arguments go to `vllm.LLM(model=PATH, **engine_kwargs)`; by default
-`logprobs_mode="processed_logprobs"` (what TRL's importance-sampling correction expects).
+`logprobs_mode="processed_logprobs"` (what TRL's importance-sampling correction expects). vLLM
+returns one kind of logprob per engine: with `logprobs_mode="raw_logprobs"` (the model's own,
+before temperature/top-k/top-p) completions carry them as `raw_logprobs` too, and `logprobs` holds
+the same raw values (say so to a trainer); in the default mode `raw_logprobs` is None.
 On vLLM's CPU build the defaults are CPU-sane (see `cpu_defaults`): eager mode, float32, and a
 fixed KV cache of `kv_cache_memory_bytes` (1 GiB) instead of a fraction of the machine's RAM
 (vLLM reads `gpu_memory_utilization` as a fraction of CPU memory there). Any of them can be
@@ -42,6 +45,10 @@ INSTALL_HINT = (
 )
 
 CPU_KV_CACHE_BYTES = 1 << 30
+LOGPROBS_MODES = {  # vLLM's logprobs_mode values that give logprobs, and what `describe()` calls them
+    "processed_logprobs": "processed (after temperature/top-k/top-p)",
+    "raw_logprobs": "raw (the model's own, before temperature/top-k/top-p)",
+}
 
 
 def cpu_defaults(engine_kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -126,6 +133,9 @@ class VLLMPolicy(BatchingBackend):
         sampling_defaults: SamplingDefaults | None = None,
         **engine_kwargs: Any,
     ):
+        mode = engine_kwargs.setdefault("logprobs_mode", "processed_logprobs")
+        if mode not in LOGPROBS_MODES:
+            raise ConfigError(f"logprobs_mode={mode!r} gives logits, not logprobs: use one of {sorted(LOGPROBS_MODES)}")
         vllm = import_vllm()
         from workbench.models.resolve import resolve_model
 
@@ -142,7 +152,6 @@ class VLLMPolicy(BatchingBackend):
         self.on_cpu = current_platform.is_cpu()
         if self.on_cpu:
             engine_kwargs = cpu_defaults(engine_kwargs)
-        engine_kwargs.setdefault("logprobs_mode", "processed_logprobs")
         self.engine_kwargs = engine_kwargs
         self.llm = vllm.LLM(model=str(path), **engine_kwargs)
         self.codec = TokenizerCodec(self.llm.get_tokenizer())
@@ -171,8 +180,19 @@ class VLLMPolicy(BatchingBackend):
             "vllm": self._vllm.__version__,
             "device": "cpu" if self.on_cpu else "cuda",
             "dtype": str(self.engine_kwargs.get("dtype", "auto")),
-            "logprobs": "processed",
+            "logprobs": LOGPROBS_MODES[self.logprobs_mode],
+            "raw_logprobs": "the model's own (logprobs_mode='raw_logprobs')" if self.gives_raw else None,
         }
+
+    @property
+    def logprobs_mode(self) -> str:
+        """The engine's one kind of logprob (vLLM's `logprobs_mode`, as the engine holds it)."""
+        return str(self.llm.llm_engine.model_config.logprobs_mode)
+
+    @property
+    def gives_raw(self) -> bool:
+        """Whether the engine's logprobs are the model's own (then `raw_logprobs` carries them)."""
+        return self.logprobs_mode == "raw_logprobs"
 
     def close(self) -> None:
         """Stop the engine's worker processes (the policy cannot generate afterwards)."""
@@ -229,7 +249,16 @@ class VLLMPolicy(BatchingBackend):
         else:  # None = EOS, int = a stop token id
             finish = "eos"
         shown = ids[:-1] if finish == "eos" and ids and ids[-1] in self.eos_ids else ids
-        return Completion(text=self.codec.decode(shown), token_ids=ids, logprobs=logprobs, finish_reason=finish)
+        raw = logprobs if self.gives_raw else None
+        return Completion(self.codec.decode(shown), ids, logprobs, finish, raw_logprobs=raw)
 
 
-__all__ = ["CPU_KV_CACHE_BYTES", "INSTALL_HINT", "VLLMPolicy", "cpu_defaults", "import_vllm", "vllm_serve_argv"]
+__all__ = [
+    "CPU_KV_CACHE_BYTES",
+    "INSTALL_HINT",
+    "LOGPROBS_MODES",
+    "VLLMPolicy",
+    "cpu_defaults",
+    "import_vllm",
+    "vllm_serve_argv",
+]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from workbench.errors import ConfigError
@@ -29,8 +30,14 @@ SUMMARY_COLUMNS = (
     "started_at",
     "ended_at",
 )
-_SQL_NAMES = {"rewards": "rewards_json AS rewards"}
-SUMMARY_SELECT = ", ".join(_SQL_NAMES.get(c, c) for c in SUMMARY_COLUMNS)
+_SQL_NAMES = {"rewards": "rewards_json"}
+
+
+def select(names: Sequence[str], reads: Mapping[str, str]) -> str:
+    """The SELECT list for these summary columns: `reads` says how to read a column whose SQL is not
+    its name (the stage columns of a read-only store written before them, `_stages.expressions`)."""
+    return ", ".join(reads.get(n, _SQL_NAMES.get(n, n)) for n in names)
+
 
 # filter name -> (column, operator); list values turn "=" into "IN".
 _FILTERS = {
@@ -41,6 +48,9 @@ _FILTERS = {
     "policy": ("policy", "="),
     "task_id": ("task_id", "="),
     "origin": ("origin_id", "="),
+    "phase": ("phase", "="),
+    "iteration": ("iteration", "="),
+    "train_step": ("train_step", "="),
     "min_reward": ("reward", ">="),
     "max_reward": ("reward", "<="),
     "ids": ("id", "="),
@@ -48,8 +58,9 @@ _FILTERS = {
 FILTER_NAMES = (*_FILTERS, "search", "limit")
 
 
-def where(filters: dict[str, Any]) -> tuple[str, list[Any]]:
-    """`(sql, params)` for the filters: a WHERE clause, ORDER BY and LIMIT. None means no filter."""
+def where(filters: dict[str, Any], reads: Mapping[str, str] | None = None) -> tuple[str, list[Any]]:
+    """`(sql, params)` for the filters: a WHERE clause, ORDER BY and LIMIT. None means no filter.
+    `reads`: how to read columns whose SQL is not their name (as `select`)."""
     unknown = sorted(set(filters) - set(FILTER_NAMES))
     if unknown:
         raise ConfigError(f"unknown trajectory filter(s) {unknown}; use any of {list(FILTER_NAMES)}")
@@ -59,6 +70,7 @@ def where(filters: dict[str, Any]) -> tuple[str, list[Any]]:
         value = filters.get(name)
         if value is None:
             continue
+        column = (reads or {}).get(column, column)
         if isinstance(value, (list, tuple, set, frozenset)):
             if op != "=":
                 raise ConfigError(f"{name} takes one number, not a list")

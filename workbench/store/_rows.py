@@ -115,6 +115,9 @@ _COLUMNS = (
     "policy",
     "origin_id",
     "parent_id",
+    "phase",
+    "iteration",
+    "train_step",
     "started_at",
     "ended_at",
     "written_at",
@@ -145,6 +148,20 @@ def policy_name(policy: object) -> str | None:
     return safe_text(str(policy))
 
 
+def _number(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def stage(lineage: dict[str, Any]) -> dict[str, Any]:
+    """The stage columns (`_stages.py`) of a trajectory with this lineage (None where it names none)."""
+    phase = lineage.get("phase")
+    return {
+        "phase": safe_text(phase) if isinstance(phase, str) and phase else None,
+        "iteration": _number(lineage.get("iteration")),
+        "train_step": _number(lineage.get("train_step")),
+    }
+
+
 def to_row(traj: Trajectory) -> dict[str, Any]:
     if not isinstance(traj, Trajectory):
         raise StoreError(
@@ -171,6 +188,7 @@ def to_row(traj: Trajectory) -> dict[str, Any]:
         "policy": policy_name(lineage.get("policy")),
         "origin_id": lineage.get("origin"),
         "parent_id": lineage.get("parent"),
+        **stage(lineage),
         "started_at": traj.started_at,
         "ended_at": traj.ended_at,
         "written_at": time.time(),

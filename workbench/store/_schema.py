@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 from workbench.errors import SchemaVersionError, StoreError
-from workbench.store import _search
+from workbench.store import _search, _stages
 from workbench.store._rows import decode
 
-STORE_SCHEMA_VERSION = 2  # v2: the full-text index (_search.py)
+STORE_SCHEMA_VERSION = 3  # v2: the full-text index (_search.py); v3: the stage columns (_stages.py)
 DB_NAME = "trajectories.sqlite"
 BUSY_TIMEOUT_MS = 30_000
 
@@ -42,6 +42,9 @@ CREATE TABLE IF NOT EXISTS trajectories (
     policy TEXT,
     origin_id TEXT,
     parent_id TEXT,
+    phase TEXT,
+    iteration INTEGER,
+    train_step INTEGER,
     started_at REAL,
     ended_at REAL,
     written_at REAL NOT NULL,
@@ -126,8 +129,9 @@ def connect(path: Path, *, readonly: bool, synchronous: str) -> sqlite3.Connecti
 
 def ensure_schema(conn: sqlite3.Connection, path: Path, *, readonly: bool) -> None:
     """Create the tables on first use and bring an older store up to this version (v1 -> v2 builds
-    the full-text index over the trajectories already stored); refuse a store written by a newer
-    workbench. A read-only store is left as it is (`Store` then indexes it in memory to search)."""
+    the full-text index over the trajectories already stored, v2 -> v3 adds and fills the stage
+    columns); refuse a store written by a newer workbench. A read-only store is left as it is
+    (`Store` then builds the index and the stages in memory when they are asked for)."""
     try:
         if readonly:
             _check_version(_stored_version(conn), path)
@@ -140,6 +144,8 @@ def ensure_schema(conn: sqlite3.Connection, path: Path, *, readonly: bool) -> No
                     conn.execute(statement)
             if not _search.has_index(conn):
                 build_index(conn)
+            if not _stages.has_columns(conn):
+                _stages.add_columns(conn)
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(STORE_SCHEMA_VERSION),))
             conn.execute("INSERT OR IGNORE INTO meta VALUES ('created_at', ?)", (str(time.time()),))
             conn.execute("COMMIT")

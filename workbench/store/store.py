@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError, StoreError
 from workbench.safetext import safe_json, safe_text
-from workbench.store import _schema, _search
-from workbench.store._filters import SUMMARY_COLUMNS, SUMMARY_SELECT, where
+from workbench.store import _schema, _search, _stages
+from workbench.store._filters import SUMMARY_COLUMNS, select, where
 from workbench.store._rows import BLOB_COLUMNS, HISTORY_INSERT, UPSERT, decode_metadata, from_row, to_row
 from workbench.trajectory import Trajectory
 
@@ -189,7 +189,8 @@ class Store:
     ) -> pd.DataFrame:
         """Summary rows (no blobs) as a DataFrame; `rewards` is a dict column.
 
-        Extra filters: `task_id`, `origin` (trajectories whose origin is that id), `ids`, and
+        Extra filters: `task_id`, `origin` (trajectories whose origin is that id), `ids`, the stages
+        its lineage names (`phase`, `iteration`, `train_step`; see `_stages.py`), and
         `search`: full text over question, think, code, output, answer, id and policy, every word
         in any order as a word prefix (`search="capital teiv"`; see `_search.py`). Lists match any.
         """
@@ -206,7 +207,7 @@ class Store:
             limit=limit,
         )
         clause, params = self._where(filters)
-        cursor = self._conn().execute(f"SELECT {SUMMARY_SELECT} FROM trajectories {clause}", params)
+        cursor = self._conn().execute(f"SELECT {select(SUMMARY_COLUMNS, {})} FROM trajectories {clause}", params)
         df = pd.DataFrame(cursor.fetchall(), columns=list(SUMMARY_COLUMNS))
         df["rewards"] = [json.loads(r) for r in df["rewards"]]
         df["hops"] = df["hops"].astype("Int64")
@@ -216,14 +217,15 @@ class Store:
     def columns(self, names: Sequence[str], **filters: Any) -> dict[str, list[Any]]:
         """Summary columns as plain lists, in `query`'s row order and with its filters: no pandas
         and no JSON decoded (`rewards` stays JSON text), the cheap read behind a list view.
-        `names` come from `query`'s columns plus `written_at`."""
-        allowed = (*SUMMARY_COLUMNS, "written_at")
+        `names` come from `query`'s columns plus `written_at` and the stage columns (`phase`,
+        `iteration`, `train_step`: `_stages.py`)."""
+        allowed = (*SUMMARY_COLUMNS, *_stages.STAGE_COLUMNS, "written_at")
         unknown = [n for n in names if n not in allowed]
         if unknown or not names:
             raise ConfigError(f"unknown summary column(s) {unknown}; choose from {list(allowed)}")
         clause, params = self._where(filters)
-        select = ", ".join("rewards_json" if n == "rewards" else n for n in names)
-        rows = self._conn().execute(f"SELECT {select} FROM trajectories {clause}", params).fetchall()
+        stage_sql = self._stage_sql() if set(names) & set(_stages.STAGE_COLUMNS) else {}
+        rows = self._conn().execute(f"SELECT {select(names, stage_sql)} FROM trajectories {clause}", params).fetchall()
         values = list(zip(*rows, strict=True)) if rows else [()] * len(names)
         return {name: list(column) for name, column in zip(names, values, strict=True)}
 
@@ -241,7 +243,19 @@ class Store:
             conn = self._conn()
             if not _search.has_index(conn) and not _search.has_index(conn, "temp"):
                 _schema.build_index(conn, "temp")
-        return where(filters)
+        staged = any(filters.get(name) is not None for name in _stages.STAGE_COLUMNS)
+        return where(filters, self._stage_sql() if staged else None)
+
+    def _stage_sql(self) -> dict[str, str]:
+        """How this thread's connection reads the stage columns (`_stages.expressions`); kept once
+        the store has them as columns (a store never loses them)."""
+        known: dict[str, str] | None = getattr(self._local, "stage_sql", None)
+        if known is not None:
+            return known
+        sql = _stages.expressions(self._conn())
+        if sql == {name: name for name in _stages.STAGE_COLUMNS}:
+            self._local.stage_sql = sql
+        return sql
 
     # -- lineage ---------------------------------------------------------------------------
     def children(self, traj_id: str) -> list[Trajectory]:

@@ -117,6 +117,9 @@ def logprob_kind(traj: Trajectory) -> str:
     return str(policy.get("logprobs") or "unknown")
 
 
+RAW_KIND = "raw (the model's own, before temperature/top-k/top-p)"
+
+
 def _logprob_note(kind: str, stored: list[float], n: int) -> str:
     """One sentence on what the turn's logprobs are, and what they cannot tell."""
     if kind == "scripted":
@@ -124,6 +127,9 @@ def _logprob_note(kind: str, stored: list[float], n: int) -> str:
     if not stored:
         return "no logprobs stored for this turn"
     zeros = sum(lp == 0.0 for lp in stored)
+    if kind == RAW_KIND:
+        note = "log-softmax of the model's logits before any sampling processing; the processed ones on hover"
+        return note + (f"; {zeros} of {n} are 0.0 to float precision: the model itself was certain" if zeros else "")
     note = "as the policy recorded them"
     if kind == "unknown":
         note = "the policy did not say whether these are the model's raw logprobs or processed ones"
@@ -135,29 +141,41 @@ def _logprob_note(kind: str, stored: list[float], n: int) -> str:
     return note
 
 
+def _per_token(values: list[float] | None, n: int, total: int) -> list[float | None]:
+    """`values` for the first `n` (model) tokens, None for a missing one and for the rest of `total`."""
+    stored: list[float | None] = [float(v) for v in (values or [])[:n]]
+    return stored + [None] * (total - len(stored))
+
+
 def _tokens(step: Step, tokenizer: Decoder | None, kind: str) -> dict[str, Any]:
-    """The turn's token ids with their env mask (1 = trained, 0 = observation), logprobs (None where
-    there is none: a scripted policy's or a missing one) and, with a tokenizer, each id decoded."""
+    """The turn's token ids with their env mask (1 = trained, 0 = observation), the logprobs shown (the
+    model's raw ones when stored, else the processed ones; None where there is none: a scripted policy's
+    or a missing one), `showing` which, and, with a tokenizer, each id decoded."""
     ids = list(step.completion_ids) + list(step.observation_ids)
     mask = [1] * len(step.completion_ids) + [0] * len(step.observation_ids)
     n = len(step.completion_ids)
-    stored = [] if kind == "scripted" or not step.logprobs else [float(lp) for lp in step.logprobs[:n]]
-    logprobs: list[float | None] = [*stored]
-    logprobs += [None] * (len(ids) - len(logprobs))
+    scripted = kind == "scripted"
+    raw = None if scripted else step.raw_logprobs
+    processed = None if scripted else step.logprobs
+    showing = "raw" if raw else "processed" if processed else None
+    shown = _per_token(raw or processed, n, len(ids))
     pieces = None
     if tokenizer is not None and ids:
         try:
             pieces = [tokenizer.decode([i]) for i in ids]
         except Exception:  # a tokenizer that cannot map these ids: show ids only
             pieces = None
+    kind = RAW_KIND if raw else kind
     return {
         "ids": ids,
         "mask": mask,
-        "logprobs": logprobs,
+        "logprobs": shown,
+        "showing": showing,
+        "processed": _per_token(processed, n, len(ids)) if raw and processed else None,  # for hover beside raw
         "pieces": pieces,
         "decoded_with": getattr(tokenizer, "source", "the viewer's tokenizer") if pieces is not None else None,
         "logprob_kind": kind,
-        "logprob_note": _logprob_note(kind, stored, n),
+        "logprob_note": _logprob_note(kind, [v for v in shown[:n] if v is not None], n),
         "prompt": None if step.prompt_ids is None else len(step.prompt_ids),
     }
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
 from workbench.widgets._detail import proposer_question
+from workbench.widgets._groups import iteration_at, iteration_starts
 from workbench.widgets._safe import finite
 
 if TYPE_CHECKING:
@@ -24,7 +25,17 @@ if TYPE_CHECKING:
     from workbench.store import Store
 
 # filter name -> summary column (exact match); dropdowns in the front end.
-CHOICE_FILTERS = {"run": "run_id", "role": "role", "termination": "termination", "hops": "hops", "policy": "policy"}
+CHOICE_FILTERS = {
+    "run": "run_id",
+    "role": "role",
+    "termination": "termination",
+    "hops": "hops",
+    "policy": "policy",
+    "iteration": "iteration",
+    "train_step": "train_step",
+    "phase": "phase",
+}
+NUMBER_FILTERS = ("hops", "iteration", "train_step")  # choices that are integers
 FILTER_NAMES = (*CHOICE_FILTERS, "min_reward", "max_reward")
 QUERY_KEYS = (*FILTER_NAMES, "search", "found", "ids", "sort")
 SORT_KEYS = ("started_at", "reward", "hops", "num_steps", "role", "termination", "question", "id")
@@ -43,10 +54,14 @@ LIST_COLUMNS = (
     "final_answer",
     "policy",
     "origin_id",
+    "phase",
+    "iteration",
+    "train_step",
     "started_at",
 )
 # columns sent as codes into a list of distinct values
-_CATEGORICAL = ("role", "run_id", "termination", "policy", "task_id", "origin_id")
+_CATEGORICAL = ("role", "run_id", "termination", "policy", "task_id", "origin_id", "phase")
+PROPOSE_PHASE = "propose"  # the evolve loop's proposing phase names only its iteration in the lineage
 QUESTION_CHARS = 240
 ANSWER_CHARS = 80
 
@@ -56,7 +71,24 @@ def summary_columns(store: Store, limit: int | None = None) -> dict[str, list[An
     proposer's own question, else the task's."""
     cols = store.columns(LIST_COLUMNS, limit=limit)
     cols["shown_question"] = shown_questions(store, cols["id"], cols["role"], cols["question"], page=limit is not None)
+    fill_stages(store, cols)
     return cols
+
+
+def fill_stages(store: Store, cols: dict[str, list[Any]]) -> None:
+    """Complete the stage columns as the viewer shows them: a row whose lineage names an iteration
+    but no phase is in the propose phase, and one naming no iteration takes the evolve iteration
+    running when it started (the run's `iteration_start` events; as `_groups` and `_attempts` do)."""
+    cols["phase"] = [
+        PROPOSE_PHASE if phase is None and iteration is not None else phase
+        for phase, iteration in zip(cols["phase"], cols["iteration"], strict=True)
+    ]
+    starts = iteration_starts(store)
+    if starts:
+        cols["iteration"] = [
+            iteration_at(starts, started) if iteration is None and started is not None else iteration
+            for iteration, started in zip(cols["iteration"], cols["started_at"], strict=True)
+        ]
 
 
 def shown_questions(
@@ -87,7 +119,8 @@ def frame(cols: dict[str, list[Any]]) -> pd.DataFrame:
     import pandas as pd
 
     df = pd.DataFrame({name: cols[name] for name in (*LIST_COLUMNS, "shown_question")})
-    df["hops"] = df["hops"].astype("Int64")
+    for name in NUMBER_FILTERS:
+        df[name] = df[name].astype("Int64")
     df["reward"] = df["reward"].astype("float64")
     return df
 
@@ -111,7 +144,10 @@ def encode_table(cols: dict[str, list[Any]], total: int | None = None) -> tuple[
         "id": cols["id"],
         "question": [q[:QUESTION_CHARS] for q in cols["shown_question"]],
         "answer": [None if a is None else str(a)[:ANSWER_CHARS] for a in cols["final_answer"]],
-        **{name: cols[name] for name in ("reward", "hops", "num_steps", "num_tool_calls", "started_at")},
+        **{
+            name: cols[name]
+            for name in ("reward", "hops", "num_steps", "num_tool_calls", "started_at", "iteration", "train_step")
+        },
         **{name: _codes(cols[name]) for name in _CATEGORICAL},
     }
     try:
@@ -126,7 +162,7 @@ def choices(cols: dict[str, list[Any]]) -> dict[str, list[Any]]:
     out = {}
     for name, column in CHOICE_FILTERS.items():
         values = set(cols[column]) - {None, ""}
-        out[name] = sorted((int(v) for v in values), key=int) if name == "hops" else sorted(values, key=str)
+        out[name] = sorted(int(v) for v in values) if name in NUMBER_FILTERS else sorted(values, key=str)
     return out
 
 

@@ -1,6 +1,12 @@
 """`workbench report RUN_DIR`: a run's dashboards and its trajectory viewer as one HTML file that
 works offline (plotly.js and the viewer's code are inlined; nothing is fetched).
 
+plotly.js and the page's data (the list, the embedded trajectories, the figures) travel gzipped
+and base64-encoded, unpacked by the browser's own `DecompressionStream` (Chromium 80, Firefox 113,
+Safari 16.4): a demo evolve run's report (288 trajectories, 59 figures) is 2.45 MB instead of
+14.0. `report_data(html)` reads the data back in Python. Figures are drawn a few rows at a time as
+they come within a screen of view.
+
     from workbench.widgets import write_report
     path = write_report("runs/demo")                      # runs/demo/report.html
     html = report_html("runs/demo", pass_threshold=1.0)   # the same, as a string
@@ -12,13 +18,17 @@ Clicking a point of a self-evolution plot filters the viewer to the trajectories
 
 from __future__ import annotations
 
+import base64
+import gzip
 import html
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from workbench.errors import ConfigError
 from workbench.widgets import _figures, _table
 from workbench.widgets._detail import trajectory_detail
 from workbench.widgets._plots import plotly_js
@@ -40,35 +50,63 @@ _PAGE = """<!doctype html>
 <style>body{{font-family:system-ui,sans-serif;margin:24px auto;max-width:1280px;padding:0 16px}}
 table.wb-summary{{border-collapse:collapse}}
 .wb-summary td,.wb-summary th{{border:1px solid #ddd;padding:2px 8px;font-size:13px}}
-h2{{margin-top:32px}} {css}</style>
-<script>{plotly}</script>
+h2{{margin-top:32px}} .wb-chunk{{margin-bottom:8px}} {css}</style>
 </head><body><h1>{title}</h1><p>{subtitle}</p>{body}
-<script type="application/json" id="wb-data">{data}</script>
+<script type="application/gzip" id="wb-plotly">{plotly}</script>
+<script type="application/gzip" id="wb-data">{data}</script>
 <script>{js}
 {boot}</script>
 </body></html>
 """
 
+# Unpack the data (gzip + base64, see `_packed`) and draw the viewer; then plotly.js, and each figure
+# section once it comes near the screen (its height held meanwhile), so the first draw waits for
+# the few figures in view, not for every one.
 _BOOT = """
-(function () {
-  const data = JSON.parse(document.getElementById("wb-data").textContent);
-  const viewerState = data.viewer;
-  const model = staticModel(viewerState, data.details, data.links);
+const CHUNK = 6;
+async function unpack(id) {
+  const bytes = Uint8Array.from(atob(document.getElementById(id).textContent), (c) => c.charCodeAt(0));
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return await new Response(stream).text();
+}
+(async function () {
+  const plotly = unpack("wb-plotly");
+  const data = JSON.parse(await unpack("wb-data"));
+  const model = staticModel(data.viewer, data.details, data.links);
   renderViewer({ model, el: document.getElementById("wb-viewer") });
+  new Function(await plotly).call(globalThis);  // defines Plotly, as the notebook's FigureGrid loads it
+  const onClick = (name, point) => {
+    const c = point.customdata;
+    if (!Array.isArray(c) || c.length !== 2) return;
+    const key = `${name}|${c[0]}|${c[1]}`;
+    if (!data.links[key]) return;
+    const hopCount = `${c[1]} hop${c[1] === 1 ? "" : "s"}`;
+    model.send({ action: "link", key, label: `${name.replace(/_/g, " ")} · iteration ${c[0]} · ${hopCount}` });
+    document.getElementById("wb-viewer").scrollIntoView();
+  };
+  const draws = new Map();
+  const draw = (el) => { const d = draws.get(el); if (d) { draws.delete(el); d(); } };
+  const near = typeof IntersectionObserver === "undefined" ? null : new IntersectionObserver((entries) => {
+    for (const e of entries) if (e.isIntersecting) { near.unobserve(e.target); draw(e.target); }
+  }, { rootMargin: "100% 0px" });  // within a screen of the visible part
   for (const section of data.sections) {
-    const el = document.getElementById(section.id);
-    const onClick = (name, point) => {
-      const c = point.customdata;
-      if (!Array.isArray(c) || c.length !== 2) return;
-      const key = `${name}|${c[0]}|${c[1]}`;
-      if (!data.links[key]) return;
-      const hopCount = `${c[1]} hop${c[1] === 1 ? "" : "s"}`;
-      model.send({ action: "link", key, label: `${name.replace(/_/g, " ")} · iteration ${c[0]} · ${hopCount}` });
-      document.getElementById("wb-viewer").scrollIntoView();
-    };
-    for (const fig of section.figures) fig.layout.template = data.template;  // shipped once
-    drawFigures(Plotly, el, section.figures, 2, onClick);
-    watchSize(Plotly, el);
+    for (let at = 0; at < section.figures.length; at += CHUNK) {  // a few rows of two figures each
+      const figures = section.figures.slice(at, at + CHUNK);
+      const el = document.getElementById(section.id).appendChild(document.createElement("div"));
+      el.className = "wb-chunk";
+      let held = 0;
+      for (let i = 0; i < figures.length; i += 2) {
+        held += Math.max(...figures.slice(i, i + 2).map((f) => f.layout.height || 450)) + 8;
+      }
+      el.style.minHeight = `${held}px`;
+      draws.set(el, () => {
+        for (const fig of figures) fig.layout.template = data.template;  // shipped once
+        drawFigures(Plotly, el, figures, 2, onClick);
+        watchSize(Plotly, el);
+        el.style.minHeight = "";
+      });
+      if (near) near.observe(el); else draw(el);
+    }
   }
 })();
 """
@@ -168,11 +206,27 @@ def report_html(
         subtitle=html.escape(subtitle),
         body="".join(body),
         css=css("viewer") + css("figures"),
-        plotly=_script_safe(plotly_js()),
-        data=data.replace("<", "\\u003c"),
+        plotly=_packed(plotly_js()),
+        data=_packed(data),
         js=_script_safe(js),
         boot=_BOOT,
     )
+
+
+def _packed(text: str) -> str:
+    """`text` gzipped and base64-encoded (what the page's `unpack` reads; `mtime=0`: the same input
+    gives the same bytes)."""
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
+
+
+def report_data(page: str, part: str = "data") -> Any:
+    """What a report page carries, unpacked: `part="data"` (the default) the page's data as a dict
+    (viewer, details, links, sections, template), `part="plotly"` the plotly.js source."""
+    found = re.search(rf'<script type="application/gzip" id="wb-{part}">([^<]*)</script>', page)
+    if found is None:
+        raise ConfigError(f"no {part!r} part in this page; pass the text of a workbench report (report_html)")
+    text = gzip.decompress(base64.b64decode(found.group(1))).decode("utf-8")
+    return json.loads(text) if part == "data" else text
 
 
 def _detail(store: Store, traj: Trajectory) -> dict[str, Any]:

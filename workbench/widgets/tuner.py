@@ -33,6 +33,32 @@ if TYPE_CHECKING:
     from workbench.store import Store
 
 
+# What a variant does, shown next to it (workbench/rewards/l0.py's rules; docs/fidelity.md, L0).
+VARIANT_NOTES = {
+    ("has_answer", "fixed"): (
+        "has_answer=fixed: the 0.1·has_answer term pays only for a non-blank answer; an empty or "
+        "whitespace-only submission gets 0 (L0's code pays for any submitted string: has_answer=l0)"
+    ),
+    ("has_answer", "l0"): (
+        "has_answer=l0: the 0.1·has_answer term pays for any submitted answer, the empty string "
+        "included, as L0's code does; no submission gets 0 either way"
+    ),
+    ("no_output", "success"): (
+        "no_output=success: a cell that ran and produced no output (no stdout, stderr, display, "
+        "result or error) scores code 1, a success (L0's code scores it 0: no_output=zero)"
+    ),
+    ("no_output", "zero"): (
+        "no_output=zero: a cell that ran and produced no output scores code 0, as L0's code does; "
+        "a turn whose code did not run scores 0 either way"
+    ),
+}
+
+
+def variant_notes(params: dict[str, Any]) -> list[str]:
+    """The notes (`VARIANT_NOTES`) for these param values, in order."""
+    return [VARIANT_NOTES[(n, str(v))] for n, v in params.items() if (n, str(v)) in VARIANT_NOTES]
+
+
 def _variant_options(component: str, param: str, default: Any) -> list[str]:
     """Values a string param takes in the presets (e.g. variant: code, paper), default first."""
     from workbench.rewards.presets import PRESETS
@@ -285,10 +311,21 @@ class RewardTuner(w.VBox):
                 )
         remove = w.Button(description="✕", tooltip=f"remove {key}", layout=w.Layout(width="40px"))
         remove.on_click(lambda _: self._remove(key))
+        note = w.HTML(layout=w.Layout(margin="0 0 4px 12px"))
         for widget in (weight, *params.values()):
             widget.observe(lambda _: self._changed(), names="value")
-        self._rows[key] = {"comp": comp, "weight": weight, "params": params}
-        return w.HBox([weight, *params.values(), remove])
+        box = w.VBox([w.HBox([weight, *params.values(), remove]), note])
+        self._rows[key] = {"comp": comp, "weight": weight, "params": params, "note": note, "box": box}
+        self._explain(key)
+        return box
+
+    def _explain(self, key: str) -> None:
+        """Say what the row's variants do: a line under it, and each variant's own on hover."""
+        row = self._rows[key]
+        for name, widget in row["params"].items():
+            widget.tooltip = VARIANT_NOTES.get((name, str(widget.value)))
+        notes = variant_notes({n: x.value for n, x in row["params"].items()})
+        row["note"].value = "".join(f'<div style="color:#57606a;font-size:12px">{_render.esc(n)}</div>' for n in notes)
 
     def _row(self, key: str) -> dict[str, Any]:
         if key not in self._rows:
@@ -299,7 +336,8 @@ class RewardTuner(w.VBox):
         from workbench.rewards import get_reward
 
         comps = []
-        for row in self._rows.values():
+        for key, row in self._rows.items():
+            self._explain(key)
             defaults = get_reward(row["comp"]["name"]).params
             params = {
                 n: (int(x.value) if isinstance(defaults[n], int) and not isinstance(defaults[n], bool) else x.value)
@@ -319,8 +357,8 @@ class RewardTuner(w.VBox):
         if len(self._rows) == 1:
             self.status.value = '<span style="color:#cf222e">a spec needs one component</span>'
             return
-        self._rows.pop(key)
-        self.rows_box.children = [c for c in self.rows_box.children if c.children[0].description != key]
+        box = self._rows.pop(key)["box"]
+        self.rows_box.children = [c for c in self.rows_box.children if c is not box]
         self._changed()
 
     def _on_add(self, change: dict[str, Any]) -> None:

@@ -6,6 +6,7 @@ turns, tokens, rewards and links beside it (an anywidget; its front end is stati
     viewer                                         # last expression in a cell: renders it
     viewer.set_filters(role="solver", min_reward=0.5, search="museum")
     viewer.search("capital teivrei")               # full text: words in any order, any field
+    viewer.filter(phase="solver_update", train_step=3, iteration=1)   # the rows they keep
     viewer.select(viewer.rows.id[0]); viewer.next_step()
     viewer.goto_origin(); viewer.go_back()         # solver attempt <-> the proposer that asked
     viewer.compare(id_a, id_b)                     # side by side, first divergent turn marked
@@ -134,9 +135,21 @@ class TrajectoryViewer(anywidget.AnyWidget):
         self._set_query({"sort": self.query.get("sort"), **values})
 
     def set_filters(self, **values: Any) -> None:
-        """Set filters (`run`, `role`, `termination`, `hops`, `policy`, `min_reward`, `max_reward`,
-        `search`, `ids`, `sort`); None clears one. The list follows."""
+        """Set filters (`run`, `role`, `termination`, `hops`, `policy`, `iteration`, `train_step`,
+        `phase`, `min_reward`, `max_reward`, `search`, `ids`, `sort`); None clears one. The list follows."""
         self._set_query({**self.query, **values})
+
+    def filter(self, **values: Any) -> pd.DataFrame:
+        """The run's rows (as `rows` holds them) that these filters keep (`set_filters`' names), e.g.
+        `filter(phase="solver_update", train_step=3)`: `iteration` is the evolve iteration (the
+        lineage's, else the one running when the rollout started), `train_step` the trainer's step
+        that used it, `phase` the lineage's ("propose" for the evolve loop's proposing phase). The
+        list is left as it is: `set_filters(...)` shows them there."""
+        self._complete()
+        query = {k: v for k, v in values.items() if v is not None}
+        if str(query.get("search") or "").strip():
+            query["found"] = self._found(query["search"])
+        return _table.apply_query(self._all(), _table.check_query(query, _table.choices(self._cols)))
 
     def search(self, text: str) -> pd.DataFrame:
         """The run's rows (as `rows` holds them) whose question, think, code, output or answer

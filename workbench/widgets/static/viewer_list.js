@@ -2,7 +2,15 @@
 // applyQuery is the same rule as workbench/widgets/_table.py:apply_query.
 
 const ROW_H = 24;
-const CHOICES = { run: "run_id", role: "role", termination: "termination", hops: "hops", policy: "policy" };
+const CHOICES = { run: "run_id", role: "role", termination: "termination", hops: "hops", policy: "policy",
+  iteration: "iteration", train_step: "train_step", phase: "phase" };
+const NUMBER_CHOICES = new Set(["hops", "iteration", "train_step"]);
+const CHOICE_LABELS = { train_step: "training step" };
+const CHOICE_TITLES = {
+  iteration: "evolve iteration: the lineage's, else the one running when the rollout started",
+  train_step: "the trainer's step that trained on the rollout",
+  phase: "the phase that ran it (propose, proposer_update, solver_update…)",
+};
 
 function decodeTable(t) {
   const col = (name) => {
@@ -13,9 +21,9 @@ function decodeTable(t) {
   const rows = {
     n, total: t.total ?? n, partial: !!t.partial, id: t.id || [], question: t.question || [], answer: t.answer || [], reward: t.reward || [],
     hops: t.hops || [], num_steps: t.num_steps || [], num_tool_calls: t.num_tool_calls || [],
-    started_at: t.started_at || [],
+    started_at: t.started_at || [], iteration: t.iteration || new Array(n).fill(null), train_step: t.train_step || new Array(n).fill(null),
   };
-  for (const c of ["role", "run_id", "termination", "policy", "task_id", "origin_id"]) rows[c] = t[c] ? col(c) : new Array(n).fill(null);
+  for (const c of ["role", "run_id", "termination", "policy", "task_id", "origin_id", "phase"]) rows[c] = t[c] ? col(c) : new Array(n).fill(null);
   rows.index = new Map(rows.id.map((id, i) => [id, i]));
   rows.hay = rows.id.map((id, i) => `${id}\n${rows.question[i]}\n${rows.answer[i] || ""}\n${rows.policy[i] || ""}`.toLowerCase());
   return rows;
@@ -120,11 +128,13 @@ function filterBar(state, choices, set) {
   const search = h("input", { class: "wb-search", type: "search", placeholder: "search think, code, output, answers…  ( / , Enter)",
     title: "every word, in any order, in the question, think, code, output or answer; 8+ characters also match an id's start",
     value: q.search || "", onchange: apply, onsearch: apply, onkeydown: (e) => { if (e.key === "Enter") apply(e); } });
-  const selects = Object.keys(CHOICES).map((name) => {
+  // a stage filter with no values in this run (a run that trained nothing) is not drawn
+  const drawn = (name) => !(name in CHOICE_TITLES) || (choices[name] || []).length || q[name] != null;
+  const selects = Object.keys(CHOICES).filter(drawn).map((name) => {
     const values = choices[name] || [];
-    const sel = h("select", { class: `wb-filter wb-filter-${name}`, title: name,
-      onchange: (e) => set({ [name]: e.target.value === "" ? null : (name === "hops" ? Number(e.target.value) : e.target.value) }) },
-      h("option", { value: "", text: `${name}: all` }),
+    const sel = h("select", { class: `wb-filter wb-filter-${name}`, title: CHOICE_TITLES[name] || name,
+      onchange: (e) => set({ [name]: e.target.value === "" ? null : (NUMBER_CHOICES.has(name) ? Number(e.target.value) : e.target.value) }) },
+      h("option", { value: "", text: `${CHOICE_LABELS[name] || name}: all` }),
       values.map((v) => h("option", { value: String(v), text: String(v), selected: q[name] === v })));
     return sel;
   });

@@ -70,31 +70,36 @@ function heat(lp) {
   return `hsl(${Math.round(p * 60)}, 90%, ${Math.round(62 + p * 33)}%)`;
 }
 
-function tokenTitle(id, i, m, lp) {
+// `raw`: the value is the model's own logprob, so 0 means the model was certain; `processed`: the
+// sampled distribution's logprob of the same token, shown beside a raw one (null when not stored).
+function tokenTitle(id, i, m, lp, raw, processed) {
   const what = m ? "mask 1 (trained)" : "mask 0 (observation, not trained)";
+  const kind = raw ? "raw logprob" : "logprob";
   const value = !m ? "" : lp === null || lp === undefined ? " · no logprob"
-    : lp === 0 ? " · logprob exactly 0 (p = 1: certain, or one candidate left by a filter)"
-    : ` · logprob ${lp.toFixed(3)} (p ${Math.exp(lp).toFixed(3)})`;
-  return `id ${id} · position ${i} · ${what}${value}`;
+    : lp === 0 && !raw ? " · logprob exactly 0 (p = 1: certain, or one candidate left by a filter)"
+    : ` · ${kind} ${lp.toFixed(3)} (p ${Math.exp(lp).toFixed(3)})`;
+  const beside = m && raw && processed !== null && processed !== undefined ? ` · processed ${processed.toFixed(3)}` : "";
+  return `id ${id} · position ${i} · ${what}${value}${beside}`;
 }
 
-function tokenClass(m, lp) {
+function tokenClass(m, lp, raw) {
   if (!m) return "wb-tok wb-tok-obs";
-  return "wb-tok wb-tok-trained" + (lp === null || lp === undefined ? " wb-tok-nolp" : lp === 0 ? " wb-tok-zero" : "");
+  return "wb-tok wb-tok-trained" + (lp === null || lp === undefined ? " wb-tok-nolp" : lp === 0 && !raw ? " wb-tok-zero" : "");
 }
 
 function tokensView(d, step) {
   const s = d.steps[step];
   if (!s) return h("i", { class: "wb-muted", text: "no turn selected" });
   const t = s.tokens;
-  const valued = t.logprobs.filter((lp, i) => t.mask[i] === 1 && lp !== null && lp !== 0);
+  const raw = t.showing === "raw";
+  const valued = t.logprobs.filter((lp, i) => t.mask[i] === 1 && lp !== null && (raw || lp !== 0));
   const mean = valued.length ? valued.reduce((a, b) => a + b, 0) / valued.length : null;
   const spans = t.ids.map((id, i) => {
     const m = t.mask[i], lp = t.logprobs[i];
     const label = t.pieces ? t.pieces[i].replace(/\n/g, "⏎") || "∅" : String(id);
-    const heated = m && lp !== null && lp !== undefined && lp !== 0;
-    return h("span", { class: tokenClass(m, lp), "data-mask": m, "data-id": id, style: heated ? { background: heat(lp) } : null,
-      title: tokenTitle(id, i, m, lp) }, label);
+    const heated = m && lp !== null && lp !== undefined && (raw || lp !== 0);
+    return h("span", { class: tokenClass(m, lp, raw), "data-mask": m, "data-id": id, style: heated ? { background: heat(lp) } : null,
+      title: tokenTitle(id, i, m, lp, raw, t.processed ? t.processed[i] : null) }, label);
   });
   const n1 = t.mask.filter((m) => m === 1).length;
   return h("div", { class: "wb-tokens-view" },
@@ -106,7 +111,7 @@ function tokensView(d, step) {
       h("span", { class: "wb-tok wb-tok-obs", text: "observation (not trained)" })),
     h("div", { class: "wb-muted wb-lp-note" }, h("b", { text: `showing: ${t.logprob_kind} logprobs. ` }), t.logprob_note + "."),
     h("div", { class: "wb-muted", text: `turn ${step + 1}: ${n1} trained + ${t.ids.length - n1} observation tokens` +
-        (mean !== null ? ` · mean logprob ${mean.toFixed(3)} over the ${valued.length} tokens with a non-zero value` : "") +
+        (mean !== null ? ` · mean ${raw ? "raw " : ""}logprob ${mean.toFixed(3)} over the ${valued.length} tokens with ${raw ? "one" : "a non-zero value"}` : "") +
         (t.prompt !== null ? ` · context rebuilt here (${t.prompt} prompt tokens)` : "") +
         (t.decoded_with ? ` · decoded with ${t.decoded_with} (hover for id, position, mask, logprob)` : " · token ids (no tokenizer found on disk)") }),
     t.ids.length ? h("div", { class: "wb-token-ids" + (t.pieces ? " wb-decoded" : "") }, spans) : h("i", { class: "wb-muted", text: "no token ids stored for this turn (scripted or text-only policy)" }));
