@@ -69,6 +69,9 @@ def test_training_steps_change_weights(tmp_path, tiny, tasks, retriever, estimat
     assert any(k.startswith("pass_rate/hop_") for k in logs)
     # every sample came from a real episode with token ids and an env mask
     assert all(t.steps and t.rewards.get("total") is not None for t in trainer.last_trajectories)
+    # the rollouts keep the model's raw logprobs beside the processed ones, one per sampled token
+    steps = [s for t in trainer.last_trajectories for s in t.steps]
+    assert all(s.raw_logprobs is not None and len(s.raw_logprobs) == len(s.completion_ids) for s in steps)
 
 
 def test_env_mask_keeps_observation_tokens_out_of_the_loss(tmp_path, tiny, tasks, retriever):

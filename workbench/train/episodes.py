@@ -122,6 +122,7 @@ class SearchR1Episodes:
                     raw=out.text,
                     completion_ids=list(out.token_ids),
                     logprobs=list(out.logprobs) if out.logprobs is not None else None,
+                    raw_logprobs=list(out.raw_logprobs) if out.raw_logprobs is not None else None,
                     finish_reason=out.finish_reason,
                     policy_version=out.policy_version,
                     generate_s=gen_s,
