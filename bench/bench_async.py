@@ -3,7 +3,7 @@
 1. Latency-bound (ASearcher's case): each episode turn waits on a tool with long-tailed latency, one
    straggler per batch. Wall time async (k = 2) / sync for the same number of steps (target <= 0.7)
    and the trainer's idle share (time waiting for rollouts / wall) async / sync (target <= 0.5).
-   Prints `async/sync wall: X` for scripts. The model here (`--latency-model`, 4 layers x 256) is one
+   Prints `async/sync wall: X` for scripts. The model here (`--latency-model`, 8 layers x 384) is one
    whose update is a sizeable share of a synchronous step, as in ASearcher's runs (both printed): with
    the 2-layer model's update of a few milliseconds the trainer waits whatever the schedule, and the
    idle share measures nothing but that.
@@ -157,8 +157,8 @@ def main() -> None:
     ap.add_argument(
         "--latency-model",
         type=lambda v: tuple(int(x) for x in v.split("x")),
-        default=(4, 256),
-        help="LAYERSxWIDTH of the latency-bound case's model (default 4x256: its update is a sizeable share of "
+        default=(8, 384),
+        help="LAYERSxWIDTH of the latency-bound case's model (default 8x384: its update is a sizeable share of "
         "a step, as in ASearcher's runs, not the 2-layer model's few milliseconds)",
     )
     add_smoke_flag(ap)
