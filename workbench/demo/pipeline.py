@@ -27,6 +27,11 @@ if TYPE_CHECKING:
 Printer = Callable[[str], None]
 
 
+# Episodes end by turns and tokens, never by the clock: a slower or busier machine gets the same figures (the
+# SmolLM2 evaluation's 16 concurrent episodes took over AgentConfig's default 300 s on 2 cores).
+DEMO_EPISODE_WALL_S = 6 * 3600.0
+
+
 @dataclass
 class DemoResult:
     run_dir: Path
@@ -67,6 +72,7 @@ class Stages:
             prompt="compact",
             temperature=0.0,
             seed=cfg.seed,
+            wall_clock_s=DEMO_EPISODE_WALL_S,
         )
         self.seconds: dict[str, float] = {}
 
