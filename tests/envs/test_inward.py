@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from env_training import one_step_train_config
 from openenv.core.env_server.http_server import create_fastapi_app
 from openenv.core.env_server.types import Action
 from openenv_games import (
@@ -238,29 +239,11 @@ def test_workbench_train_env_runs_a_grpo_step_on_a_tiny_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from workbench.cli import main
-    from workbench.models.tiny import build_tiny_model
     from workbench.store import Store
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     texts = ["Guess a number from 1 to 16.", "Higher than 8.", "Lower than 12.", "Correct: 10."] * 10
-    model = build_tiny_model(tmp_path / "tiny", texts, vocab_size=300, n_layer=2, n_embd=32, n_head=2, seed=0)
-    settings = {
-        "model_path": model,
-        "output_dir": tmp_path / "out",
-        "store_path": tmp_path / "store",
-        "num_generations": 2,
-        "per_device_train_batch_size": 4,
-        "max_steps": 1,
-        "max_turns": 2,
-        "max_turn_tokens": 8,
-        "max_completion_length": 64,
-        "learning_rate": 1e-3,
-    }
-    config = tmp_path / "train.toml"
-    config.write_text(
-        "[train]\n"
-        + "".join(f"{k} = {json.dumps(str(v) if isinstance(v, Path) else v)}\n" for k, v in settings.items())
-    )
+    config = one_step_train_config(tmp_path, texts)
     argv = ["train", str(config), "--env", GUESS, "--episodes", "2"]
     assert main(argv) == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
