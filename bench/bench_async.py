@@ -176,7 +176,7 @@ def main() -> None:
         layers, width = (1, 32) if args.smoke else (2, 64)
         wide_layers, wide = (1, 32) if args.smoke else args.latency_model
         model_dir = model(tmp / "m", layers, width)
-        print(f"# {steps} steps of 4 groups of 2; seed 0; latency-bound on a {wide_layers}-layer {wide}-wide Qwen2, ")
+        print(f"# {steps} steps of 4 groups of 2; seed 0; latency-bound on a {wide_layers}-layer {wide}-wide Qwen2;")
         print(f"# cpu-bound and overhead on a {layers}-layer {width}-wide one")
         lat = straggler_latency(base, slow)
         wide_dir = model(tmp / "w", wide_layers, wide)
