@@ -37,6 +37,7 @@ from workbench.kernel._process import (
     pidfds,
     write_connection_file,
 )
+from workbench.kernel.fork import ForkResult, fork
 from workbench.kernel.observation import Observation, OutputCollector
 from workbench.kernel.procs import process_tree
 from workbench.kernel.zygote import fork_kernel, zygote_for, zygote_unsupported
@@ -311,6 +312,30 @@ class AsyncKernel:
         code = self._proc.wait()
         if not self._died.done():
             self._died.set_result(code)
+
+    def sibling(self) -> AsyncKernel:
+        """A new, unstarted kernel with this one's settings (profile, isolation, start method, ...)."""
+        return AsyncKernel(
+            self.profile,
+            isolation=self.isolation,
+            root=self.root,
+            output_cap=self.output_cap,
+            env=self.env,
+            startup_code=self.startup_code,
+            extra_ro_binds=self.extra_ro_binds,
+            startup_timeout=self.startup_timeout,
+            interrupt_grace=self.interrupt_grace,
+            keep_dir=self.keep_dir,
+            start=self.start_method,
+        )
+
+    async def fork(self, n: int, *, strict: bool = False, timeout: float = 120.0) -> ForkResult[AsyncKernel]:
+        """`n` new started kernels holding copies of this one's namespace and /workspace (a state
+        copy into fresh kernels of the same settings; see `workbench.kernel.fork`). Names whose
+        values cannot be copied are listed in `.skipped` (and logged); `strict=True` raises instead."""
+        if not self.alive:
+            raise KernelError("only a running kernel can fork; start() it first")
+        return await fork(self, n, strict=strict, timeout=timeout)
 
     # -- execution ----------------------------------------------------------------------
     async def execute(self, code: str, timeout: float | None = None, *, silent: bool = False) -> Observation:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from workbench.kernel.async_kernel import AsyncKernel
+from workbench.kernel.fork import ForkResult
 from workbench.kernel.observation import Observation
 from workbench.sandbox import SandboxProfile
 
@@ -76,6 +77,11 @@ class Kernel:
 
     def interrupt(self) -> None:
         run_sync(self._k.interrupt())
+
+    def fork(self, n: int, *, strict: bool = False, timeout: float = 120.0) -> ForkResult[Kernel]:
+        """`n` new kernels holding copies of this one's state (see `AsyncKernel.fork`)."""
+        forked = run_sync(self._k.fork(n, strict=strict, timeout=timeout))
+        return ForkResult([Kernel._wrap(k) for k in forked], forked.skipped, forked.snapshot_bytes)
 
     def close(self) -> None:
         run_sync(self._k.close())

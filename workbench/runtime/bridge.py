@@ -30,9 +30,10 @@ if TYPE_CHECKING:
         push_error: str | None
         hook: Callable[[], None] | None
         dirty: bool
+        stubs: dict[str, Callable[..., Any]]
 
 
-_STATE: _State = {"notepad": None, "push_error": None, "hook": None, "dirty": False}
+_STATE: _State = {"notepad": None, "push_error": None, "hook": None, "dirty": False, "stubs": {}}
 
 
 def _ipython_shell() -> Any:
@@ -80,16 +81,15 @@ def install(
     namespace["notepad"] = pad
     if not any(s.get("final") for s in specs):
         specs = [*specs, FINAL_ANSWER_SPEC]
-    for spec in specs:
-        namespace[spec["name"]] = make_stub(spec, client)
+    stubs = {spec["name"]: make_stub(spec, client) for spec in specs}
+    namespace.update(stubs)
     if shell is not None:
         if _STATE["hook"] is not None:  # installed before in this kernel: replace
             shell.events.unregister("post_execute", _STATE["hook"])
         shell.events.register("post_execute", push_if_dirty)
         _trim_tracebacks(shell)
-    _STATE.update(
-        {"notepad": pad, "push_error": None, "dirty": False, "hook": push_if_dirty if shell is not None else None}
-    )
+    hook = push_if_dirty if shell is not None else None
+    _STATE.update({"notepad": pad, "push_error": None, "dirty": False, "hook": hook, "stubs": stubs})
     return pad
 
 
@@ -113,6 +113,25 @@ def _trim_tracebacks(shell: Any) -> None:
 def current_notepad() -> Notepad | None:
     """The notepad `install` created (even if the model rebound the name `notepad`)."""
     return _STATE["notepad"]
+
+
+def installed_stubs() -> dict[str, Callable[..., Any]]:
+    """The tool stubs `install` made, by tool name."""
+    return dict(_STATE["stubs"])
+
+
+def restore_notepad(data: dict[str, Any]) -> Notepad:
+    """A forked kernel's notepad: the installed one given `data`'s contents (and pushed to the
+    host), or, with none installed, a new one that becomes current."""
+    copy = Notepad.from_snapshot(data)
+    pad = _STATE["notepad"]
+    if pad is None:
+        _STATE["notepad"] = copy
+        return copy
+    pad._take_contents(copy)
+    if _STATE["hook"] is not None:
+        _STATE["hook"]()  # a silent cell runs no post_execute hook: push now
+    return pad
 
 
 def snapshot_json() -> str:

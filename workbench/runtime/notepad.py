@@ -270,6 +270,12 @@ class Notepad:
         pad._next_id = int(data.get("next_id", max((t.id for t in pad._todos), default=0) + 1))
         return pad
 
+    def _take_contents(self, other: Notepad) -> None:
+        """Become a copy of `other`'s contents (a forked kernel's notepad; see `workbench.runtime.fork`)."""
+        self._todos, self._facts, self._draft = list(other._todos), list(other._facts), other._draft
+        self._next_id = other._next_id
+        self._changed()
+
     def _changed(self) -> None:
         if self._on_change is not None:
             self._on_change(self.snapshot())
