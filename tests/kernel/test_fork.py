@@ -92,7 +92,7 @@ def test_every_child_holds_the_state_and_changes_stay_private(parent: Kernel):
             assert _value(other, "(y, f(), also_shared)") == (5, 10, [1, 2])
             assert _value(other, "notepad.facts") == ("fact before the fork",)
             assert _value(other, "open('/workspace/data.txt').read()") == "from the parent"
-        leftovers = [p.name for p in parent.rollout_dir.rglob("fork-*")]
+        leftovers = [p.name for p in parent.rollout_dir.parent.rglob("fork-*")]
         assert leftovers == []  # the snapshot file is gone once the children have loaded it
     finally:
         _close(children)
@@ -140,7 +140,7 @@ def test_a_workspace_over_the_childrens_cap_is_a_clear_error(parent: Kernel):
             parent.fork(1)
     finally:
         parent.execute("os.remove('/workspace/sparse.bin')")
-    assert [p.name for p in parent.rollout_dir.rglob("fork-*")] == []
+    assert [p.name for p in parent.rollout_dir.parent.rglob("fork-*")] == []
 
 
 @pytest.mark.slow

@@ -59,6 +59,17 @@ class AgentConfig(Config, BaseModel):
     task_variable: str | None = Field(
         default="task", description="Notebook variable holding the task's question (None: the prompt only)."
     )
+    task_setup: str | None = Field(
+        default=None,
+        description="Code run (silently) in the kernel before the first turn, after the tools and the task "
+        "variable: e.g. loading the task's data. The model does not see it; it may use the notepad.",
+    )
+    fork_groups: bool = Field(
+        default=False,
+        description="Run a GRPO group's setup (the setup cell, task_setup) once, in a kernel of its own, and "
+        "copy that kernel's state into each of the group's episodes (see workbench.agent.groups): a group "
+        "is the jobs of a batch with the same task, tools and sandbox. False: every episode runs it.",
+    )
     prompt: Literal["full", "compact", "asearcher"] = Field(
         default="full",
         description="System prompt: full (rules, tool docs, notepad API), compact (one line each, "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -26,16 +27,19 @@ from workbench.agent.config import AgentConfig
 from workbench.agent.environment import LocalEnvironment
 from workbench.agent.episode import run_episode
 from workbench.agent.executor import DEFAULT_TOOLS, EpisodeJob, TrajectoryStream, stream_as_done
+from workbench.agent.groups import GroupSetups
 from workbench.agent.recorder import describe
 from workbench.errors import ConfigError
 from workbench.trajectory import Task, Trajectory
 
 if TYPE_CHECKING:
     from workbench.kernel import AsyncKernelPool
+    from workbench.kernel.fork import Snapshot
     from workbench.policies.base import Policy
     from workbench.tools import ToolRegistry
 
 ToolSet = Union["ToolRegistry", Callable[[Task], "ToolRegistry"]]  # a registry, or task -> registry
+_log = logging.getLogger(__name__)
 PoolKey = tuple[str, str, int]  # the sandbox setting a pool serves: profile, isolation, output cap
 
 
@@ -84,11 +88,20 @@ class _Kernels:
         await asyncio.gather(*(p.close() for p in pools), return_exceptions=True)
 
 
+_PUSH_NOTEPAD = "\n__import__('workbench.runtime.bridge', fromlist=['push_now']).push_now()"
+
+
 async def open_environment(
-    stack: contextlib.AsyncExitStack, pool: AsyncKernelPool, tools: ToolRegistry, job: EpisodeJob, rollout_id: str
+    stack: contextlib.AsyncExitStack,
+    pool: AsyncKernelPool,
+    tools: ToolRegistry,
+    job: EpisodeJob,
+    rollout_id: str,
+    state: Snapshot | None = None,
 ) -> LocalEnvironment:
     """A kernel from `pool` with this rollout's gateway started and the setup cell run (tools, notepad,
-    the task variable); both close with `stack`. Used here and by remote kernel workers."""
+    the task variable), then `task_setup` run or, given a group's `state`, that state restored; both
+    close with `stack`. Used here and by remote kernel workers."""
     from workbench.runtime import notepad_api_doc
     from workbench.tools import ToolGateway, setup_code
 
@@ -110,6 +123,13 @@ async def open_environment(
     setup = await kernel.execute(code, timeout=30)
     if not setup.ok:
         raise RuntimeError(f"runtime setup failed in the kernel: {setup.text}")
+    if state is not None:
+        await state.restore(kernel)
+    elif config.task_setup:
+        done = await kernel.execute(config.task_setup + _PUSH_NOTEPAD, timeout=config.exec_timeout_s, silent=True)
+        if not done.ok:
+            raise RuntimeError(f"AgentConfig.task_setup failed in the kernel: {done.text}")
+        gateway.take_calls()  # the setup's tool calls are not the first turn's (nor, forked, are they)
     return LocalEnvironment(kernel, gateway, tools.prompt_text(), notepad_api_doc())
 
 
@@ -154,22 +174,41 @@ class LocalExecutor:
         return tools if isinstance(tools, ToolRegistry) else tools(job.task)
 
     # -- episodes --------------------------------------------------------------------------
-    async def run(self, job: EpisodeJob, policy: Policy, pool: AsyncKernelPool) -> Trajectory:
-        """One episode in a fresh kernel of `pool`. Never raises for the episode's failure: a kernel
-        or gateway failure ends up in the trajectory (`termination`, `error`)."""
+    async def run(
+        self, job: EpisodeJob, policy: Policy, pool: AsyncKernelPool, groups: GroupSetups | None = None
+    ) -> Trajectory:
+        """One episode in a fresh kernel of `pool` (its group's setup copied in, given `groups`). Never
+        raises for the episode's failure: a kernel or gateway failure ends up in the trajectory
+        (`termination`, `error`)."""
         traj = job.trajectory()
         try:
-            return await self._episode(job, policy, traj, pool)
+            return await self._episode(job, policy, traj, pool, groups)
         except Exception as exc:  # pool or gateway failure: this episode ends, the batch goes on
             traj.termination = traj.termination or "error"
             traj.error = traj.error or describe(exc)
             traj.ended_at = time.time()
             return traj
 
-    async def _episode(self, job: EpisodeJob, policy: Policy, traj: Trajectory, pool: AsyncKernelPool) -> Trajectory:
+    async def _episode(
+        self, job: EpisodeJob, policy: Policy, traj: Trajectory, pool: AsyncKernelPool, groups: GroupSetups | None
+    ) -> Trajectory:
+        state = None if groups is None else await groups.state_for(job, lambda: self._group_setup(job, pool))
         async with contextlib.AsyncExitStack() as stack:
-            env = await open_environment(stack, pool, self.registry_for(job), job, traj.id)
+            env = await open_environment(stack, pool, self.registry_for(job), job, traj.id, state)
             return await run_episode(job.task, policy, env, job.agent, trajectory=traj, seed=job.seed)
+
+    async def _group_setup(self, job: EpisodeJob, pool: AsyncKernelPool) -> Snapshot:
+        """A group's setup in a kernel of its own, snapshotted (see `workbench.agent.groups`)."""
+        from workbench.kernel import AsyncKernel
+        from workbench.kernel.fork import snapshot
+
+        async with contextlib.AsyncExitStack() as stack:
+            env = await open_environment(stack, pool, self.registry_for(job), job, f"{job.id}-group-setup")
+            assert isinstance(env.kernel, AsyncKernel)  # a pool's kernel
+            state = await snapshot(env.kernel)
+        if state.skipped:
+            _log.warning("fork_groups: the group setup's %s were not copied into its episodes", state.skipped)
+        return state
 
     async def stream(self, jobs: Sequence[EpisodeJob], policy: Policy) -> TrajectoryStream:
         """Yield `(index, trajectory)` as episodes end, exactly one per job. The pools the jobs need
@@ -196,17 +235,22 @@ class LocalExecutor:
             if key not in pools:
                 pools[key] = await kernels.pool_for(job.agent)
 
+        groups = GroupSetups(jobs)
+
         async def run(job: EpisodeJob) -> Trajectory:
             async with kernels.gate:
                 self._begin()
                 try:
-                    return await self.run(job, policy, pools[pool_key(job.agent)])
+                    return await self.run(job, policy, pools[pool_key(job.agent)], groups)
                 finally:
                     self.in_flight -= 1
                     self.finished += 1
 
-        async for done in stream_as_done(jobs, run):
-            yield done
+        try:
+            async for done in stream_as_done(jobs, run):
+                yield done
+        finally:
+            groups.close()
 
     def _begin(self) -> None:
         self.started += 1

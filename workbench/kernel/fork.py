@@ -15,8 +15,9 @@ process has threads, a zmq context and no privilege left to give a copy new name
    page-aligned) and a tar of its /workspace into a file the host made in its run dir (a silent
    cell running `workbench.runtime.fork.save`; the file is capped by `limits.file_size_mb`, the tar
    by the children's /workspace size);
-2. the host copies that file out of the parent's reach (so the parent cannot change it later) and
-   reads only its JSON footer: it never unpickles kernel bytes;
+2. the host copies that file out of the parent's reach (so the parent cannot change it later; the
+   copy sits in the kernels' root dir, so it may outlive the parent) and reads only its JSON
+   footer: it never unpickles kernel bytes;
 3. each child is an ordinary kernel of the parent's settings and start method (zygote or exec: same
    isolation, own uid, cgroup and /workspace); the host hard-links the copy into its run dir, the
    child maps it copy-on-write (`workbench.runtime.fork.load`) and the host unlinks it again.
@@ -120,7 +121,7 @@ async def snapshot(kernel: AsyncKernel, timeout: float = 120.0) -> Snapshot:
     written = kernel.rollout_dir / "run" / f"fork-{token}.snap"
     fd = os.open(written, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o600)
     os.close(fd)
-    kept = kernel.rollout_dir / f"fork-{token}.snap"  # outside run/: the kernel cannot reach it
+    kept = kernel.root / f"fork-{token}.snap"  # outside the kernel's reach, and outliving it
     try:
         if kernel.uid is not None:
             os.chown(written, kernel.uid, kernel.uid)

@@ -129,9 +129,14 @@ def restore_notepad(data: dict[str, Any]) -> Notepad:
         _STATE["notepad"] = copy
         return copy
     pad._take_contents(copy)
-    if _STATE["hook"] is not None:
-        _STATE["hook"]()  # a silent cell runs no post_execute hook: push now
+    push_now()
     return pad
+
+
+def push_now() -> None:
+    """Push the notepad to the host if it changed: a silent cell runs no post_execute hook."""
+    if _STATE["hook"] is not None:
+        _STATE["hook"]()
 
 
 def snapshot_json() -> str:
