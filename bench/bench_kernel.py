@@ -8,7 +8,11 @@ processes), throughput of short executions through pools of 1, 2 and 4 kernels (
 of 1); then zygote kernels: ready-to-execute time (first `1+1` answered) of zygote vs exec starts,
 p50 and p95, interleaved, with the line `zygote start / exec start: X` for scripts (target ≤ 0.15,
 ≤ 50 ms p50 on an idle machine), idle memory (PSS) of zygote vs exec kernels, and 64 zygote
-kernels started at once, all answering (≤ 1 s).
+kernels started at once, all answering (≤ 1 s); then `kernel.fork`: fork(8) of a kernel holding
+a 100 MiB numpy array, each child's time to ready (p50, p95; ratio to starting a kernel and
+rebuilding the array in it) and the children's PSS growth over 8 copies (copy-on-write: far below
+1), and a GRPO-style batch of 16 scripted NB-Agent episodes (4 groups of 4) with
+`fork_groups=True` vs False (wall ratio), without and with a task setup that computes something.
 """
 
 from __future__ import annotations
@@ -25,10 +29,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _util import add_smoke_flag, figure, p50, smoke_skip
 from jupyter_client.manager import AsyncKernelManager
 
+from workbench.agent import AgentConfig, LocalExecutor, make_jobs
+from workbench.agent.executor import gather_jobs
 from workbench.kernel import AsyncKernel, AsyncKernelPool
+from workbench.kernel.fork import snapshot
 from workbench.kernel.procs import process_tree, sandbox_rss_mb
 from workbench.kernel.zygote import zygote_unsupported
+from workbench.policies import ScriptedPolicy
 from workbench.sandbox import check_sandbox
+from workbench.tools import ToolRegistry
+from workbench.trajectory import Task
 
 # The sandboxed kernel runs ipykernel with these flags; the fair baseline does too.
 SAME_FLAGS = ["--HistoryManager.enabled=False", "--quiet"]
@@ -155,6 +165,102 @@ async def zygote_figures(smoke: bool, quick: bool) -> None:
     figure(f"{many} zygote kernels at once, all answered", all_ready, "s", target="<= 1 s", ok=all_ready <= 1.0)
 
 
+async def forked_children(parent: AsyncKernel, n: int) -> tuple[list[AsyncKernel], list[float], list[float]]:
+    """`parent.fork(n)` step by step (the same calls), to time each child's ready moment (from the
+    fork's start) and read its PSS before the state arrives."""
+    t = time.perf_counter()
+    state = await snapshot(parent)
+    children = [parent.sibling() for _ in range(n)]
+    ready: list[float] = []
+    before: list[float] = []
+
+    async def one(child: AsyncKernel) -> None:
+        await child.start()
+        await child.execute("import numpy")  # so that the PSS growth is the array's alone
+        before.append(sandbox_pss_mb(child.pid))
+        await state.restore(child)
+        ready.append(time.perf_counter() - t)
+
+    await asyncio.gather(*(one(c) for c in children))
+    state.discard()
+    return children, ready, before
+
+
+async def fork_memory_and_time(smoke: bool, quick: bool) -> None:
+    n, mb = (2, 4) if smoke else (8, 100)
+    setup = f"import numpy as np\nbig = np.ones({mb} << 17)"  # 8-byte floats: mb MiB
+    parent = await AsyncKernel(startup_code="import workbench.runtime").start()
+    await parent.execute(setup)
+    fork_ready, plain_ready = [], []
+    for _ in range(1 if smoke or quick else 3):
+        children, ready, before = await forked_children(parent, n)
+        fork_ready += ready
+        await asyncio.gather(*(c.execute("float(big.sum())") for c in children))  # every page read
+        growth = sum(sandbox_pss_mb(c.pid) - b for c, b in zip(children, before, strict=True))
+        await asyncio.gather(*(c.close() for c in children))
+        t = time.perf_counter()  # the baseline: n fresh kernels, each building the array itself
+
+        async def plain(t: float = t) -> None:
+            k = await AsyncKernel(startup_code="import workbench.runtime").start()
+            await k.execute(setup)
+            plain_ready.append(time.perf_counter() - t)
+            await k.close()
+
+        await asyncio.gather(*(plain() for _ in range(n)))
+    await parent.close()
+    figure(f"{n} kernels + a {mb} MiB array built in each: p50", p50(plain_ready) * 1e3, "ms")
+    figure(
+        f"fork({n}) of a {mb} MiB array, child ready: p50", p50(fork_ready) * 1e3, "ms", baseline=p50(plain_ready) * 1e3
+    )
+    figure(
+        f"fork({n}) of a {mb} MiB array, child ready: p95", p95(fork_ready) * 1e3, "ms", baseline=p95(plain_ready) * 1e3
+    )
+    ratio = growth / (n * mb)
+    figure(f"fork({n}) children's PSS growth / ({n} x {mb} MiB)", ratio, "x", target="far below 1", ok=ratio < 0.5)
+
+
+GROUP_TURNS = [
+    "<think>look</think>\n<code>\nprint(task[:12], sorted(globals())[:3])\n</code>",
+    "<think>done</think>\n<code>\nsubmit_final_answer('ok')\n</code>",
+]
+HEAVY_SETUP = "import numpy as np\ndata = np.random.default_rng(0).standard_normal((1600, 1600))\ngram = data @ data.T"
+
+
+async def grpo_batch_walls(smoke: bool, quick: bool) -> None:
+    groups, size = (2, 2) if smoke else (4, 4)
+    tasks = [Task(id=f"t{g}", question=f"question {g}?") for g in range(groups) for _ in range(size)]
+    policy = ScriptedPolicy.from_turns(GROUP_TURNS)
+    async with LocalExecutor(ToolRegistry([]), concurrency=4) as executor:
+        await gather_jobs(executor, make_jobs(tasks[:1], AgentConfig(max_steps=3)), policy)  # the pool warms up
+        for setup, label in ((None, "setup cell only"), (HEAVY_SETUP, "a 1600^2 matmul setup")):
+            walls: dict[bool, list[float]] = {False: [], True: []}
+            for _ in range(1 if smoke or quick else 2):
+                for fork_groups in (False, True):  # interleaved: load changes hit both alike
+                    config = AgentConfig(max_steps=3, seed=0, task_setup=setup, fork_groups=fork_groups)
+                    t = time.perf_counter()
+                    trajs = await gather_jobs(executor, make_jobs(tasks, config), policy)
+                    walls[fork_groups].append(time.perf_counter() - t)
+                    assert all(tr.termination == "submitted" for tr in trajs), [tr.error for tr in trajs]
+            name = f"{len(tasks)} episodes ({groups} groups of {size}), {label}"
+            figure(f"{name}: wall, setup in every episode", p50(walls[False]), "s")
+            figure(f"{name}: wall, fork_groups", p50(walls[True]), "s", baseline=p50(walls[False]))
+            print(f"fork_groups / plain wall ({label}): {p50(walls[True]) / p50(walls[False]):.3f}", flush=True)
+
+
+async def fork_figures(smoke: bool, quick: bool) -> None:
+    reason = zygote_unsupported()
+    if reason is not None:
+        if smoke:
+            smoke_skip("fork figures", reason)
+        else:
+            print(f"fork figures skipped: {reason}", flush=True)
+        return
+    with open("/proc/loadavg") as f:
+        print(f"load average before the fork figures: {f.read().split()[0]}", flush=True)
+    await fork_memory_and_time(smoke, quick)
+    await grpo_batch_walls(smoke, quick)
+
+
 async def main(quick: bool, smoke: bool = False) -> None:
     check_sandbox()
     reps, n_rt = (1, 10) if smoke else (3, 200) if quick else (5, 500)
@@ -223,11 +329,13 @@ async def main(quick: bool, smoke: bool = False) -> None:
         base = base or rate
         figure(f"throughput, pool of {size} ({rollouts} rollouts x {steps} execs)", rate, "exec/s", baseline=base)
     await zygote_figures(smoke, quick)
+    await fork_figures(smoke, quick)
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--only-fork", action="store_true", help="only the kernel.fork figures")
     add_smoke_flag(ap)
     args = ap.parse_args()
-    asyncio.run(main(args.quick, args.smoke))
+    asyncio.run(fork_figures(args.smoke, args.quick) if args.only_fork else main(args.quick, args.smoke))

@@ -175,14 +175,14 @@ class LocalExecutor:
 
     # -- episodes --------------------------------------------------------------------------
     async def run(
-        self, job: EpisodeJob, policy: Policy, pool: AsyncKernelPool, groups: GroupSetups | None = None
+        self, job: EpisodeJob, policy: Policy, pool: AsyncKernelPool, state: Snapshot | None = None
     ) -> Trajectory:
-        """One episode in a fresh kernel of `pool` (its group's setup copied in, given `groups`). Never
-        raises for the episode's failure: a kernel or gateway failure ends up in the trajectory
-        (`termination`, `error`)."""
+        """One episode in a fresh kernel of `pool` (given its group's `state`, that state restored instead
+        of `task_setup` run). Never raises for the episode's failure: a kernel or gateway failure ends up
+        in the trajectory (`termination`, `error`)."""
         traj = job.trajectory()
         try:
-            return await self._episode(job, policy, traj, pool, groups)
+            return await self._episode(job, policy, traj, pool, state)
         except Exception as exc:  # pool or gateway failure: this episode ends, the batch goes on
             traj.termination = traj.termination or "error"
             traj.error = traj.error or describe(exc)
@@ -190,9 +190,8 @@ class LocalExecutor:
             return traj
 
     async def _episode(
-        self, job: EpisodeJob, policy: Policy, traj: Trajectory, pool: AsyncKernelPool, groups: GroupSetups | None
+        self, job: EpisodeJob, policy: Policy, traj: Trajectory, pool: AsyncKernelPool, state: Snapshot | None
     ) -> Trajectory:
-        state = None if groups is None else await groups.state_for(job, lambda: self._group_setup(job, pool))
         async with contextlib.AsyncExitStack() as stack:
             env = await open_environment(stack, pool, self.registry_for(job), job, traj.id, state)
             return await run_episode(job.task, policy, env, job.agent, trajectory=traj, seed=job.seed)
@@ -237,11 +236,21 @@ class LocalExecutor:
 
         groups = GroupSetups(jobs)
 
+        async def group_setup(job: EpisodeJob) -> Snapshot:
+            async with kernels.gate:
+                return await self._group_setup(job, pools[pool_key(job.agent)])
+
         async def run(job: EpisodeJob) -> Trajectory:
+            try:  # a group's episodes wait for its setup without holding a place under the gate
+                state = await groups.state_for(job, lambda: group_setup(job))
+            except Exception as exc:
+                traj = job.trajectory()
+                traj.termination, traj.error, traj.ended_at = "error", describe(exc), time.time()
+                return traj
             async with kernels.gate:
                 self._begin()
                 try:
-                    return await self.run(job, policy, pools[pool_key(job.agent)], groups)
+                    return await self.run(job, policy, pools[pool_key(job.agent)], state)
                 finally:
                     self.in_flight -= 1
                     self.finished += 1

@@ -46,6 +46,8 @@ PRELOAD = (  # what IPKernelApp.initialize() imports (its debugger's debugpy is 
     "jupyter_client.session",
     "workbench.runtime",
     "workbench.runtime.wire",
+    "workbench.runtime.fork",  # kernel.fork: what a child's load (and a parent's save) imports
+    "cloudpickle",
     "workbench.sandbox.isolate",
 )
 _MAX_FDS = 64
