@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, overload
 
 from workbench.errors import KernelError
+from workbench.safetext import safe_text
 from workbench.sandbox.bwrap import INSIDE_RUN, INSIDE_WORK
 
 if TYPE_CHECKING:
@@ -152,11 +153,14 @@ def _read_skipped(path: Path) -> dict[str, str]:
         if tail[8:] != b"WBFORK01" or not 0 < length <= min(_MAX_FOOTER, size - 16):
             raise KernelError("the kernel wrote no valid fork snapshot (bad footer)")
         f.seek(size - 16 - length)
-        footer = json.loads(f.read(length))
+        try:
+            footer = json.loads(f.read(length))
+        except ValueError:
+            footer = None
     skipped = footer.get("skipped") if isinstance(footer, dict) else None
     if not isinstance(skipped, dict):
         raise KernelError("the kernel wrote no valid fork snapshot (bad footer)")
-    return {str(k): str(v) for k, v in skipped.items()}
+    return {safe_text(str(k)): safe_text(str(v)) for k, v in skipped.items()}
 
 
 async def fork(kernel: AsyncKernel, n: int, *, strict: bool = False, timeout: float = 120.0) -> ForkResult[AsyncKernel]:

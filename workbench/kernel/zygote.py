@@ -36,10 +36,13 @@ Weaker than exec, and why:
   - The zygote runs as root with SYS_ADMIN/SETUID/SETGID/SETPCAP/NET_ADMIN in the host's user
     namespace (no code from a kernel ever runs in it; kernels cannot see or signal it).
 
-Not here: forking a *running* kernel at a state. Its process has threads and a zmq context, and
-it holds no privilege any more, so a fork of it could not leave the parent's mount, PID and
-network namespaces (its /workspace would be shared, not copied); that needs the privileged
-fork to come from a process that holds the kernel's memory, which this design does not have.
+Forking a *running* kernel at a state is not an os.fork: its process has threads and a zmq
+context and holds no privilege any more, so a fork of it could not leave the parent's mount, PID
+and network namespaces (its /workspace would be shared, not copied). `kernel.fork(n)`
+(`workbench.kernel.fork`) copies the state instead: the parent writes its namespace and /workspace
+into a snapshot file, and n fresh kernels, each isolated as above (forked from this zygote, or
+exec'd), map it copy-on-write. Every property in the table holds for those children because they
+are ordinary kernels; what the copy leaves out is listed there.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Runs inside every sandboxed kernel, so it is stdlib only and imports in about a millisecond
 (heavier stdlib modules load on first use). The host's setup cell (`workbench.tools.setup_code`)
 calls `install(globals(), specs, token=...)`; the model then sees `notepad`, one function per
-host tool, and `submit_final_answer`.
+host tool, and `submit_final_answer`. `workbench.runtime.fork` is the kernel side of
+`kernel.fork(n)` (its `save` imports cloudpickle when it runs; nothing here imports it earlier).
 """
 
 from workbench.runtime.bridge import install, snapshot_json
