@@ -98,9 +98,14 @@ def test_every_child_holds_the_state_and_changes_stay_private(parent: Kernel):
         _close(children)
 
 
+def _cgroup_dirs(name: str) -> list[Path]:
+    return [p for p in Path("/sys/fs/cgroup").glob(f"*/workbench/{name}-*") if p.is_dir()]
+
+
 def test_a_childs_death_leaves_the_others_and_nothing_is_left_behind(parent: Kernel):
     children = parent.fork(2)
     dirs = [c.rollout_dir for c in children]
+    cgroups = [g for d in dirs for g in _cgroup_dirs(d.name)]
     pids = [p for c in children for p in process_tree(c.pid or 0)]
     os.kill(children[0].pid or 0, signal.SIGKILL)
     assert children[1].execute("y + 1").result == "6" and parent.execute("y + 1").result == "6"
@@ -109,6 +114,20 @@ def test_a_childs_death_leaves_the_others_and_nothing_is_left_behind(parent: Ker
     while time.monotonic() < deadline and any(_alive(p) for p in pids):
         time.sleep(0.05)
     assert not [p for p in pids if _alive(p)] and not [d for d in dirs if d.exists()]
+    assert not [g for g in cgroups if g.exists()]
+
+
+def test_a_child_that_cannot_load_the_state_fails_the_fork_and_leaves_nothing(parent: Kernel):
+    before = {p.name for p in parent.rollout_dir.parent.iterdir()}
+    parent.execute(
+        "class Spoiled:\n    def __reduce__(self):\n        return (int, ('not a number',))\nspoiled = Spoiled()"
+    )
+    try:
+        with pytest.raises(KernelError, match="could not load the parent's state"):
+            parent.fork(2)
+    finally:
+        parent.execute("del spoiled")
+    assert {p.name for p in parent.rollout_dir.parent.iterdir()} == before  # children's dirs and the snapshot gone
 
 
 def test_values_that_do_not_copy_are_reported_not_dropped(parent: Kernel):
@@ -173,7 +192,16 @@ def test_an_exec_kernel_forks_exec_kernels(tmp_path: Path):
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.one_of(st.text(), st.binary()), max_size=4))
+@given(
+    st.lists(
+        st.one_of(
+            st.text(st.characters(exclude_categories=())),  # lone surrogates too
+            st.sampled_from(["\ud800", "a\udfffb"]),
+            st.binary(),
+        ),
+        max_size=4,
+    )
+)
 def test_text_and_bytes_survive_a_fork_unchanged(parent: Kernel, values: list[str | bytes]):
     assert parent.execute(f"values = {values!r}").ok
     children = parent.fork(1)
