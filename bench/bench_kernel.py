@@ -166,10 +166,10 @@ async def zygote_figures(smoke: bool, quick: bool) -> None:
 
 
 async def forked_children(parent: AsyncKernel, n: int) -> tuple[list[AsyncKernel], list[float], list[float]]:
-    """`parent.fork(n)` step by step (the same calls), to time each child's ready moment (from the
-    fork's start) and read its PSS before the state arrives."""
+    """`parent.fork(n)` step by step (the same calls: the children start while the parent saves), to
+    time each child's ready moment (from the fork's start) and read its PSS before the state arrives."""
     t = time.perf_counter()
-    state = await snapshot(parent)
+    saving = asyncio.ensure_future(snapshot(parent))
     children = [parent.sibling() for _ in range(n)]
     ready: list[float] = []
     before: list[float] = []
@@ -178,11 +178,11 @@ async def forked_children(parent: AsyncKernel, n: int) -> tuple[list[AsyncKernel
         await child.start()
         await child.execute("import numpy")  # so that the PSS growth is the array's alone
         before.append(sandbox_pss_mb(child.pid))
-        await state.restore(child)
+        await (await asyncio.shield(saving)).restore(child)
         ready.append(time.perf_counter() - t)
 
     await asyncio.gather(*(one(c) for c in children))
-    state.discard()
+    saving.result().discard()
     return children, ready, before
 
 

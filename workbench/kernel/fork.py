@@ -167,21 +167,26 @@ async def fork(kernel: AsyncKernel, n: int, *, strict: bool = False, timeout: fl
     """`n` started kernels holding copies of `kernel`'s state (see the module doc)."""
     if n < 1:
         raise KernelError(f"fork(n) needs n >= 1, got {n}")
-    state = await snapshot(kernel, timeout)
-    children = ForkResult([kernel.sibling() for _ in range(n)], state.skipped, state.size)
+    children: ForkResult[AsyncKernel] = ForkResult([kernel.sibling() for _ in range(n)])
+    saving = asyncio.ensure_future(snapshot(kernel, timeout))
     try:
+        await _all([saving, *(child.start() for child in children)])  # the children start while it saves
+        state = saving.result()
+        children.skipped, children.snapshot_bytes = state.skipped, state.size
         if state.skipped:
             message = f"fork: not copied (their values do not pickle): {state.skipped}"
             if strict:
                 raise KernelError(message + "; delete or rebuild them before forking, or pass strict=False")
             _log.warning(message)
-        await _all(child.start() for child in children)
         await _all(state.restore(child, timeout) for child in children)
     except BaseException:
         await asyncio.gather(*(child.close() for child in children), return_exceptions=True)
         raise
     finally:
-        state.discard()
+        if saving.done() and not saving.cancelled() and saving.exception() is None:
+            saving.result().discard()
+        else:
+            saving.cancel()
     return children
 
 
