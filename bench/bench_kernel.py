@@ -232,7 +232,7 @@ async def grpo_batch_walls(smoke: bool, quick: bool) -> None:
     policy = ScriptedPolicy.from_turns(GROUP_TURNS)
     async with LocalExecutor(ToolRegistry([]), concurrency=4) as executor:
         await gather_jobs(executor, make_jobs(tasks[:1], AgentConfig(max_steps=3)), policy)  # the pool warms up
-        for setup, label in ((None, "setup cell only"), (HEAVY_SETUP, "a 1600^2 matmul setup")):
+        for setup, label in ((None, "no task_setup: a control, nothing forks"), (HEAVY_SETUP, "a 1600^2 matmul setup")):
             walls: dict[bool, list[float]] = {False: [], True: []}
             for _ in range(1 if smoke or quick else 2):
                 for fork_groups in (False, True):  # interleaved: load changes hit both alike

@@ -66,9 +66,9 @@ class AgentConfig(Config, BaseModel):
     )
     fork_groups: bool = Field(
         default=False,
-        description="Run a GRPO group's setup (the setup cell, task_setup) once, in a kernel of its own, and "
-        "copy that kernel's state into each of the group's episodes (see workbench.agent.groups): a group "
-        "is the jobs of a batch with the same task, tools and sandbox. False: every episode runs it.",
+        description="Run a GRPO group's task_setup once, in its first episode's kernel, and copy that kernel's "
+        "state into the group's other episodes (see workbench.agent.groups): a group is the jobs of a batch "
+        "with the same task, tools and sandbox; without a task_setup nothing changes. False: every episode runs it.",
     )
     prompt: Literal["full", "compact", "asearcher"] = Field(
         default="full",

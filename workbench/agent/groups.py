@@ -1,24 +1,32 @@
-"""`AgentConfig.fork_groups`: a GRPO group's setup runs once; its episodes start from a copy of it.
+"""`AgentConfig.fork_groups`: a GRPO group's setup runs once; its other episodes start from a copy.
 
 A group is the jobs of one batch that share a task, a tool set, the sandbox setting and the setup
 (the task variable, `AgentConfig.task_setup`). With `fork_groups=True` the first of them to start
-opens an environment of its own (a kernel, a gateway, the setup cell), runs `task_setup` there,
-snapshots that kernel (`workbench.kernel.fork.snapshot`) and closes it; then every episode of the
-group opens its environment as usual and restores the snapshot instead of running `task_setup`
-(see `workbench.kernel.fork`: a state copy, each episode in its own isolated kernel). Groups of
-one, and configs without `fork_groups`, run as before.
+runs as usual (its kernel, gateway, setup cell, `task_setup`), then snapshots its kernel
+(`workbench.kernel.fork.snapshot`) before its first turn and goes on with its episode; every other
+episode of the group opens its environment as usual and restores that snapshot instead of running
+`task_setup` (see `workbench.kernel.fork`: a state copy, each episode in its own isolated kernel).
+If the first episode fails before its snapshot, the others run the setup themselves. Groups of
+one, configs without `fork_groups` and groups without a `task_setup` run as before.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Awaitable, Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 
 from workbench.agent.executor import EpisodeJob
 from workbench.kernel.fork import Snapshot
 
 GroupKey = tuple[Hashable, ...]
+Promise = asyncio.Future[Snapshot | None]  # the group's snapshot, or None: each episode runs the setup
+
+
+def _forks(job: EpisodeJob) -> bool:
+    """Without a `task_setup` a group's setup is the setup cell, which every episode runs anyway (its
+    own tool stubs, its own gateway): a copy would only add work."""
+    return job.agent.fork_groups and bool(job.agent.task_setup)
 
 
 def group_key(job: EpisodeJob) -> GroupKey:
@@ -29,29 +37,40 @@ def group_key(job: EpisodeJob) -> GroupKey:
 
 
 class GroupSetups:
-    """The snapshots of one batch's groups, made on first use and discarded by `close()`."""
+    """The snapshots of one batch's groups, made by each group's first episode; `close()` discards them."""
 
     def __init__(self, jobs: Sequence[EpisodeJob]) -> None:
-        self._sizes = Counter(group_key(job) for job in jobs if job.agent.fork_groups)
-        self._states: dict[GroupKey, asyncio.Future[Snapshot]] = {}
+        self._sizes = Counter(group_key(job) for job in jobs if _forks(job))
+        self._states: dict[GroupKey, Promise] = {}
 
-    async def state_for(self, job: EpisodeJob, make: Callable[[], Awaitable[Snapshot]]) -> Snapshot | None:
-        """The group's snapshot (`make` builds it once), or None when `job` runs its setup itself."""
+    async def join(self, job: EpisodeJob) -> tuple[Promise | None, Snapshot | None]:
+        """(promise, state). The first episode of a group gets a promise to keep (`keep`) with its
+        kernel's snapshot; the others wait for that snapshot. (None, None): run the setup."""
         key = group_key(job)
-        if not job.agent.fork_groups or self._sizes[key] < 2:
-            return None
+        if not _forks(job) or self._sizes[key] < 2:
+            return None, None
         if key not in self._states:
-            self._states[key] = asyncio.ensure_future(make())
-        return await asyncio.shield(self._states[key])
+            self._states[key] = asyncio.get_running_loop().create_future()
+            return self._states[key], None
+        return None, await asyncio.shield(self._states[key])
 
     def close(self) -> None:
-        """Discard every snapshot (a group setup still running is cancelled)."""
-        for future in self._states.values():
-            if future.done() and not future.cancelled() and future.exception() is None:
-                future.result().discard()
-            else:
-                future.cancel()
+        """Discard every snapshot (a promise still open is kept with None)."""
+        for promise in self._states.values():
+            if not promise.done():
+                promise.set_result(None)
+            elif (state := promise.result()) is not None:
+                state.discard()
         self._states.clear()
 
 
-__all__ = ["GroupKey", "GroupSetups", "group_key"]
+def keep(promise: Promise | None, state: Snapshot | None) -> None:
+    """Fulfil a group's promise once; a later call (from a failure path, or after `close()`) only
+    discards the snapshot it brings."""
+    if promise is not None and not promise.done():
+        promise.set_result(state)
+    elif state is not None:
+        state.discard()
+
+
+__all__ = ["GroupKey", "GroupSetups", "Promise", "group_key", "keep"]

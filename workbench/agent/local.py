@@ -27,9 +27,9 @@ from workbench.agent.config import AgentConfig
 from workbench.agent.environment import LocalEnvironment
 from workbench.agent.episode import run_episode
 from workbench.agent.executor import DEFAULT_TOOLS, EpisodeJob, TrajectoryStream, stream_as_done
-from workbench.agent.groups import GroupSetups
+from workbench.agent.groups import GroupSetups, Promise, keep
 from workbench.agent.recorder import describe
-from workbench.errors import ConfigError
+from workbench.errors import ConfigError, KernelError
 from workbench.trajectory import Task, Trajectory
 
 if TYPE_CHECKING:
@@ -175,39 +175,42 @@ class LocalExecutor:
 
     # -- episodes --------------------------------------------------------------------------
     async def run(
-        self, job: EpisodeJob, policy: Policy, pool: AsyncKernelPool, state: Snapshot | None = None
+        self,
+        job: EpisodeJob,
+        policy: Policy,
+        pool: AsyncKernelPool,
+        state: Snapshot | None = None,
+        promise: Promise | None = None,
     ) -> Trajectory:
-        """One episode in a fresh kernel of `pool` (given its group's `state`, that state restored instead
-        of `task_setup` run). Never raises for the episode's failure: a kernel or gateway failure ends up
-        in the trajectory (`termination`, `error`)."""
+        """One episode in a fresh kernel of `pool`: given its group's `state`, that state is restored
+        instead of `task_setup` run; given a `promise`, its kernel's snapshot keeps it before the first
+        turn (see `workbench.agent.groups`). Never raises for the episode's failure: a kernel or
+        gateway failure ends up in the trajectory (`termination`, `error`)."""
         traj = job.trajectory()
         try:
-            return await self._episode(job, policy, traj, pool, state)
+            return await self._episode(job, policy, traj, pool, state, promise)
         except Exception as exc:  # pool or gateway failure: this episode ends, the batch goes on
             traj.termination = traj.termination or "error"
             traj.error = traj.error or describe(exc)
             traj.ended_at = time.time()
             return traj
+        finally:
+            keep(promise, None)  # failed before its snapshot: the group's others run the setup
 
     async def _episode(
-        self, job: EpisodeJob, policy: Policy, traj: Trajectory, pool: AsyncKernelPool, state: Snapshot | None
+        self,
+        job: EpisodeJob,
+        policy: Policy,
+        traj: Trajectory,
+        pool: AsyncKernelPool,
+        state: Snapshot | None,
+        promise: Promise | None,
     ) -> Trajectory:
         async with contextlib.AsyncExitStack() as stack:
             env = await open_environment(stack, pool, self.registry_for(job), job, traj.id, state)
+            if promise is not None:
+                keep(promise, await _group_snapshot(env))
             return await run_episode(job.task, policy, env, job.agent, trajectory=traj, seed=job.seed)
-
-    async def _group_setup(self, job: EpisodeJob, pool: AsyncKernelPool) -> Snapshot:
-        """A group's setup in a kernel of its own, snapshotted (see `workbench.agent.groups`)."""
-        from workbench.kernel import AsyncKernel
-        from workbench.kernel.fork import snapshot
-
-        async with contextlib.AsyncExitStack() as stack:
-            env = await open_environment(stack, pool, self.registry_for(job), job, f"{job.id}-group-setup")
-            assert isinstance(env.kernel, AsyncKernel)  # a pool's kernel
-            state = await snapshot(env.kernel)
-        if state.skipped:
-            _log.warning("fork_groups: the group setup's %s were not copied into its episodes", state.skipped)
-        return state
 
     async def stream(self, jobs: Sequence[EpisodeJob], policy: Policy) -> TrajectoryStream:
         """Yield `(index, trajectory)` as episodes end, exactly one per job. The pools the jobs need
@@ -236,21 +239,12 @@ class LocalExecutor:
 
         groups = GroupSetups(jobs)
 
-        async def group_setup(job: EpisodeJob) -> Snapshot:
-            async with kernels.gate:
-                return await self._group_setup(job, pools[pool_key(job.agent)])
-
         async def run(job: EpisodeJob) -> Trajectory:
-            try:  # a group's episodes wait for its setup without holding a place under the gate
-                state = await groups.state_for(job, lambda: group_setup(job))
-            except Exception as exc:
-                traj = job.trajectory()
-                traj.termination, traj.error, traj.ended_at = "error", describe(exc), time.time()
-                return traj
+            promise, state = await groups.join(job)  # a follower waits without holding a place under the gate
             async with kernels.gate:
                 self._begin()
                 try:
-                    return await self.run(job, policy, pools[pool_key(job.agent)], state)
+                    return await self.run(job, policy, pools[pool_key(job.agent)], state, promise)
                 finally:
                     self.in_flight -= 1
                     self.finished += 1
@@ -300,6 +294,22 @@ class LocalExecutor:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+async def _group_snapshot(env: LocalEnvironment) -> Snapshot | None:
+    """The snapshot a group's first episode shares, or None (then the others run the setup)."""
+    from workbench.kernel import AsyncKernel
+    from workbench.kernel.fork import snapshot
+
+    assert isinstance(env.kernel, AsyncKernel)  # a pool's kernel
+    try:
+        state = await snapshot(env.kernel)
+    except KernelError as exc:
+        _log.warning("fork_groups: the group's snapshot failed, so each episode runs the setup: %s", exc)
+        return None
+    if state.skipped:
+        _log.warning("fork_groups: the group setup's %s were not copied into its episodes", state.skipped)
+    return state
 
 
 def kernel_pool_for(agent_config: AgentConfig, size: int, *, root: Path | None = None) -> AsyncKernelPool:
