@@ -32,6 +32,8 @@ shared = [1, 2]
 also_shared = shared
 def f():
     return y * 2
+def cells():
+    return get_ipython().user_ns is globals()
 class C:
     def g(self):
         return f() + 1
@@ -80,6 +82,7 @@ def test_every_child_holds_the_state_and_changes_stay_private(parent: Kernel):
         for child in children:
             assert child.aio.start_method == "zygote" and child.uid not in (None, parent.uid)
             assert _value(child, "(y, f(), C().g(), os_name, counter['a'])") == (5, 10, 11, "json", 2)
+            assert _value(child, "cells()") is True  # `get_ipython` is the child's own shell
             assert _value(child, "shared is also_shared") is True  # one pickle: shared references stay shared
             assert _value(child, "notepad.facts") == ("fact before the fork",)
             assert _value(child, "open('/workspace/data.txt').read()") == "from the parent"

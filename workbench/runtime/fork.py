@@ -44,6 +44,7 @@ MAGIC = b"WBFORK01"
 MAX_FOOTER = 1 << 20
 OUT_OF_BAND_MIN = 1 << 16  # smaller buffers stay in the pickle (no page padding)
 SKIPPED_NAME = "_fork_skipped"
+_SHELL_NAMES = ("get_ipython", "exit", "quit", "In", "Out", "_ih", "_oh", "_dh")  # objects, never shared constants
 _IPYTHON_NAME = re.compile(r"_+|_i+|_i?\d+|_[ido]h|__\w+__")  # output caches, inputs, dunders
 
 
@@ -64,18 +65,23 @@ def user_names(shell: Any) -> list[str]:
     ]
 
 
-def _runtime_ids() -> dict[int, tuple[str, str]]:
-    """id → persistent id of the objects `install` made (never pickled: the child has its own)."""
+def _runtime_ids(shell: Any) -> dict[int, tuple[str, str]]:
+    """id → persistent id of the objects the child has its own of (never pickled): those `install`
+    made, and the shell with its own names (`get_ipython`, `In`, `Out`, ...)."""
     ids: dict[int, tuple[str, str]] = {id(stub): ("stub", name) for name, stub in bridge.installed_stubs().items()}
     if bridge.current_notepad() is not None:
         ids[id(bridge.current_notepad())] = ("notepad", "")
+    ids[id(shell)] = ("ipython", "")
+    for name in _SHELL_NAMES:
+        if name in shell.user_ns_hidden:
+            ids[id(shell.user_ns_hidden[name])] = ("ipython", name)
     return ids
 
 
 def _dumps(names: dict[str, Any], namespace: dict[str, Any], buffers: list[Any] | None) -> bytes:
     import cloudpickle
 
-    runtime = _runtime_ids()
+    runtime = _runtime_ids(_shell())
     home: dict[str, Any] = {}  # stands for the namespace: cells' functions get the child's as globals
 
     class Pickler(cloudpickle.Pickler):  # type: ignore[misc]
@@ -220,6 +226,9 @@ class _Unpickler(pickle.Unpickler):
             return self.namespace
         if kind == "notepad":
             return bridge.current_notepad()
+        if kind == "ipython":
+            shell = _shell()
+            return shell.user_ns_hidden.get(name) if name else shell
         stub = bridge.installed_stubs().get(name)
         if stub is None:
             self.skipped[name] = "tool stub (run the setup cell in this kernel)"
