@@ -6,9 +6,10 @@ with Kernel() as k:                       # sandboxed: no network, unprivileged,
 """
 
 from workbench.kernel.async_kernel import AsyncKernel
+from workbench.kernel.fork import ForkResult
 from workbench.kernel.observation import Observation
 from workbench.kernel.pool import AsyncKernelPool, KernelPool
 from workbench.kernel.pool import BlockingKernelPool as BlockingKernelPool  # deprecated name of KernelPool
 from workbench.kernel.sync import Kernel
 
-__all__ = ["AsyncKernel", "AsyncKernelPool", "Kernel", "KernelPool", "Observation"]
+__all__ = ["AsyncKernel", "AsyncKernelPool", "ForkResult", "Kernel", "KernelPool", "Observation"]

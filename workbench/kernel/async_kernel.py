@@ -10,7 +10,8 @@ outermost process resolves `died` the moment the sandbox ends, so execute() neve
 dead kernel. With `start="zygote"` (the default where the machine supports it) the same sandbox
 is forked from the profile's zygote instead of exec'd (see `workbench.kernel.zygote`). A timeout
 interrupts (control-channel `interrupt_request`); if the code does not stop within
-`interrupt_grace` seconds the whole sandbox is killed.
+`interrupt_grace` seconds the whole sandbox is killed. `await k.fork(n)` copies the kernel's
+namespace and /workspace into n new kernels (see `workbench.kernel.fork`).
 """
 
 from __future__ import annotations
