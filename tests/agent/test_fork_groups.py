@@ -59,3 +59,27 @@ def test_group_episodes_fork_from_one_setup_and_match_unforked_ones(world_tools,
     assert all(t.termination == "submitted" for t in plain)
     assert "rows loaded" in plain[0].steps[0].observation_text
     assert [_essence(t) for t in forked] == [_essence(t) for t in plain]
+
+
+def test_a_group_whose_snapshot_fails_runs_the_setup_in_every_episode(world_tools, pick, monkeypatch):
+    restores = []
+    real_restore = fork_module.Snapshot.restore
+
+    async def counted_restore(self, kernel, timeout=120.0):
+        restores.append(kernel.rollout_dir.name)
+        return await real_restore(self, kernel, timeout)
+
+    monkeypatch.setattr(fork_module.Snapshot, "restore", counted_restore)
+    # a sparse file over the children's /workspace cap: the first episode's snapshot is refused
+    too_big = SETUP + "with open('sparse.bin', 'wb') as f:\n    f.truncate(900 << 20)\n"
+    tasks = [t for t in pick(1, 1) for _ in range(3)]
+    runs = {}
+    for fork_groups in (False, True):
+        config = AgentConfig(max_steps=4, max_context_tokens=16384, seed=0, task_setup=too_big, fork_groups=fork_groups)
+        executor = LocalExecutor(world_tools, concurrency=3)
+        try:
+            runs[fork_groups] = run_jobs(executor, make_jobs(tasks, config), ScriptedPolicy.from_turns(TURNS))
+        finally:
+            executor.close()
+    assert restores == [] and all(t.termination == "submitted" for t in runs[True])
+    assert [_essence(t) for t in runs[True]] == [_essence(t) for t in runs[False]]
