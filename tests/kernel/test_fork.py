@@ -83,6 +83,7 @@ def test_every_child_holds_the_state_and_changes_stay_private(parent: Kernel):
             assert child.aio.start_method == "zygote" and child.uid not in (None, parent.uid)
             assert _value(child, "(y, f(), C().g(), os_name, counter['a'])") == (5, 10, 11, "json", 2)
             assert _value(child, "cells()") is True  # `get_ipython` is the child's own shell
+            assert _value(child, "(json.dumps([1]), type(json).__name__)") == ("[1]", "module")  # imported there
             assert _value(child, "shared is also_shared") is True  # one pickle: shared references stay shared
             assert _value(child, "notepad.facts") == ("fact before the fork",)
             assert _value(child, "open('/workspace/data.txt').read()") == "from the parent"
