@@ -122,6 +122,8 @@ class TransformersPolicy(BatchingBackend):
         self.context_size = context_size_of(model.config, tokenizer)
         self.agent_settings = model_agent_settings(model)  # the agent settings it was trained with, if any
         self.vocab_size = model.get_input_embeddings().num_embeddings  # valid ids: 0 .. vocab_size - 1
+        # the prefill needs the last position's logits only: (B, L, V) floats are GBs at a 49k vocabulary
+        self._last_logits = {"logits_to_keep": 1} if _takes(model, "logits_to_keep") else {}
         # draw from the global RNG (never reseed it): torch.manual_seed(n) makes unseeded sampling reproducible
         seed = int(torch.randint(0, 1 << 62, (1,))) if seed is None else seed
         self._rng = torch.Generator(device="cpu").manual_seed(seed)
@@ -188,7 +190,7 @@ class TransformersPolicy(BatchingBackend):
         samplers = [RowSampler(choose(r.params), self._generator(r), r.controls, r.prompt) for r in rows]
         gens = [_Generated(self._limit(r), StopWatcher(r.params.stop, self.codec.decode)) for r in rows]
 
-        out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, **self._last_logits)
         while True:
             tokens, lps, raw, tops = sample_next(out.logits[:, -1, :], samplers)
             tok_list = tokens.tolist()
@@ -243,6 +245,16 @@ class TransformersPolicy(BatchingBackend):
         if not with_tops:
             return done
         return DetailedCompletion(**vars(done), top_logprobs=g.tops)
+
+
+def _takes(model: Any, argument: str) -> bool:
+    """Whether `model`'s forward takes `argument` by name (a PEFT wrapper passes it to its base model)."""
+    import inspect
+
+    if argument in inspect.signature(model.forward).parameters:
+        return True
+    base = getattr(model, "get_base_model", None)
+    return callable(base) and argument in inspect.signature(base().forward).parameters
 
 
 @dataclass
