@@ -20,17 +20,28 @@ from nbclient.exceptions import CellExecutionError
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(p for p in NOTEBOOK_DIR.glob("*.ipynb") if not p.name.startswith("_"))
-REQUIRED = {"00_teaching_demo", "01_repl_basics", "02_run_agent", "03_rewards", "04_self_evolution", "05_training"}
+REQUIRED = {
+    "00_teaching_demo",
+    "01_repl_basics",
+    "02_run_agent",
+    "03_rewards",
+    "04_self_evolution",
+    "05_training",
+    "06_real_model",
+}
+REAL_MODEL = NOTEBOOK_DIR / "06_real_model.ipynb"  # its own test: it shares the session's converted SmolLM2
 CELL_TIMEOUT_S = 300
 
 
-def execute(path: Path, runs: Path, out_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+def execute(
+    path: Path, runs: Path, out_dir: Path, monkeypatch: pytest.MonkeyPatch, cell_timeout_s: int = CELL_TIMEOUT_S
+) -> Any:
     """Run a notebook with the venv's python3 kernel; save the executed copy in `out_dir`."""
     monkeypatch.setenv("WORKBENCH_NOTEBOOK_RUNS", str(runs))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
-        nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        nb, timeout=cell_timeout_s, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
     )
     try:
         client.execute()
@@ -142,6 +153,22 @@ def check_training(nb: Any, runs: Path) -> None:
     assert widget_views(nb) >= 1
 
 
+def check_real_model(nb: Any, runs: Path) -> None:
+    from workbench.demo.config import FAST_SMOLLM2
+
+    text, run_dir = text_of(nb), runs / "06_real_model"
+    assert "smollm2-135m-instruct: 134.5M parameters" in text and "<|im_start|>assistant" in text
+    stages = ["eval_zero_shot", "eval_sft", "eval_grpo"]
+    held_out = [{t.task.id for t in open_store(run_dir / s).iter_trajectories()} for s in stages]
+    assert len(held_out[0]) == FAST_SMOLLM2["eval_tasks"] and held_out[0] == held_out[1] == held_out[2]
+    assert "format over" in text and "status: finished" in text
+    rows = [json.loads(line) for line in (run_dir / "grpo" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows if "reward" in r] == [1]  # the launcher's GRPO step ran and logged
+    assert len(list(open_store(run_dir / "before_after").iter_trajectories())) == 2 * len(held_out[0])
+    assert "question " in text and "first difference at turn" in text
+    assert widget_views(nb) >= 3  # zero-shot viewer, launcher, compare viewer
+
+
 CHECKS: dict[str, Callable[[Any, Path], None]] = {
     "00_teaching_demo": check_teaching,
     "01_repl_basics": check_repl,
@@ -149,6 +176,7 @@ CHECKS: dict[str, Callable[[Any, Path], None]] = {
     "03_rewards": check_rewards,
     "04_self_evolution": check_evolution,
     "05_training": check_training,
+    "06_real_model": check_real_model,
 }
 
 
@@ -174,12 +202,23 @@ def test_python3_kernel_is_this_interpreter(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p != REAL_MODEL], ids=lambda p: p.stem)
 def test_notebook_runs_and_makes_what_it_says(path, tmp_path, monkeypatch):
+    run_and_check(path, tmp_path, monkeypatch)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # the real 135M model through SFT, a GRPO step and three evaluations
+def test_real_model_notebook_at_smoke_size(smollm2_models, tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_MODELS_DIR", str(smollm2_models))
+    run_and_check(REAL_MODEL, tmp_path, monkeypatch, cell_timeout_s=900)
+
+
+def run_and_check(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cell_timeout_s: int = CELL_TIMEOUT_S):
     runs, out = tmp_path / "runs", tmp_path / "executed"
     out.mkdir()
     try:
-        nb = execute(path, runs, out, monkeypatch)
+        nb = execute(path, runs, out, monkeypatch, cell_timeout_s)
     except CellExecutionError as exc:
         pytest.fail(f"{path.name} failed; executed copy in {out / path.name}\n{exc}")
     check = CHECKS.get(path.stem)
