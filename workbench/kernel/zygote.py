@@ -62,7 +62,8 @@ import time
 from typing import Any
 
 from workbench.errors import SandboxError
-from workbench.sandbox import RolloutDir, SandboxProfile, SandboxSpec, check_sandbox
+from workbench.kernel._process import ipykernel_args
+from workbench.sandbox import INSIDE_RUN, RolloutDir, SandboxProfile, SandboxSpec, check_sandbox
 from workbench.sandbox.bwrap import _pairs, base_env
 from workbench.sandbox.cgroups import Cgroup
 from workbench.sandbox.isolate import clone_mount
@@ -115,7 +116,8 @@ class Zygote:
         self._lock = threading.Lock()
         self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._stderr = tempfile.TemporaryFile()
-        argv = [sys.executable, "-m", "workbench.kernel.zygote_main", str(theirs.fileno()), *profile.preload]
+        args = json.dumps(ipykernel_args(f"{INSIDE_RUN}/kernel.json"))  # what async_kernel asks of every child
+        argv = [sys.executable, "-m", "workbench.kernel.zygote_main", str(theirs.fileno()), args, *profile.preload]
         started: list[subprocess.Popen[bytes] | BaseException] = []
         ready = threading.Event()
         # bwrap's --die-with-parent is tied to the thread that forks it: a thread that lives as long as
