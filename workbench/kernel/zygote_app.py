@@ -75,8 +75,9 @@ def prepare(args: list[str]) -> PreparedApp | None:
 def _warm(shell: ZMQInteractiveShell) -> None:
     """Do once what every kernel's first cell would pay for: compiling the tokenizer's and the input
     transformers' regular expressions, the formatters' type look-ups (pure calls: no output, no state)."""
-    shell.transform_cell("1+1\n")
-    shell.display_formatter.format(2)
+    shell.transform_cell("1+1\n")  # type: ignore[no-untyped-call]
+    if shell.display_formatter is not None:
+        shell.display_formatter.format(2)  # type: ignore[no-untyped-call]
 
 
 def run_prepared(app: PreparedApp) -> None:
