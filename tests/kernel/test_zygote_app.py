@@ -33,6 +33,7 @@ prof = ip.profile_dir
     'magics': sorted(ip.magics_manager.lsmagic()['line'])[:5],
     'hidden': sorted(k for k in ip.user_ns_hidden if not k.startswith('_')),
     'argv': __import__('sys').argv[1:],
+    'excepthook': getattr(__import__('sys').excepthook, '__qualname__', None),
 }
 """
 

@@ -54,6 +54,8 @@ class PreparedApp(Protocol):
     kernel: IPythonKernel
     shell: ZMQInteractiveShell | None
 
+    def init_crash_handler(self) -> None: ...
+
     def start(self) -> None: ...
 
 
@@ -66,6 +68,7 @@ def prepare(args: list[str]) -> PreparedApp | None:
         shell = ZMQInteractiveShell.instance(parent=app, profile_dir=app.profile_dir, compiler_class=XCachingCompiler)
         if shell.history_manager is not None and not shell.history_manager.enabled:
             _warm(shell)
+            sys.excepthook = sys.__excepthook__  # the zygote's own errors stay plain tracebacks
             return app
     ZMQInteractiveShell.clear_instance()
     IPKernelApp.clear_instance()
@@ -83,6 +86,7 @@ def _warm(shell: ZMQInteractiveShell) -> None:
 def run_prepared(app: PreparedApp) -> None:
     """In a forked child (its environment and working directory already its own): finish the app
     the zygote prepared, then run the kernel until it shuts down."""
+    app.init_crash_handler()  # the hook the zygote took back
     shell = ZMQInteractiveShell.instance()
     shell.init_environment()  # type: ignore[no-untyped-call]
     profile = shell.profile_dir
