@@ -10,10 +10,12 @@ first part, and the `ZMQInteractiveShell` (magics, formatters, traceback handler
 the bulk of `init_kernel`), depend only on the arguments, which every zygote child shares, so the
 zygote does them once. The shell is a singleton: `IPythonKernel.__init__` asks for
 `shell_class.instance(...)` and adopts the one already built, wiring its displayhook and display
-publisher to the child's session and iopub socket as it always does; `run_prepared` then gives the shell
-its kernel, and redoes what belongs to the child alone: the environment `init_environment` sets
-(the child's is replaced after the fork) and the profile directory (the child has a fresh /tmp).
-History must be off or in memory (no saving thread, no sqlite file in the zygote).
+publisher to the child's session and iopub socket as it always does; `run_prepared` then gives the
+shell its kernel, and redoes what belongs to the child alone: the environment `init_environment` sets
+(the child's is replaced after the fork), the profile directory (the child has a fresh /tmp) and
+ipykernel's crash handler (the zygote keeps Python's own). History must be off, as rollout kernels
+have it: with it on, its database and saving thread would belong to the zygote, so `prepare` returns
+None and each child runs ipykernel's whole start (`run_unprepared`).
 """
 
 from __future__ import annotations
