@@ -1,24 +1,27 @@
 """Kernel benchmarks: sandboxed kernel vs a bare jupyter_client ipykernel over ipc, same run.
 
-    .venv/bin/python bench/bench_kernel.py [--quick]
+    .venv/bin/python bench/bench_kernel.py [--quick] [--only-zygote | --only-fork]
 
 Figures: cold start of an exec'd kernel (ratio, target ≤ 1.2), execute("1+1") round trip p50
 (ratio, target ≤ 1.1), warm-pool acquire p50 (target ≤ 10 ms), idle RSS of a warm kernel (all its
 processes), throughput of short executions through pools of 1, 2 and 4 kernels (ratio to the pool
 of 1); then zygote kernels: ready-to-execute time (first `1+1` answered) of zygote vs exec starts,
 p50 and p95, interleaved, with the line `zygote start / exec start: X` for scripts (target ≤ 0.15,
-≤ 50 ms p50 on an idle machine), idle memory (PSS) of zygote vs exec kernels, and 64 zygote
-kernels started at once, all answering (≤ 1 s); then `kernel.fork`: fork(8) of a kernel holding
-a 100 MiB numpy array, each child's time to ready (p50, p95; ratio to starting a kernel and
-rebuilding the array in it) and the children's PSS growth over 8 copies (copy-on-write: far below
-1), and a GRPO-style batch of 16 scripted NB-Agent episodes (4 groups of 4) with
-`fork_groups=True` vs False (wall ratio), without and with a task setup that computes something.
+≤ 50 ms p50 on an idle machine), the CPU time and minor page faults of a kernel's processes up to
+that answer (less bound to the machine's load than wall time; the load average is printed), idle
+memory (PSS) of zygote vs exec kernels, and 64 zygote kernels started at once, all answering
+(≤ 1 s); then `kernel.fork`: fork(8) of a kernel holding a 100 MiB numpy array, each child's time
+to ready (p50, p95; ratio to starting a kernel and rebuilding the array in it) and the children's
+PSS growth over 8 copies (copy-on-write: far below 1), and a GRPO-style batch of 16 scripted
+NB-Agent episodes (4 groups of 4) with `fork_groups=True` vs False (wall ratio), without and with
+a task setup that computes something.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -102,14 +105,37 @@ def p95(xs: list[float]) -> float:
     return sorted(xs)[min(len(xs) - 1, round(0.95 * (len(xs) - 1)))]
 
 
-async def ready_to_execute(start: str) -> float:
-    """Seconds from asking for a kernel to its first `1+1` answered (then it is closed, untimed)."""
+async def ready_to_execute(start: str) -> tuple[float, float, int]:
+    """Seconds from asking for a kernel to its first `1+1` answered, and the CPU ms and minor page
+    faults its processes had spent by then (less load-bound than wall time); then it is closed."""
     t = time.perf_counter()
     k = await AsyncKernel(start=start).start()
     await k.execute("1+1")
     dt = time.perf_counter() - t
+    cpu_ms, faults = sandbox_cpu(k.pid)
     await k.close()
-    return dt
+    return dt, cpu_ms, faults
+
+
+def sandbox_cpu(pid: int | None) -> tuple[float, int]:
+    """CPU time (ms, all threads, from schedstat) and minor page faults of a sandbox's live processes."""
+    cpu_ns = faults = 0
+    for p in process_tree(pid):
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/schedstat") as f:
+                    cpu_ns += int(f.read().split()[0])
+            with open(f"/proc/{p}/stat", "rb") as f:
+                stat = f.read()
+            faults += int(stat[stat.rindex(b")") + 2 :].split()[7])
+        except OSError:
+            continue
+    return cpu_ns / 1e6, faults
+
+
+def load_average() -> str:
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
 
 
 def sandbox_pss_mb(pid: int | None) -> float:
@@ -134,14 +160,21 @@ async def zygote_figures(smoke: bool, quick: bool) -> None:
         return
     await ready_to_execute("zygote")  # the zygote itself starts once per profile: not part of a kernel's start
     n = 2 if smoke else 10 if quick else 30
-    starts: dict[str, list[float]] = {"zygote": [], "exec": []}
+    print(f"load average before the zygote figures: {load_average()}", flush=True)
+    samples: dict[str, list[tuple[float, float, int]]] = {"zygote": [], "exec": []}
     for _ in range(n):  # interleaved, so load changes hit both alike
-        for start in starts:
-            starts[start].append(await ready_to_execute(start))
+        for start in samples:
+            samples[start].append(await ready_to_execute(start))
+    starts = {start: [wall for wall, _, _ in xs] for start, xs in samples.items()}
     z, e = starts["zygote"], starts["exec"]
     for start, xs in starts.items():
         figure(f"ready to execute, {start}: p50", p50(xs) * 1e3, "ms")
         figure(f"ready to execute, {start}: p95", p95(xs) * 1e3, "ms")
+    cpu = {start: p50([c for _, c, _ in xs]) for start, xs in samples.items()}
+    faults = {start: p50([f for _, _, f in xs]) for start, xs in samples.items()}
+    figure("kernel's CPU to first 1+1, exec: p50", cpu["exec"], "ms")
+    figure("kernel's CPU to first 1+1, zygote: p50", cpu["zygote"], "ms", baseline=cpu["exec"])
+    figure("minor faults to first 1+1, zygote: p50", faults["zygote"], "", baseline=faults["exec"])
     figure("ready to execute, zygote p50", p50(z) * 1e3, "ms", target="<= 50 ms idle", ok=p50(z) <= 0.050)
     ratio = p50(z) / p50(e)
     figure("ready to execute p50: zygote / exec", ratio, "x", target="<= 0.15", ok=ratio <= 0.15)
@@ -163,6 +196,7 @@ async def zygote_figures(smoke: bool, quick: bool) -> None:
     all_ready = time.perf_counter() - t
     await asyncio.gather(*(k.close() for k in kernels))
     figure(f"{many} zygote kernels at once, all answered", all_ready, "s", target="<= 1 s", ok=all_ready <= 1.0)
+    print(f"load average after the zygote figures: {load_average()}", flush=True)
 
 
 async def forked_children(parent: AsyncKernel, n: int) -> tuple[list[AsyncKernel], list[float], list[float]]:
@@ -255,8 +289,7 @@ async def fork_figures(smoke: bool, quick: bool) -> None:
         else:
             print(f"fork figures skipped: {reason}", flush=True)
         return
-    with open("/proc/loadavg") as f:
-        print(f"load average before the fork figures: {f.read().split()[0]}", flush=True)
+    print(f"load average before the fork figures: {load_average()}", flush=True)
     await fork_memory_and_time(smoke, quick)
     await grpo_batch_walls(smoke, quick)
 
@@ -336,6 +369,12 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--only-fork", action="store_true", help="only the kernel.fork figures")
+    ap.add_argument("--only-zygote", action="store_true", help="only the zygote start figures")
     add_smoke_flag(ap)
     args = ap.parse_args()
-    asyncio.run(fork_figures(args.smoke, args.quick) if args.only_fork else main(args.quick, args.smoke))
+    if args.only_fork:
+        asyncio.run(fork_figures(args.smoke, args.quick))
+    elif args.only_zygote:
+        asyncio.run(zygote_figures(args.smoke, args.quick))
+    else:
+        asyncio.run(main(args.quick, args.smoke))

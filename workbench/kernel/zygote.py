@@ -6,6 +6,13 @@
 An exec'd kernel pays for a new interpreter and ipykernel's imports each time; a zygote has
 imported them once (ipykernel, IPython, `workbench.runtime`, the profile's `preload`), with
 thread pools pinned to one thread and no zmq context, event loop or thread yet, and forks.
+It has also done the half of ipykernel's start that depends only on the kernel's arguments
+(argument parsing, profile and config files, the `InteractiveShell`: `workbench.kernel.zygote_app`),
+so a child isolates itself and then builds only its sockets, threads and kernel object. What a
+start costs after the fork (`bench/bench_kernel.py --only-zygote`): 75-85 ms of CPU over the
+three processes: ipykernel's connection, sockets, kernel object and shell steps (~25 ms in the main
+thread, ~15 ms in the threads it starts), its first replies and cell (~10 ms), the three forks and
+the namespaces, cgroup and uid changes (~20 ms).
 
 Where each isolation property comes from (same as an exec'd kernel unless said):
 
@@ -62,7 +69,8 @@ import time
 from typing import Any
 
 from workbench.errors import SandboxError
-from workbench.sandbox import RolloutDir, SandboxProfile, SandboxSpec, check_sandbox
+from workbench.kernel._process import ipykernel_args
+from workbench.sandbox import INSIDE_RUN, RolloutDir, SandboxProfile, SandboxSpec, check_sandbox
 from workbench.sandbox.bwrap import _pairs, base_env
 from workbench.sandbox.cgroups import Cgroup
 from workbench.sandbox.isolate import clone_mount
@@ -115,7 +123,8 @@ class Zygote:
         self._lock = threading.Lock()
         self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._stderr = tempfile.TemporaryFile()
-        argv = [sys.executable, "-m", "workbench.kernel.zygote_main", str(theirs.fileno()), *profile.preload]
+        args = json.dumps(ipykernel_args(f"{INSIDE_RUN}/kernel.json"))  # what async_kernel asks of every child
+        argv = [sys.executable, "-m", "workbench.kernel.zygote_main", str(theirs.fileno()), args, *profile.preload]
         started: list[subprocess.Popen[bytes] | BaseException] = []
         ready = threading.Event()
         # bwrap's --die-with-parent is tied to the thread that forks it: a thread that lives as long as

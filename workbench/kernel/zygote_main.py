@@ -1,8 +1,9 @@
 """The zygote process itself (runs as root inside its profile's bwrap; see `workbench.kernel.zygote`).
 
-    python -m workbench.kernel.zygote_main CONTROL_FD [MODULE ...]
+    python -m workbench.kernel.zygote_main CONTROL_FD KERNEL_ARGS_JSON [MODULE ...]
 
-It imports what a kernel needs, then serves spawn requests on CONTROL_FD (a SOCK_SEQPACKET
+It imports what a kernel needs and builds the half of ipykernel's app that depends only on
+KERNEL_ARGS (`workbench.kernel.zygote_app`), then serves spawn requests on CONTROL_FD (a SOCK_SEQPACKET
 socket): one JSON request plus file descriptors in, one fork, `{"pid": N}` plus a pidfd out.
 No zmq context, event loop or thread exists before a fork; every child builds its own.
 
@@ -30,6 +31,7 @@ import traceback
 from typing import Any, NoReturn
 
 from workbench.children import die_with_parent
+from workbench.kernel import zygote_app
 
 PRELOAD = (  # what IPKernelApp.initialize() imports (its debugger's debugpy is most of the time)
     "ipykernel.kernelapp",
@@ -55,10 +57,12 @@ _MAX_FDS = 64
 
 def main(argv: list[str]) -> int:
     control = socket.socket(fileno=int(argv[0]))
-    for name in (*PRELOAD, *argv[1:]):
+    kernel_args = json.loads(argv[1])
+    for name in (*PRELOAD, *argv[2:]):
         importlib.import_module(name)
+    app = zygote_app.prepare(kernel_args)
     if threading.active_count() != 1:
-        control.send(b"error: an import started a thread; fork would be unsafe")
+        control.send(b"error: an import or the app's set-up started a thread; fork would be unsafe")
         return 1
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # outer processes are reaped by the kernel
     gc.collect()
@@ -75,7 +79,8 @@ def main(argv: list[str]) -> int:
         pid = os.fork()
         if pid == 0:
             control.close()
-            _outer(json.loads(msg), fds, zygote)
+            request = json.loads(msg)
+            _outer(request, fds, zygote, app if request["args"] == kernel_args else None)
         for fd in fds:
             os.close(fd)
         pidfd = os.pidfd_open(pid)
@@ -83,7 +88,7 @@ def main(argv: list[str]) -> int:
         os.close(pidfd)
 
 
-def _outer(req: dict[str, Any], fds: list[int], zygote: int) -> NoReturn:
+def _outer(req: dict[str, Any], fds: list[int], zygote: int, app: zygote_app.PreparedApp | None) -> NoReturn:
     from workbench.sandbox import isolate
     from workbench.sandbox.bwrap import INSIDE_RUN, INSIDE_WORK
 
@@ -109,7 +114,7 @@ def _outer(req: dict[str, Any], fds: list[int], zygote: int) -> NoReturn:
         init = os.fork()
         if init == 0:
             os.close(status_fd)
-            _init(req, log_fd)
+            _init(req, log_fd, app)
         os.close(log_fd)
         code = os.waitstatus_to_exitcode(os.waitpid(init, 0)[1])
         os.write(status_fd, str(code).encode())
@@ -118,7 +123,7 @@ def _outer(req: dict[str, Any], fds: list[int], zygote: int) -> NoReturn:
     os._exit(0 if code == 0 else 1)
 
 
-def _init(req: dict[str, Any], log_fd: int) -> NoReturn:
+def _init(req: dict[str, Any], log_fd: int, app: zygote_app.PreparedApp | None) -> NoReturn:
     from workbench.sandbox import isolate
 
     code = 1
@@ -127,7 +132,7 @@ def _init(req: dict[str, Any], log_fd: int) -> NoReturn:
         isolate.mount_proc()
         kernel = os.fork()
         if kernel == 0:
-            _kernel(req, log_fd)
+            _kernel(req, log_fd, app)
         os.close(log_fd)
         while True:  # as PID 1: reap every orphan until the kernel itself exits
             pid, status = os.wait()
@@ -139,7 +144,9 @@ def _init(req: dict[str, Any], log_fd: int) -> NoReturn:
     os._exit(code if code >= 0 else 128 - code)
 
 
-def _kernel(req: dict[str, Any], log_fd: int) -> NoReturn:
+def _kernel(req: dict[str, Any], log_fd: int, app: zygote_app.PreparedApp | None) -> NoReturn:
+    """The kernel process: isolated, then the zygote's prepared app finished (or, for a request
+    with other arguments than the zygote prepared, ipykernel's whole start)."""
     from workbench.sandbox import isolate
     from workbench.sandbox.bwrap import INSIDE_WORK
     from workbench.sandbox.profile import Limits
@@ -158,9 +165,7 @@ def _kernel(req: dict[str, Any], log_fd: int) -> NoReturn:
         os.dup2(log_fd, 2)
         os.closerange(3, 1 << 16)
         sys.argv = ["ipykernel_launcher", *req["args"]]
-        from ipykernel.kernelapp import IPKernelApp
-
-        IPKernelApp.launch_instance()
+        zygote_app.run_prepared(app) if app is not None else zygote_app.run_unprepared()
     except BaseException:
         _report(log_fd if log_fd > 2 else 2)
         os._exit(1)
