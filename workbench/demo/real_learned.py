@@ -69,7 +69,7 @@ class RealLearnedStages(RealModelStages, LearnedStages):
 
     def adapter_sft(self, role: str, tok: Any, data: list, epochs: int, key: str) -> tuple[Path, list[float]]:
         """SFT of `role`'s adapter on `data`, cached under `cache/<role>-adapter-<key>`; its dir and losses."""
-        from workbench.train.sft import sft
+        from workbench.train.sft import sequences, sft
 
         c = self.cfg
         path = self.cache / f"{role}-adapter-{key}-{c.key('sft_lora_r', 'sft_lr', 'sft_batch_size')}-e{epochs}"
@@ -83,7 +83,11 @@ class RealLearnedStages(RealModelStages, LearnedStages):
             self.adapters.save(role, path)
             losses_file.write_text(json.dumps(losses))
         losses = json.loads(losses_file.read_text())
-        self.out(f"  {role}: {len(data)} episodes, {len(losses)} SFT steps, loss {losses[0]:.3f} → {losses[-1]:.4f}")
+        rows = len(sequences(data))  # an episode trimmed to fit its window is several sequences
+        self.out(
+            f"  {role}: {len(data)} episodes ({rows} sequences), {len(losses)} SFT steps, "
+            f"loss {losses[0]:.3f} → {losses[-1]:.4f}"
+        )
         return path, list(losses)
 
     def solver_sft(self, tok: Any, teacher: list) -> tuple[Path, list[float]]:
@@ -95,6 +99,10 @@ class RealLearnedStages(RealModelStages, LearnedStages):
         data = sft_mix(teacher, TokenizerCodec(tok), give_up=c.give_up, copies=c.sft_copies, seed=c.seed)
         key = c.key("seed", "world_size", "teacher_tasks", "give_up", "sft_copies")
         return self.adapter_sft("solver", tok, data, c.sft_epochs, f"{TEACHER_ID}-{key}")
+
+    def proposer_adapter_sft(self, tok: Any, teacher: list) -> tuple[Path, list[float]]:
+        """The proposer adapter's SFT on the proposer teacher's episodes, keyed by what those depend on."""
+        return self.adapter_sft("proposer", tok, teacher, self.cfg.proposer_sft_epochs, self._proposer_key())
 
     def solver_eval(self, tok: Any, name: str, cache_key: str | None = None) -> Any:
         """Greedy held-out evaluation of the solver's adapter (with `cache_key`, reused for the same weights)."""
@@ -148,8 +156,7 @@ def run_real_learned_demo(
         p_teacher = st.proposer_teacher(TokenizerCodec(tok))
         submitted = sum(t.termination == "submitted" for t in p_teacher)
         out(f"  {len(p_teacher)} proposer teacher episodes, {submitted} submitted")
-        key = cfg.key("seed", "world_size", "proposer_teacher_tasks", "proposer_hop_weights")
-        _, proposer_losses = st.adapter_sft("proposer", tok, p_teacher, cfg.proposer_sft_epochs, key)
+        _, proposer_losses = st.proposer_adapter_sft(tok, p_teacher)
     with st.timed("3. self-evolution, both roles learning: HRPO on the proposer's adapter, GRPO on the solver's"):
         model = st.adapters.model
         evolution = st.evolve_both((model, tok), (model, tok))
