@@ -108,9 +108,9 @@ class RoleAdapters:
         self._check(role)
         weights = load_file(str(Path(path) / role / "adapter_model.safetensors"))
         result = set_peft_model_state_dict(self.model, weights, adapter_name=role)
-        unfit = [k for k in result.unexpected_keys if "lora_" in k]
-        if unfit:
-            raise ConfigError(f"{path}: adapter tensors {unfit[:3]} do not fit this model; delete {path} to retrain")
+        unfit = [k for k in getattr(result, "unexpected_keys", ()) if "lora_" in k]
+        if unfit or len(weights) != len(self.tensors(role)):
+            raise ConfigError(f"{path}: its adapter does not fit this model ({unfit[:3]}); delete {path} to retrain")
 
     def train_fn(self, inner: TrainFn) -> TrainFn:
         """`run_drzero`'s train_fn: activate the request's role, then run `inner` (its trainer's optimizer
