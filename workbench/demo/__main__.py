@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         "--proposer",
         choices=("scripted", "learned"),
         default="scripted",
-        help="learned: the proposer is a tiny model too (SFT on a code-style proposer teacher, then HRPO)",
+        help="learned: the proposer is a tiny model too (SFT on a code-style proposer teacher, then HRPO); "
+        "with --model smollm2, a LoRA adapter of its own on the solver's base model, into runs/demo_smollm2_learned",
     )
     parser.add_argument(
         "--model",
@@ -86,19 +87,29 @@ def learned_main(args: argparse.Namespace) -> int:
 
 
 def real_model_main(args: argparse.Namespace) -> int:
-    """`--model smollm2`: SmolLM2-135M-Instruct learns to be an NB-Agent (`workbench.demo.real_model`)."""
+    """`--model smollm2`: SmolLM2-135M-Instruct learns to be an NB-Agent (`workbench.demo.real_model`); with
+    `--proposer learned`, both roles learn, each a LoRA adapter on it (`workbench.demo.real_learned`)."""
     from workbench.demo import DemoConfig
-    from workbench.demo.config import FAST_SMOLLM2, SMOLLM2
+    from workbench.demo.config import FAST_SMOLLM2, FAST_SMOLLM2_LEARNED, SMOLLM2, SMOLLM2_LEARNED
 
-    if args.proposer == "learned":
-        raise SystemExit("--model smollm2 --proposer learned is not built yet; run --model smollm2 alone")
-    preset = FAST_SMOLLM2 if args.fast else SMOLLM2
+    learned = args.proposer == "learned"
+    if learned and args.compare_sft:
+        raise SystemExit("--compare-sft times the solver's SFT: run it without --proposer learned")
+    if learned:
+        preset = FAST_SMOLLM2_LEARNED if args.fast else SMOLLM2_LEARNED
+    else:
+        preset = FAST_SMOLLM2 if args.fast else SMOLLM2
     cfg = DemoConfig(**{**preset, "run_dir": args.run_dir or preset["run_dir"]}, seed=args.seed, engine=args.engine)
     cfg = cfg.with_overrides(args.overrides)
     if args.compare_sft:
         from workbench.demo.sft_choice import compare_sft
 
         compare_sft(cfg, fresh=args.fresh)
+        return 0
+    if learned:
+        from workbench.demo.real_learned import run_real_learned_demo
+
+        run_real_learned_demo(cfg, fresh=args.fresh)
         return 0
     from workbench.demo.real_model import run_real_model_demo
 

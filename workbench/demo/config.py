@@ -180,4 +180,43 @@ FAST_SMOLLM2: dict[str, Any] = dict(
 turns of at most 64 tokens, 2 per episode (the teacher's first cell, 262 of SmolLM2's tokens, is cut: no
 learning is expected at this size, and a model turn of 280 prose tokens made the run 3x as long)."""
 
-__all__ = ["FAST", "FAST_LEARNED", "FAST_SMOLLM2", "SMOLLM2", "DemoConfig"]
+SMOLLM2_LEARNED: dict[str, Any] = dict(
+    SMOLLM2,
+    run_dir="runs/demo_smollm2_learned",
+    sft_lora_r=16,
+    sft_lr=2e-3,
+    rl_lr=1e-4,
+    rl_beta=0.0,
+    proposer_teacher_tasks=32,
+    proposer_sft_epochs=2,
+    proposer_context_tokens=3072,
+    proposer_max_new_tokens=640,
+    proposer_rl_lr=1e-4,
+)
+"""`--model smollm2 --proposer learned`: `--model smollm2`'s sizes, each role a LoRA adapter (rank 16) on one
+frozen SmolLM2. LoRA takes 10x the full fine-tuning learning rates (SFT 2e-3, GRPO and HRPO 1e-4); no KL term
+(see `workbench.demo.real_learned`); the proposer learns from 32 teacher episodes, two passes, with turns of up
+to 640 tokens (the teacher's first cell is 573 of SmolLM2's tokens) in a 3072-token window."""
+
+FAST_SMOLLM2_LEARNED: dict[str, Any] = dict(
+    SMOLLM2_LEARNED,
+    **{k: FAST_SMOLLM2[k] for k in ("iterations", "solver_attempts", "rl_steps_per_iteration", "eval_tasks")},
+    **{k: FAST_SMOLLM2[k] for k in ("concurrency", "max_steps", "max_new_tokens")},
+    teacher_tasks=2,
+    proposer_prompts=2,
+    rl_questions_per_step=1,
+    rl_generations=2,
+    rl_micro_batch=2,
+    proposer_teacher_tasks=2,
+    proposer_hop_weights={1: 1.0},
+    proposer_sft_epochs=1,
+    proposer_max_new_tokens=64,
+    proposer_rl_steps=1,
+    proposer_rl_batch=2,
+    proposer_hop_group=2,
+)
+"""A smoke run of `--model smollm2 --proposer learned` (tests): `--model smollm2 --fast`'s turns (2 of 64 tokens)
+and 2 held-out questions, 2 teacher episodes per role, one HRPO step on 2 one-hop prompts, a GRPO step on one
+question's 2 rollouts when QA generation yields a valid question."""
+
+__all__ = ["FAST", "FAST_LEARNED", "FAST_SMOLLM2", "FAST_SMOLLM2_LEARNED", "SMOLLM2", "SMOLLM2_LEARNED", "DemoConfig"]

@@ -27,7 +27,7 @@ import hashlib
 import json
 import random
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,8 +38,9 @@ from workbench.worlds.scripted.coder_proposer import HOP_TURN, PLAN_TURN, STUCK_
 
 if TYPE_CHECKING:
     from workbench.contracts import EpisodeRunner
-    from workbench.evolve.loop import TrainFn, TrainRequest
+    from workbench.evolve.loop import IterationResult, TrainFn, TrainRequest
     from workbench.policies.base import Policy
+    from workbench.store import Store
 
 PROPOSER_PROMPT_SEED = "proposer-teacher"  # documents of the teacher's prompts: apart from each iteration's
 PROPOSER_TEACHER_ID = hashlib.sha1((PLAN_TURN + HOP_TURN + STUCK_TURN).encode()).hexdigest()[:6]
@@ -94,16 +95,20 @@ def hop_stats(trajs: Sequence[Any]) -> dict[str, dict[str, float]]:
     return out
 
 
-class RecordedEpisodes:
-    """An episode runner that keeps the per-hop scores of every batch it returns."""
+HopStats = Callable[[Sequence[Any]], dict[str, dict[str, float]]]
+"""Per-hop figures of a batch of scored proposer trajectories (`hop_stats`, or more)."""
 
-    def __init__(self, runner: EpisodeRunner[Policy]) -> None:
-        self.runner = runner
+
+class RecordedEpisodes:
+    """An episode runner that keeps the per-hop scores (`stats`) of every batch it returns."""
+
+    def __init__(self, runner: EpisodeRunner[Policy], stats: HopStats = hop_stats) -> None:
+        self.runner, self.stats = runner, stats
         self.batches: list[dict[str, dict[str, float]]] = []
 
     async def __call__(self, tasks: Sequence[Task], policy: Policy) -> list[Trajectory]:
         trajs = await self.runner(tasks, policy)
-        self.batches.append(hop_stats(trajs))
+        self.batches.append(self.stats(trajs))
         return trajs
 
 
@@ -115,9 +120,16 @@ def whole_hop_groups(tasks: Sequence[Any], group: int) -> tuple[list[Any], list[
 
 
 def proposer_train_fn(
-    model: Any, tokenizer: Any, cfg: DemoConfig, solver_fn: TrainFn, *, on_step: Printer = print
+    model: Any,
+    tokenizer: Any,
+    cfg: DemoConfig,
+    solver_fn: TrainFn,
+    *,
+    on_step: Printer = print,
+    stats: HopStats = hop_stats,
 ) -> TrainFn:
-    """`run_drzero`'s train_fn: HRPO on the proposer model, `solver_fn` (GRPO) for the solver."""
+    """`run_drzero`'s train_fn: HRPO on the proposer model, `solver_fn` (GRPO) for the solver; `stats`
+    gives the per-hop figures kept of each batch of HRPO rollouts."""
     from workbench.train import TrainConfig
     from workbench.train.run import train
 
@@ -129,7 +141,7 @@ def proposer_train_fn(
         batch = cfg.proposer_rl_batch
         if len(tasks) < batch:
             return {"skipped": f"only {len(tasks)} prompts in hop groups of {group}"}
-        runner = RecordedEpisodes(req.episodes)
+        runner = RecordedEpisodes(req.episodes, stats)
         config = TrainConfig(
             output_dir=str(req.output_dir),
             run_id=f"{req.run_id}/proposer",
@@ -279,9 +291,7 @@ class LearnedStages(Stages):
 
     def evolve_both(self, solver: tuple[Any, Any], proposer: tuple[Any, Any]) -> list[dict[str, Any]]:
         """Dr. Zero iterations: HRPO on the proposer, QA generation, GRPO on the solver."""
-        from workbench.demo.rl import demo_train_fn
         from workbench.evolve import run_drzero
-        from workbench.policies import TransformersPolicy
 
         c = self.cfg
         config = self.drzero_config(
@@ -290,24 +300,44 @@ class LearnedStages(Stages):
             proposer_group_size=c.proposer_hop_group,
             proposer_agent=proposer_agent(c),
         )
-        train_fn = proposer_train_fn(*proposer, c, demo_train_fn(*solver, c, on_step=self.out), on_step=self.out)
+        policies = self.role_policies(solver, proposer)
         result = run_drzero(
             config,
-            proposer_policy=TransformersPolicy.from_model(*proposer, name="demo-proposer"),
-            solver_policy=TransformersPolicy.from_model(*solver, name="demo-solver"),
+            proposer_policy=policies["proposer"],
+            solver_policy=policies["solver"],
             corpus=self.world.corpus(),
             retriever=self.retriever,
-            train_fn=train_fn,
+            train_fn=self.both_train_fn(solver, proposer),
         )
-        return [
-            {
-                "iteration": it.iteration,
-                "qa_size": it.qa_size,
-                **it.metrics,
-                "proposer_update": it.training.get("proposer", {}),
-            }
-            for it in result.iterations
-        ]
+        try:
+            return [self.iteration_row(it, result.store) for it in result.iterations]
+        finally:
+            result.store.close()
+
+    def role_policies(self, solver: tuple[Any, Any], proposer: tuple[Any, Any]) -> dict[str, Policy]:
+        """What each role generates with in QA generation and solver attempts: its (model, tokenizer)."""
+        from workbench.policies import TransformersPolicy
+
+        return {
+            "proposer": TransformersPolicy.from_model(*proposer, name="demo-proposer"),
+            "solver": TransformersPolicy.from_model(*solver, name="demo-solver"),
+        }
+
+    def both_train_fn(self, solver: tuple[Any, Any], proposer: tuple[Any, Any]) -> TrainFn:
+        """HRPO on the proposer's model, GRPO on the solver's."""
+        from workbench.demo.rl import demo_train_fn
+
+        c = self.cfg
+        return proposer_train_fn(*proposer, c, demo_train_fn(*solver, c, on_step=self.out), on_step=self.out)
+
+    def iteration_row(self, it: IterationResult, store: Store) -> dict[str, Any]:
+        """One iteration's figures for the report and summary.json (`store`: the run's trajectories)."""
+        return {
+            "iteration": it.iteration,
+            "qa_size": it.qa_size,
+            **it.metrics,
+            "proposer_update": it.training.get("proposer", {}),
+        }
 
 
 def proposer_lines(iterations: Sequence[dict[str, Any]]) -> list[str]:
@@ -424,6 +454,7 @@ def run_learned_demo(cfg: DemoConfig | None = None, *, fresh: bool = False, out:
 
 
 __all__ = [
+    "HopStats",
     "LearnedStages",
     "RecordedEpisodes",
     "hop_stats",

@@ -1,0 +1,68 @@
+"""A learned proposer's questions, checked (`workbench.demo.questions`): valid when the episode passes Dr. Zero's
+format check, answerable when the world's facts give the submitted answer."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from workbench.demo.questions import question_lines, question_shares, question_summary, world_answer
+from workbench.evolve.proposer import SUBMIT
+from workbench.trajectory import Step, Task, ToolCall, Trajectory
+from workbench.worlds import make_world
+
+WORLD = make_world(seed=0, size="small")
+TRAIN = WORLD.tasks("train")
+
+
+@settings(max_examples=80, deadline=None)
+@given(index=st.integers(0, len(TRAIN) - 1))
+def test_the_world_answers_its_own_questions(index):
+    task = TRAIN[index]
+    assert world_answer(WORLD, task.question) in task.golden_answers
+
+
+def test_questions_the_world_cannot_follow_have_no_answer():
+    entity = WORLD.entities[0].name
+    assert world_answer(WORLD, "Who wrote the book?") is None  # no relation chain
+    assert world_answer(WORLD, "What is the capital of Nowhere Atall?") is None  # no such entity
+    assert world_answer(WORLD, f"What is the favourite colour of {entity}?") is None  # no such relation
+
+
+def proposer(hops: int, question: str, answer: str, document: str) -> Trajectory:
+    """A proposer episode that submitted (question, answer) in one thinking turn."""
+    call = ToolCall(SUBMIT, {"question": question, "answer": answer}, result="ok")
+    step = Step(0, raw="<think>I will ask.</think>\n<code>\nsubmit()\n</code>", tool_calls=[call])
+    task = Task(f"p-{question}", "prompt", [], {"hops": hops, "document": document})
+    return Trajectory(task=task, role="proposer", steps=[step])
+
+
+def test_shares_count_valid_and_answerable_questions_per_hop():
+    [right, other] = TRAIN[1:3]  # one-hop questions
+    answer, wrong = right.golden_answers[0], other.golden_answers[0]
+    doc = f"Passage naming {answer} and {wrong}."
+    trajs = [
+        proposer(1, right.question, answer, doc),  # valid, answerable
+        proposer(1, right.question, wrong, doc),  # valid: the world's answer is another
+        proposer(1, f"Is {answer} the answer?", answer, doc),  # leaks its answer: not valid
+        proposer(2, "What is the colour of the sky?", answer, doc),  # valid, no chain to follow
+    ]
+    shares = question_shares(trajs, WORLD)
+    assert shares["1"] == {"proposals": 3.0, "valid": 2 / 3, "answerable": 1 / 3}
+    assert shares["2"] == {"proposals": 1.0, "valid": 1.0, "answerable": 0.0}
+    assert shares["all"] == {"proposals": 4.0, "valid": 0.75, "answerable": 0.25}
+    assert list(shares) == ["1", "2", "all"]
+
+
+def test_lines_and_summary_sum_rollout_batches_per_hop():
+    rollouts = [
+        {"1": {"proposals": 2.0, "valid": 0.5, "answerable": 0.5, "format": 0.3}},
+        {"1": {"proposals": 2.0, "valid": 1.0, "answerable": 0.5, "format": 0.6}},
+    ]
+    qa = {"1": {"proposals": 4.0, "valid": 0.75, "answerable": 0.25}}
+    it = {"iteration": 0, "proposer_update": {"rollouts": rollouts}, "questions": qa}
+    lines = question_lines([it])
+    assert lines[1] == "    hop 1: HRPO rollouts 3 / 2 of 4 | QA 3 / 1 of 4"
+    [row] = question_summary([it])
+    assert row["hrpo_rollouts"]["1"] == {"proposals": 4, "valid": 3, "answerable": 2}
+    assert row["qa_generation"]["1"] == {"proposals": 4, "valid": 3, "answerable": 1}

@@ -1,0 +1,123 @@
+"""Are a learned proposer's questions valid and answerable? Per hop count, from its trajectories.
+
+    world_answer(world, "What is the birthplace of the director of Vel Orun?")   # follows the facts, or None
+    question_shares(proposer_trajectories, world)   # {"1": {"proposals": 4, "valid": 0.75, "answerable": 0.5}, ...}
+
+A question is *valid* when its episode passes Dr. Zero's format check (the gate of QA generation:
+`format_components(...)["format"] > 0`: a question and an answer were submitted, the answer not
+leaked into the question, the answer found in the document or a search result). It is *answerable*
+when it is valid and the world answers it with the proposer's own answer: the question reads as
+a relation chain (`What is the r_n of … of the r_1 of START?`, what the solver's scripted teacher
+parses), and following those facts from START through the world gives the submitted answer
+(Search-R1's exact match). A question about a fact the world lacks, or whose stated answer is
+another fact's, is valid but not answerable.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from workbench.trajectory import Trajectory
+from workbench.worlds.schema import RELATIONS
+from workbench.worlds.world import World
+
+RELATION_OF_PHRASE = {relation.phrase: name for name, relation in RELATIONS.items()}
+
+
+def world_answer(world: World, question: str) -> str | None:
+    """The world's answer to a relation-chain question, or None when it reads as none or names a
+    fact the world lacks."""
+    from workbench.worlds.scripted.solver import parse_chain_question
+
+    parsed = parse_chain_question(f"Task: {question.strip()}")
+    if parsed is None:
+        return None
+    entity, phrases = parsed
+    try:
+        for phrase in phrases:
+            entity = world.lookup(entity, RELATION_OF_PHRASE[phrase])
+    except KeyError:  # an unknown entity or relation phrase, or a relation its entity type lacks
+        return None
+    return entity
+
+
+def question_check(traj: Trajectory, world: World) -> tuple[bool, bool]:
+    """(valid, answerable) of one proposer episode; see the module docstring."""
+    from workbench.evolve.proposer import proposal_of
+    from workbench.evolve.scoring import format_components
+    from workbench.rewards.text import exact_match
+
+    proposal = proposal_of(traj)
+    if proposal is None or format_components(traj, proposal)["format"] <= 0:
+        return False, False
+    answer = world_answer(world, proposal.question)
+    return True, answer is not None and exact_match(answer, [proposal.answer]) == 1.0
+
+
+def question_shares(trajs: Sequence[Trajectory], world: World) -> dict[str, dict[str, float]]:
+    """Per hop count (and "all"): proposals, and the shares of them that are valid and answerable."""
+    groups: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    for traj in trajs:
+        check = question_check(traj, world)
+        groups[str(traj.hops or 1)].append(check)
+        groups["all"].append(check)
+    return {
+        hop: {
+            "proposals": float(len(checks)),
+            "valid": sum(v for v, _ in checks) / len(checks),
+            "answerable": sum(a for _, a in checks) / len(checks),
+        }
+        for hop, checks in sorted(groups.items(), key=lambda kv: (kv[0] == "all", kv[0]))
+    }
+
+
+def question_counts(batches: Sequence[dict[str, dict[str, float]]], hop: str) -> tuple[int, int, int]:
+    """(proposals, valid, answerable) of one hop count, summed over batches of `question_shares` figures."""
+    rows = [b[hop] for b in batches if hop in b and "valid" in b[hop]]
+    n = sum(r["proposals"] for r in rows)
+    return (
+        round(n),
+        round(sum(r["proposals"] * r["valid"] for r in rows)),
+        round(sum(r["proposals"] * r["answerable"] for r in rows)),
+    )
+
+
+def question_lines(iterations: Sequence[dict[str, Any]]) -> list[str]:
+    """Per iteration and hop: how many proposer questions were valid and answerable, in the HRPO
+    rollouts (every step together) and in QA generation."""
+    lines = []
+    for it in iterations:
+        rollouts = (it.get("proposer_update") or {}).get("rollouts") or []
+        qa = it.get("questions") or {}
+        lines.append(f"  iteration {it['iteration']}: proposer questions that are valid / valid and answerable")
+        hops = sorted({h for b in [*rollouts, qa] for h in b}, key=lambda h: (h == "all", h))
+        for hop in hops:
+            parts = [
+                (name, question_counts(batches, hop)) for name, batches in (("HRPO rollouts", rollouts), ("QA", [qa]))
+            ]
+            shown = [f"{name} {v} / {a} of {n}" for name, (n, v, a) in parts if n]
+            lines.append(f"    hop {hop}: " + " | ".join(shown))
+    return lines
+
+
+def question_summary(iterations: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What `question_lines` prints, as rows for summary.json: per iteration and hop, the counts."""
+    rows = []
+    for it in iterations:
+        rollouts = (it.get("proposer_update") or {}).get("rollouts") or []
+        qa = it.get("questions") or {}
+        hops = sorted({h for b in [*rollouts, qa] for h in b}, key=lambda h: (h == "all", h))
+        keys = ("proposals", "valid", "answerable")
+        rows.append(
+            {
+                "iteration": it["iteration"],
+                "hrpo_rollouts": {h: dict(zip(keys, question_counts(rollouts, h), strict=True)) for h in hops},
+                "qa_generation": {h: dict(zip(keys, question_counts([qa], h), strict=True)) for h in hops},
+            }
+        )
+    return rows
+
+
+__all__ = ["question_check", "question_counts", "question_lines", "question_shares", "question_summary", "world_answer"]
