@@ -8,8 +8,9 @@
 
     policy = TransformersPolicy.from_model(trainer.model, tokenizer)   # a live, in-memory model
 
-Concurrent `generate` calls are merged into one left-padded batch (see `batching.py`), decoded
-token by token with a KV cache. A model directory's `generation_config.json` gives the sampling
+Concurrent `generate` calls share one batch, decoded token by token with a KV cache and batched
+continuously (`hf_batch.py`): a row leaves the batch the step it ends and new calls join between
+steps. A model directory's `generation_config.json` gives the sampling
 defaults (temperature, top_p, top_k) a caller leaves unset and the end-of-turn ids generation
 stops at (see `SamplingDefaults`), besides the tokenizer's EOS and any stop string. Every
 completion carries the sampled ids, their logprobs (processed: see `sampling.py`) and the model's
@@ -22,15 +23,16 @@ keeps those extra characters so it always matches the ids.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import PolicyError
 from workbench.policies.base import Completion, model_agent_settings
-from workbench.policies.batching import BatchingBackend, DetailedCompletion, Row
+from workbench.policies.batching import BatchingBackend, DetailedCompletion, FixedFeed, Row, RowFeed
 from workbench.policies.codec import TokenizerCodec
-from workbench.policies.sampling import RowSampler, SamplingDefaults, StopWatcher, sample_next
+from workbench.policies.hf_batch import Generated, Member, RunningBatch
+from workbench.policies.sampling import RowSampler, SamplingDefaults, StopWatcher
 
 if TYPE_CHECKING:
     import torch
@@ -52,6 +54,8 @@ class TransformersPolicy(BatchingBackend):
     "auto" (bf16 on a GPU that has it, else float32) or a torch dtype / its name.
     `sampling_defaults`: the model's generation config unless given. Supports
     `controls=LogitControls(...)` (logit bias, penalties, top logprobs)."""
+
+    streams = True  # continuous batching: see hf_batch.py
 
     supports_controls = True
 
@@ -123,7 +127,7 @@ class TransformersPolicy(BatchingBackend):
         self.agent_settings = model_agent_settings(model)  # the agent settings it was trained with, if any
         self.vocab_size = model.get_input_embeddings().num_embeddings  # valid ids: 0 .. vocab_size - 1
         # the prefill needs the last position's logits only: (B, L, V) floats are GBs at a 49k vocabulary
-        self._last_logits = {"logits_to_keep": 1} if _takes(model, "logits_to_keep") else {}
+        self.last_logits = {"logits_to_keep": 1} if _takes(model, "logits_to_keep") else {}
         # draw from the global RNG (never reseed it): torch.manual_seed(n) makes unseeded sampling reproducible
         seed = int(torch.randint(0, 1 << 62, (1,))) if seed is None else seed
         self._rng = torch.Generator(device="cpu").manual_seed(seed)
@@ -171,53 +175,44 @@ class TransformersPolicy(BatchingBackend):
         return g.manual_seed(seed)
 
     def _run_rows(self, rows: list[Row]) -> list[Completion]:
+        feed = FixedFeed(rows)
+        self._run_stream(feed)
+        return feed.completions()
+
+    def _run_stream(self, feed: RowFeed) -> None:
         import torch
 
         was_training = self.model.training
         self.model.eval()
         try:
             with torch.inference_mode():
-                return self._decode(rows)
+                self._decode(feed)
         finally:
             self.model.train(was_training)
 
-    def _decode(self, rows: list[Row]) -> list[Completion]:
-        import torch
-
-        dev, B = self.device, len(rows)
-        ids, mask, pos = self._left_padded(rows)
-        choose = self.sampling_defaults.choose  # the caller's temperature / top_p / top_k, else the model's
-        samplers = [RowSampler(choose(r.params), self._generator(r), r.controls, r.prompt) for r in rows]
-        gens = [_Generated(self._limit(r), StopWatcher(r.params.stop, self.codec.decode)) for r in rows]
-
-        out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, **self._last_logits)
+    def _decode(self, feed: RowFeed) -> None:
+        """Decode until no row runs and `feed` has none left (see `hf_batch`)."""
+        batch = RunningBatch(self, lambda m: feed.finish(m.key, self._completion(m)))
         while True:
-            tokens, lps, raw, tops = sample_next(out.logits[:, -1, :], samplers)
-            tok_list = tokens.tolist()
-            for g, token, lp, raw_lp, top in zip(gens, tok_list, lps.tolist(), raw.tolist(), tops, strict=True):
-                if g.finish is None:
-                    g.take(token, lp, raw_lp, top, self.eos_ids)
-            if all(g.finish is not None for g in gens):
-                break
+            room = self.max_batch_size - len(batch)
+            new = feed.take(room) if room > 0 and batch.can_admit() else []
+            if new:
+                feed.admitted(len(new), len(batch) + len(new))
+                batch.admit(new)
+            if not len(batch):
+                if new:
+                    continue  # every new row ended at its first token: look for more
+                return
             if self._cancelled():
                 raise PolicyError("generation cancelled: the model server is stopping")
-            step = torch.tensor(
-                [t if g.finish is None else self.pad_id for t, g in zip(tok_list, gens, strict=True)], device=dev
-            )
-            mask = torch.cat([mask, torch.ones((B, 1), dtype=mask.dtype, device=dev)], dim=1)
-            pos = pos[:, -1:] + 1
-            if self.max_positions:  # finished rows keep stepping on padding; keep them in range
-                pos = pos.clamp(max=self.max_positions - 1)
-            out = self.model(
-                input_ids=step[:, None],
-                attention_mask=mask,
-                position_ids=pos,
-                past_key_values=out.past_key_values,
-                use_cache=True,
-            )
-        return [
-            self._completion(g, bool(r.controls and r.controls.top_logprobs)) for g, r in zip(gens, rows, strict=True)
-        ]
+            batch.step()
+
+    def member(self, key: int, row: Row) -> Member:
+        """A row's place in the running batch: its sampler (controls, RNG) and stop rules."""
+        sampler = RowSampler(self.sampling_defaults.choose(row.params), self._generator(row), row.controls, row.prompt)
+        return Member(
+            key, row, sampler, Generated(self._limit(row), StopWatcher(row.params.stop, self.codec.decode).hit)
+        )
 
     def _limit(self, row: Row) -> int:
         """The most tokens `row` may generate: its max_new_tokens, within the model's context."""
@@ -225,7 +220,7 @@ class TransformersPolicy(BatchingBackend):
             return min(row.params.max_new_tokens, self.context_size - len(row.prompt))
         return row.params.max_new_tokens
 
-    def _left_padded(self, rows: list[Row]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def left_padded(self, rows: Sequence[Row]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The prompts as one left-padded batch on the device: (input ids, attention mask, position ids)."""
         import torch
 
@@ -238,11 +233,12 @@ class TransformersPolicy(BatchingBackend):
         ids, mask = ids.to(self.device), mask.to(self.device)
         return ids, mask, (mask.cumsum(-1) - 1).clamp(min=0)
 
-    def _completion(self, g: _Generated, with_tops: bool) -> Completion:
-        assert g.finish is not None  # the decode loop ends when every row has finished
+    def _completion(self, m: Member) -> Completion:
+        g = m.generated
+        assert g.finish is not None  # handed back the step it finishes
         text = self.codec.decode(g.ids[:-1] if g.finish == "eos" else g.ids)
         done = Completion(text, g.ids, g.logprobs, g.finish, raw_logprobs=g.raw_logprobs)
-        if not with_tops:
+        if not (m.row.controls and m.row.controls.top_logprobs):
             return done
         return DetailedCompletion(**vars(done), top_logprobs=g.tops)
 
@@ -255,32 +251,6 @@ def _takes(model: Any, argument: str) -> bool:
         return True
     base = getattr(model, "get_base_model", None)
     return callable(base) and argument in inspect.signature(base().forward).parameters
-
-
-@dataclass
-class _Generated:
-    """What one row has generated so far, and why it stopped (`finish`, None while it runs)."""
-
-    limit: int
-    watcher: StopWatcher
-    ids: list[int] = field(default_factory=list)
-    logprobs: list[float] = field(default_factory=list)  # processed (see sampling.py)
-    raw_logprobs: list[float] = field(default_factory=list)  # the model's own
-    tops: list[dict[int, float]] = field(default_factory=list)
-    finish: str | None = None
-
-    def take(self, token: int, logprob: float, raw: float, top: list[tuple[int, float]] | None, eos: set[int]) -> None:
-        self.ids.append(token)
-        self.logprobs.append(logprob)
-        self.raw_logprobs.append(raw)
-        if top is not None:
-            self.tops.append(dict(top))
-        if token in eos:
-            self.finish = "eos"
-        elif self.watcher.hit(self.ids):
-            self.finish = "stop"
-        elif len(self.ids) >= self.limit:
-            self.finish = "length"
 
 
 __all__ = ["TransformersPolicy"]
