@@ -32,8 +32,7 @@ if TYPE_CHECKING:
     import torch
 
     from workbench.evolve.loop import TrainFn, TrainRequest
-    from workbench.policies.base import Completion
-    from workbench.policies.batching import Row
+    from workbench.policies.batching import RowFeed
 
 
 class RoleAdapters:
@@ -138,9 +137,9 @@ class AdapterPolicy(TransformersPolicy):
         policy.adapters, policy.role = adapters, role
         return policy
 
-    def _run_rows(self, rows: list[Row]) -> list[Completion]:
+    def _run_stream(self, feed: RowFeed) -> None:  # every batch, blocking or continuous, runs through here
         with self.adapters.using(self.role):
-            return super()._run_rows(rows)
+            super()._run_stream(feed)
 
 
 __all__ = ["AdapterPolicy", "RoleAdapters"]
