@@ -10,10 +10,12 @@
 
 Concurrent `generate` calls share one batch, decoded token by token with a KV cache and batched
 continuously (`hf_batch.py`): a row leaves the batch the step it ends and new calls join between
-steps. A model directory's `generation_config.json` gives the sampling
-defaults (temperature, top_p, top_k) a caller leaves unset and the end-of-turn ids generation
-stops at (see `SamplingDefaults`), besides the tokenizer's EOS and any stop string. Every
-completion carries the sampled ids, their logprobs (processed: see `sampling.py`) and the model's
+steps. A finished row's KV cache is kept (`prefix_cache_mb`, 0 to turn it off; `prefix_cache.py`),
+so an episode's next turn, whose context starts with this one's, prefills only the new tokens.
+A model directory's `generation_config.json` gives the sampling defaults (temperature, top_p,
+top_k) a caller leaves unset and the end-of-turn ids generation stops at (see `SamplingDefaults`),
+besides the tokenizer's EOS and any stop string. Every completion carries the sampled ids, their
+logprobs (processed: see `sampling.py`) and the model's
 raw logprobs (`raw_logprobs`: log-softmax of its own logits, before controls and sampling filters).
 `text == codec.decode(token_ids)`, except that a final EOS token is not rendered into `text`.
 A stop string ends generation at the token that completes it; if that token runs past the stop
@@ -32,6 +34,7 @@ from workbench.policies.base import Completion, model_agent_settings
 from workbench.policies.batching import BatchingBackend, DetailedCompletion, FixedFeed, Row, RowFeed
 from workbench.policies.codec import TokenizerCodec
 from workbench.policies.hf_batch import Generated, Member, RunningBatch
+from workbench.policies.prefix_cache import PrefixCache
 from workbench.policies.sampling import RowSampler, SamplingDefaults, StopWatcher
 
 if TYPE_CHECKING:
@@ -69,12 +72,14 @@ class TransformersPolicy(BatchingBackend):
         max_batch_size: int = 32,
         name: str | None = None,
         sampling_defaults: SamplingDefaults | None = None,
+        prefix_cache_mb: int = 1024,
     ) -> None:
         from workbench.models.load import load_causal_lm
 
         model, tokenizer, source = load_causal_lm(model_path, device=device, dtype=dtype)
         defaults = sampling_defaults if sampling_defaults is not None else SamplingDefaults.read(source.directory)
-        self._init(model, tokenizer, name or source.name, str(source.weights_path), batch_window_ms, max_batch_size)
+        path = str(source.weights_path)
+        self._init(model, tokenizer, name or source.name, path, batch_window_ms, max_batch_size, None, prefix_cache_mb)
         self.sampling_defaults = defaults
         self.eos_ids |= set(defaults.eos_token_ids)
 
@@ -88,12 +93,13 @@ class TransformersPolicy(BatchingBackend):
         max_batch_size: int = 32,
         name: str = "in-memory",
         seed: int | None = None,
+        prefix_cache_mb: int = 1024,
     ) -> TransformersPolicy:
         """Wrap a live model (e.g. the one being trained). Generation uses its current weights,
         in eval mode and without gradients; its train/eval mode is restored afterwards. Unseeded
         rows sample from `seed` (default: a draw from the global RNG)."""
         self = cls.__new__(cls)
-        self._init(model, tokenizer, name, None, batch_window_ms, max_batch_size, seed)
+        self._init(model, tokenizer, name, None, batch_window_ms, max_batch_size, seed, prefix_cache_mb)
         return self
 
     def _init(
@@ -105,6 +111,7 @@ class TransformersPolicy(BatchingBackend):
         batch_window_ms: float,
         max_batch_size: int,
         seed: int | None = None,
+        prefix_cache_mb: int = 1024,
     ) -> None:
         import torch
 
@@ -131,6 +138,7 @@ class TransformersPolicy(BatchingBackend):
         # draw from the global RNG (never reseed it): torch.manual_seed(n) makes unseeded sampling reproducible
         seed = int(torch.randint(0, 1 << 62, (1,))) if seed is None else seed
         self._rng = torch.Generator(device="cpu").manual_seed(seed)
+        self.prefix_cache = PrefixCache(prefix_cache_mb << 20) if prefix_cache_mb > 0 else None
 
     @property
     def device(self) -> torch.device:
@@ -196,6 +204,8 @@ class TransformersPolicy(BatchingBackend):
         while True:
             room = self.max_batch_size - len(batch)
             new = feed.take(room) if room > 0 and batch.can_admit() else []
+            if new and self.prefix_cache is not None:
+                self.prefix_cache.check(self.model)  # keys from other weights are no use
             if new:
                 feed.admitted(len(new), len(batch) + len(new))
                 batch.admit(new)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.policies.batching import Row
+from workbench.policies.prefix_cache import PrefixCache
 from workbench.policies.sampling import RowSampler, sample_next
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ class DecodeModel(Protocol):
     eos_ids: set[int]
     max_positions: int | None
     last_logits: dict[str, int]
+    prefix_cache: PrefixCache | None
 
     def member(self, key: int, row: Row) -> Member: ...
 
@@ -97,26 +99,70 @@ class RunningBatch:
         return self.merges or not self.members
 
     def admit(self, new: Sequence[tuple[int, Row]]) -> None:
-        """Prefill `new` rows, sample their first tokens and merge the unfinished ones into the batch."""
-        import torch
-
+        """Prefill `new` rows (from a cached prefix where one matches), sample their first tokens and
+        merge the unfinished ones into the batch."""
         owner = self.owner
         members = [owner.member(key, row) for key, row in new]
+        prefixes = owner.prefix_cache if self.merges else None
+        found = [prefixes.take(m.row.prompt) if prefixes is not None else None for m in members]
+        fresh = [m for m, hit in zip(members, found, strict=True) if hit is None]
+        if fresh:
+            self._join(fresh, *self._prefill(fresh))
+        for m, hit in zip(members, found, strict=True):
+            if hit is not None:
+                self._join([m], *self._prefill_after(m, *hit))
+
+    def _prefill(self, members: Sequence[Member]) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The rows' prompts in one left-padded forward: (cache, mask, positions, last logits)."""
+        owner = self.owner
         ids, mask, pos = owner.left_padded([m.row for m in members])
         out = owner.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, **owner.last_logits)
-        next_ids = self._sample(members, out.logits[:, -1, :])
+        return out.past_key_values, mask, pos, out.logits[:, -1, :]
+
+    def _prefill_after(
+        self, member: Member, length: int, layers: list[tuple[torch.Tensor, torch.Tensor]]
+    ) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One row's prompt past its first `length` tokens, whose keys and values are `layers`."""
+        import torch
+        from transformers.cache_utils import DynamicCache
+
+        owner, prompt = self.owner, member.row.prompt
+        device = layers[0][0].device
+        ids = torch.tensor([prompt[length:]], device=device)
+        mask = torch.ones((1, len(prompt)), dtype=torch.long, device=device)
+        pos = torch.arange(length, len(prompt), device=device)[None]
+        cache = DynamicCache(ddp_cache_data=layers)
+        out = owner.model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=pos,
+            past_key_values=cache,
+            use_cache=True,
+            **owner.last_logits,
+        )
+        return out.past_key_values, mask, pos, out.logits[:, -1, :]
+
+    def _join(
+        self, members: list[Member], cache: Any, mask: torch.Tensor, pos: torch.Tensor, logits: torch.Tensor
+    ) -> None:
+        """Sample the prefilled rows' first tokens; merge those still running into the batch."""
+        import torch
+
+        if not self.members:
+            self.merges = _plain_layers(cache)
+        next_ids, ended = self._sample(members, logits)
+        self._keep(ended, members, cache, mask)
         keep = [i for i, m in enumerate(members) if m.generated.finish is None]
         if not keep:
             return
-        cache, pos = out.past_key_values, pos[:, -1:]
+        pos = pos[:, -1:]
         if len(keep) < len(members):
-            index = torch.tensor(keep, device=ids.device)
+            index = torch.tensor(keep, device=mask.device)
             cache.batch_select_indices(index)
             mask, pos, next_ids = mask[index], pos[index], next_ids[index]
         members = [members[i] for i in keep]
         if not self.members:
             self.members, self.cache, self.mask, self.pos, self.next_ids = members, cache, mask, pos, next_ids
-            self.merges = _plain_layers(cache)
             return
         assert self.mask is not None and self.pos is not None and self.next_ids is not None
         self.mask = _merge_caches(self.cache, self.mask, cache, mask)
@@ -142,23 +188,43 @@ class RunningBatch:
             use_cache=True,
         )
         self.cache = out.past_key_values
-        self.next_ids = self._sample(self.members, out.logits[:, -1, :])
+        self.next_ids, ended = self._sample(self.members, out.logits[:, -1, :])
+        self._keep(ended, self.members, self.cache, self.mask)
         if self.merges or not len(self):  # a fixed batch empties once its last row ends
             self._drop_finished()
 
-    def _sample(self, members: Sequence[Member], logits: torch.Tensor) -> torch.Tensor:
-        """Sample each running member's next token from `logits` (B, V); hand back those that finish."""
+    def _sample(self, members: Sequence[Member], logits: torch.Tensor) -> tuple[torch.Tensor, list[int]]:
+        """Sample each running member's next token from `logits` (B, V); hand back those that finish.
+        Returns the tokens to feed next and the indices of the rows that finished now."""
         import torch
 
         tokens, lps, raw, tops = sample_next(logits, [m.sampler for m in members])
         token_list = tokens.tolist()
-        for m, token, lp, raw_lp, top in zip(members, token_list, lps.tolist(), raw.tolist(), tops, strict=True):
+        ended: list[int] = []
+        for i, (m, token, lp, raw_lp, top) in enumerate(
+            zip(members, token_list, lps.tolist(), raw.tolist(), tops, strict=True)
+        ):
             if m.generated.finish is None:
                 m.generated.take(token, lp, raw_lp, top, self.owner.eos_ids)
                 if m.generated.finish is not None:
+                    ended.append(i)
                     self.done(m)
         fed = [t if m.generated.finish is None else self.owner.pad_id for t, m in zip(token_list, members, strict=True)]
-        return torch.tensor(fed, device=logits.device)
+        return torch.tensor(fed, device=logits.device), ended
+
+    def _keep(self, ended: list[int], members: Sequence[Member], cache: Any, mask: torch.Tensor) -> None:
+        """Leave the finished rows' keys and values in the policy's prefix cache (see prefix_cache.py)."""
+        prefixes = self.owner.prefix_cache
+        if prefixes is None or not self.merges:
+            return
+        for i in ended:
+            m = members[i]
+            tokens = m.row.prompt + m.generated.ids[:-1]  # the last sampled token was never fed
+            columns = mask[i].nonzero().squeeze(1)
+            if len(columns) == len(tokens):
+                prefixes.store(
+                    tokens, [(k.keys[i : i + 1, :, columns], k.values[i : i + 1, :, columns]) for k in cache.layers]
+                )
 
     def _drop_finished(self) -> None:
         import torch
