@@ -14,7 +14,7 @@
    update is so short that per-tensor bookkeeping, not bytes, sets the ratio). Also the update time with
    `prox="loglinear"` against the default recompute (no π_prox forward; AReaL reports 1.27x end to end).
 
-    .venv/bin/python bench/bench_async.py [--steps 6] [--smoke]
+    .venv/bin/python bench/bench_async.py [--steps 12] [--smoke]
 
 The tool here is simulated (an `asyncio.sleep` per turn, seeded durations): what is measured is the
 trainer's overlap of rollouts and updates, with real generation and real TRL steps.
@@ -153,7 +153,9 @@ def run(model_dir: Path, out: Path, steps: int, latency, turn_tokens: int, **asy
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument(
+        "--steps", type=int, default=12, help="optimizer steps per run (fewer: the start-up wave weighs more)"
+    )
     ap.add_argument(
         "--latency-model",
         type=lambda v: tuple(int(x) for x in v.split("x")),
