@@ -30,6 +30,11 @@ class DemoConfig(Config):
     # teacher + SFT
     teacher_tasks: int = config_field(200, "Training questions the scripted teacher solves for the SFT data.")
     give_up: float = config_field(0.8, "Share of short-horizon twins among multi-hop SFT examples.")
+    compact_teacher: bool = config_field(
+        False,
+        "The teacher writes its hop cell once, as hop() in its plan cell, then calls it each turn "
+        "(workbench.worlds.scripted.coder): the same decisions in a third fewer tokens (--model smollm2).",
+    )
     sft_copies: int = config_field(3, "Copies of each teacher episode in the SFT data.")
     sft_epochs: int = config_field(3, "SFT epochs over the teacher's episodes.")
     sft_lr: float = config_field(3e-3, "SFT learning rate.")
@@ -138,6 +143,7 @@ the solver's held-out evaluations shrink to 4 questions (the stages this run che
 
 SMOLLM2: dict[str, Any] = dict(
     run_dir="runs/demo_smollm2",
+    compact_teacher=True,
     eval_tasks=60,
     teacher_tasks=32,
     sft_copies=1,
@@ -153,14 +159,17 @@ SMOLLM2: dict[str, Any] = dict(
     rl_micro_batch=4,
     rl_lr=1e-5,
     rl_beta=0.04,
-    concurrency=16,
+    concurrency=24,
+    max_new_tokens=448,
 )
 """`--model smollm2`: SmolLM2-135M-Instruct instead of the tiny model, sized for an hour on 2 CPU cores.
-SFT is one pass over 32 teacher episodes (about 75 sequences of 700-1000 tokens, ~19 steps of 4: the
-three cells are constant text; 4 rows a step, as 8 rows' logits over SmolLM2's 49k-token vocabulary
-took 11 GB), at a learning rate for pretrained weights; GRPO takes smaller steps (1e-5) with a weaker
-KL pull, in micro-batches of 4 rows (one question's group); 60 held-out questions at every stage.
-The sizes are estimates for an hour on an idle machine, not yet timed there."""
+The teacher is the compact one (`compact_teacher`): its plan cell, 392 of SmolLM2's tokens, defines
+`hop()`, and each later turn is `hop()` (20 tokens), so turns are up to 448 tokens. SFT is one pass
+over 32 teacher episodes (about 75 sequences of 500-800 tokens, ~19 steps of 4; 4 rows a step, as 8
+rows' logits over SmolLM2's 49k-token vocabulary took 11 GB), at a learning rate for pretrained
+weights; GRPO takes smaller steps (1e-5) with a weaker KL pull, in micro-batches of 4 rows (one
+question's group); 60 held-out questions at every stage, 24 episodes at once (a decode step costs
+about the same for 16 rows as for 24 on 2 cores)."""
 
 FAST_SMOLLM2: dict[str, Any] = dict(
     SMOLLM2,
@@ -177,7 +186,7 @@ FAST_SMOLLM2: dict[str, Any] = dict(
     max_new_tokens=64,
 )
 """A smoke run of `--model smollm2` (tests): 2 held-out questions, 4 teacher episodes, one GRPO step;
-turns of at most 64 tokens, 2 per episode (the teacher's first cell, 262 of SmolLM2's tokens, is cut: no
+turns of at most 64 tokens, 2 per episode (the teacher's first cell, 392 of SmolLM2's tokens, is cut: no
 learning is expected at this size, and a model turn of 280 prose tokens made the run 3x as long)."""
 
 SMOLLM2_LEARNED: dict[str, Any] = dict(

@@ -18,10 +18,18 @@ from typing import Any
 
 from workbench.trajectory import Step, Task, Trajectory
 from workbench.worlds import World
-from workbench.worlds.scripted.coder import HOP_TURN, PLAN_TURN, SUBMIT_TURN
+from workbench.worlds.scripted.coder import COMPACT_HOP_TURN, COMPACT_PLAN_TURN, HOP_TURN, PLAN_TURN, SUBMIT_TURN
 
-TEACHER_ID = hashlib.sha1((PLAN_TURN + HOP_TURN + SUBMIT_TURN).encode()).hexdigest()[:6]
-"""Fingerprint of the teacher's cells: part of every cache key built from its trajectories."""
+
+def teacher_id(compact: bool = False) -> str:
+    """Fingerprint of the teacher's cells (`world_coder(compact=...)`): part of every cache key built
+    from its trajectories."""
+    cells = (COMPACT_PLAN_TURN + COMPACT_HOP_TURN) if compact else (PLAN_TURN + HOP_TURN)
+    return hashlib.sha1((cells + SUBMIT_TURN).encode()).hexdigest()[:6]
+
+
+TEACHER_ID = teacher_id()
+"""The fingerprint of `make demo`'s teacher (the full cells)."""
 
 
 def tokenizer_texts(world: World, trajectories: Sequence[Trajectory]) -> list[str]:
@@ -86,4 +94,12 @@ def sft_mix(
     return out
 
 
-__all__ = ["SUBMIT_TURN", "TEACHER_ID", "in_task_order", "sft_mix", "short_horizon_twin", "tokenizer_texts"]
+__all__ = [
+    "SUBMIT_TURN",
+    "TEACHER_ID",
+    "in_task_order",
+    "sft_mix",
+    "short_horizon_twin",
+    "teacher_id",
+    "tokenizer_texts",
+]

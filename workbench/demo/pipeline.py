@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.demo.config import DemoConfig
-from workbench.demo.data import TEACHER_ID, in_task_order, sft_mix, tokenizer_texts
+from workbench.demo.data import TEACHER_ID, in_task_order, sft_mix, teacher_id, tokenizer_texts
 from workbench.demo.engine import demo_policy
 from workbench.trajectory import Task, Trajectory
 
@@ -124,6 +124,11 @@ class Stages:
             )
         return path
 
+    @property
+    def teacher_id(self) -> str:
+        """The fingerprint of the teacher's cells, in every cache key built from its episodes."""
+        return teacher_id(self.cfg.compact_teacher)
+
     def teacher(self, codec: Any) -> list:
         """The code-style teacher on train questions, token-exact in the model's codec."""
         from workbench.store import Store
@@ -131,11 +136,13 @@ class Stages:
 
         c = self.cfg
         tasks = self.world.tasks("train")[: c.teacher_tasks]
-        store_dir = self.cache / f"teacher-{TEACHER_ID}-{c.key('seed', 'world_size', 'vocab_size', 'teacher_tasks')}"
+        store_dir = (
+            self.cache / f"teacher-{self.teacher_id}-{c.key('seed', 'world_size', 'vocab_size', 'teacher_tasks')}"
+        )
         if (store_dir / "done").exists():
             with Store.open_readonly(store_dir) as store:
                 return in_task_order(store.iter_trajectories(), tasks)  # the store holds them as they finished
-        trajs = self.run_agent(world_coder(codec=codec), tasks, store_dir)
+        trajs = self.run_agent(world_coder(codec=codec, compact=c.compact_teacher), tasks, store_dir)
         (store_dir / "done").touch()
         return trajs
 
@@ -159,7 +166,7 @@ class Stages:
             "sft_epochs",
             "sft_lr",
         )
-        path = self.cache / f"sft-{TEACHER_ID}-{sft_key}"
+        path = self.cache / f"sft-{self.teacher_id}-{sft_key}"
         if not (path / "config.json").exists():
             model = AutoModelForCausalLM.from_pretrained(model_path)
             tok = AutoTokenizer.from_pretrained(model_path)

@@ -92,13 +92,13 @@ class RealLearnedStages(RealModelStages, LearnedStages):
 
     def solver_sft(self, tok: Any, teacher: list) -> tuple[Path, list[float]]:
         """The solver adapter's SFT on the teacher's episodes plus short-horizon twins, as `make demo`'s."""
-        from workbench.demo.data import TEACHER_ID, sft_mix
+        from workbench.demo.data import sft_mix
         from workbench.policies import TokenizerCodec
 
         c = self.cfg
         data = sft_mix(teacher, TokenizerCodec(tok), give_up=c.give_up, copies=c.sft_copies, seed=c.seed)
         key = c.key("seed", "world_size", "teacher_tasks", "give_up", "sft_copies")
-        return self.adapter_sft("solver", tok, data, c.sft_epochs, f"{TEACHER_ID}-{key}")
+        return self.adapter_sft("solver", tok, data, c.sft_epochs, f"{self.teacher_id}-{key}")
 
     def proposer_adapter_sft(self, tok: Any, teacher: list) -> tuple[Path, list[float]]:
         """The proposer adapter's SFT on the proposer teacher's episodes, keyed by what those depend on."""

@@ -58,14 +58,14 @@ class RealModelStages(Stages):
 
     def sft_model(self, base: Path, teacher: list) -> Path:
         """SFT of the base model on the teacher's episodes (plus short-horizon twins, as `make demo`)."""
-        from workbench.demo.data import TEACHER_ID, sft_mix
+        from workbench.demo.data import sft_mix
         from workbench.models.load import load_causal_lm
         from workbench.policies import TokenizerCodec
         from workbench.train.sft import sft
 
         c = self.cfg
         key = c.key("seed", "world_size", "teacher_tasks", "give_up", "sft_copies", "sft_epochs", "sft_lr")
-        path = self.cache / f"sft-{TEACHER_ID}-{key}-b{c.sft_batch_size}-r{c.sft_lora_r}"
+        path = self.cache / f"sft-{self.teacher_id}-{key}-b{c.sft_batch_size}-r{c.sft_lora_r}"
         if (path / "config.json").exists():
             return path
         model, tok, _ = load_causal_lm(base, device="cpu", dtype="float32")
