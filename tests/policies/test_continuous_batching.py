@@ -101,3 +101,32 @@ def test_rows_of_every_length_come_back_right_from_one_running_batch(policy, cha
 
     for mine, ref in zip(asyncio.run(staggered()), alone, strict=True):
         assert mine.token_ids == ref.token_ids and mine.text == ref.text and mine.finish_reason == ref.finish_reason
+
+
+def test_a_backend_without_decode_steps_streams_in_fixed_batches():
+    """`BatchingBackend._run_stream`'s default: each take of the feed runs as one `_run_rows` batch."""
+    from typing import ClassVar
+
+    from workbench.policies.base import ByteCodec, Completion
+    from workbench.policies.batching import BatchingBackend, Row
+
+    class Echo(BatchingBackend):
+        streams = True
+        codec = ByteCodec()
+        name = "echo"
+        batches: ClassVar[list[int]] = []
+
+        def _run_rows(self, rows: list[Row]) -> list[Completion]:
+            self.batches.append(len(rows))
+            return [Completion("", r.prompt[::-1], [0.0] * len(r.prompt), "stop") for r in rows]
+
+    echo = Echo(batch_window_ms=20, max_batch_size=3)
+    prompts = [[i, i + 1] for i in range(5)]
+
+    async def run():
+        calls = [echo.generate([p], SamplingParams(max_new_tokens=2)) for p in prompts]
+        return await asyncio.gather(*calls)
+
+    outs = asyncio.run(run())
+    assert [o.token_ids for [o] in outs] == [p[::-1] for p in prompts]
+    assert sorted(Echo.batches, reverse=True) == [3, 2] and echo.stats.max_batch == 3

@@ -185,8 +185,14 @@ class BatchingBackend(GenerateSync, abc.ABC):
 
     def _run_stream(self, feed: RowFeed) -> None:
         """Continuous batching (backends with `streams = True`): take rows from `feed` between decode
-        steps, hand each to `feed.finish` the step it ends; return once none runs and none is left."""
-        raise NotImplementedError(f"{type(self).__name__} does not stream")
+        steps, hand each to `feed.finish` the step it ends; return once none runs and none is left.
+        This default runs what has arrived as one `_run_rows` batch, answers its rows, and takes
+        again: fixed batches through the streaming path, for a backend with no steps to join."""
+        while batch := feed.take(self.max_batch_size):
+            feed.admitted(len(batch), len(batch))
+            outs = self._run_rows([row for _, row in batch])
+            for (key, _), completion in zip(batch, outs, strict=True):
+                feed.finish(key, completion)
 
     def _check_row(self, row: Row) -> None:
         """Raise a clear error for a row that cannot run (e.g. a prompt that is too long)."""
