@@ -130,3 +130,30 @@ def test_a_backend_without_decode_steps_streams_in_fixed_batches():
     outs = asyncio.run(run())
     assert [o.token_ids for [o] in outs] == [p[::-1] for p in prompts]
     assert sorted(Echo.batches, reverse=True) == [3, 2] and echo.stats.max_batch == 3
+
+
+def test_the_model_is_back_in_its_own_mode_when_a_row_is_handed_back(tiny_model_dir, chat_prompts):
+    """A trainer reads `model.training` once its episodes end (TRL files a step's metrics under "train" or
+    "eval" by it): the policy's eval mode must be gone by the time any completion is handed back."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from workbench.policies.batching import FixedFeed, make_rows
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).train()
+    policy = TransformersPolicy.from_model(model, AutoTokenizer.from_pretrained(tiny_model_dir), batch_window_ms=0)
+    seen_in_forward: list[bool] = []
+    forward = model.forward
+
+    def recording(*args, **kwargs):
+        seen_in_forward.append(model.training)
+        return forward(*args, **kwargs)
+
+    model.forward = recording
+    rows = make_rows(chat_prompts, SamplingParams(max_new_tokens=4, temperature=0))
+    feed = FixedFeed(rows)
+    modes_at_finish: list[bool] = []
+    finish = feed.finish
+    feed.finish = lambda key, completion: (modes_at_finish.append(model.training), finish(key, completion))
+    policy._run_stream(feed)
+    assert len(feed.completions()) == 3 and modes_at_finish == [True, True, True]
+    assert seen_in_forward and not any(seen_in_forward)  # every forward ran in eval mode

@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     import torch
 
     from workbench.evolve.loop import TrainFn, TrainRequest
-    from workbench.policies.batching import RowFeed
 
 
 class RoleAdapters:
@@ -137,9 +136,11 @@ class AdapterPolicy(TransformersPolicy):
         policy.adapters, policy.role = adapters, role
         return policy
 
-    def _run_stream(self, feed: RowFeed) -> None:  # every batch, blocking or continuous, runs through here
+    def forward(self, **inputs: Any) -> Any:
+        """A forward pass with this role's adapter; the active adapter is back before any completion is
+        handed back (a trainer of the other role never computes with this one's)."""
         with self.adapters.using(self.role):
-            super()._run_stream(feed)
+            return super().forward(**inputs)
 
 
 __all__ = ["AdapterPolicy", "RoleAdapters"]

@@ -190,13 +190,21 @@ class TransformersPolicy(BatchingBackend):
     def _run_stream(self, feed: RowFeed) -> None:
         import torch
 
-        was_training = self.model.training
-        self.model.eval()
+        with torch.inference_mode():
+            self._decode(feed)
+
+    def forward(self, **inputs: Any) -> Any:
+        """One forward pass of the model in eval mode. The model's own mode is back before any
+        row's completion is handed back: a trainer that reads `model.training` once its episodes
+        end (TRL files the step's metrics by it) never sees the policy's eval mode."""
+        training = self.model.training
+        if training:
+            self.model.eval()
         try:
-            with torch.inference_mode():
-                self._decode(feed)
+            return self.model(**inputs)
         finally:
-            self.model.train(was_training)
+            if training:
+                self.model.train()
 
     def _decode(self, feed: RowFeed) -> None:
         """Decode until no row runs and `feed` has none left (see `hf_batch`)."""

@@ -76,6 +76,8 @@ class DecodeModel(Protocol):
 
     def member(self, key: int, row: Row) -> Member: ...
 
+    def forward(self, **inputs: Any) -> Any: ...
+
     def left_padded(self, rows: Sequence[Row]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]: ...
 
 
@@ -116,7 +118,7 @@ class RunningBatch:
         """The rows' prompts in one left-padded forward: (cache, mask, positions, last logits)."""
         owner = self.owner
         ids, mask, pos = owner.left_padded([m.row for m in members])
-        out = owner.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, **owner.last_logits)
+        out = owner.forward(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, **owner.last_logits)
         return out.past_key_values, mask, pos, out.logits[:, -1, :]
 
     def _prefill_after(
@@ -132,7 +134,7 @@ class RunningBatch:
         mask = torch.ones((1, len(prompt)), dtype=torch.long, device=device)
         pos = torch.arange(length, len(prompt), device=device)[None]
         cache = DynamicCache(ddp_cache_data=layers)
-        out = owner.model(
+        out = owner.forward(
             input_ids=ids,
             attention_mask=mask,
             position_ids=pos,
@@ -151,7 +153,7 @@ class RunningBatch:
         if not self.members:
             self.merges = _plain_layers(cache)
         next_ids, ended = self._sample(members, logits)
-        self._keep(ended, members, cache, mask)
+        self._finish(ended, members, cache, mask)
         keep = [i for i, m in enumerate(members) if m.generated.finish is None]
         if not keep:
             return
@@ -180,7 +182,7 @@ class RunningBatch:
         self.pos = self.pos + 1
         if owner.max_positions:  # finished rows of a fixed batch keep stepping on padding; keep them in range
             self.pos = self.pos.clamp(max=owner.max_positions - 1)
-        out = owner.model(
+        out = owner.forward(
             input_ids=self.next_ids[:, None],
             attention_mask=self.mask,
             position_ids=self.pos,
@@ -189,13 +191,13 @@ class RunningBatch:
         )
         self.cache = out.past_key_values
         self.next_ids, ended = self._sample(self.members, out.logits[:, -1, :])
-        self._keep(ended, self.members, self.cache, self.mask)
+        self._finish(ended, self.members, self.cache, self.mask)
         if self.merges or not len(self):  # a fixed batch empties once its last row ends
             self._drop_finished()
 
     def _sample(self, members: Sequence[Member], logits: torch.Tensor) -> tuple[torch.Tensor, list[int]]:
-        """Sample each running member's next token from `logits` (B, V); hand back those that finish.
-        Returns the tokens to feed next and the indices of the rows that finished now."""
+        """Sample each running member's next token from `logits` (B, V). Returns the tokens to feed next
+        and the indices of the rows that finished now (`_finish` hands them back)."""
         import torch
 
         tokens, lps, raw, tops = sample_next(logits, [m.sampler for m in members])
@@ -208,23 +210,22 @@ class RunningBatch:
                 m.generated.take(token, lp, raw_lp, top, self.owner.eos_ids)
                 if m.generated.finish is not None:
                     ended.append(i)
-                    self.done(m)
         fed = [t if m.generated.finish is None else self.owner.pad_id for t, m in zip(token_list, members, strict=True)]
         return torch.tensor(fed, device=logits.device), ended
 
-    def _keep(self, ended: list[int], members: Sequence[Member], cache: Any, mask: torch.Tensor) -> None:
-        """Leave the finished rows' keys and values in the policy's prefix cache (see prefix_cache.py)."""
-        prefixes = self.owner.prefix_cache
-        if prefixes is None or not self.merges:
-            return
+    def _finish(self, ended: list[int], members: Sequence[Member], cache: Any, mask: torch.Tensor) -> None:
+        """Hand back the rows that ended, each after leaving its keys and values in the policy's
+        prefix cache (see prefix_cache.py)."""
+        prefixes = self.owner.prefix_cache if self.merges else None
         for i in ended:
             m = members[i]
-            tokens = m.row.prompt + m.generated.ids[:-1]  # the last sampled token was never fed
-            columns = mask[i].nonzero().squeeze(1)
-            if len(columns) == len(tokens):
-                prefixes.store(
-                    tokens, [(k.keys[i : i + 1, :, columns], k.values[i : i + 1, :, columns]) for k in cache.layers]
-                )
+            if prefixes is not None:
+                tokens = m.row.prompt + m.generated.ids[:-1]  # the last sampled token was never fed
+                columns = mask[i].nonzero().squeeze(1)
+                if len(columns) == len(tokens):
+                    layers = [(k.keys[i : i + 1, :, columns], k.values[i : i + 1, :, columns]) for k in cache.layers]
+                    prefixes.store(tokens, layers)
+            self.done(m)
 
     def _drop_finished(self) -> None:
         import torch
