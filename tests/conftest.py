@@ -7,6 +7,9 @@ sys.path for this file, so any test can import helpers from those modules."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+
 import pytest
 from demo_fixtures import fast_demo  # noqa: F401
 from model_fixtures import smollm2_models  # noqa: F401
@@ -40,6 +43,27 @@ def _join_xdist_group(item: pytest.Item) -> None:
     from _pytest.nodeid import NodeId
 
     item._id = NodeId.parse(item.nodeid + suffix)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def torch_threads(worker_id) -> Iterator[int]:
+    """Torch threads of this session: under xdist each worker gets its share of the cores (2 workers on 2
+    cores: one each), and so do the kernels and training children it starts (OMP_NUM_THREADS). More threads than
+    free cores spin against each other: beside one busy process on 2 cores, a SmolLM2 SFT step (4 rows of 280
+    tokens) took 64 s at 2 threads, 21 s at 1. Pass it to what sets its own (`DemoConfig.torch_threads`)."""
+    import torch
+
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if worker_id == "master" or workers <= 1:
+        yield torch.get_num_threads()
+        return
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    before = torch.get_num_threads()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OMP_NUM_THREADS", str(threads))
+        torch.set_num_threads(threads)
+        yield threads
+        torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")

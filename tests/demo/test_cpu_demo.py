@@ -64,7 +64,7 @@ def test_sft_sequences_train_on_model_tokens_only():
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # every stage twice (the second from the cache); minutes on a busy machine
 @pytest.mark.xdist_group("readme")  # the first run is the session's smoke demo, shared with the README test
-def test_demo_smoke_run_every_stage_and_cache(fast_demo, tmp_path):
+def test_demo_smoke_run_every_stage_and_cache(fast_demo, torch_threads, tmp_path):
     import shutil
 
     from workbench.demo import FAST, DemoConfig
@@ -88,7 +88,9 @@ def test_demo_smoke_run_every_stage_and_cache(fast_demo, tmp_path):
     # evaluation (in a copy of the run dir: the shared one stays as the first run left it); stages 5-6
     # have nothing to reuse, so the second run stops after stage 4
     shutil.copytree(run, tmp_path / "demo")
-    again = Stages(DemoConfig(run_dir=str(tmp_path / "demo"), **FAST), lines.append, fresh=False)
+    again = Stages(
+        DemoConfig(run_dir=str(tmp_path / "demo"), **FAST, torch_threads=torch_threads), lines.append, fresh=False
+    )
     *_, before = solver_stages(again, lines.append)
     assert before == result.before
     for stage in ("1.", "2.", "3.", "4."):

@@ -182,7 +182,7 @@ def test_proposer_lines_show_rollouts_and_qa_generation_per_hop():
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # every stage of the demo with real kernels: minutes on a busy machine
-def test_learned_proposer_smoke_run(tmp_path):
+def test_learned_proposer_smoke_run(tmp_path, torch_threads):
     """SFT on the code-style proposer teacher, one HRPO update of the proposer, per-hop metrics.
 
     HRPO moves the weights exactly when some hop's rollout rewards differ (otherwise every advantage
@@ -197,7 +197,7 @@ def test_learned_proposer_smoke_run(tmp_path):
 
     lines: list[str] = []
     run = tmp_path / "learned"
-    run_learned_demo(DemoConfig(run_dir=str(run), **FAST_LEARNED), out=lines.append)
+    run_learned_demo(DemoConfig(run_dir=str(run), **FAST_LEARNED, torch_threads=torch_threads), out=lines.append)
     summary = json.loads((run / "summary.json").read_text())
     assert summary["proposer"] == "learned"
     assert summary["proposer_sft_losses"][1] < summary["proposer_sft_losses"][0]

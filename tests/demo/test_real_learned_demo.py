@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.mark.timeout(1800)  # every stage with the real 135M model and real kernels: minutes on a busy machine
-def test_smollm2_with_a_learned_proposer_runs_every_stage(smollm2_models, tmp_path, monkeypatch):
+def test_smollm2_with_a_learned_proposer_runs_every_stage(smollm2_models, torch_threads, tmp_path, monkeypatch):
     from safetensors.torch import load_file
 
     from workbench.demo import DemoConfig
@@ -24,7 +24,10 @@ def test_smollm2_with_a_learned_proposer_runs_every_stage(smollm2_models, tmp_pa
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     run_dir = tmp_path / "runs" / "demo_smollm2_learned"
     lines: list[str] = []
-    result = run_real_learned_demo(DemoConfig(**{**FAST_SMOLLM2_LEARNED, "run_dir": str(run_dir)}), out=lines.append)
+    result = run_real_learned_demo(
+        DemoConfig(**{**FAST_SMOLLM2_LEARNED, "run_dir": str(run_dir), "torch_threads": torch_threads}),
+        out=lines.append,
+    )
 
     sft, final = result.stages
     assert len(sft.correct) == FAST_SMOLLM2_LEARNED["eval_tasks"] and sft.correct.keys() == final.correct.keys()

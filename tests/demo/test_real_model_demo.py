@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.mark.timeout(1800)  # every stage with the real 135M model and real kernels: minutes on a busy machine
-def test_smollm2_demo_runs_every_stage_on_one_held_out_set(smollm2_models, tmp_path, monkeypatch):
+def test_smollm2_demo_runs_every_stage_on_one_held_out_set(smollm2_models, torch_threads, tmp_path, monkeypatch):
     from safetensors.torch import load_file
 
     from workbench.demo import DemoConfig
@@ -23,7 +23,9 @@ def test_smollm2_demo_runs_every_stage_on_one_held_out_set(smollm2_models, tmp_p
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     run_dir = tmp_path / "runs" / "demo_smollm2"
     lines: list[str] = []
-    result = run_real_model_demo(DemoConfig(**{**FAST_SMOLLM2, "run_dir": str(run_dir)}), out=lines.append)
+    result = run_real_model_demo(
+        DemoConfig(**{**FAST_SMOLLM2, "run_dir": str(run_dir), "torch_threads": torch_threads}), out=lines.append
+    )
 
     zero, sft, final = result.stages
     assert sft.correct.keys() == zero.correct.keys()

@@ -173,21 +173,24 @@ about the same for 16 rows as for 24 on 2 cores)."""
 
 FAST_SMOLLM2: dict[str, Any] = dict(
     SMOLLM2,
-    teacher_tasks=4,
+    teacher_tasks=2,
     iterations=1,
-    proposer_prompts=3,
+    proposer_prompts=2,
     solver_attempts=2,
     rl_steps_per_iteration=1,
-    rl_questions_per_step=2,
+    rl_questions_per_step=1,
     rl_generations=2,
+    rl_micro_batch=2,
     eval_tasks=2,
     concurrency=4,
     max_steps=2,
     max_new_tokens=64,
 )
-"""A smoke run of `--model smollm2` (tests): 2 held-out questions, 4 teacher episodes, one GRPO step;
-turns of at most 64 tokens, 2 per episode (the teacher's first cell, 392 of SmolLM2's tokens, is cut: no
-learning is expected at this size, and a model turn of 280 prose tokens made the run 3x as long)."""
+"""A smoke run of `--model smollm2` (tests): 2 held-out questions, 2 teacher episodes (one SFT step on 2 rows
+of ~285 tokens), 2 proposed questions, one GRPO step on one question's 2 rollouts; turns of at most 64 tokens,
+2 per episode (the teacher's first cell, 392 of SmolLM2's tokens, is cut: no learning is expected at this size,
+and a model turn of 280 prose tokens made the run 3x as long). Each row of SFT or GRPO costs seconds of CPU
+here, so the smoke run keeps one step's worth of each."""
 
 SMOLLM2_LEARNED: dict[str, Any] = dict(
     SMOLLM2,
