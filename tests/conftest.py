@@ -48,7 +48,7 @@ def _join_xdist_group(item: pytest.Item) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def torch_threads(worker_id) -> Iterator[int]:
     """Torch threads of this session: under xdist each worker gets its share of the cores (2 workers on 2
-    cores: one each), and so do the kernels and training children it starts (OMP_NUM_THREADS). More threads than
+    cores: one each). More threads than
     free cores spin against each other: beside one busy process on 2 cores, a SmolLM2 SFT step (4 rows of 280
     tokens) took 64 s at 2 threads, 21 s at 1. Pass it to what sets its own (`DemoConfig.torch_threads`)."""
     import torch
@@ -59,11 +59,9 @@ def torch_threads(worker_id) -> Iterator[int]:
         return
     threads = max(1, (os.cpu_count() or 1) // workers)
     before = torch.get_num_threads()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("OMP_NUM_THREADS", str(threads))
-        torch.set_num_threads(threads)
-        yield threads
-        torch.set_num_threads(before)
+    torch.set_num_threads(threads)  # not OMP_NUM_THREADS: child processes (a vLLM server) choose their own
+    yield threads
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")
