@@ -15,8 +15,8 @@ so an episode's next turn, whose context starts with this one's, prefills only t
 A model directory's `generation_config.json` gives the sampling defaults (temperature, top_p,
 top_k) a caller leaves unset and the end-of-turn ids generation stops at (see `SamplingDefaults`),
 besides the tokenizer's EOS and any stop string. Every completion carries the sampled ids, their
-logprobs (processed: see `sampling.py`) and the model's
-raw logprobs (`raw_logprobs`: log-softmax of its own logits, before controls and sampling filters).
+logprobs (processed: see `sampling.py`) and the model's raw logprobs (`raw_logprobs`: log-softmax of
+its own logits, before controls and sampling filters).
 `text == codec.decode(token_ids)`, except that a final EOS token is not rendered into `text`.
 A stop string ends generation at the token that completes it; if that token runs past the stop
 string (possible with merged tokens, never with the tiny models' single-token tags), `text`
@@ -96,7 +96,7 @@ class TransformersPolicy(BatchingBackend):
         prefix_cache_mb: int = 1024,
     ) -> TransformersPolicy:
         """Wrap a live model (e.g. the one being trained). Generation uses its current weights,
-        in eval mode and without gradients; its train/eval mode is restored afterwards. Unseeded
+        in eval mode and without gradients; its train/eval mode is restored after each forward pass. Unseeded
         rows sample from `seed` (default: a draw from the global RNG)."""
         self = cls.__new__(cls)
         self._init(model, tokenizer, name, None, batch_window_ms, max_batch_size, seed, prefix_cache_mb)
