@@ -212,6 +212,31 @@ def test_vllm_policy_refuses_prompts_it_cannot_run(vllm_policy):
         generate(vllm_policy, [[]], SamplingParams(max_new_tokens=2))
 
 
+def test_a_generation_that_fails_midway_leaves_the_engine_usable(vllm_policy, monkeypatch):
+    """An error inside `vllm.LLM.generate` (here the engine's second step raises) leaves its request
+    in the engine; the next call would step it along with its own and spin or mix outputs. The
+    policy aborts what the failed call left, so the next call answers its own prompt alone."""
+    engine = vllm_policy.llm.llm_engine
+    real_step, steps = engine.step, []
+
+    def failing_step():
+        steps.append(1)
+        if len(steps) == 2:
+            raise RuntimeError("engine step failed")
+        return real_step()
+
+    prompt = vllm_policy.codec.chat([{"role": "user", "content": "Name a colour."}])
+    params = SamplingParams(max_new_tokens=8, temperature=0)
+    monkeypatch.setattr(engine, "step", failing_step)
+    with pytest.raises(RuntimeError, match="engine step failed"):
+        generate(vllm_policy, [prompt], params)
+    monkeypatch.undo()
+    assert not engine.has_unfinished_requests()
+    [again] = generate(vllm_policy, [prompt], params)
+    [once_more] = generate(vllm_policy, [prompt], params)
+    assert again.token_ids and again.token_ids == once_more.token_ids
+
+
 def test_vllm_server_runs_episodes_with_token_ids_and_logprobs(
     vllm_server, vllm_model_dir, vllm_policy, vllm_tools, vllm_tasks
 ):

@@ -234,8 +234,22 @@ class VLLMPolicy(BatchingBackend):
 
     def _run_rows(self, rows: list[Row]) -> list[Completion]:
         prompts = [self._tokens_prompt(prompt_token_ids=r.prompt) for r in rows]
-        outputs = self.llm.generate(prompts, [self._sampling_params(r) for r in rows], use_tqdm=False)
+        self._abort_leftovers()  # an interrupted call's requests would keep `generate` stepping forever
+        try:
+            outputs = self.llm.generate(prompts, [self._sampling_params(r) for r in rows], use_tqdm=False)
+        except BaseException:
+            self._abort_leftovers()
+            raise
         return [self._completion(o.outputs[0]) for o in outputs]
+
+    def _abort_leftovers(self) -> None:
+        """Abort requests left in the engine by a `generate` that raised (or was interrupted) midway.
+        `vllm.LLM.generate` steps until no request is unfinished; a leftover one that the scheduler no
+        longer holds is never finished, and the next call would spin on it."""
+        engine = self.llm.llm_engine
+        states = getattr(getattr(engine, "output_processor", None), "request_states", None)
+        if states:
+            engine.abort_request(list(states), internal=True)  # the keys are the engine's own ids
 
     def _completion(self, out: Any) -> Completion:
         ids = list(out.token_ids)
