@@ -154,7 +154,15 @@ def test_demo_cache_keys_are_unchanged():
     before the Config base (57ebfae~1), for the default config."""
     config = DemoConfig()
     # fields added later (for --model smollm2), whose defaults keep make demo's behaviour
-    added = {"sft_batch_size", "sft_lora_r", "rl_micro_batch", "max_new_tokens", "zero_shot_steps", "compact_teacher"}
+    added = {
+        "sft_batch_size",
+        "sft_lora_r",
+        "rl_micro_batch",
+        "max_new_tokens",
+        "zero_shot_steps",
+        "compact_teacher",
+        "rl_concurrency",
+    }
     every = [f.name for f in dataclasses.fields(DemoConfig) if f.name not in added]
     assert config.key(*every) == "f4f7e3e578"
     assert config.key("seed", "world_size", "vocab_size", "n_layer", "n_embd", "n_head") == "9c2bd1e3d5"

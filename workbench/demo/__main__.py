@@ -36,9 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--engine",
         choices=("transformers", "vllm"),
-        default="transformers",
+        default=None,
         help="what generates RL rollouts and evaluations: the live model, or one in-process vLLM "
-        "engine synced with it (vLLM's CPU build on a CPU)",
+        "engine synced with it (vLLM's CPU build on a CPU); default transformers, vllm with --model smollm2",
     )
     parser.add_argument(
         "--proposer",
@@ -68,7 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.proposer == "learned":
         return learned_main(args)
     cfg = DemoConfig(
-        run_dir=args.run_dir or "runs/demo", seed=args.seed, engine=args.engine, **(FAST if args.fast else {})
+        run_dir=args.run_dir or "runs/demo",
+        seed=args.seed,
+        engine=args.engine or "transformers",
+        **(FAST if args.fast else {}),
     ).with_overrides(args.overrides)
     run_demo(cfg, fresh=args.fresh)
     return 0
@@ -99,7 +102,11 @@ def real_model_main(args: argparse.Namespace) -> int:
         preset = FAST_SMOLLM2_LEARNED if args.fast else SMOLLM2_LEARNED
     else:
         preset = FAST_SMOLLM2 if args.fast else SMOLLM2
-    cfg = DemoConfig(**{**preset, "run_dir": args.run_dir or preset["run_dir"]}, seed=args.seed, engine=args.engine)
+    chosen = {
+        "run_dir": args.run_dir or preset["run_dir"],
+        "engine": args.engine or preset.get("engine", "transformers"),
+    }
+    cfg = DemoConfig(**{**preset, **chosen}, seed=args.seed)
     cfg = cfg.with_overrides(args.overrides)
     if args.compare_sft:
         from workbench.demo.sft_choice import compare_sft

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 ENGINES = ("transformers", "vllm")
+KV_CACHE_GIB = 2  # SmolLM2 keeps 46 KB a token: ~45k tokens, most of 60 concurrent episodes (vLLM queues the rest)
 
 
 def demo_policy(model: Any, tok: Any, name: str, engine: str = "transformers", seed: int = 0) -> Any:
@@ -19,7 +20,7 @@ def demo_policy(model: Any, tok: Any, name: str, engine: str = "transformers", s
         from workbench.train.vllm_rollout import check_model, colocated_llm, load_model_weights
 
         check_model(model.config)
-        llm = colocated_llm(model.name_or_path, seed=seed)
+        llm = colocated_llm(model.name_or_path, kv_cache_gib=KV_CACHE_GIB, seed=seed)
         load_model_weights(llm, model)
         return ColocatedVLLMPolicy(llm, name=name)
     from workbench.policies import TransformersPolicy

@@ -152,6 +152,10 @@ def run_real_model_demo(cfg: DemoConfig | None = None, *, fresh: bool = False, o
         zero = st.scored_eval(model, tok, "eval_zero_shot", cache_key="zero-shot", max_steps=cfg.zero_shot_steps)
         out(stages_table([zero]))
         print_format(out, zero)
+        if cfg.engine == "vllm":  # the base weights' engine; the SFT model's serves evaluation and RL from here on
+            from workbench.train.vllm_rollout import release_engines
+
+            release_engines()
     with st.timed("2. teacher: the code-style scripted agent, in the model's chat template (real kernels)"):
         teacher = st.teacher(TokenizerCodec(tok))
         out(f"  {len(teacher)} trajectories, {sum(t.termination == 'submitted' for t in teacher)} submitted")

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from workbench.demo.config import DemoConfig
+from workbench.demo.engine import KV_CACHE_GIB
 
 
 def demo_train_fn(model: Any, tokenizer: Any, cfg: DemoConfig, *, on_step: Callable[[str], None] = print):
@@ -41,7 +42,9 @@ def demo_train_fn(model: Any, tokenizer: Any, cfg: DemoConfig, *, on_step: Calla
             logging_steps=1,
             seed=cfg.seed + req.iteration,
             episode_kind="nbagent",
+            concurrency=cfg.rl_concurrency,
             use_vllm=cfg.engine == "vllm",
+            vllm_kv_cache_gib=KV_CACHE_GIB,
         )
         summary = train(
             config,
