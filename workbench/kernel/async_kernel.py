@@ -363,7 +363,9 @@ class AsyncKernel:
                 "store_history": not silent,
                 "user_expressions": {},
                 "allow_stdin": False,
-                "stop_on_error": True,
+                # one cell at a time, so nothing is queued to abort; True lets ipykernel 7 abort
+                # the next cell when it races the kernel's "stop aborting" message after an error
+                "stop_on_error": False,
             },
             collector,
         )
