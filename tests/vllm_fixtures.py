@@ -114,14 +114,10 @@ def vllm_engine(vllm_model_dir):
     require_vllm()
     import os
 
-    import torch
-
     from workbench.train.vllm_rollout import colocated_llm, release_engines
 
     _ENV_BEFORE_ENGINE.update(os.environ)
-    # The engine starts with torch's default thread count, whatever tests/conftest.py's per-worker cap set:
-    # started under a cap of 1, the CPU attention found 2 threads in its plan and 1 at run time, and failed.
-    torch.set_num_threads(os.cpu_count() or 1)
+    # tests/conftest.py capped this worker's torch threads at 1: colocated_llm must start the engine anyway
     yield colocated_llm(vllm_model_dir)
     release_engines()
 

