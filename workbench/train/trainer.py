@@ -228,6 +228,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         self.last_trajectories: list[Trajectory] = []
         self._draw = task_drawer(tasks, config.seed + TASK_DRAW_SEED_OFFSET + RANK_SEED_STRIDE * process_rank())
         self._pending: dict[str, list[Any]] | None = None
+        self._gap_in_loss = False  # the loss's forward logs sampling/logp_gap (see `_log_logp_gap`)
         # objects with `set_training_step(i)` (a simulated search's noise curriculum), the episodes' own too
         self.curricula = [*curricula, *getattr(episodes, "curricula", ())]
         logging.getLogger("trl.trainer.grpo_trainer").addFilter(_OwnRowsFilter())
@@ -330,13 +331,24 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         return logps
 
     def _log_logp_gap(self, out: dict[str, Any]) -> None:
-        """Behaviour (sampling) vs trainer logprobs over model tokens: `sampling/logp_gap/mean|max`."""
+        """Behaviour (sampling) vs trainer logprobs over model tokens: `sampling/logp_gap/mean|max`.
+
+        With TRL's old logprobs (IS correction on, or several iterations a batch) the gap is logged
+        here; otherwise the loss's own forward gives it (`_gap_in_loss`): the batch was sampled from
+        the weights the loss runs with, and a pass over every row only for a metric cost as much as
+        the reference pass."""
         sampling = out.get("sampling_per_token_logps")
         if sampling is None:
             return
-        old = out.get("old_per_token_logps")  # present when TRL's IS correction is on
-        if old is None:
+        old = out.get("old_per_token_logps")  # TRL's (IS correction on), or π_prox (async_rollouts)
+        self._gap_in_loss = old is None and self._training
+        if old is None and not self._training:  # evaluation: no loss pass follows
             old = self.current_logps(out)
+        if old is not None:
+            self._record_logp_gap(old, out)
+
+    def _record_logp_gap(self, old: torch.Tensor, out: dict[str, Any]) -> None:
+        sampling = out["sampling_per_token_logps"]
         mask = out["completion_mask"].bool()
         if out.get("tool_mask") is not None:
             mask = mask & out["tool_mask"].bool()
@@ -464,12 +476,12 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             out = super()._generate_and_score_completions(rows)
         finally:
             self._pending = None
-        if self.use_vllm:
-            self._log_logp_gap(out)
         if self._training:
             self._set_advantages(out, trajs, row_traj, step_index)
             if self.async_training is not None:
-                self.async_training.correct(out, trajs, row_traj, step_index)
+                self.async_training.correct(out, trajs, row_traj, step_index)  # π_prox: the gap's trainer side
+        if self.use_vllm:
+            self._log_logp_gap(out)
         return out
 
     def _set_advantages(
@@ -545,35 +557,39 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             self.epsilon_low, self.epsilon_high = low, high
 
     def _trl_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
-        if self.async_training is None or "importance_sampling_ratio" not in inputs:
-            loss: torch.Tensor = super()._compute_loss(model, inputs)  # type: ignore[no-untyped-call]  # unannotated in TRL
-            return loss
+        decoupled = self.async_training is not None and "importance_sampling_ratio" in inputs
+        loglinear = decoupled and "behaviour_versions" in inputs  # π_prox from this forward's own logprobs
+        gap = self._gap_in_loss and "sampling_per_token_logps" in inputs
+        if loglinear or gap:
+            self._get_per_token_logps_and_entropies = self._loss_forward(inputs, loglinear, gap)  # type: ignore[method-assign]
         # decoupled PPO: TRL multiplies each token's surrogate by `importance_sampling_ratio` (here the capped
         # behaviour weight) on its vLLM path only; these two flags are read nowhere else in its loss
         flags = (self.use_vllm, self.vllm_importance_sampling_correction)
-        self.use_vllm = self.vllm_importance_sampling_correction = True
-        if "behaviour_versions" in inputs:  # prox="loglinear": π_prox from this forward's own logprobs
-            self._get_per_token_logps_and_entropies = self._with_prox(inputs)  # type: ignore[method-assign]
+        if decoupled:
+            self.use_vllm = self.vllm_importance_sampling_correction = True
         try:
-            loss = super()._compute_loss(model, inputs)  # type: ignore[no-untyped-call]
+            loss: torch.Tensor = super()._compute_loss(model, inputs)  # type: ignore[no-untyped-call]  # unannotated in TRL
         finally:
             self.use_vllm, self.vllm_importance_sampling_correction = flags
             self.__dict__.pop("_get_per_token_logps_and_entropies", None)
         return loss
 
-    def _with_prox(self, inputs: dict[str, Any]) -> Callable[..., Any]:
-        """TRL's per-token logprob pass, then `approximate_prox` on its result (before the loss reads
+    def _loss_forward(self, inputs: dict[str, Any], loglinear: bool, gap: bool) -> Callable[..., Any]:
+        """TRL's per-token logprob pass, then on its result: the behaviour-vs-trainer gap (`gap`, one
+        entry per micro-batch) and `approximate_prox` (`loglinear`, before the loss reads
         `old_per_token_logps` and `importance_sampling_ratio` from `inputs`)."""
         forward = type(self)._get_per_token_logps_and_entropies
-        assert self.async_training is not None
-        approximate = self.async_training.approximate_prox
 
-        def logps_then_prox(*args: Any, **kwargs: Any) -> Any:
+        def forward_then_use(*args: Any, **kwargs: Any) -> Any:
             result = forward(self, *args, **kwargs)
-            approximate(inputs, result[0])
+            if gap:
+                self._record_logp_gap(result[0].detach(), inputs)
+            if loglinear:
+                assert self.async_training is not None
+                self.async_training.approximate_prox(inputs, result[0])
             return result
 
-        return logps_then_prox
+        return forward_then_use
 
 
 __all__ = [
