@@ -162,6 +162,9 @@ def test_demo_cache_keys_are_unchanged():
         "zero_shot_steps",
         "compact_teacher",
         "rl_concurrency",
+        "rl_token_budget",
+        "rl_gradient_checkpointing",
+        "rl_lora_r",
     }
     every = [f.name for f in dataclasses.fields(DemoConfig) if f.name not in added]
     assert config.key(*every) == "f4f7e3e578"

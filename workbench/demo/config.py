@@ -66,6 +66,21 @@ class DemoConfig(Config):
     rl_reward: str = config_field(
         "l0.qa", "Solver reward spec (l0.qa: 0.9·EM + 0.1·has_answer; answering at all beats running out of steps)."
     )
+    rl_gradient_checkpointing: bool = config_field(
+        False,
+        "Recompute activations in the GRPO backward: a SmolLM2 micro-batch of 4 rows x 1100 tokens peaked at "
+        "2.2 GB instead of 7.6 GB, its step 1.2x as long.",
+    )
+    rl_lora_r: int = config_field(
+        0,
+        "LoRA rank of the solver's GRPO (0: full fine-tuning); alpha 2r, every linear layer. Each iteration's "
+        "adapter is merged into the weights after its steps, so the next stage samples from them.",
+    )
+    rl_token_budget: int = config_field(
+        0,
+        "Generated tokens an RL episode may use in all (solver attempts and GRPO rollouts; 0: no cap): bounds "
+        "a sampled runaway, which sets the step's time (it decodes alone at the end) and TRL's padded row length.",
+    )
     rl_top_p: float = config_field(
         0.95, "Top-p of the RL rollouts: trims the sampling tail on the long constant code, keeps decisions stochastic."
     )
@@ -75,7 +90,7 @@ class DemoConfig(Config):
         200, "--proposer learned: scripted proposer episodes its SFT learns from."
     )
     proposer_hop_weights: dict[int, float] = config_field(
-        {1: 4.0, 2: 3.0, 3: 2.0, 4: 1.0}, "--proposer learned: hop-count sampling weights (Dr. Zero: 4:3:2:1)."
+        {1: 4.0, 2: 3.0, 3: 2.0, 4: 1.0}, "The proposer's hop-count sampling weights (Dr. Zero: 4:3:2:1)."
     )
     proposer_vocab_size: int = config_field(1000, "--proposer learned: vocabulary of its own tokenizer.")
     proposer_context_tokens: int = config_field(2048, "--proposer learned: its context window, tokens.")
@@ -154,13 +169,17 @@ SMOLLM2: dict[str, Any] = dict(
     iterations=2,
     proposer_prompts=8,
     solver_attempts=2,
-    rl_steps_per_iteration=3,
+    rl_steps_per_iteration=2,
     rl_questions_per_step=4,
     rl_generations=4,
     rl_micro_batch=4,
     rl_concurrency=16,
-    rl_lr=1e-5,
-    rl_beta=0.04,
+    rl_lr=5e-4,
+    rl_lora_r=16,
+    rl_beta=0.0,
+    rl_token_budget=640,
+    rl_gradient_checkpointing=True,
+    proposer_hop_weights={2: 3.0, 3: 2.0, 4: 1.0},
     concurrency=60,
     max_new_tokens=448,
     engine="vllm",
@@ -170,8 +189,13 @@ The teacher is the compact one (`compact_teacher`): its plan cell, 392 of SmolLM
 `hop()`, and each later turn is `hop()` (20 tokens), so turns are up to 448 tokens. SFT is one pass
 over 32 teacher episodes (about 75 sequences of 500-800 tokens, ~19 steps of 4; 4 rows a step, as 8
 rows' logits over SmolLM2's 49k-token vocabulary took 11 GB), at a learning rate for pretrained
-weights; GRPO takes smaller steps (1e-5) with a weaker KL pull, in micro-batches of 4 rows (one
-question's group); 60 held-out questions at every stage, all 60 at once. vLLM's CPU build generates
+weights. Self-evolution runs 2 iterations of 2 GRPO steps (4 questions x 4 rollouts, learning rate 5e-5,
+no KL term, so no reference pass), in micro-batches of 4 rows (one question's group) with gradient
+checkpointing. The proposer asks 2-, 3- and 4-hop questions (3:2:1): after SFT the solver answers every
+one-hop question, so a one-hop group's rollouts agree and carry no advantage. An RL episode ends after
+640 generated tokens (a 4-hop teacher episode generates 492): a sampled runaway would otherwise decode
+alone for minutes at the end of a step and set the padded length of every row. 60 held-out questions at
+every stage, all 60 at once. vLLM's CPU build generates
 (`engine="vllm"`): on an idle 2-core machine the evaluation after SFT took 4.5 min for the 60 episodes
 against 17.4 min through transformers (24 at once), with the same answers. `--engine transformers`
 generates with the live model instead."""
@@ -202,6 +226,8 @@ SMOLLM2_LEARNED: dict[str, Any] = dict(
     SMOLLM2,
     run_dir="runs/demo_smollm2_learned",
     engine="transformers",
+    proposer_hop_weights=DemoConfig().proposer_hop_weights,  # the learned proposer learns Dr. Zero's 4:3:2:1
+    rl_lora_r=0,  # each role trains its own adapter (workbench.demo.adapters)
     concurrency=24,
     sft_lora_r=16,
     sft_lr=2e-3,

@@ -207,6 +207,8 @@ class Stages:
             shutil.rmtree(self.run / name, ignore_errors=True)
         solver_agent = {**self.agent_config.model_dump(), "temperature": c.rl_temperature, "top_p": c.rl_top_p}
         solver_agent.pop("seed", None)
+        if c.rl_token_budget:
+            solver_agent["token_budget"] = c.rl_token_budget
         return DrZeroConfig(
             **{
                 **dict(
@@ -216,6 +218,7 @@ class Stages:
                     samples_per_prompt=c.proposer_samples,
                     solver_attempts=c.solver_attempts,
                     solver_group_size=c.rl_generations,
+                    hop_weights=c.proposer_hop_weights,
                     concurrency=c.concurrency,
                     seed=c.seed,
                     solver_agent=solver_agent,

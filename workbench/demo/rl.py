@@ -38,6 +38,9 @@ def demo_train_fn(model: Any, tokenizer: Any, cfg: DemoConfig, *, on_step: Calla
             learning_rate=cfg.rl_lr,
             temperature=cfg.rl_temperature,
             beta=cfg.rl_beta,
+            gradient_checkpointing=cfg.rl_gradient_checkpointing,
+            lora_r=cfg.rl_lora_r,
+            lora_alpha=2 * cfg.rl_lora_r or 16,
             max_completion_length=1024,
             logging_steps=1,
             seed=cfg.seed + req.iteration,
@@ -55,10 +58,28 @@ def demo_train_fn(model: Any, tokenizer: Any, cfg: DemoConfig, *, on_step: Calla
             reward=resolve_reward(cfg.rl_reward),
             store=req.store,
         )
+        if cfg.rl_lora_r:
+            merge_lora_in_place(model)
         on_step(f"  iteration {req.iteration}: {summary['global_step']} GRPO steps on {len(req.tasks)} questions")
         return summary
 
     return train_fn
 
 
-__all__ = ["demo_train_fn"]
+def merge_lora_in_place(model: Any) -> None:
+    """Fold the LoRA adapter TRL injected into `model` (peft, in place) into its weights and put the
+    plain layers back: later stages (solver attempts, evaluation, the next iteration's trainer, which
+    adds a fresh adapter) see an ordinary model holding the trained weights."""
+    from peft.tuners.lora import LoraLayer
+
+    for name, module in list(model.named_modules()):
+        if isinstance(module, LoraLayer):
+            module.merge()
+            parent, _, child = name.rpartition(".")
+            setattr(model.get_submodule(parent), child, module.get_base_layer())
+    model.__dict__.pop("peft_config", None)
+    for param in model.parameters():
+        param.requires_grad_(True)
+
+
+__all__ = ["demo_train_fn", "merge_lora_in_place"]
