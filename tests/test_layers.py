@@ -44,9 +44,10 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
             "_lazy.py",
             "passages.py",
             "templates.py",
+            "allocator.py",
         ),
         "the error tree, safe text, quiet exits into closed pipes, child processes, blocking calls, HTTP bodies,"
-        " config files, lazy exports, passages, prompt templates",
+        " config files, lazy exports, passages, prompt templates, tcmalloc for entry points",
     ),
     (("trajectory.py", "contracts.py", "store/"), "trajectory schema, the Protocols several layers implement, store"),
     (("sandbox/",), "bubblewrap profiles, limits, cgroups"),

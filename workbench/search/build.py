@@ -145,8 +145,8 @@ def shard_batches(path: Path, shard_size: int) -> Iterator[list[str]]:
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_init(encoder: str | None, batch_size: int, encoded: Any) -> None:
-    die_with_parent()  # a killed build leaves no worker encoding (and writing shards) on its own
+def _worker_init(encoder: str | None, batch_size: int, encoded: Any, build_pid: int) -> None:
+    die_with_parent(parent=build_pid)  # a killed build leaves no worker encoding (and writing shards) on its own
     _WORKER["enc"] = Encoder(encoder, batch_size=batch_size, threads=1)
     _WORKER["encoded"] = encoded
 
@@ -189,7 +189,10 @@ def encode_shards(corpus: Path, shards: Path, cfg: BuildConfig, enc: Encoder) ->
     pool = None
     if workers > 1 and len(done) < n_shards - 1:
         pool = ProcessPoolExecutor(
-            workers, mp_context=ctx, initializer=_worker_init, initargs=(cfg.encoder, cfg.batch_size, encoded)
+            workers,
+            mp_context=ctx,
+            initializer=_worker_init,
+            initargs=(cfg.encoder, cfg.batch_size, encoded, os.getpid()),
         )
 
     def finish(fut: Future) -> None:

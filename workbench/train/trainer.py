@@ -229,8 +229,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         self._draw = task_drawer(tasks, config.seed + TASK_DRAW_SEED_OFFSET + RANK_SEED_STRIDE * process_rank())
         self._pending: dict[str, list[Any]] | None = None
         self._gap_in_loss = False  # the loss's forward logs sampling/logp_gap (see `_log_logp_gap`)
-        # objects with `set_training_step(i)` (a simulated search's noise curriculum), the episodes' own too
-        self.curricula = [*curricula, *getattr(episodes, "curricula", ())]
+        self.curricula = [*curricula, *getattr(episodes, "curricula", ())]  # set_training_step(i) each step
         logging.getLogger("trl.trainer.grpo_trainer").addFilter(_OwnRowsFilter())
         args = config.to_grpo_config()
         shared = config.use_vllm and config.vllm_mode == "colocate" and world_size() == 1
