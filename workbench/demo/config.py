@@ -189,13 +189,14 @@ The teacher is the compact one (`compact_teacher`): its plan cell, 392 of SmolLM
 `hop()`, and each later turn is `hop()` (20 tokens), so turns are up to 448 tokens. SFT is one pass
 over 32 teacher episodes (about 75 sequences of 500-800 tokens, ~19 steps of 4; 4 rows a step, as 8
 rows' logits over SmolLM2's 49k-token vocabulary took 11 GB), at a learning rate for pretrained
-weights. Self-evolution runs 2 iterations of 2 GRPO steps (4 questions x 4 rollouts, learning rate 5e-5,
-no KL term, so no reference pass), in micro-batches of 4 rows (one question's group) with gradient
-checkpointing. The proposer asks 2-, 3- and 4-hop questions (3:2:1): after SFT the solver answers every
-one-hop question, so a one-hop group's rollouts agree and carry no advantage. An RL episode ends after
-640 generated tokens (a 4-hop teacher episode generates 492): a sampled runaway would otherwise decode
-alone for minutes at the end of a step and set the padded length of every row. 60 held-out questions at
-every stage, all 60 at once. vLLM's CPU build generates
+weights. Self-evolution runs 2 iterations of 2 GRPO steps (4 questions x 4 rollouts) on a LoRA adapter
+(rank 16, learning rate 5e-4, merged after each iteration; no KL term, so no reference pass), in
+micro-batches of 4 rows (one question's group) with gradient checkpointing. The proposer asks 2-, 3- and
+4-hop questions (3:2:1): after SFT the solver answers every one-hop question, so a one-hop group's
+rollouts agree and carry no advantage. An RL episode ends after 640 generated tokens (a 4-hop teacher
+episode generates 492): a sampled runaway would otherwise decode alone for minutes at the end of a step
+and set the padded length of every row. 60 held-out questions at every stage, all 60 at once. vLLM's CPU
+build generates
 (`engine="vllm"`): on an idle 2-core machine the evaluation after SFT took 4.5 min for the 60 episodes
 against 17.4 min through transformers (24 at once), with the same answers. `--engine transformers`
 generates with the live model instead."""

@@ -9,7 +9,10 @@ sandboxed kernels sampled from the live weights, scored against the proposer's a
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
 
 from workbench.demo.config import DemoConfig
 from workbench.demo.engine import KV_CACHE_GIB
@@ -66,7 +69,7 @@ def demo_train_fn(model: Any, tokenizer: Any, cfg: DemoConfig, *, on_step: Calla
     return train_fn
 
 
-def merge_lora_in_place(model: Any) -> None:
+def merge_lora_in_place(model: torch.nn.Module) -> None:
     """Fold the LoRA adapter TRL injected into `model` (peft, in place) into its weights and put the
     plain layers back: later stages (solver attempts, evaluation, the next iteration's trainer, which
     adds a fresh adapter) see an ordinary model holding the trained weights."""

@@ -197,8 +197,7 @@ def release_engines() -> None:
 def load_weights(llm: Any, named: Iterable[tuple[str, Any]]) -> None:
     """Load (name, tensor) pairs, checkpoint names, into an in-process engine in place (TRL's
     colocate sync: the model's own `load_weights`), then drop the prefix cache of the old weights."""
-    model = llm.llm_engine.model_executor.driver_worker.model_runner.model
-    model.load_weights(((name, t.detach()) for name, t in named))
+    _engine_model(llm).load_weights(((name, t.detach()) for name, t in named))
     llm.reset_prefix_cache()
 
 
@@ -230,7 +229,7 @@ def _repack_after_loads(llm: Any) -> None:
     rebuild each packed linear it loaded into, so the handle holds the weight just loaded."""
     from vllm.model_executor.layers import utils
 
-    model = llm.llm_engine.model_executor.driver_worker.model_runner.model
+    model = _engine_model(llm)
     load = model.load_weights
     params = dict(model.named_parameters(remove_duplicate=False))
     packed: dict[int, list[Any]] = {}  # weight storage -> the linears computing with it (a tied head too)
@@ -246,6 +245,11 @@ def _repack_after_loads(llm: Any) -> None:
         return loaded
 
     model.load_weights = load_then_repack
+
+
+def _engine_model(llm: Any) -> Any:
+    """The torch model inside an in-process engine (where TRL's colocate sync loads weights)."""
+    return llm.llm_engine.model_executor.driver_worker.model_runner.model
 
 
 def load_model_weights(llm: Any, model: Any) -> None:
