@@ -73,6 +73,22 @@ def test_the_notepad_tail_is_replaced_not_stacked():
     assert ctx.prompt_to_record() is None  # no notepad moved: the context only grew
 
 
+def test_kept_notepads_stay_where_they_were_shown():
+    """keep_notepads: each block stays in its observation, so the context only grows and only the first
+    turn records a prompt."""
+    ctx = ContextWatcher([1] * 5, max_context_tokens=1000, max_new_tokens=30, keep_notepads=True)
+    assert ctx.prompt_to_record() == [1] * 5
+    ctx.append([2], [3], [40], [9])
+    ctx.append([4], [5], [41], [9])
+    assert ctx.context_ids == [1] * 5 + [2, 3, 40, 9, 4, 5, 41, 9] and len(ctx) == 13
+    assert ctx.prompt_to_record() is None  # nothing left the context
+    hard = ContextWatcher([1] * 10, max_context_tokens=60, max_new_tokens=30, keep_notepads=True)
+    hard.append([4] * 30, [4] * 5, [44] * 3)
+    assert hard.trim_to_fit(20, _hard_opening) and hard.context_ids == TASK_AND_NOTEPAD + [44] * 3
+    hard.append([5], [5], [45] * 3)  # the block shown with the fresh opening stays in it
+    assert hard.context_ids == TASK_AND_NOTEPAD + [44] * 3 + [5, 5] + [45] * 3
+
+
 def test_trims_keep_one_notepad():
     soft = ContextWatcher([1] * 10, max_context_tokens=60, max_new_tokens=30, trim="soft")
     for marker in (4, 5):
@@ -89,14 +105,16 @@ def test_trims_keep_one_notepad():
 @given(
     mode=st.sampled_from(["hard", "soft", "none"]),
     turns=st.lists(st.tuples(st.integers(1, 40), st.integers(0, 30), st.integers(0, 12)), min_size=1, max_size=25),
+    keep=st.booleans(),
 )
-def test_recorded_steps_rebuild_every_context_the_model_saw(mode, turns):
+def test_recorded_steps_rebuild_every_context_the_model_saw(mode, turns, keep):
     """Token bookkeeping: each training sample's prompt plus the tokens before a turn is exactly that
-    turn's context, the turn's own tokens carry mask 1, and a context holds only the newest notepad."""
+    turn's context, the turn's own tokens carry mask 1, and a context holds only the newest notepad
+    (with keep_notepads: an untrimmed episode is one sample)."""
     from workbench.train.rollout import trajectory_samples
     from workbench.trajectory import Step, Task, Trajectory
 
-    ctx = ContextWatcher([1] * 20, max_context_tokens=240, max_new_tokens=40, trim=mode)
+    ctx = ContextWatcher([1] * 20, max_context_tokens=240, max_new_tokens=40, trim=mode, keep_notepads=keep)
     traj, seen = Trajectory(task=Task(id="t", question="q")), []
     for i, (completion, observation, notepad) in enumerate(turns):
         if ctx.needs_trim(16) and not ctx.trim_to_fit(16, _hard_opening):
@@ -104,7 +122,7 @@ def test_recorded_steps_rebuild_every_context_the_model_saw(mode, turns):
         prompt = ctx.prompt_to_record()
         seen.append(ctx.context_ids)
         notepads = {t for t in seen[-1] if t >= 3000}
-        assert len(notepads) <= 1 and notepads <= {3000 + i - 1}  # only the previous turn's notepad
+        assert keep or (len(notepads) <= 1 and notepads <= {3000 + i - 1})  # only the previous turn's notepad
         c = [1000 + i] * min(completion, ctx.room_for_generation())
         o, n = [2000 + i] * observation, [3000 + i] * notepad
         traj.steps.append(
@@ -123,4 +141,6 @@ def test_recorded_steps_rebuild_every_context_the_model_saw(mode, turns):
             )
         assert all((m == 1) == (t >= 0) for m, t in zip(sample["env_mask"], turn_of, strict=True))
     trained = {t for s in trajectory_samples(traj, None, 10**6) for t in s["step_index"] if t >= 0}
+    if keep and ctx.trims == 0:
+        assert len(trajectory_samples(traj, None, 10**6)) == 1
     assert trained == {k for k, s in enumerate(traj.steps) if s.completion_ids}  # every turn is trained

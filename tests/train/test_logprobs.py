@@ -12,7 +12,7 @@ from trl.trainer.utils import add_fused_lm_head
 
 from workbench.errors import ConfigError
 from workbench.train.config import TrainConfig
-from workbench.train.logprobs import chunked_head_supported, chunked_logprobs, install_chunked_head
+from workbench.train.logprobs import chunked_head_supported, chunked_logprobs, install_chunked_head, packed_rows
 
 TEMPERATURE = 0.7
 KEEP = 25  # completion positions scored, as TRL's logits_to_keep
@@ -24,6 +24,17 @@ def batch(vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
     ids = torch.randint(0, vocab, (3, 40), generator=gen)
     attn = torch.ones_like(ids)
     attn[1, -5:] = 0
+    return ids, attn
+
+
+def padded_batch(vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """TRL's layout of multi-turn rows: prompts left-padded, completions right-padded, so the batch (40) is
+    wider than its longest row (36)."""
+    ids, attn = batch(vocab)
+    attn[:] = 1
+    attn[0, :4] = 0
+    attn[1, :2], attn[1, -5:] = 0, 0
+    attn[2, :9], attn[2, -3:] = 0, 0
     return ids, attn
 
 
@@ -72,6 +83,27 @@ def test_full_model_logprobs_and_gradients_equal_the_plain_path(tiny):
     model, _ = tiny
     ids, attn = batch(model.config.vocab_size)
     assert_same_values_and_gradients(copy.deepcopy(model), with_chunked_head(model), ids, attn)
+
+
+def test_packed_rows_give_the_padded_batch_s_values_and_gradients(tiny):
+    """Packing moves each row to position 0 (36 wide instead of 40); with rotary positions only
+    distances count, so logprobs and gradients equal the plain path on the padded batch."""
+    model, _ = tiny
+    ids, attn = padded_batch(model.config.vocab_size)
+    index, take, keep = packed_rows(ids, attn, {"input_ids", "attention_mask"})
+    assert index.shape == (3, 36) and keep.sum(1).tolist() == [36, 33, 28]
+    assert torch.equal(ids.gather(1, take)[1, :33], ids[1, 2:35])  # row 1's tokens, from position 0
+    assert_same_values_and_gradients(copy.deepcopy(model), with_chunked_head(model), ids, attn)
+
+
+def test_rows_are_not_packed_when_it_saves_nothing_or_cannot():
+    ids, attn = padded_batch(64)
+    assert packed_rows(ids, attn, {"input_ids", "attention_mask", "position_ids"}) is None  # own positions
+    holed = attn.clone()
+    holed[0, 20] = 0
+    assert packed_rows(ids, holed, {"input_ids", "attention_mask"}) is None  # a hole in a row
+    full = torch.ones_like(attn)
+    assert packed_rows(ids, full, {"input_ids", "attention_mask"}) is None  # no padding to drop
 
 
 def test_lora_model_logprobs_and_gradients_equal_the_plain_path(tiny):

@@ -56,6 +56,11 @@ class AgentConfig(Config, BaseModel):
     tool_timeout_s: float = Field(default=30.0, gt=0, description="Timeout of one tool call, seconds.")
     search_top_k: int = Field(default=3, ge=1, description="Passages returned by the search tool.")
     show_notepad: bool = Field(default=True, description="Render the notepad into every observation.")
+    keep_notepads: bool = Field(
+        default=False,
+        description="Keep each observation's notepad block in the context (False: only the newest, at the tail). "
+        "The context then only grows, so an untrimmed episode trains as one row instead of one per turn.",
+    )
     task_variable: str | None = Field(
         default="task", description="Notebook variable holding the task's question (None: the prompt only)."
     )
@@ -109,6 +114,7 @@ MODEL_SETTINGS = (
     "trim",
     "output_cap",
     "show_notepad",
+    "keep_notepads",
     "task_variable",
     "search_top_k",
     "short_text",

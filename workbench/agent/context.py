@@ -14,6 +14,9 @@ The notepad is one tail segment, replaced on every turn: the context holds one n
 at the end of the newest observation, never stale copies. Replacing it means the context is no
 longer the previous one plus what followed; `prompt_to_record()` then hands the whole context to
 record as the next turn's prompt, so each recorded segment stays exactly what the model saw.
+With `keep_notepads` a turn's block instead stays where it was shown, in that turn's observation:
+the context only grows, so an untrimmed episode is one recorded segment (one training row, scored in
+one forward, where a replaced block makes one row per turn, each carrying the whole context again).
 
 When the next turn would not fit, older turns are trimmed:
 
@@ -62,6 +65,7 @@ class ContextWatcher:
     trims: int = 0
     rebuilt: bool = True  # the context is not the last recorded one plus what followed it
     opening_closing: list[int] = field(default_factory=list)  # after the opening (and a notepad there)
+    keep_notepads: bool = False  # an old block stays in its observation instead of leaving the context
 
     @property
     def context_ids(self) -> list[int]:
@@ -91,7 +95,12 @@ class ContextWatcher:
     ) -> None:
         """Add a turn: its completion, its observation, the notepad block that replaces the last one,
         and the framing that closes the observation's message (none without a chat template)."""
-        if self.notepad_ids:
+        if self.notepad_ids and self.keep_notepads:  # the block stays where it was shown
+            if self.turns:
+                self.turns[-1].observation_ids += self.notepad_ids
+            else:
+                self.opening_ids += self.notepad_ids
+        elif self.notepad_ids:
             self.rebuilt = True  # the old notepad leaves the middle of the context
         self.turns.append(_Turn(list(completion_ids), list(observation_ids), list(closing_ids)))
         self.notepad_ids = list(notepad_ids)

@@ -147,6 +147,7 @@ class _Episode:
             window(config.max_context_tokens, policy_context_size(policy)),
             config.max_new_tokens,
             config.trim,
+            keep_notepads=config.keep_notepads,
         )
         self.generated = 0
         self.last_output = ""

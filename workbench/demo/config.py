@@ -109,6 +109,11 @@ class DemoConfig(Config):
     concurrency: int = config_field(16, "Episodes at once: one batch for the policy; kernel start-up overlaps.")
     max_steps: int = config_field(6, "Agent turns per episode.")
     max_new_tokens: int = config_field(400, "Tokens per model turn (the teacher's first cell must fit).")
+    keep_notepads: bool = config_field(
+        False,
+        "AgentConfig.keep_notepads: each observation's notepad block stays in the context, so an episode trains as "
+        "one GRPO row instead of one per turn (a SmolLM2 step: 16 rows instead of 44).",
+    )
     zero_shot_steps: int = config_field(
         2,
         "--model smollm2: agent turns of a zero-shot episode (a turn that runs out of tokens without code does "
@@ -178,8 +183,8 @@ SMOLLM2: dict[str, Any] = dict(
     rl_lora_r=16,
     rl_beta=0.0,
     rl_token_budget=640,
-    rl_gradient_checkpointing=True,
     proposer_hop_weights={2: 3.0, 3: 2.0, 4: 1.0},
+    keep_notepads=True,
     concurrency=60,
     max_new_tokens=448,
     engine="vllm",
@@ -191,9 +196,11 @@ over 32 teacher episodes (about 75 sequences of 500-800 tokens, ~19 steps of 4; 
 rows' logits over SmolLM2's 49k-token vocabulary took 11 GB), at a learning rate for pretrained
 weights. Self-evolution runs 2 iterations of 2 GRPO steps (4 questions x 4 rollouts) on a LoRA adapter
 (rank 16, learning rate 5e-4, merged after each iteration; no KL term, so no reference pass), in
-micro-batches of 4 rows (one question's group) with gradient checkpointing. The proposer asks 2-, 3- and
-4-hop questions (3:2:1): after SFT the solver answers every one-hop question, so a one-hop group's
-rollouts agree and carry no advantage. An RL episode ends after 640 generated tokens (a 4-hop teacher
+micro-batches of 4 rows (one question's group). Notepad blocks stay in the context (`keep_notepads`), so each
+episode is one training row: with the newest block alone at the tail, a 5-turn episode was 4 rows, each
+carrying the whole context again (44 rows of up to 1546 padded tokens in a step instead of 16). The
+proposer asks 2-, 3- and 4-hop questions (3:2:1): after SFT the solver answers every one-hop question, so a
+one-hop group's rollouts agree and carry no advantage. An RL episode ends after 640 generated tokens (a 4-hop teacher
 episode generates 492): a sampled runaway would otherwise decode alone for minutes at the end of a step
 and set the padded length of every row. 60 held-out questions at every stage, all 60 at once. vLLM's CPU
 build generates

@@ -61,7 +61,7 @@ def short_horizon_twin(traj: Trajectory, codec: Any) -> Trajectory | None:
             finish_reason="stop",
             prompt_ids=traj.steps[2].prompt_ids,
         )
-    )  # the context hop 2 saw (its notepad the newest)
+    )  # the context hop 2 saw (its notepad the newest; None with kept notepads: that context only grew)
     twin.steps = keep
     first_hop = (keep[1].observation or {}).get("stdout", "").split(" | todo:")[0].strip()
     twin.final_answer = first_hop or None

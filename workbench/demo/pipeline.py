@@ -73,6 +73,7 @@ class Stages:
             temperature=0.0,
             seed=cfg.seed,
             wall_clock_s=DEMO_EPISODE_WALL_S,
+            keep_notepads=cfg.keep_notepads,
         )
         self.seconds: dict[str, float] = {}
 
@@ -126,8 +127,9 @@ class Stages:
 
     @property
     def teacher_id(self) -> str:
-        """The fingerprint of the teacher's cells, in every cache key built from its episodes."""
-        return teacher_id(self.cfg.compact_teacher)
+        """The fingerprint of the teacher's cells (and the context layout its episodes were recorded in), in
+        every cache key built from its episodes."""
+        return teacher_id(self.cfg.compact_teacher) + ("n" if self.cfg.keep_notepads else "")
 
     def teacher(self, codec: Any) -> list:
         """The code-style teacher on train questions, token-exact in the model's codec."""

@@ -7,7 +7,9 @@ prompt and padding included, in tiles of 4096 positions x 32768 vocabulary entri
 holds several float32 copies of a tile: gigabytes on a 49k vocabulary, whatever the model's size.
 `install_chunked_head` puts this head in front of it:
 
-1. the model body runs once, to hidden states;
+1. the model body runs once, to hidden states, on the rows packed to start at position 0 (`packed_rows`:
+   TRL's left-padded prompts and right-padded completions make a batch of multi-turn rows up to twice
+   as wide as its longest row);
 2. only positions whose label is kept (the completion's tokens; never the prompt or padding) are scored,
    `chunk` positions at a time: lm_head -> logits / temperature -> log-softmax -> the label's logprob and
    the entropy;
@@ -129,17 +131,67 @@ def _chunked_forward(
     count = kwargs.pop("num_items_in_batch", None)
     kwargs.pop("shift_labels", None)
     kwargs["use_cache"] = False
+    packed = None if args else packed_rows(kwargs.get("input_ids"), kwargs.get("attention_mask"), set(kwargs))
+    scored_labels = labels
+    if packed is not None:  # each row's tokens from position 0: the body runs on (rows, longest row)
+        index, take, keep = packed
+        kwargs.update(input_ids=kwargs["input_ids"].gather(1, take), attention_mask=keep.long())
+        scored_labels = labels.gather(1, take).masked_fill(~keep, IGNORED)
     hidden = model.base_model(*args, **kwargs).last_hidden_state[:, :-1]
     head = model.get_output_embeddings()
-    targets = labels[:, 1:].to(head.weight.device)
-    mask = targets != IGNORED
+    targets = scored_labels[:, 1:].to(head.weight.device)
+    scored = targets != IGNORED
     logp, entropy = chunked_logprobs(
-        hidden.to(head.weight.device)[mask], head.weight, head.bias, targets[mask], temperature, chunk
+        hidden.to(head.weight.device)[scored], head.weight, head.bias, targets[scored], temperature, chunk
     )
-    log_probs = logp.new_zeros(mask.shape).masked_scatter(mask, logp)
-    entropies = entropy.new_zeros(mask.shape).masked_scatter(mask, entropy)
+    log_probs = logp.new_zeros(scored.shape).masked_scatter(scored, logp)
+    entropies = entropy.new_zeros(scored.shape).masked_scatter(scored, entropy)
+    mask = labels[:, 1:].to(head.weight.device) != IGNORED
+    if packed is not None:  # back to the batch's positions
+        log_probs, entropies = (_unpack(x, index.to(x.device), mask.size(1)) for x in (log_probs, entropies))
     loss = -log_probs.sum() / (mask.sum().clamp(min=1) if count is None else count)
     return FusedCausalLMOutput(loss=loss, log_probs=log_probs, entropy=entropies, label_mask=mask)
 
 
-__all__ = ["CausalLM", "chunked_head_supported", "chunked_logprobs", "head_logprobs", "install_chunked_head"]
+_PACKABLE = {"input_ids", "attention_mask", "use_cache", "return_dict"}  # inputs with no per-position layout
+
+
+def packed_rows(
+    ids: torch.Tensor | None, attention: torch.Tensor | None, inputs: set[str]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+    """Where each row's tokens move so that they start at position 0: (index, take, keep), each (rows, width).
+
+    TRL left-pads prompts and right-pads completions, so a batch whose rows' prompt and completion lengths
+    vary (turns of multi-turn episodes) is wider than its longest row: a row of the longest prompt and the
+    longest completion. Packed, the body runs on the longest row's width, and each row's positions start
+    at 0, as when it was generated. `index[r, j]` is token j's position in the batch (past its end for
+    padding), `take` the same clamped into the batch, `keep` whether j is one of the row's tokens.
+    None when it saves nothing, the mask has holes, or an input has a per-position layout."""
+    if ids is None or attention is None or attention.dim() != 2 or not inputs <= _PACKABLE:
+        return None
+    real = attention.bool()
+    lengths = real.sum(1)
+    lead = (real.cumsum(1) == 0).sum(1)
+    width = int(lengths.max().clamp(min=1))
+    positions = torch.arange(real.size(1), device=real.device)
+    contiguous = ((positions >= lead[:, None]) & (positions < (lead + lengths)[:, None])) == real
+    if width >= real.size(1) or not bool(contiguous.all()):
+        return None
+    index = lead[:, None] + torch.arange(width, device=real.device)
+    return index, index.clamp(max=real.size(1) - 1), index < (lead + lengths)[:, None]
+
+
+def _unpack(values: torch.Tensor, index: torch.Tensor, width: int) -> torch.Tensor:
+    """Packed per-position values (rows, w - 1) back at their batch positions (rows, width)."""
+    spare = values.new_zeros(values.size(0), width + index.size(1))
+    return spare.scatter(1, index[:, : values.size(1)], values)[:, :width]
+
+
+__all__ = [
+    "CausalLM",
+    "chunked_head_supported",
+    "chunked_logprobs",
+    "head_logprobs",
+    "install_chunked_head",
+    "packed_rows",
+]
