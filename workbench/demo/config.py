@@ -168,7 +168,7 @@ SMOLLM2: dict[str, Any] = dict(
     eval_tasks=60,
     teacher_tasks=32,
     sft_copies=1,
-    sft_epochs=1,
+    sft_epochs=2,
     sft_lr=2e-4,
     sft_batch_size=4,
     iterations=2,
@@ -191,9 +191,10 @@ SMOLLM2: dict[str, Any] = dict(
 )
 """`--model smollm2`: SmolLM2-135M-Instruct instead of the tiny model, sized for an hour on 2 CPU cores.
 The teacher is the compact one (`compact_teacher`): its plan cell, 392 of SmolLM2's tokens, defines
-`hop()`, and each later turn is `hop()` (20 tokens), so turns are up to 448 tokens. SFT is one pass
-over 32 teacher episodes (about 75 sequences of 500-800 tokens, ~19 steps of 4; 4 rows a step, as 8
-rows' logits over SmolLM2's 49k-token vocabulary took 11 GB), at a learning rate for pretrained
+`hop()`, and each later turn is `hop()` (20 tokens), so turns are up to 448 tokens. SFT is two passes
+over 32 teacher episodes, one sequence each with kept notepads (16 steps of 4; one pass, 8 steps, left the
+plan cell half learnt: it overran its 448 tokens in 12 of the first 26 held-out episodes; 4 rows a step, as
+8 rows' logits over SmolLM2's 49k-token vocabulary took 11 GB), at a learning rate for pretrained
 weights. Self-evolution runs 2 iterations of 2 GRPO steps (4 questions x 4 rollouts) on a LoRA adapter
 (rank 16, learning rate 5e-4, merged after each iteration; no KL term, so no reference pass), in
 micro-batches of 4 rows (one question's group). Notepad blocks stay in the context (`keep_notepads`), so each
@@ -210,6 +211,7 @@ generates with the live model instead."""
 
 FAST_SMOLLM2: dict[str, Any] = dict(
     SMOLLM2,
+    sft_epochs=1,
     teacher_tasks=2,
     iterations=1,
     proposer_prompts=2,
