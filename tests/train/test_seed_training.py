@@ -98,7 +98,11 @@ def test_gradient_reaches_a_turn_before_the_trim(tmp_path, tiny, tasks, segments
     assert len(rows) == 2  # one per rollout
     for r in rows:
         assert inputs["advantages"][r].abs().item() == pytest.approx(0.5 / (0.5**0.5 + 1e-4), abs=1e-4)
-        predicts = grad[r, P - 1 : P - 1 + len(turn0)]  # position t predicts completion token t - P + 1
+        # position t predicts completion token t - start + 1; packed rows (workbench.train.logprobs) begin
+        # at position 0, so their completion starts after the row's own prompt, not the padded batch's
+        packed = grad.size(1) < P + inputs["completion_ids"].size(1)
+        start = int(inputs["prompt_mask"][r].sum()) if packed else P
+        predicts = grad[r, start - 1 : start - 1 + len(turn0)]
         assert torch.all(predicts > 0)
 
 
