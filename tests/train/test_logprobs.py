@@ -90,20 +90,21 @@ def test_packed_rows_give_the_padded_batch_s_values_and_gradients(tiny):
     distances count, so logprobs and gradients equal the plain path on the padded batch."""
     model, _ = tiny
     ids, attn = padded_batch(model.config.vocab_size)
-    index, take, keep = packed_rows(ids, attn, {"input_ids", "attention_mask"})
+    index, take, keep = packed_rows(attn, {"input_ids", "attention_mask"})
     assert index.shape == (3, 36) and keep.sum(1).tolist() == [36, 33, 28]
     assert torch.equal(ids.gather(1, take)[1, :33], ids[1, 2:35])  # row 1's tokens, from position 0
     assert_same_values_and_gradients(copy.deepcopy(model), with_chunked_head(model), ids, attn)
 
 
 def test_rows_are_not_packed_when_it_saves_nothing_or_cannot():
-    ids, attn = padded_batch(64)
-    assert packed_rows(ids, attn, {"input_ids", "attention_mask", "position_ids"}) is None  # own positions
+    _, attn = padded_batch(64)
+    assert packed_rows(attn, {"input_ids", "attention_mask", "position_ids"}) is None  # own positions
+    assert packed_rows(attn, {"inputs_embeds", "attention_mask"}) is None  # rows that are not ids
     holed = attn.clone()
     holed[0, 20] = 0
-    assert packed_rows(ids, holed, {"input_ids", "attention_mask"}) is None  # a hole in a row
+    assert packed_rows(holed, {"input_ids", "attention_mask"}) is None  # a hole in a row
     full = torch.ones_like(attn)
-    assert packed_rows(ids, full, {"input_ids", "attention_mask"}) is None  # no padding to drop
+    assert packed_rows(full, {"input_ids", "attention_mask"}) is None  # no padding to drop
 
 
 def test_lora_model_logprobs_and_gradients_equal_the_plain_path(tiny):

@@ -131,7 +131,7 @@ def _chunked_forward(
     count = kwargs.pop("num_items_in_batch", None)
     kwargs.pop("shift_labels", None)
     kwargs["use_cache"] = False
-    packed = None if args else packed_rows(kwargs.get("input_ids"), kwargs.get("attention_mask"), set(kwargs))
+    packed = None if args else packed_rows(kwargs.get("attention_mask"), set(kwargs))
     scored_labels = labels
     if packed is not None:  # each row's tokens from position 0: the body runs on (rows, longest row)
         index, take, keep = packed
@@ -157,7 +157,7 @@ _PACKABLE = {"input_ids", "attention_mask", "use_cache", "return_dict"}  # input
 
 
 def packed_rows(
-    ids: torch.Tensor | None, attention: torch.Tensor | None, inputs: set[str]
+    attention: torch.Tensor | None, inputs: set[str]
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
     """Where each row's tokens move so that they start at position 0: (index, take, keep), each (rows, width).
 
@@ -166,8 +166,9 @@ def packed_rows(
     longest completion. Packed, the body runs on the longest row's width, and each row's positions start
     at 0, as when it was generated. `index[r, j]` is token j's position in the batch (past its end for
     padding), `take` the same clamped into the batch, `keep` whether j is one of the row's tokens.
-    None when it saves nothing, the mask has holes, or an input has a per-position layout."""
-    if ids is None or attention is None or attention.dim() != 2 or not inputs <= _PACKABLE:
+    `inputs` names the forward's inputs. None when it saves nothing, the mask has holes, the rows are not
+    `input_ids`, or an input has a per-position layout."""
+    if "input_ids" not in inputs or attention is None or attention.dim() != 2 or not inputs <= _PACKABLE:
         return None
     real = attention.bool()
     lengths = real.sum(1)
