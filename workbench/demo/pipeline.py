@@ -126,10 +126,16 @@ class Stages:
         return path
 
     @property
+    def context_layout(self) -> str:
+        """ "n" when notepad blocks stay in the context (`keep_notepads`), else "": in the name of every cache
+        whose episodes it shapes."""
+        return "n" if self.cfg.keep_notepads else ""
+
+    @property
     def teacher_id(self) -> str:
         """The fingerprint of the teacher's cells (and the context layout its episodes were recorded in), in
         every cache key built from its episodes."""
-        return teacher_id(self.cfg.compact_teacher) + ("n" if self.cfg.keep_notepads else "")
+        return teacher_id(self.cfg.compact_teacher) + self.context_layout
 
     def teacher(self, codec: Any) -> list:
         """The code-style teacher on train questions, token-exact in the model's codec."""

@@ -102,7 +102,7 @@ class RealModelStages(Stages):
 
         steps = max_steps or self.cfg.max_steps
         tag = f"{self.cfg.eval_tasks}-{steps}x{self.cfg.max_new_tokens}-{self.cfg.engine}"
-        tag += "-n" if self.cfg.keep_notepads else ""  # kept notepad blocks: another context
+        tag += f"-{self.context_layout}" if self.context_layout else ""
         cached = self.cache / f"eval-{cache_key}-{tag}.json" if cache_key else None
         if cached is not None and cached.exists() and (self.run / name / "trajectories.sqlite").exists():
             return StageEval(**json.loads(cached.read_text()))
