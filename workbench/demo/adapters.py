@@ -15,11 +15,14 @@ tensor's `requires_grad`: the proposer's HRPO rollouts are scored by solver atte
 the proposer's trainer must find its own adapter active and trainable again for the loss.
 Generations of different roles take turns on one lock; the trainer's own rollouts (its live policy,
 the active adapter) run between them, never beside them (`run_drzero` proposes, then attempts).
+`versions[role]` counts the changes to a role's tensors (each optimizer step that holds them, each
+`load`): a copy of the adapter elsewhere (vLLM's, `workbench.demo.vllm_adapters`) is stale when it differs.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,6 +44,7 @@ class RoleAdapters:
     def __init__(self, base: Any, roles: Sequence[str], *, rank: int, seed: int = 0) -> None:
         import torch
         from peft import LoraConfig, get_peft_model
+        from torch.optim.optimizer import register_optimizer_step_post_hook
 
         if rank <= 0 or not roles or len(set(roles)) != len(roles):
             raise ConfigError(
@@ -55,6 +59,19 @@ class RoleAdapters:
         self.model.set_adapter(roles[0])
         self.roles = tuple(roles)
         self.lock = threading.RLock()
+        self.versions = dict.fromkeys(self.roles, 0)
+        owners = {id(p): role for role in self.roles for p in self._parameters(role)}
+        this = weakref.ref(self)
+
+        def count_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+            adapters = this()
+            if adapters is None:
+                return
+            for role in {owners[id(p)] for group in optimizer.param_groups for p in group["params"] if id(p) in owners}:
+                adapters.versions[role] += 1
+
+        hook = register_optimizer_step_post_hook(count_step)
+        weakref.finalize(self, hook.remove)
 
     def _check(self, role: str) -> None:
         if role not in self.roles:
@@ -81,6 +98,9 @@ class RoleAdapters:
                 self.model.set_adapter(previous)
                 for name, p in self.model.named_parameters():
                     p.requires_grad_(trainable[name])
+
+    def _parameters(self, role: str) -> list[torch.nn.Parameter]:
+        return [p for n, p in self.model.named_parameters() if f".{role}." in n]
 
     def tensors(self, role: str) -> dict[str, torch.Tensor]:
         """Copies of `role`'s adapter tensors, by parameter name."""
@@ -109,6 +129,7 @@ class RoleAdapters:
         unfit = [k for k in getattr(result, "unexpected_keys", ()) if "lora_" in k]
         if unfit or len(weights) != len(self.tensors(role)):
             raise ConfigError(f"{path}: its adapter does not fit this model ({unfit[:3]}); delete {path} to retrain")
+        self.versions[role] += 1
 
     def train_fn(self, inner: TrainFn) -> TrainFn:
         """`run_drzero`'s train_fn: activate the request's role, then run `inner` (its trainer's optimizer

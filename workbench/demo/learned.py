@@ -127,9 +127,11 @@ def proposer_train_fn(
     *,
     on_step: Printer = print,
     stats: HopStats = hop_stats,
+    policy: Policy | None = None,
 ) -> TrainFn:
     """`run_drzero`'s train_fn: HRPO on the proposer model, `solver_fn` (GRPO) for the solver; `stats`
-    gives the per-hop figures kept of each batch of HRPO rollouts."""
+    gives the per-hop figures kept of each batch of HRPO rollouts. HRPO's rollouts sample from the live
+    weights, or from `policy` (kept in step with them by its owner)."""
     from workbench.train import TrainConfig
     from workbench.train.run import train
 
@@ -158,7 +160,14 @@ def proposer_train_fn(
             episode_kind="nbagent",
         )
         summary = train(
-            config, tasks=tasks, episodes=runner, model=model, tokenizer=tokenizer, reward=req.reward, store=req.store
+            config,
+            tasks=tasks,
+            episodes=runner,
+            model=model,
+            tokenizer=tokenizer,
+            reward=req.reward,
+            store=req.store,
+            policy=policy,
         )
         on_step(
             f"  iteration {req.iteration}: {summary['global_step']} HRPO steps on the proposer "

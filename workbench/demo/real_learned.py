@@ -19,8 +19,10 @@ Per iteration and hop it prints the proposer's format score and difficulty (`wor
 many of its questions are valid and answerable (`workbench.demo.questions`), in the HRPO rollouts and in QA
 generation; `summary.json` holds them. Training has no KL term (`rl_beta` 0): TRL 1.16 takes the reference of
 a model that already carries adapters from one named "default", and the adapter-free base would pull each role
-back to zero-shot SmolLM2; the adapters' low rank and small learning rates keep the steps small. Generation runs
-through transformers: vLLM's engine holds plain weights, not two adapters on one base.
+back to zero-shot SmolLM2; the adapters' low rank and small learning rates keep the steps small. Generation
+(evaluation, rollouts of both trainers, QA generation, solver attempts) runs through one vLLM engine serving
+both adapters on the base's weights (`engine="vllm"`, `workbench.demo.vllm_adapters`), or through the
+transformers model itself (`engine="transformers"`, the `--fast` smoke run's).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from workbench.demo.questions import question_lines, question_shares, question_s
 from workbench.demo.real_model import RealModelResult, RealModelStages, finish, print_format
 from workbench.demo.real_report import change_rows, stages_table
 from workbench.errors import ConfigError
+from workbench.policies.base import Policy
 
 ROLES = ("solver", "proposer")
 
@@ -50,21 +53,30 @@ def check_config(cfg: DemoConfig) -> None:
             "--model smollm2 --proposer learned trains without a KL term (TRL 1.16 takes an adapter model's "
             "reference from an adapter named 'default'): set rl_beta=0"
         )
-    if cfg.engine != "transformers":
-        raise ConfigError("--model smollm2 --proposer learned generates with transformers: drop --engine vllm")
 
 
 class RealLearnedStages(RealModelStages, LearnedStages):
     """`--model smollm2`'s stages with `--proposer learned`'s, on one base with an adapter per role."""
 
     adapters: RoleAdapters
+    policies: dict[str, Policy]  # what each role generates with: its adapter, through vLLM or transformers
 
     def build_adapters(self, base: Path) -> Any:
-        """The base model, frozen, with a fresh adapter per role (`self.adapters`); returns its tokenizer."""
+        """The base model, frozen, with a fresh adapter per role (`self.adapters`) and each role's policy
+        (`self.policies`); returns its tokenizer."""
         from workbench.models.load import load_causal_lm
 
+        c = self.cfg
         model, tok, _ = load_causal_lm(base, device="cpu", dtype="float32")
-        self.adapters = RoleAdapters(model, ROLES, rank=self.cfg.sft_lora_r, seed=self.cfg.seed)
+        self.adapters = RoleAdapters(model, ROLES, rank=c.sft_lora_r, seed=c.seed)
+        if c.engine == "vllm":
+            from workbench.demo.vllm_adapters import AdapterVLLMPolicy, adapter_engine
+
+            llm = adapter_engine(base, rank=c.sft_lora_r, roles=len(ROLES), seed=c.seed)
+            served = self.run / "served_adapters"
+            self.policies = {role: AdapterVLLMPolicy(llm, self.adapters, role, served) for role in ROLES}
+        else:
+            self.policies = {role: self.adapters.policy(role, tok) for role in ROLES}
         return tok
 
     def adapter_sft(self, role: str, tok: Any, data: list, epochs: int, key: str) -> tuple[Path, list[float]]:
@@ -107,10 +119,10 @@ class RealLearnedStages(RealModelStages, LearnedStages):
     def solver_eval(self, tok: Any, name: str, cache_key: str | None = None) -> Any:
         """Greedy held-out evaluation of the solver's adapter (with `cache_key`, reused for the same weights)."""
         self.adapters.activate("solver")
-        return self.scored_eval(self.adapters.model, tok, name, cache_key=cache_key)
+        return self.scored_eval(self.adapters.model, tok, name, cache_key=cache_key, policy=self.policies["solver"])
 
-    def role_policies(self, solver: tuple[Any, Any], proposer: tuple[Any, Any]) -> dict[str, Any]:
-        return {role: self.adapters.policy(role, solver[1]) for role in ROLES}
+    def role_policies(self, solver: tuple[Any, Any], proposer: tuple[Any, Any]) -> dict[str, Policy]:
+        return self.policies
 
     def both_train_fn(self, solver: tuple[Any, Any], proposer: tuple[Any, Any]) -> Any:
         """`--proposer learned`'s updates, each on its role's adapter; HRPO rollouts also keep how many
@@ -123,8 +135,12 @@ class RealLearnedStages(RealModelStages, LearnedStages):
             shares = question_shares(trajs, world)
             return {hop: {**row, **shares[hop]} for hop, row in hop_stats(trajs).items()}
 
-        solver_fn = demo_train_fn(*solver, c, on_step=self.out)
-        return self.adapters.train_fn(proposer_train_fn(*proposer, c, solver_fn, on_step=self.out, stats=stats))
+        # with vLLM, each trainer's rollouts sample through its role's served adapter; else from the live model
+        served = c.engine == "vllm"
+        solver_fn = demo_train_fn(*solver, c, on_step=self.out, policy=self.policies["solver"] if served else None)
+        proposer_policy = self.policies["proposer"] if served else None
+        inner = proposer_train_fn(*proposer, c, solver_fn, on_step=self.out, stats=stats, policy=proposer_policy)
+        return self.adapters.train_fn(inner)
 
     def iteration_row(self, it: Any, store: Any) -> dict[str, Any]:
         """`--proposer learned`'s row plus the valid and answerable shares of QA generation's questions."""

@@ -93,9 +93,16 @@ class RealModelStages(Stages):
         return path
 
     def scored_eval(
-        self, model: Any, tok: Any, name: str, cache_key: str | None = None, max_steps: int | None = None
+        self,
+        model: Any,
+        tok: Any,
+        name: str,
+        cache_key: str | None = None,
+        max_steps: int | None = None,
+        policy: Any = None,
     ) -> StageEval:
-        """Greedy evaluation on the fixed held-out questions; with `cache_key`, reuse it for the same weights."""
+        """Greedy evaluation on the fixed held-out questions (sampled from `model` through the configured
+        engine, or from `policy`); with `cache_key`, reuse it for the same weights."""
         from workbench.evaluate import evaluate
         from workbench.evaluate.metrics import answer_scores
         from workbench.store import Store
@@ -109,7 +116,7 @@ class RealModelStages(Stages):
         shutil.rmtree(self.run / name, ignore_errors=True)
         tasks = self.held_out()
         with Store(self.run / name) as store:
-            policy = demo_policy(model, tok, name, self.cfg.engine, self.cfg.seed)
+            policy = policy or demo_policy(model, tok, name, self.cfg.engine, self.cfg.seed)
             config = self.agent_config.model_copy(update={"max_steps": steps})
             report = evaluate(
                 tasks, policy, tools=self.tools, config=config, store=store, concurrency=self.cfg.concurrency

@@ -14,11 +14,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
+    from workbench.policies.base import Policy
+
 from workbench.demo.config import DemoConfig
 from workbench.demo.engine import KV_CACHE_GIB
 
 
-def demo_train_fn(model: Any, tokenizer: Any, cfg: DemoConfig, *, on_step: Callable[[str], None] = print):
+def demo_train_fn(
+    model: Any, tokenizer: Any, cfg: DemoConfig, *, on_step: Callable[[str], None] = print, policy: Policy | None = None
+):
+    """`run_drzero`'s train_fn for the solver; its rollouts sample from the live weights, the trainer's vLLM
+    engine (`cfg.engine`), or `policy` (kept in step with the weights by its owner)."""
     from workbench.rewards import resolve_reward
     from workbench.train import TrainConfig
     from workbench.train.run import train
@@ -49,7 +55,7 @@ def demo_train_fn(model: Any, tokenizer: Any, cfg: DemoConfig, *, on_step: Calla
             seed=cfg.seed + req.iteration,
             episode_kind="nbagent",
             concurrency=cfg.rl_concurrency,
-            use_vllm=cfg.engine == "vllm",
+            use_vllm=cfg.engine == "vllm" and policy is None,
             vllm_kv_cache_gib=KV_CACHE_GIB,
         )
         summary = train(
@@ -60,6 +66,7 @@ def demo_train_fn(model: Any, tokenizer: Any, cfg: DemoConfig, *, on_step: Calla
             tokenizer=tokenizer,
             reward=resolve_reward(cfg.rl_reward),
             store=req.store,
+            policy=policy,
         )
         if cfg.rl_lora_r:
             merge_lora_in_place(model)

@@ -236,11 +236,17 @@ class VLLMPolicy(BatchingBackend):
         prompts = [self._tokens_prompt(prompt_token_ids=r.prompt) for r in rows]
         self._abort_leftovers()  # an interrupted call's requests would keep `generate` stepping forever
         try:
-            outputs = self.llm.generate(prompts, [self._sampling_params(r) for r in rows], use_tqdm=False)
+            params = [self._sampling_params(r) for r in rows]
+            outputs = self.llm.generate(prompts, params, lora_request=self.lora_request(), use_tqdm=False)
         except BaseException:
             self._abort_leftovers()
             raise
         return [self._completion(o.outputs[0]) for o in outputs]
+
+    def lora_request(self) -> Any:
+        """The LoRA adapter each batch generates with (a `vllm.lora.request.LoRARequest`; the engine
+        must be started with `enable_lora`), or None for the engine's own weights."""
+        return None
 
     def _abort_leftovers(self) -> None:
         """Abort requests left in the engine by a `generate` that raised (or was interrupted) midway.

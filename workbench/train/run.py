@@ -235,12 +235,19 @@ def train(
     reward: Any = None,
     store: Store | None = None,
     callbacks: list[Any] | None = None,
+    policy: Policy | None = None,
 ) -> dict[str, Any]:
-    """Run one training job to the end; returns a summary dict."""
+    """Run one training job to the end; returns a summary dict.
+
+    Episodes sample from the live weights (or the trainer's vLLM engine, `use_vllm`); with `policy`,
+    from that one instead, which the caller keeps in step with the weights after each optimizer step
+    (a role's LoRA adapter served by vLLM, `workbench.demo.vllm_adapters`)."""
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     from workbench.train.callbacks import MetricsCallback
     from workbench.train.trainer import WorkbenchGRPOTrainer
 
+    if policy is not None and config.use_vllm:
+        raise ConfigError("train(policy=...) samples from the given policy: set use_vllm=False (or drop policy)")
     config = config.replace(run_id=config.run_id or Path(config.output_dir).name)
     if "trackio" in config.report_to:  # read once, when trackio is first imported
         os.environ.setdefault("TRACKIO_DIR", str(Path(config.output_dir) / "trackio"))
@@ -262,7 +269,15 @@ def train(
     stamp_agent_settings(model, episodes)
     cbs = [MetricsCallback(config.output_dir, store=store, run_id=config.run_id), *(callbacks or [])]
     trainer = WorkbenchGRPOTrainer(
-        model, tokenizer, tasks, episodes=episodes, config=config, reward=reward, callbacks=cbs, store=store
+        model,
+        tokenizer,
+        tasks,
+        episodes=episodes,
+        config=config,
+        reward=reward,
+        callbacks=cbs,
+        store=store,
+        policy_factory=None if policy is None else (lambda _trainer: policy),
     )
     from transformers.trainer_callback import PrinterCallback
 

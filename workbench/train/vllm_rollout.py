@@ -66,11 +66,14 @@ def colocated_llm(
     kv_cache_gib: int = 1,
     gpu_memory_utilization: float = 0.3,
     seed: int = 0,
+    lora_rank: int = 0,
+    max_loras: int = 2,
 ) -> Any:
     """The process's in-process vLLM engine for `model_path` (built on first use, then shared).
 
     It starts with the weights saved at `model_path`; trainers overwrite them with the live ones
-    (`load_model_weights`) before every rollout that needs it."""
+    (`load_model_weights`) before every rollout that needs it. With `lora_rank`, it also serves up to
+    `max_loras` LoRA adapters of that rank or less at once beside those weights (a request names one)."""
     import vllm
     from trl.trainer.utils import ensure_master_addr_port
 
@@ -80,7 +83,7 @@ def colocated_llm(
             f"use_vllm needs the model saved in a local directory (config.json) for vLLM to load; "
             f"{model_path!r} is not one: save_pretrained the model and tokenizer first"
         )
-    key = (str(path.resolve()), max_model_len)
+    key = (str(path.resolve()), max_model_len, lora_rank, max_loras if lora_rank else 0)
     if key in _ENGINES:
         return _ENGINES[key]
     kwargs: dict[str, Any] = dict(
@@ -90,6 +93,8 @@ def colocated_llm(
         max_model_len=max_model_len,
         seed=seed,
     )
+    if lora_rank:
+        kwargs.update(enable_lora=True, max_lora_rank=lora_rank, max_loras=max_loras, max_cpu_loras=2 * max_loras)
     if on_cpu():
         kwargs.update(enforce_eager=True, dtype="float32", kv_cache_memory_bytes=int(kv_cache_gib) << 30)
         _threads_for_the_cpu_engine()
