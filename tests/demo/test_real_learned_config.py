@@ -13,8 +13,9 @@ from workbench.errors import ConfigError
 
 
 def test_the_presets_pass_the_check_and_keep_the_smollm2_sizes():
-    for preset in (SMOLLM2_LEARNED, FAST_SMOLLM2_LEARNED):
+    for preset in (SMOLLM2_LEARNED, FAST_SMOLLM2_LEARNED, {**SMOLLM2_LEARNED, "engine": "transformers"}):
         check_config(DemoConfig(**preset))
+    assert SMOLLM2_LEARNED["engine"] == "vllm" and FAST_SMOLLM2_LEARNED["engine"] == "transformers"
     assert (
         SMOLLM2_LEARNED["eval_tasks"] == SMOLLM2["eval_tasks"]
         and SMOLLM2_LEARNED["iterations"] == SMOLLM2["iterations"]
@@ -25,7 +26,7 @@ def test_the_presets_pass_the_check_and_keep_the_smollm2_sizes():
 
 @pytest.mark.parametrize(
     ("override", "fix"),
-    [({"sft_lora_r": 0}, "sft_lora_r > 0"), ({"rl_beta": 0.04}, "rl_beta=0"), ({"engine": "vllm"}, "--engine vllm")],
+    [({"sft_lora_r": 0}, "sft_lora_r > 0"), ({"rl_beta": 0.04}, "rl_beta=0")],
 )
 def test_settings_one_base_with_two_adapters_cannot_run_name_their_fix(override, fix):
     with pytest.raises(ConfigError, match=fix):
