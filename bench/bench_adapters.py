@@ -1,6 +1,6 @@
 """Two roles' LoRA adapters on one SmolLM2: generation through transformers vs one vLLM engine serving both.
 
-    .venv/bin/python bench/bench_adapters.py [--rows 8] [--tokens 64]
+    .venv/bin/python bench/bench_adapters.py [--rows 8] [--tokens 64] [--context 600]
 
 What `python -m workbench.demo --model smollm2 --proposer learned` generates with: one frozen
 SmolLM2-135M-Instruct (the embedded GGUF, converted once) with a rank-16 adapter per role
@@ -53,18 +53,23 @@ def tokens_per_second(policies: dict, prompts: list[list[int]], tokens: int) -> 
     return made / (time.perf_counter() - t)
 
 
-def prompts_for(tok, rows: int) -> list[list[int]]:
+def prompts_for(tok, rows: int, context: int) -> list[list[int]]:
+    """`rows` chat prompts of about `context` tokens: a question and a notebook's earlier output."""
     from workbench.policies import TokenizerCodec
 
     codec = TokenizerCodec(tok)
     question = "Which river flows through the city where the author of the novel was born? Use search()."
-    return [codec.chat([{"role": "user", "content": f"{question} ({i})"}]) for i in range(rows)]
+    output = "<output>\n[1] Lyon: a city in France on the Rhone. [2] Rhone: a river of Europe.\n</output>\n"
+    words = len(tok(output)["input_ids"])
+    history = output * max(0, context // words - 1)
+    return [codec.chat([{"role": "user", "content": f"{question} ({i})\n{history}"}]) for i in range(rows)]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=8, help="prompts per role and batch")
     ap.add_argument("--tokens", type=int, default=64, help="sampled tokens per row")
+    ap.add_argument("--context", type=int, default=600, help="prompt tokens per row (an episode's later turn)")
     add_smoke_flag(ap)
     args = ap.parse_args()
     if args.smoke:
@@ -77,8 +82,9 @@ def main() -> None:
 
         base = add_smollm2()
     adapters, tok = role_adapters(base)
-    prompts = prompts_for(tok, args.rows)
-    print(f"{args.rows} rows per role x {args.tokens} tokens, 2 roles, rank-16 adapters on {base.name}")
+    prompts = prompts_for(tok, args.rows, 40 if args.smoke else args.context)
+    size = f"{len(prompts[0])}-token prompts"
+    print(f"{args.rows} rows per role x {args.tokens} tokens after {size}, 2 roles, rank-16 adapters on {base.name}")
     hf = tokens_per_second({r: adapters.policy(r, tok) for r in ROLES}, prompts, args.tokens)
     figure("transformers (AdapterPolicy)", hf, "tok/s")
     if args.smoke:

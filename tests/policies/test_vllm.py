@@ -201,6 +201,23 @@ def test_vllm_logprobs_are_the_sampled_tokens_logprobs(vllm_policy, hf_model, te
         assert max(abs(a - b) for a, b in zip(out.logprobs, expected, strict=True)) < LOGPROB_TOL
 
 
+def test_seeded_prompts_beyond_one_step_s_budget_are_prefilled_whole(vllm_policy):
+    """Seeded prompts with more tokens than one engine step holds (`max_num_batched_tokens`). Chunked, a
+    prompt split over steps samples a token it discards, and vLLM rewinds the seeded generator by its
+    offset, which a CPU generator has not: the engine died ("CPU Generator does not use offset"). Prompts
+    are prefilled whole (`whole_prompt_prefill`), and the same seeded batch samples the same tokens again."""
+    scheduler = vllm_policy.llm.llm_engine.vllm_config.scheduler_config
+    assert not scheduler.enable_chunked_prefill and scheduler.max_num_batched_tokens >= vllm_policy.max_model_len
+    long = vllm_policy.codec.encode(" ".join(["Paris is the capital of France."] * 400))[
+        : vllm_policy.max_model_len // 2
+    ]
+    prompts = [long[i:] for i in range(6)]
+    assert sum(map(len, prompts)) > scheduler.max_num_batched_tokens
+    params = SamplingParams(max_new_tokens=6, temperature=1.0, seed=11)
+    first = [o.token_ids for o in generate(vllm_policy, prompts, params)]
+    assert all(first) and first == [o.token_ids for o in generate(vllm_policy, prompts, params)]
+
+
 def test_vllm_policy_refuses_prompts_it_cannot_run(vllm_policy):
     from workbench.errors import PolicyError
 

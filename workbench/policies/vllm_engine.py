@@ -63,6 +63,28 @@ def cpu_defaults(engine_kwargs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def whole_prompt_prefill(engine_kwargs: dict[str, Any], model_dir: str | Path | None) -> dict[str, Any]:
+    """`engine_kwargs` for vLLM's CPU build with every prompt prefilled in one step (no chunked prefill).
+
+    A prompt split over steps (chunked prefill, when a batch's prompts exceed `max_num_batched_tokens`)
+    samples a token for the unfinished part and discards it; vLLM then rewinds a seeded request's
+    generator by its offset, which a CPU generator has not ("CPU Generator does not use offset"), and
+    the engine dies. Unchunked, each step's budget must hold the longest prompt: `max_num_batched_tokens`
+    becomes at least the context window (`max_model_len`, else the model's `max_position_embeddings`)."""
+    import json
+
+    out = dict(engine_kwargs)
+    window = out.get("max_model_len")
+    config = Path(model_dir) / "config.json" if model_dir is not None else None
+    if window is None and config is not None and config.is_file():
+        window = json.loads(config.read_text()).get("max_position_embeddings")
+    if window is None:
+        return out  # an unknown window (a bare GGUF): vLLM's defaults
+    out["enable_chunked_prefill"] = False
+    out["max_num_batched_tokens"] = max(int(out.get("max_num_batched_tokens") or 0), int(window))
+    return out
+
+
 def import_vllm() -> ModuleType:
     """`vllm`, or PolicyError naming the fix. A broken install (e.g. torchvision built for
     another torch) raises more than ImportError on import, so every error is caught."""
@@ -151,7 +173,7 @@ class VLLMPolicy(BatchingBackend):
         self._tokens_prompt = TokensPrompt
         self.on_cpu = current_platform.is_cpu()
         if self.on_cpu:
-            engine_kwargs = cpu_defaults(engine_kwargs)
+            engine_kwargs = whole_prompt_prefill(cpu_defaults(engine_kwargs), source.directory)
         self.engine_kwargs = engine_kwargs
         self.llm = vllm.LLM(model=str(path), **engine_kwargs)
         self.codec = TokenizerCodec(self.llm.get_tokenizer())
@@ -281,4 +303,5 @@ __all__ = [
     "cpu_defaults",
     "import_vllm",
     "vllm_serve_argv",
+    "whole_prompt_prefill",
 ]

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import ConfigError
+from workbench.policies.vllm_engine import whole_prompt_prefill
 
 _ENGINES: dict[tuple[Any, ...], Any] = {}
 CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)  # vLLM 0.32's CPU attention kernels
@@ -97,6 +98,7 @@ def colocated_llm(
         kwargs.update(enable_lora=True, max_lora_rank=lora_rank, max_loras=max_loras, max_cpu_loras=2 * max_loras)
     if on_cpu():
         kwargs.update(enforce_eager=True, dtype="float32", kv_cache_memory_bytes=int(kv_cache_gib) << 30)
+        kwargs = whole_prompt_prefill(kwargs, path)
         _threads_for_the_cpu_engine()
     else:
         kwargs.update(gpu_memory_utilization=gpu_memory_utilization)
