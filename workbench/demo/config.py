@@ -235,8 +235,10 @@ long). Each row of SFT or GRPO costs seconds of CPU here, so the smoke run keeps
 SMOLLM2_LEARNED: dict[str, Any] = dict(
     SMOLLM2,
     run_dir="runs/demo_smollm2_learned",
+    engine="transformers",  # vLLM's CPU build served the two adapters at 0.38x (bench/bench_adapters.py)
     proposer_hop_weights=DemoConfig().proposer_hop_weights,  # the learned proposer learns Dr. Zero's 4:3:2:1
     rl_lora_r=0,  # each role trains its own adapter (workbench.demo.adapters)
+    concurrency=24,
     sft_lora_r=16,
     sft_lr=2e-3,
     rl_lr=1e-4,
@@ -248,7 +250,9 @@ SMOLLM2_LEARNED: dict[str, Any] = dict(
     proposer_rl_lr=1e-4,
 )
 """`--model smollm2 --proposer learned`: `--model smollm2`'s sizes, each role a LoRA adapter (rank 16) on one
-frozen SmolLM2, both served by one vLLM engine (`workbench.demo.vllm_adapters`). LoRA takes 10x the full
+frozen SmolLM2, generating through transformers (`--engine vllm` serves both adapters from one vLLM engine,
+`workbench.demo.vllm_adapters`, which on this CPU ran at 0.38x: vLLM's CPU LoRA path is slow on long
+prompts; bench/bench_adapters.py). LoRA takes 10x the full
 fine-tuning learning rates (SFT 2e-3, GRPO and HRPO 1e-4); no KL term (see `workbench.demo.real_learned`); the
 proposer learns from 32 teacher episodes, two passes, with turns of up to 640 tokens (the teacher's first cell
 is 573 of SmolLM2's tokens) in a 3072-token window."""
@@ -269,10 +273,8 @@ FAST_SMOLLM2_LEARNED: dict[str, Any] = dict(
     proposer_rl_steps=1,
     proposer_rl_batch=2,
     proposer_hop_group=2,
-    engine="transformers",
 )
-"""A smoke run of `--model smollm2 --proposer learned` (tests), generating through transformers (no vLLM engine
-to start; tests/demo/test_vllm_adapters.py covers the served adapters): `--model smollm2 --fast`'s turns (2 of 64
+"""A smoke run of `--model smollm2 --proposer learned` (tests): `--model smollm2 --fast`'s turns (2 of 64
 tokens) and 2 held-out questions, 2 teacher episodes per role, one HRPO step on 2 one-hop prompts, a GRPO step on one
 question's 2 rollouts when QA generation yields a valid question."""
 
