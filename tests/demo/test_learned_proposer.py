@@ -156,6 +156,18 @@ def test_whole_hop_groups_leave_out_hops_with_too_few_prompts():
     assert whole_hop_groups(tasks, 4) == ([], [1, 2, 3])
 
 
+def test_proposer_episodes_end_by_turns_and_tokens_never_by_the_clock():
+    """A slower machine must get the same proposer episodes: no wall-clock budget cuts them (AgentConfig's
+    300 s default ended SmolLM2's after their first turn), as none cuts the solver's."""
+    from workbench.agent import AgentConfig
+    from workbench.demo.config import SMOLLM2_LEARNED, DemoConfig
+    from workbench.demo.learned import proposer_agent
+    from workbench.demo.pipeline import DEMO_EPISODE_WALL_S
+
+    for cfg in (DemoConfig(), DemoConfig(**SMOLLM2_LEARNED)):
+        assert AgentConfig(**proposer_agent(cfg)).wall_clock_s == DEMO_EPISODE_WALL_S >= 3600
+
+
 def test_proposer_lines_show_rollouts_and_qa_generation_per_hop():
     it = {
         "iteration": 0,

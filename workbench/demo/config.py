@@ -248,14 +248,15 @@ SMOLLM2_LEARNED: dict[str, Any] = dict(
     proposer_context_tokens=3072,
     proposer_max_new_tokens=640,
     proposer_rl_lr=1e-4,
+    proposer_rl_batch=4,  # 8 prompts drawn 4:3:2:1 over hops rarely hold 8 in hop groups of 2 (a run had 7)
 )
 """`--model smollm2 --proposer learned`: `--model smollm2`'s sizes, each role a LoRA adapter (rank 16) on one
 frozen SmolLM2, generating through transformers (`--engine vllm` serves both adapters from one vLLM engine,
-`workbench.demo.vllm_adapters`, which on this CPU ran at 0.38x: vLLM's CPU LoRA path is slow on long
-prompts; bench/bench_adapters.py). LoRA takes 10x the full
-fine-tuning learning rates (SFT 2e-3, GRPO and HRPO 1e-4); no KL term (see `workbench.demo.real_learned`); the
-proposer learns from 32 teacher episodes, two passes, with turns of up to 640 tokens (the teacher's first cell
-is 573 of SmolLM2's tokens) in a 3072-token window."""
+`workbench.demo.vllm_adapters`, which on this CPU ran at 0.38x: vLLM's CPU LoRA path is slow on long prompts;
+bench/bench_adapters.py). LoRA takes 10x the full fine-tuning learning rates (SFT 2e-3, GRPO and HRPO 1e-4); no
+KL term (see `workbench.demo.real_learned`); the proposer learns from 32 teacher episodes, two passes, with turns
+of up to 640 tokens (the teacher's first cell is 573 of SmolLM2's tokens) in a 3072-token window; an HRPO step
+takes 4 of the iteration's 8 prompts, in whole hop groups of 2."""
 
 FAST_SMOLLM2_LEARNED: dict[str, Any] = dict(
     SMOLLM2_LEARNED,

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.demo.config import DemoConfig
-from workbench.demo.pipeline import DemoResult, Printer, Stages, solver_stages
+from workbench.demo.pipeline import DEMO_EPISODE_WALL_S, DemoResult, Printer, Stages, solver_stages
 from workbench.trajectory import Task, Trajectory
 from workbench.worlds.scripted.coder_proposer import HOP_TURN, PLAN_TURN, STUCK_TURN
 
@@ -48,8 +48,11 @@ PROPOSER_TEACHER_ID = hashlib.sha1((PLAN_TURN + HOP_TURN + STUCK_TURN).encode())
 
 
 def proposer_agent(cfg: DemoConfig, **update: Any) -> dict[str, Any]:
-    """AgentConfig keywords of every proposer episode (teacher, HRPO rollouts, QA generation)."""
+    """AgentConfig keywords of every proposer episode (teacher, HRPO rollouts, QA generation). Like the
+    solver's, they end by turns and tokens, never by the clock (`DEMO_EPISODE_WALL_S`): under AgentConfig's
+    300 s default, SmolLM2's proposer episodes ended after their first 640-token turn on 2 cores."""
     return {
+        "wall_clock_s": DEMO_EPISODE_WALL_S,
         "max_steps": cfg.max_steps,
         "max_context_tokens": cfg.proposer_context_tokens,
         "max_new_tokens": cfg.proposer_max_new_tokens,
