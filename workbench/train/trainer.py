@@ -33,9 +33,8 @@ How it plugs into TRL (see the TRL 1.16 notes in the design docs):
 - LoRA (`TrainConfig.lora_r > 0`, `workbench.train.lora`): TRL wraps the model with peft; the KL
   reference is the adapter disabled; with vLLM, each sync merges the adapter into the base weights,
   loads the merged weights into the engine and unmerges (vLLM never holds an adapter).
-- The loss pass (and every logprob pass: old, reference, `current_logps`) scores only the trained tokens,
-  in checkpointed chunks of `TrainConfig.logprob_chunk` positions (`workbench.train.logprobs`), in front of
-  TRL's fused head, which on a CPU scores every position in multi-gigabyte tiles.
+- The loss side (adpo's per-sample clips, decoupled PPO's weights, the logprob gap, the chunked logprob
+  head) is `workbench.train.trainer_loss`; what construction checks and installs, `workbench.train.trainer_setup`.
 - These are private TRL methods, so the TRL version is pinned and checked.
 """
 
@@ -49,14 +48,12 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from workbench.contracts import Curriculum, EpisodeRunner, TrajectoryStore
-from workbench.errors import ConfigError, TrainingError
+from workbench.errors import TrainingError
 from workbench.train import advantages as A
 from workbench.train import step_records
 from workbench.train.config import TrainConfig
-from workbench.train.estimators import Batch, Estimator
+from workbench.train.estimators import Batch
 from workbench.train.heap import fix_mmap_threshold
 from workbench.train.lora import lora_config
 from workbench.train.policy import live_policy, run_sync
@@ -96,13 +93,18 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is the do
 from transformers import TrainerCallback  # noqa: E402
 from trl import GRPOTrainer  # noqa: E402
 
-
-class _OwnRowsFilter(logging.Filter):
-    """Silences TRL's 'all reward functions returned None' warning for rows that are unscored on purpose."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        msg = record.getMessage()
-        return not ("All reward functions returned None" in msg and "'wb_row': '" in msg)
+from workbench.train.trainer_loss import LossTrainer  # noqa: E402
+from workbench.train.trainer_setup import (  # noqa: E402
+    AdapterSettingsOnSave,
+    OwnRowsFilter,
+    PublishAfterStep,
+    SyncAfterStep,
+    check_batches,
+    group_sampler,
+    known,
+    place_tensorboard_logs,
+    prepare_vllm,
+)
 
 
 def _rollout_func(prompts: list[str], trainer: GRPOTrainer) -> dict[str, Any]:
@@ -111,85 +113,7 @@ def _rollout_func(prompts: list[str], trainer: GRPOTrainer) -> dict[str, Any]:
     return trainer.rollout(prompts)
 
 
-def _known(value: int | None, name: str) -> int:
-    """A TRL setting its trainer fills in at construction (typed Optional there)."""
-    if value is None:
-        raise TrainingError(f"TRL left {name} unset; build the trainer through WorkbenchGRPOTrainer(...)")
-    return value
-
-
-class _PublishAfterStep(TrainerCallback):
-    """Asynchronous rollouts: the new weights to the rollout copy after each optimizer step."""
-
-    def __init__(self, async_training: AsyncTraining) -> None:
-        self.async_training = async_training
-
-    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.async_training.publish(state.global_step)
-
-
-class _SyncAfterStep(TrainerCallback):
-    """vLLM gets the new weights right after each optimizer step (TRL alone syncs before the next rollout)."""
-
-    def __init__(self, trainer: WorkbenchGRPOTrainer) -> None:
-        self.trainer = trainer
-
-    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.trainer.sync_vllm_weights()
-
-
-class _AdapterSettingsOnSave(TrainerCallback):
-    """LoRA: each checkpoint-N (an adapter, no config.json) gets the agent settings beside it, as `final/` does."""
-
-    def __init__(self, trainer: WorkbenchGRPOTrainer) -> None:
-        self.trainer = trainer
-
-    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
-
-        from workbench.train.lora import save_adapter_settings
-
-        if state.is_world_process_zero:
-            checkpoint = os.path.join(str(args.output_dir), f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
-            save_adapter_settings(self.trainer.model, checkpoint)
-
-
-def _check_batches(tasks: list[Task], config: TrainConfig, estimator: Estimator, per_batch: int) -> None:
-    """A ConfigError naming the fix when the tasks cannot fill one batch (or its groups), or dynamic
-    sampling meets an estimator with one rollout per question."""
-    need = per_batch // estimator.rollouts_per_task(config.num_generations)
-    if len(tasks) < need:
-        raise ConfigError(
-            f"{len(tasks)} tasks cannot fill one batch: {config.estimator} needs at least {need} "
-            "distinct tasks; add tasks or lower per_device_train_batch_size"
-        )
-    if config.dynamic_sampling and estimator.group_key is not None:
-        raise ConfigError(
-            f"dynamic_sampling refills per-question groups; {config.estimator} has one rollout per question "
-            f"(grouped by {estimator.group_key}). Turn dynamic_sampling off or use an estimator grouping the "
-            "rollouts of one question (grpo/adpo/reinforce_pp)"
-        )
-    if estimator.group_key is not None:
-        _check_groups(tasks, estimator.group_key, config.num_generations, per_batch)
-
-
-def _check_groups(tasks: list[Task], group_key: str, num_generations: int, per_batch: int) -> None:
-    from workbench.train.sampler import HopGroupSampler
-
-    HopGroupSampler(
-        [t.metadata.get(group_key) for t in tasks], num_generations, per_batch
-    )  # raises a ConfigError naming the fix when the groups cannot be filled
-
-
-def _prepare_vllm(model: Any, config: TrainConfig) -> None:
-    from workbench.train.vllm_rollout import check_model, on_cpu
-
-    check_model(model.config)
-    if on_cpu():  # TRL's own colocated engine (several processes) reads its KV cache size from here
-        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(config.vllm_kv_cache_gib))
-
-
-class WorkbenchGRPOTrainer(GRPOTrainer):
+class WorkbenchGRPOTrainer(LossTrainer):
     """GRPOTrainer whose samples are whole workbench episodes; see the module docstring."""
 
     args: GRPOConfig  # what GRPOTrainer is built with (transformers types it as TrainingArguments)
@@ -212,7 +136,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         tasks = list(tasks)
         estimator = config.make_estimator()
         per_batch = config.per_device_train_batch_size * config.gradient_accumulation_steps
-        _check_batches(tasks, config, estimator, per_batch)
+        check_batches(tasks, config, estimator, per_batch)
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.wb_config = config
@@ -230,11 +154,11 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         self._pending: dict[str, list[Any]] | None = None
         self._gap_in_loss = False  # the loss's forward logs sampling/logp_gap (see `_log_logp_gap`)
         self.curricula = [*curricula, *getattr(episodes, "curricula", ())]  # set_training_step(i) each step
-        logging.getLogger("trl.trainer.grpo_trainer").addFilter(_OwnRowsFilter())
+        logging.getLogger("trl.trainer.grpo_trainer").addFilter(OwnRowsFilter())
         args = config.to_grpo_config()
         shared = config.use_vllm and config.vllm_mode == "colocate" and world_size() == 1
         if config.use_vllm:
-            _prepare_vllm(model, config)
+            prepare_vllm(model, config)
         if shared:
             args.use_vllm = False  # the engine is the process's shared one, built below, not TRL's own
         self._colocated_policy: ColocatedVLLMPolicy | None = None
@@ -259,32 +183,17 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         """vLLM's weight sync after each step (asynchronous runs load at turn boundaries instead), LoRA
         checkpoints' agent settings, TensorBoard's log dir."""
         if self.use_vllm and not self.wb_config.async_rollouts:
-            self.add_callback(_SyncAfterStep(self))
+            self.add_callback(SyncAfterStep(self))
         if self.wb_config.lora_r:
-            self.add_callback(_AdapterSettingsOnSave(self))
-        self._place_tensorboard_logs()
-
-    def _install_chunked_head(self) -> None:
-        """`logprob_chunk`: the loss pass scores trained tokens in checkpointed chunks (workbench.train.logprobs),
-        on the trained model and on a separate KL reference."""
-        from peft import PeftModel
-
-        from workbench.train.logprobs import install_chunked_head
-
-        if not self.wb_config.logprob_chunk:
-            return
-        trained = self.model.get_base_model() if isinstance(self.model, PeftModel) else self.model
-        models: list[Any] = [trained, self.ref_model]  # transformers models (torch types them Module)
-        for model in models:
-            if model is not None:
-                install_chunked_head(model, temperature=self.temperature, chunk=self.wb_config.logprob_chunk)
+            self.add_callback(AdapterSettingsOnSave(self))
+        place_tensorboard_logs(self.callback_handler.callbacks, str(self.args.output_dir))
 
     def _async_training(self) -> AsyncTraining:
         """`async_rollouts`: the producer and rollout copy, and the weights published after each step."""
         from workbench.train.async_trainer import AsyncTraining
 
         async_training = AsyncTraining(self, self._score)
-        self.add_callback(_PublishAfterStep(async_training))
+        self.add_callback(PublishAfterStep(async_training))
         return async_training
 
     def _share_vllm_engine(self, args: GRPOConfig) -> None:
@@ -304,68 +213,13 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             if self.async_training is not None:
                 self.async_training.close()
 
-    def _place_tensorboard_logs(self) -> None:
-        """TensorBoard events under `<output_dir>/tensorboard` (TENSORBOARD_LOGGING_DIR still wins)."""
-        from transformers.integrations import TensorBoardCallback
-
-        for cb in self.callback_handler.callbacks:
-            if isinstance(cb, TensorBoardCallback) and cb.logging_dir is None:
-                cb.logging_dir = os.path.join(str(self.args.output_dir), "tensorboard")
-
     # -- vLLM ----------------------------------------------------------------------------------
     def sync_vllm_weights(self) -> None:
         """Load the trained weights into vLLM (TRL's `sync_weights`); called after every optimizer step."""
         self.vllm_generation.sync_weights()  # type: ignore[no-untyped-call]  # TRL's method is unannotated
         self._last_loaded_step = self.state.global_step
 
-    def current_logps(self, out: dict[str, Any]) -> torch.Tensor:
-        """Per-token logprobs of a generation batch's completions under the current weights (no grad)."""
-        ids = torch.cat([out["prompt_ids"], out["completion_ids"]], dim=1)
-        attn = torch.cat([out["prompt_mask"], out["completion_mask"]], dim=1)
-        with torch.no_grad():
-            logps: torch.Tensor
-            logps, _, _ = self._get_per_token_logps_and_entropies(
-                self.model, ids, attn, out["completion_ids"].size(1), batch_size=self.args.per_device_train_batch_size
-            )
-        return logps
-
-    def _log_logp_gap(self, out: dict[str, Any]) -> None:
-        """Behaviour (sampling) vs trainer logprobs over model tokens: `sampling/logp_gap/mean|max`.
-
-        With TRL's old logprobs (IS correction on, or several iterations a batch) the gap is logged
-        here; otherwise the loss's own forward gives it (`_gap_in_loss`): the batch was sampled from
-        the weights the loss runs with, and a pass over every row only for a metric cost as much as
-        the reference pass."""
-        sampling = out.get("sampling_per_token_logps")
-        if sampling is None:
-            return
-        old = out.get("old_per_token_logps")  # TRL's (IS correction on), or π_prox (async_rollouts)
-        self._gap_in_loss = old is None and self._training
-        if old is None and not self._training:  # evaluation: no loss pass follows
-            old = self.current_logps(out)
-        if old is not None:
-            self._record_logp_gap(old, out)
-
-    def _record_logp_gap(self, old: torch.Tensor, out: dict[str, Any]) -> None:
-        sampling = out["sampling_per_token_logps"]
-        mask = out["completion_mask"].bool()
-        if out.get("tool_mask") is not None:
-            mask = mask & out["tool_mask"].bool()
-        delta = (old - sampling).abs()[mask]
-        delta = delta[~torch.isnan(delta)]
-        zero = torch.zeros((), device=old.device)
-        mean = delta.mean() if delta.numel() else zero
-        high = delta.max() if delta.numel() else zero
-        metrics = self._metrics["train" if self._training else "eval"]
-        metrics["sampling/logp_gap/mean"].append(self.accelerator.gather(mean).mean().item())
-        metrics["sampling/logp_gap/max"].append(self.accelerator.gather(high).max().item())
-
     # -- rollouts ----------------------------------------------------------------------------
-    @property
-    def _training(self) -> bool:
-        """Whether the model is in training mode (generation for an optimizer step, not evaluation)."""
-        return self.model is not None and self.model.training
-
     def policy(self) -> Policy:
         """The policy episodes sample from: the live weights, or vLLM synced with them."""
         if self.policy_factory is not None:
@@ -417,7 +271,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
             before = list(trajs)
             report = dynamic_sampling(
                 trajs,
-                _known(self.num_generations, "num_generations"),
+                known(self.num_generations, "num_generations"),
                 self._draw,
                 self.run_episodes,
                 self.wb_config.max_refill_rounds,
@@ -434,11 +288,11 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         """Training rows (one per trained segment, then fillers) and each row's trajectory (-1 = filler)."""
         from accelerate.utils import gather_object
 
-        group = _known(self.num_generations if self._training else self.num_generations_eval, "num_generations")
-        steps = _known(self.args.steps_per_generation, "steps_per_generation")
+        group = known(self.num_generations if self._training else self.num_generations_eval, "num_generations")
+        steps = known(self.args.steps_per_generation, "steps_per_generation")
         unit = group * steps // math.gcd(group, steps)
         eos = getattr(self.processing_class, "eos_token_id", None)
-        width = _known(self.args.max_completion_length, "max_completion_length")
+        width = known(self.args.max_completion_length, "max_completion_length")
         rows = TrainingRows.build(trajs, eos, width, self.wb_config.segments)
         most = max(gather_object([len(rows.samples)]))
         rows.pad_to(-(-most // unit) * unit)
@@ -491,7 +345,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         device = out["advantages"].device
         every = gather_object(trajs)  # the global batch, in process order
         offset = self.accelerator.process_index * len(trajs)
-        group = _known(self.num_generations, "num_generations")
+        group = known(self.num_generations, "num_generations")
         batch = Batch(every, group, float(self.wb_config.epsilon), str(self.scale_rewards))
         rows = row_advantages(self.estimator, batch, offset, row_traj, step_index, out["completion_ids"].size(1))
         if step_records.event_log(self.store) is not None:  # the estimator again: its per-trajectory values
@@ -529,66 +383,7 @@ class WorkbenchGRPOTrainer(GRPOTrainer):
         key = self.estimator.group_key
         if key is None:
             return super()._get_train_sampler(dataset)
-        from workbench.train.sampler import HopGroupSampler
-
-        # one rollout per distinct question, each batch whole groups of questions sharing the key (hrpo: hops)
-        data: Any = dataset if dataset is not None else self.train_dataset  # a datasets.Dataset
-        hops = [json.loads(row)["metadata"].get(key) for row in data["task_json"]]
-        return HopGroupSampler(
-            hops,
-            _known(self.num_generations, "num_generations"),
-            _known(self.args.generation_batch_size, "generation_batch_size"),
-            repeat_count=self.num_iterations * _known(self.args.steps_per_generation, "steps_per_generation"),
-            seed=self.args.seed,
-        )
-
-    def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
-        if "eps_high" not in inputs:
-            return self._trl_loss(model, inputs)
-        low, high = self.epsilon_low, self.epsilon_high
-        per_sample = inputs["eps_high"].unsqueeze(1)
-        # both bounds must be tensors for torch.clamp; TRL types them float
-        self.epsilon_high = per_sample
-        self.epsilon_low = torch.full_like(per_sample, float(low))  # type: ignore[assignment]
-        try:
-            return self._trl_loss(model, inputs)
-        finally:
-            self.epsilon_low, self.epsilon_high = low, high
-
-    def _trl_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
-        decoupled = self.async_training is not None and "importance_sampling_ratio" in inputs
-        loglinear = decoupled and "behaviour_versions" in inputs  # π_prox from this forward's own logprobs
-        gap = self._gap_in_loss and "sampling_per_token_logps" in inputs
-        if loglinear or gap:
-            self._get_per_token_logps_and_entropies = self._loss_forward(inputs, loglinear, gap)  # type: ignore[method-assign]
-        # decoupled PPO: TRL multiplies each token's surrogate by `importance_sampling_ratio` (here the capped
-        # behaviour weight) on its vLLM path only; these two flags are read nowhere else in its loss
-        flags = (self.use_vllm, self.vllm_importance_sampling_correction)
-        if decoupled:
-            self.use_vllm = self.vllm_importance_sampling_correction = True
-        try:
-            loss: torch.Tensor = super()._compute_loss(model, inputs)  # type: ignore[no-untyped-call]  # unannotated in TRL
-        finally:
-            self.use_vllm, self.vllm_importance_sampling_correction = flags
-            self.__dict__.pop("_get_per_token_logps_and_entropies", None)
-        return loss
-
-    def _loss_forward(self, inputs: dict[str, Any], loglinear: bool, gap: bool) -> Callable[..., Any]:
-        """TRL's per-token logprob pass, then on its result: the behaviour-vs-trainer gap (`gap`, one
-        entry per micro-batch) and `approximate_prox` (`loglinear`, before the loss reads
-        `old_per_token_logps` and `importance_sampling_ratio` from `inputs`)."""
-        forward = type(self)._get_per_token_logps_and_entropies
-
-        def forward_then_use(*args: Any, **kwargs: Any) -> Any:
-            result = forward(self, *args, **kwargs)
-            if gap:
-                self._record_logp_gap(result[0].detach(), inputs)
-            if loglinear:
-                assert self.async_training is not None
-                self.async_training.approximate_prox(inputs, result[0])
-            return result
-
-        return forward_then_use
+        return group_sampler(self, dataset if dataset is not None else self.train_dataset, key)
 
 
 __all__ = [
