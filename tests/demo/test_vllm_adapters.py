@@ -45,10 +45,10 @@ def served(vllm_model_dir, vllm_engine, tmp_path_factory):
         for name, p in adapters.model.named_parameters():
             if "lora_B" in name:
                 p.copy_(torch.randn(p.shape, generator=gen) * 0.05)
-    llm = adapter_engine(vllm_model_dir, rank=8, roles=2)
+    llm = adapter_engine(vllm_model_dir, rank=8, roles=2, kv_cache_gib=1)
     workdir = tmp_path_factory.mktemp("served")
     policies = {role: AdapterVLLMPolicy(llm, adapters, role, workdir) for role in ROLES}
-    return adapters, tok, policies, workdir
+    return adapters, tok, policies, workdir  # the engine stays for the session: dropping one tears vLLM's groups down
 
 
 def test_each_role_samples_with_its_own_adapter(served):

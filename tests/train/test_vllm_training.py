@@ -129,12 +129,14 @@ def test_importance_sampling_correction_switches_on_and_shares_the_engine(model_
         vllm_importance_sampling_mode="token_truncate",
     )
     assert cfg.to_grpo_config().vllm_importance_sampling_correction is True
+    engines = list(vllm_rollout._ENGINES.values())
+    assert any(e is llm for e in engines)
     train(cfg, tasks=capital_tasks(), episodes=Recording(), model=model, tokenizer=tok, reward=spread)
     [row] = [r for r in rows(tmp_path / "is") if "loss" in r]
     assert 0.9 < row["sampling/importance_sampling_ratio/mean"] < 1.1
     # TRL's own divergence metric and the workbench's gap measure the same thing
     assert row["sampling/sampling_logp_difference/mean"] == pytest.approx(row["sampling/logp_gap/mean"], abs=1e-6)
-    assert list(vllm_rollout._ENGINES.values()) == [llm]  # one engine for the session
+    assert list(vllm_rollout._ENGINES.values()) == engines  # the trainer shared the session's engine, built none
 
 
 def test_asynchronous_rollouts_sample_from_the_engine_and_load_each_step_at_turn_boundaries(model_and_engine, tmp_path):

@@ -31,14 +31,14 @@ from workbench.train.policy import ColocatedVLLMPolicy
 _LORA_IDS = itertools.count(1)  # vLLM caches an adapter by its id: each saved version gets a new one
 
 
-def adapter_engine(base: Path, *, rank: int, roles: int = 2, seed: int = 0) -> Any:
+def adapter_engine(base: Path, *, rank: int, roles: int = 2, seed: int = 0, kv_cache_gib: int = KV_CACHE_GIB) -> Any:
     """The process's in-process vLLM engine on `base`'s weights, serving `roles` LoRA adapters of rank `rank`."""
     from transformers import AutoConfig
 
     from workbench.train.vllm_rollout import check_model, colocated_llm
 
     check_model(AutoConfig.from_pretrained(base))
-    return colocated_llm(base, kv_cache_gib=KV_CACHE_GIB, seed=seed, lora_rank=rank, max_loras=roles)
+    return colocated_llm(base, kv_cache_gib=kv_cache_gib, seed=seed, lora_rank=rank, max_loras=roles)
 
 
 class AdapterVLLMPolicy(ColocatedVLLMPolicy):

@@ -251,19 +251,10 @@ def train(
     config = config.replace(run_id=config.run_id or Path(config.output_dir).name)
     if "trackio" in config.report_to:  # read once, when trackio is first imported
         os.environ.setdefault("TRACKIO_DIR", str(Path(config.output_dir) / "trackio"))
-    if tasks is None:
-        from workbench.resolve import load_tasks
-
-        tasks = load_tasks(config.tasks_path)
-    tasks = list(tasks)
+    tasks = list(tasks if tasks is not None else _load_tasks(config))
     if model is None or tokenizer is None:
         model, tokenizer = load_model(config.model_path)
-    from workbench.train.processes import is_main_process
-
-    if store is None and config.store_path and is_main_process():  # rank 0 writes every rank's episodes
-        from workbench.store import Store
-
-        store = Store(config.store_path)
+    store = store if store is not None else _default_store(config)
     owned = episodes is None  # episode runners built here are closed here (their kernel pools)
     episodes = episodes or build_episodes(config)
     stamp_agent_settings(model, episodes)
@@ -282,13 +273,8 @@ def train(
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # metrics go to MetricsCallback (metrics.jsonl + store), not stdout
-    resume = _resume_from(config)
     try:
-        result = trainer.train(resume_from_checkpoint=resume)
-    except ValueError as exc:
-        if resume is True and "checkpoint" in str(exc):
-            raise TrainingError(f"resume_from='latest' found no checkpoint in {config.output_dir}") from exc
-        raise
+        result = _train_to_end(trainer, config)
     finally:
         if owned and hasattr(episodes, "close"):
             episodes.close()
@@ -299,6 +285,34 @@ def train(
         "final_dir": str(final),
         "run_id": config.run_id,
     }
+
+
+def _load_tasks(config: TrainConfig) -> list[Task]:
+    from workbench.resolve import load_tasks
+
+    return list(load_tasks(config.tasks_path))
+
+
+def _default_store(config: TrainConfig) -> Store | None:
+    """The store at `config.store_path`, on rank 0 only (it writes every rank's episodes)."""
+    from workbench.train.processes import is_main_process
+
+    if not config.store_path or not is_main_process():
+        return None
+    from workbench.store import Store
+
+    return Store(config.store_path)
+
+
+def _train_to_end(trainer: Any, config: TrainConfig) -> Any:
+    """`trainer.train()`, resumed as `config.resume_from` says; its TrainOutput."""
+    resume = _resume_from(config)
+    try:
+        return trainer.train(resume_from_checkpoint=resume)
+    except ValueError as exc:
+        if resume is True and "checkpoint" in str(exc):
+            raise TrainingError(f"resume_from='latest' found no checkpoint in {config.output_dir}") from exc
+        raise
 
 
 def _save_final(trainer: Any, model: Any, tokenizer: Any, final: Path) -> Path:
