@@ -166,6 +166,7 @@ def test_demo_cache_keys_are_unchanged():
         "rl_gradient_checkpointing",
         "rl_lora_r",
         "keep_notepads",
+        "proposer_rl_micro_batch",
     }
     every = [f.name for f in dataclasses.fields(DemoConfig) if f.name not in added]
     assert config.key(*every) == "f4f7e3e578"

@@ -168,6 +168,22 @@ def test_proposer_episodes_end_by_turns_and_tokens_never_by_the_clock():
         assert AgentConfig(**proposer_agent(cfg)).wall_clock_s == DEMO_EPISODE_WALL_S >= 3600
 
 
+def test_an_hrpo_micro_batch_that_splits_a_hop_group_or_the_step_names_its_fix():
+    from types import SimpleNamespace
+
+    from workbench.demo.config import DemoConfig
+    from workbench.demo.learned import proposer_train_fn
+    from workbench.errors import ConfigError
+
+    tasks = [Task(str(i), "q", [], {"hops": 1}) for i in range(4)]
+    req = SimpleNamespace(role="proposer", tasks=tasks, episodes=None)
+    for micro in (3, 1):  # 3 does not divide the step's 4 rows; 1 splits a hop group of 2
+        cfg = DemoConfig(proposer_rl_batch=4, proposer_hop_group=2, proposer_rl_micro_batch=micro)
+        train_fn = proposer_train_fn(None, None, cfg, solver_fn=lambda r: None, on_step=lambda line: None)
+        with pytest.raises(ConfigError, match="proposer_rl_micro_batch"):
+            train_fn(req)
+
+
 def test_proposer_lines_show_rollouts_and_qa_generation_per_hop():
     it = {
         "iteration": 0,

@@ -103,6 +103,11 @@ class DemoConfig(Config):
     proposer_rl_steps: int = config_field(2, "--proposer learned: HRPO steps per iteration.")
     proposer_rl_batch: int = config_field(8, "--proposer learned: rollouts per HRPO step (one per prompt) ...")
     proposer_hop_group: int = config_field(2, "... in hop groups of this many same-hop prompts.")
+    proposer_rl_micro_batch: int = config_field(
+        0,
+        "--proposer learned: rows per HRPO micro-batch, a multiple of proposer_hop_group dividing proposer_rl_batch "
+        "(0: the whole step at once); gradients accumulate over a step's micro-batches.",
+    )
     proposer_rl_lr: float = config_field(3e-4, "--proposer learned: HRPO learning rate.")
     # evaluation and runtime
     eval_tasks: int = config_field(150, "Held-out questions of each evaluation (greedy).")
@@ -249,6 +254,7 @@ SMOLLM2_LEARNED: dict[str, Any] = dict(
     proposer_max_new_tokens=640,
     proposer_rl_lr=1e-4,
     proposer_rl_batch=4,  # 8 prompts drawn 4:3:2:1 over hops rarely hold 8 in hop groups of 2 (a run had 7)
+    proposer_rl_micro_batch=2,  # 4 rows of ~3000 tokens in one HRPO forward took past 23.8 GB (killed)
 )
 """`--model smollm2 --proposer learned`: `--model smollm2`'s sizes, each role a LoRA adapter (rank 16) on one
 frozen SmolLM2, generating through transformers (`--engine vllm` serves both adapters from one vLLM engine,

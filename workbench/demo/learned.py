@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.demo.config import DemoConfig
 from workbench.demo.pipeline import DEMO_EPISODE_WALL_S, DemoResult, Printer, Stages, solver_stages
+from workbench.errors import ConfigError
 from workbench.trajectory import Task, Trajectory
 from workbench.worlds.scripted.coder_proposer import HOP_TURN, PLAN_TURN, STUCK_TURN
 
@@ -122,6 +123,18 @@ def whole_hop_groups(tasks: Sequence[Any], group: int) -> tuple[list[Any], list[
     return kept, sorted(h for h, n in counts.items() if n < group)
 
 
+def hrpo_micro_batch(cfg: DemoConfig) -> int:
+    """Rows per HRPO micro-batch: whole hop groups, dividing the step's rows (a ConfigError names the fix)."""
+    batch, group = cfg.proposer_rl_batch, cfg.proposer_hop_group
+    micro = cfg.proposer_rl_micro_batch or batch
+    if batch % micro or micro % group:
+        raise ConfigError(
+            f"proposer_rl_micro_batch={micro} must divide proposer_rl_batch={batch} and be a multiple of "
+            f"proposer_hop_group={group}: set it to e.g. {group}"
+        )
+    return micro
+
+
 def proposer_train_fn(
     model: Any,
     tokenizer: Any,
@@ -132,9 +145,8 @@ def proposer_train_fn(
     stats: HopStats = hop_stats,
     policy: Policy | None = None,
 ) -> TrainFn:
-    """`run_drzero`'s train_fn: HRPO on the proposer model, `solver_fn` (GRPO) for the solver; `stats`
-    gives the per-hop figures kept of each batch of HRPO rollouts. HRPO's rollouts sample from the live
-    weights, or from `policy` (kept in step with them by its owner)."""
+    """`run_drzero`'s train_fn: HRPO on the proposer model (rollouts from the live weights, or `policy`), `solver_fn`
+    (GRPO) for the solver; `stats` gives the per-hop figures kept of each batch of HRPO rollouts."""
     from workbench.train import TrainConfig
     from workbench.train.run import train
 
@@ -147,12 +159,14 @@ def proposer_train_fn(
         if len(tasks) < batch:
             return {"skipped": f"only {len(tasks)} prompts in hop groups of {group}"}
         runner = RecordedEpisodes(req.episodes, stats)
+        micro = hrpo_micro_batch(cfg)
         config = TrainConfig(
             output_dir=str(req.output_dir),
             run_id=f"{req.run_id}/proposer",
             estimator=req.estimator,
             num_generations=group,
-            per_device_train_batch_size=batch,
+            per_device_train_batch_size=micro,
+            gradient_accumulation_steps=batch // micro,
             max_steps=cfg.proposer_rl_steps,
             learning_rate=cfg.proposer_rl_lr,
             temperature=cfg.rl_temperature,
