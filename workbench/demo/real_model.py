@@ -27,7 +27,7 @@ import json
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.demo.config import SMOLLM2, DemoConfig
 from workbench.demo.engine import demo_policy
@@ -35,6 +35,9 @@ from workbench.demo.pipeline import Printer, Stages
 from workbench.demo.real_report import StageEval, change_lines, change_rows, stage_rows, stages_table
 from workbench.demo.report import evolution_lines
 from workbench.demo.turn_format import FormatShares, turn_format
+
+if TYPE_CHECKING:
+    from workbench.policies.base import Policy
 
 BASE_MODEL = "smollm2"
 
@@ -99,7 +102,7 @@ class RealModelStages(Stages):
         name: str,
         cache_key: str | None = None,
         max_steps: int | None = None,
-        policy: Any = None,
+        policy: Policy | None = None,
     ) -> StageEval:
         """Greedy evaluation on the fixed held-out questions (sampled from `model` through the configured
         engine, or from `policy`); with `cache_key`, reuse it for the same weights."""
