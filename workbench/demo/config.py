@@ -68,7 +68,7 @@ class DemoConfig(Config):
     )
     rl_gradient_checkpointing: bool = config_field(
         False,
-        "Recompute activations in the GRPO backward: a SmolLM2 micro-batch of 4 rows x 1100 tokens peaked at "
+        "Recompute activations in the GRPO and HRPO backward: a SmolLM2 micro-batch of 4 rows x 1100 tokens peaked at "
         "2.2 GB instead of 7.6 GB, its step 1.2x as long.",
     )
     rl_lora_r: int = config_field(
@@ -255,6 +255,7 @@ SMOLLM2_LEARNED: dict[str, Any] = dict(
     proposer_rl_lr=1e-4,
     proposer_rl_batch=4,  # 8 prompts drawn 4:3:2:1 over hops rarely hold 8 in hop groups of 2 (a run had 7)
     proposer_rl_micro_batch=2,  # 4 rows of ~3000 tokens in one HRPO forward took past 23.8 GB (killed)
+    rl_gradient_checkpointing=True,  # and a row's activations are recomputed in the backward
 )
 """`--model smollm2 --proposer learned`: `--model smollm2`'s sizes, each role a LoRA adapter (rank 16) on one
 frozen SmolLM2, generating through transformers (`--engine vllm` serves both adapters from one vLLM engine,

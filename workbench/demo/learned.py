@@ -172,6 +172,7 @@ def proposer_train_fn(
             temperature=cfg.rl_temperature,
             beta=cfg.rl_beta,
             max_completion_length=cfg.proposer_context_tokens,
+            gradient_checkpointing=cfg.rl_gradient_checkpointing,
             logging_steps=1,
             seed=cfg.seed + req.iteration,
             episode_kind="nbagent",
