@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench.demo.learned import hop_stats, proposer_lines, whole_hop_groups
+from workbench.demo.hrpo import hop_stats, whole_hop_groups
+from workbench.demo.learned import proposer_lines
 from workbench.evolve.proposer import proposal_of, proposer_task, proposer_tools, split_document
 from workbench.trajectory import Task, Trajectory
 from workbench.worlds import make_world
@@ -172,7 +173,7 @@ def test_an_hrpo_micro_batch_that_splits_a_hop_group_or_the_step_names_its_fix()
     from types import SimpleNamespace
 
     from workbench.demo.config import DemoConfig
-    from workbench.demo.learned import proposer_train_fn
+    from workbench.demo.hrpo import proposer_train_fn
     from workbench.errors import ConfigError
 
     tasks = [Task(str(i), "q", [], {"hops": 1}) for i in range(4)]

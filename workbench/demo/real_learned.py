@@ -15,7 +15,7 @@ role's policy switches to its own adapter for each generation batch and back. St
    the solver's adapter;
 4. held-out accuracy after RL, with the change and its paired 95% interval.
 
-Per iteration and hop it prints the proposer's format score and difficulty (`workbench.demo.learned`) and how
+Per iteration and hop it prints the proposer's format score and difficulty (`workbench.demo.hrpo`) and how
 many of its questions are valid and answerable (`workbench.demo.questions`), in the HRPO rollouts and in QA
 generation; `summary.json` holds them. Training has no KL term (`rl_beta` 0): TRL 1.16 takes the reference of
 a model that already carries adapters from one named "default", and the adapter-free base would pull each role
@@ -33,7 +33,8 @@ from typing import Any
 
 from workbench.demo.adapters import RoleAdapters
 from workbench.demo.config import SMOLLM2_LEARNED, DemoConfig
-from workbench.demo.learned import LearnedStages, hop_stats, proposer_lines, proposer_summary, proposer_train_fn
+from workbench.demo.hrpo import hop_stats, proposer_train_fn
+from workbench.demo.learned import LearnedStages, proposer_lines, proposer_summary
 from workbench.demo.pipeline import Printer
 from workbench.demo.questions import question_lines, question_shares, question_summary
 from workbench.demo.real_model import RealModelResult, RealModelStages, finish, print_format
