@@ -242,3 +242,20 @@ def test_learned_proposer_smoke_run(tmp_path, torch_threads):
     moved = any(not torch.equal(before[k], after[k]) for k in before)
     varied = any(stats["spread"] > 0 for batch in update["rollouts"] for h, stats in batch.items() if h != "all")
     assert moved == varied, (moved, update["rollouts"])
+
+
+def test_a_solver_grpo_step_short_of_questions_is_skipped_and_says_why():
+    """The solver's GRPO step needs rl_questions_per_step questions: with 3 valid ones of a step of 4 it takes
+    none, and the run's output says so (a run at SMOLLM2_LEARNED's sizes got 3)."""
+    from types import SimpleNamespace
+
+    from workbench.demo import DemoConfig
+    from workbench.demo.rl import demo_train_fn
+
+    lines: list[str] = []
+    train_fn = demo_train_fn(None, None, DemoConfig(rl_questions_per_step=4), on_step=lines.append)
+    req = SimpleNamespace(role="solver", tasks=[object()] * 3, iteration=0)
+    result = train_fn(req)
+    why = "only 3 valid questions, fewer than rl_questions_per_step=4"
+    assert result == {"skipped": why}
+    assert lines == [f"  iteration 0: no GRPO step on the solver: {why}"]

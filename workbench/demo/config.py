@@ -256,6 +256,7 @@ SMOLLM2_LEARNED: dict[str, Any] = dict(
     proposer_rl_batch=4,  # 8 prompts drawn 4:3:2:1 over hops rarely hold 8 in hop groups of 2 (a run had 7)
     proposer_rl_micro_batch=2,  # 4 rows of ~3000 tokens in one HRPO forward took past 23.8 GB (killed)
     rl_gradient_checkpointing=True,  # and a row's activations are recomputed in the backward
+    rl_questions_per_step=2,  # QA generation gave 3 valid questions of 8 (a run): a step of 4 never ran
 )
 """`--model smollm2 --proposer learned`: `--model smollm2`'s sizes, each role a LoRA adapter (rank 16) on one
 frozen SmolLM2, generating through transformers (`--engine vllm` serves both adapters from one vLLM engine,

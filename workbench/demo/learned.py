@@ -243,6 +243,7 @@ class LearnedStages(Stages):
             "qa_size": it.qa_size,
             **it.metrics,
             "proposer_update": it.training.get("proposer", {}),
+            "solver_update": it.training.get("solver", {}),
         }
 
 

@@ -33,7 +33,9 @@ def demo_train_fn(
         if req.role != "solver":
             return {"skipped": "the demo's proposer is scripted"}
         if len(req.tasks) < cfg.rl_questions_per_step:
-            return {"skipped": f"only {len(req.tasks)} valid questions"}
+            why = f"only {len(req.tasks)} valid questions, fewer than rl_questions_per_step={cfg.rl_questions_per_step}"
+            on_step(f"  iteration {req.iteration}: no GRPO step on the solver: {why}")
+            return {"skipped": why}
         rows = cfg.rl_questions_per_step * cfg.rl_generations
         micro = cfg.rl_micro_batch or rows
         config = TrainConfig(
