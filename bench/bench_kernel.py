@@ -150,6 +150,38 @@ def sandbox_pss_mb(pid: int | None) -> float:
     return total_kb / 1024
 
 
+def favordynmods() -> str:
+    """Whether the cgroup2 hierarchy is mounted with favordynmods (`on`, `off`, or `no cgroup2`)."""
+    with open("/proc/mounts") as f:
+        opts = [line.split()[3] for line in f if line.split()[2] == "cgroup2"]
+    return "no cgroup2" if not opts else "on" if any("favordynmods" in o.split(",") for o in opts) else "off"
+
+
+def cgroup_move_ms(n: int) -> float | None:
+    """p50 wall time (ms) of moving a process into a fresh kernel cgroup (every controller dir), as a
+    zygote child's first step does; None where kernels get no cgroup."""
+    from workbench.sandbox.cgroups import Cgroup
+    from workbench.sandbox.profile import Limits
+
+    times = []
+    for i in range(n):
+        cg = Cgroup.create(f"bench-move-{i}", Limits())
+        if cg is None:
+            return None
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(5)
+            os._exit(0)
+        t = time.perf_counter()
+        for d in cg.dirs:
+            (d / "cgroup.procs").write_text(str(pid))
+        times.append(time.perf_counter() - t)
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        cg.remove()
+    return p50(times) * 1e3
+
+
 async def zygote_figures(smoke: bool, quick: bool) -> None:
     reason = zygote_unsupported()
     if reason is not None:
@@ -179,6 +211,9 @@ async def zygote_figures(smoke: bool, quick: bool) -> None:
     ratio = p50(z) / p50(e)
     figure("ready to execute p50: zygote / exec", ratio, "x", target="<= 0.15", ok=ratio <= 0.15)
     print(f"zygote start / exec start: {ratio:.3f}", flush=True)
+    move = cgroup_move_ms(3 if smoke else 20)
+    if move is not None:  # an RCU grace period on cgroup v1 unless cgroup2 has favordynmods (README)
+        figure(f"moving a process into its cgroup (favordynmods {favordynmods()}): p50", move, "ms")
 
     pss: dict[str, float] = {}
     for start in ("zygote", "exec"):  # proportional set size: pages shared with the zygote count once

@@ -98,3 +98,14 @@ def test_missing_tool_error_names_the_fix():
 
 def test_sandbox_available_here():
     check_sandbox()  # bubblewrap and user namespaces work on this machine
+
+
+def test_the_favordynmods_hint_names_the_cgroup2_mount_and_is_silent_once_it_is_on():
+    from workbench.sandbox.cgroups import favordynmods_hint
+
+    v1 = "cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0\n"
+    off = v1 + "cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n"
+    hint = favordynmods_hint(off)
+    assert hint is not None and "mount -o remount,favordynmods /sys/fs/cgroup/unified" in hint
+    assert favordynmods_hint(off.replace("rw,relatime 0", "rw,relatime,favordynmods 0")) is None
+    assert favordynmods_hint(v1) is None  # no cgroup2 hierarchy: nothing to remount

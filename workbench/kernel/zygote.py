@@ -9,10 +9,11 @@ thread pools pinned to one thread and no zmq context, event loop or thread yet, 
 It has also done the half of ipykernel's start that depends only on the kernel's arguments
 (argument parsing, profile and config files, the `InteractiveShell`: `workbench.kernel.zygote_app`),
 so a child isolates itself and then builds only its sockets, threads and kernel object. What a
-start costs after the fork (`bench/bench_kernel.py --only-zygote`): 75-85 ms of CPU over the
-three processes: ipykernel's connection, sockets, kernel object and shell steps (~25 ms in the main
-thread, ~15 ms in the threads it starts), its first replies and cell (~10 ms), the three forks and
-the namespaces, cgroup and uid changes (~20 ms).
+start costs (`bench/bench_kernel.py --only-zygote`, idle machine): 44 ms of CPU over the three
+processes up to the first `1+1` answered (75-85 ms at load 2.5-5), 49-59 ms of wall time: ipykernel's
+connection, sockets, kernel object and first replies about half of it, the forks, namespaces, mounts
+and uid change a quarter; the move into the kernel's cgroup adds ~10 ms of waiting unless cgroup2 has
+`favordynmods` (`workbench.sandbox.cgroups`).
 
 Where each isolation property comes from (same as an exec'd kernel unless said):
 
