@@ -83,25 +83,19 @@ def hrpo_micro_batch(cfg: DemoConfig) -> int:
 def hrpo_config(cfg: DemoConfig, req: TrainRequest) -> TrainConfig:
     """The proposer's HRPO step: `proposer_rl_batch` rollouts in hop groups (`num_generations`), accumulated over
     micro-batches of whole groups."""
-    from workbench.train import TrainConfig
+    from workbench.demo.rl import role_train_config
 
     micro = hrpo_micro_batch(cfg)
-    return TrainConfig(
-        output_dir=str(req.output_dir),
+    return role_train_config(
+        cfg,
+        req,
         run_id=f"{req.run_id}/proposer",
-        estimator=req.estimator,
         num_generations=cfg.proposer_hop_group,
         per_device_train_batch_size=micro,
         gradient_accumulation_steps=cfg.proposer_rl_batch // micro,
         max_steps=cfg.proposer_rl_steps,
         learning_rate=cfg.proposer_rl_lr,
-        temperature=cfg.rl_temperature,
-        beta=cfg.rl_beta,
         max_completion_length=cfg.proposer_context_tokens,
-        gradient_checkpointing=cfg.rl_gradient_checkpointing,
-        logging_steps=1,
-        seed=cfg.seed + req.iteration,
-        episode_kind="nbagent",
     )
 
 

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
+    from workbench.evolve.loop import TrainRequest
     from workbench.policies.base import Policy
+    from workbench.train import TrainConfig
 
 from workbench.demo.config import DemoConfig
 from workbench.demo.engine import KV_CACHE_GIB
@@ -26,7 +28,6 @@ def demo_train_fn(
     """`run_drzero`'s train_fn for the solver; its rollouts sample from the live weights, the trainer's vLLM
     engine (`cfg.engine`), or `policy` (kept in step with the weights by its owner)."""
     from workbench.rewards import resolve_reward
-    from workbench.train import TrainConfig
     from workbench.train.run import train
 
     def train_fn(req: Any) -> dict[str, Any]:
@@ -38,24 +39,18 @@ def demo_train_fn(
             return {"skipped": why}
         rows = cfg.rl_questions_per_step * cfg.rl_generations
         micro = cfg.rl_micro_batch or rows
-        config = TrainConfig(
-            output_dir=str(req.output_dir),
+        config = role_train_config(
+            cfg,
+            req,
             run_id=req.run_id,
-            estimator=req.estimator,
             num_generations=cfg.rl_generations,
             per_device_train_batch_size=micro,
             gradient_accumulation_steps=rows // micro,
             max_steps=cfg.rl_steps_per_iteration,
             learning_rate=cfg.rl_lr,
-            temperature=cfg.rl_temperature,
-            beta=cfg.rl_beta,
-            gradient_checkpointing=cfg.rl_gradient_checkpointing,
             lora_r=cfg.rl_lora_r,
             lora_alpha=2 * cfg.rl_lora_r or 16,
             max_completion_length=1024,
-            logging_steps=1,
-            seed=cfg.seed + req.iteration,
-            episode_kind="nbagent",
             concurrency=cfg.rl_concurrency,
             use_vllm=cfg.engine == "vllm" and policy is None,
             vllm_kv_cache_gib=KV_CACHE_GIB,
@@ -76,6 +71,25 @@ def demo_train_fn(
         return summary
 
     return train_fn
+
+
+def role_train_config(cfg: DemoConfig, req: TrainRequest, **role: Any) -> TrainConfig:
+    """A role's RL step in an iteration of the demo: `role`'s sizes and rates, and what every role shares (the
+    request's estimator and output dir, sampling temperature, KL coefficient, recomputed activations, a seed
+    per iteration, NB-Agent episodes, a log line per step)."""
+    from workbench.train import TrainConfig
+
+    return TrainConfig(
+        output_dir=str(req.output_dir),
+        estimator=req.estimator,
+        temperature=cfg.rl_temperature,
+        beta=cfg.rl_beta,
+        gradient_checkpointing=cfg.rl_gradient_checkpointing,
+        logging_steps=1,
+        seed=cfg.seed + req.iteration,
+        episode_kind="nbagent",
+        **role,
+    )
 
 
 def merge_lora_in_place(model: torch.nn.Module) -> None:
