@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import queue
 import signal
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +24,7 @@ from jupyter_client.session import Session
 
 from workbench.cli import kernel as cli
 from workbench.kernel.procs import process_tree
-from workbench.sandbox.rollout import sweep_stale_roots
+from workbench.sandbox.rollout import rollout_base, sweep_stale_roots
 
 pytestmark = pytest.mark.slow
 
@@ -199,7 +198,7 @@ def test_kernel_exit_ends_launcher_and_removes_its_root(kernels_dir: Path):
     try:
         kc.wait_for_ready(timeout=60)
         launcher = km.provisioner.pid
-        root = Path(tempfile.gettempdir()) / f"workbench-rollouts-{launcher}"
+        root = rollout_base() / f"workbench-rollouts-{launcher}"
         assert root.is_dir()
         pids = process_tree(launcher)
         assert len(pids) >= 3
@@ -231,7 +230,7 @@ def test_killed_launcher_root_is_swept(kernels_dir: Path):
         kc.wait_for_ready(timeout=60)
         launcher = km.provisioner.pid
         pids = process_tree(launcher)
-        root = Path(tempfile.gettempdir()) / f"workbench-rollouts-{launcher}"
+        root = rollout_base() / f"workbench-rollouts-{launcher}"
         assert root not in sweep_stale_roots() and root.is_dir()  # alive: kept
         os.kill(launcher, signal.SIGKILL)
         assert _gone(pids)  # the sandbox dies with its launcher

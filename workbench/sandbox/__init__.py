@@ -2,7 +2,7 @@
 
 from workbench.sandbox.bwrap import INSIDE_RUN, SandboxSpec, build_argv, check_sandbox
 from workbench.sandbox.profile import PROFILES_DIR, Limits, SandboxProfile, load_profile
-from workbench.sandbox.rollout import RolloutDir, UidLease, default_root
+from workbench.sandbox.rollout import RolloutDir, UidLease, default_root, rollout_base
 
 __all__ = [
     "INSIDE_RUN",
@@ -16,4 +16,5 @@ __all__ = [
     "check_sandbox",
     "default_root",
     "load_profile",
+    "rollout_base",
 ]

@@ -81,8 +81,53 @@ class UidLease:
 
 
 def default_root() -> Path:
-    """Where rollout dirs go unless told: a per-process dir under the system temp dir."""
-    return Path(tempfile.gettempdir()) / f"workbench-rollouts-{os.getpid()}"
+    """Where rollout dirs go unless told: a per-process dir in `rollout_base()`."""
+    return rollout_base() / f"workbench-rollouts-{os.getpid()}"
+
+
+_SHM = Path("/dev/shm")
+_OCTAL = re.compile(r"\\([0-7]{3})")
+_SHM_MIN_FREE = 1 << 30
+
+
+@lru_cache(maxsize=1)
+def rollout_base() -> Path:
+    """The system temp dir; or /dev/shm where TMPDIR is unset, the temp dir is on disk and /dev/shm
+    is a tmpfs with 1 GiB free. A rollout dir (its kernel's sockets, connection file, log and
+    outputs) lives only as long as its kernel, and creating and removing those files on a disk file
+    system took ~10% of the CPU of 64 kernels starting at once (bench/bench_kernel.py); set TMPDIR,
+    or pass `root=`, to choose."""
+    temp = Path(tempfile.gettempdir())
+    try:
+        with open("/proc/self/mountinfo") as f:
+            mountinfo = f.read()
+        room = os.statvfs(_SHM)
+    except OSError:
+        return temp
+    return choose_base(temp, "TMPDIR" in os.environ, mountinfo, room.f_bavail * room.f_frsize)
+
+
+def choose_base(temp: Path, tmpdir_set: bool, mountinfo: str, shm_free: int) -> Path:
+    """`rollout_base()`'s rule, given what it reads."""
+    if tmpdir_set or filesystem(temp, mountinfo) == "tmpfs" or filesystem(_SHM, mountinfo) != "tmpfs":
+        return temp
+    return _SHM if shm_free >= _SHM_MIN_FREE else temp
+
+
+def filesystem(path: Path, mountinfo: str) -> str:
+    """The type of the file system `path` is on, from a `/proc/self/mountinfo` text ('' if none)."""
+    target = os.path.realpath(path)
+    best, kind = "", ""
+    for line in mountinfo.splitlines():
+        left, _, right = line.partition(" - ")
+        fields, after = left.split(), right.split()
+        if len(fields) < 5 or not after:
+            continue
+        point = _OCTAL.sub(lambda m: chr(int(m[1], 8)), fields[4])  # mountinfo writes a space as \040
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, kind = point, after[0]
+    return kind
 
 
 @dataclass
@@ -176,17 +221,23 @@ def _claim_root(root: Path) -> None:
 
 @lru_cache(maxsize=1)
 def _sweep_in_background() -> None:
-    """Sweep stale roots once per process, off the caller's path (rmtree can take a while)."""
-    threading.Thread(target=sweep_stale_roots, name="workbench-root-sweep", daemon=True).start()
+    """Sweep stale roots once per process, off the caller's path (rmtree can take a while), in
+    both places a default root may be."""
+
+    def sweep() -> None:
+        for base in {rollout_base(), Path(tempfile.gettempdir())}:
+            sweep_stale_roots(base)
+
+    threading.Thread(target=sweep, name="workbench-root-sweep", daemon=True).start()
 
 
 def sweep_stale_roots(base: str | os.PathLike[str] | None = None) -> list[Path]:
     """Remove `<base>/workbench-rollouts-<pid>` dirs whose process is gone; return them.
 
-    `base` defaults to the system temp dir. Only this user's directories are considered;
+    `base` defaults to `rollout_base()`. Only this user's directories are considered;
     symlinks are never followed, and nothing outside those directories is removed.
     """
-    base = Path(base if base is not None else tempfile.gettempdir())
+    base = Path(base if base is not None else rollout_base())
     try:
         base_fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
