@@ -37,6 +37,7 @@ from jupyter_client.manager import AsyncKernelManager
 from workbench.agent import AgentConfig, LocalExecutor, make_jobs
 from workbench.agent.executor import gather_jobs
 from workbench.kernel import AsyncKernel, AsyncKernelPool
+from workbench.kernel.async_kernel import StartMethod
 from workbench.kernel.fork import snapshot
 from workbench.kernel.procs import process_tree, sandbox_rss_mb
 from workbench.kernel.zygote import zygote_unsupported
@@ -108,7 +109,7 @@ def p95(xs: list[float]) -> float:
     return sorted(xs)[min(len(xs) - 1, round(0.95 * (len(xs) - 1)))]
 
 
-async def ready_to_execute(start: str) -> tuple[float, float, int]:
+async def ready_to_execute(start: StartMethod) -> tuple[float, float, int]:
     """Seconds from asking for a kernel to its first `1+1` answered, and the CPU ms and minor page
     faults its processes had spent by then (less load-bound than wall time); then it is closed."""
     t = time.perf_counter()
@@ -196,7 +197,7 @@ async def zygote_figures(smoke: bool, quick: bool) -> None:
     await ready_to_execute("zygote")  # the zygote itself starts once per profile: not part of a kernel's start
     n = 2 if smoke else 10 if quick else 30
     print(f"load average before the zygote figures: {load_average()}", flush=True)
-    samples: dict[str, list[tuple[float, float, int]]] = {"zygote": [], "exec": []}
+    samples: dict[StartMethod, list[tuple[float, float, int]]] = {"zygote": [], "exec": []}
     for _ in range(n):  # interleaved, so load changes hit both alike
         for start in samples:
             samples[start].append(await ready_to_execute(start))
@@ -219,7 +220,8 @@ async def zygote_figures(smoke: bool, quick: bool) -> None:
         figure(f"moving a process into its cgroup (favordynmods {favordynmods()}): p50", move, "ms")
 
     pss: dict[str, float] = {}
-    for start in ("zygote", "exec"):  # proportional set size: pages shared with the zygote count once
+    methods: tuple[StartMethod, ...] = ("zygote", "exec")
+    for start in methods:  # proportional set size: pages shared with the zygote count once
         group = await asyncio.gather(*(AsyncKernel(start=start).start() for _ in range(2 if smoke else 4)))
         await asyncio.gather(*(k.execute("1+1") for k in group))
         pss[start] = statistics.mean(sandbox_pss_mb(k.pid) for k in group)
@@ -382,7 +384,9 @@ async def main(quick: bool, smoke: bool = False) -> None:
         d, b, x = await paired_roundtrips(
             [lambda c=kc0: bare_roundtrip(c), lambda c=kc: bare_roundtrip(c), box_run], n_rt // reps
         )
-        dflt_rt.append(d), bare_rt.append(b), box_rt.append(x)
+        dflt_rt.append(d)
+        bare_rt.append(b)
+        box_rt.append(x)
         for m, c in ((km0, kc0), (km, kc)):
             c.stop_channels()
             await m.shutdown_kernel(now=True)
