@@ -11,7 +11,10 @@ ms p50 on an idle machine), the CPU time and minor page faults of a kernel's pro
 answer (less bound to the machine's load than wall time; the load average is printed), idle memory
 (PSS) of zygote vs exec kernels, and 64 zygote kernels started at once, all answering (≤ 1 s; mean
 of four rounds, in balanced order with the same starts in rollout dirs in the temp dir where
-`rollout_base()` chose another place: the ratio is that choice's gain); then `kernel.fork`: fork(8)
+`rollout_base()` chose another place: the ratio is that choice's gain). Beside the zygote figures,
+in the same rounds, runs their floor (`kernel_floor.py`): the same ipykernel forked from the same
+prepared app with no sandbox at all, so `zygote / floor` is what the sandbox adds and the floor is
+what ipykernel's own start costs on this machine. Then `kernel.fork`: fork(8)
 of a kernel holding a 100 MiB numpy array, each child's time to ready (p50, p95; ratio to starting a
 kernel and rebuilding the array in it) and the children's PSS growth over 8 copies (copy-on-write:
 far below 1), and a GRPO-style batch of 16 scripted NB-Agent episodes (4 groups of 4) with
@@ -28,11 +31,13 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _util import add_smoke_flag, figure, p50, smoke_skip
 from jupyter_client.manager import AsyncKernelManager
+from kernel_floor import UnsandboxedForker
 
 from workbench.agent import AgentConfig, LocalExecutor, make_jobs
 from workbench.agent.executor import gather_jobs
@@ -195,30 +200,46 @@ async def zygote_figures(smoke: bool, quick: bool) -> None:
             print(f"zygote figures skipped: {reason}", flush=True)
         return
     await ready_to_execute("zygote")  # the zygote itself starts once per profile: not part of a kernel's start
-    n = 2 if smoke else 10 if quick else 30
     print(f"load average before the zygote figures: {load_average()}", flush=True)
+    async with UnsandboxedForker() as floor:
+        await floor.ready()  # the forker's first child pays for what every later one finds done
+        await single_starts(floor, 2 if smoke else 10 if quick else 30)
+        await memory_per_kernel(smoke)
+        await many_at_once(floor, 4 if smoke else 64, smoke)
+    print(f"load average after the zygote figures: {load_average()}", flush=True)
+
+
+async def single_starts(floor: UnsandboxedForker, n: int) -> None:
+    """Ready-to-execute time of zygote and exec starts, and of the unsandboxed floor, interleaved."""
     samples: dict[StartMethod, list[tuple[float, float, int]]] = {"zygote": [], "exec": []}
-    for _ in range(n):  # interleaved, so load changes hit both alike
+    floors: list[float] = []
+    for _ in range(n):  # interleaved, so load changes hit all alike
         for start in samples:
             samples[start].append(await ready_to_execute(start))
+        floors.append(await floor.ready())
     starts = {start: [wall for wall, _, _ in xs] for start, xs in samples.items()}
     z, e = starts["zygote"], starts["exec"]
     for start, xs in starts.items():
         figure(f"ready to execute, {start}: p50", p50(xs) * 1e3, "ms")
         figure(f"ready to execute, {start}: p95", p95(xs) * 1e3, "ms")
+    figure("ready to execute, no sandbox (floor): p50", p50(floors) * 1e3, "ms")
+    figure("ready to execute, no sandbox (floor): p95", p95(floors) * 1e3, "ms")
     cpu = {start: p50([c for _, c, _ in xs]) for start, xs in samples.items()}
     faults = {start: p50([f for _, _, f in xs]) for start, xs in samples.items()}
     figure("kernel's CPU to first 1+1, exec: p50", cpu["exec"], "ms")
     figure("kernel's CPU to first 1+1, zygote: p50", cpu["zygote"], "ms", baseline=cpu["exec"])
     figure("minor faults to first 1+1, zygote: p50", faults["zygote"], "", baseline=faults["exec"])
+    figure("ready to execute p50: zygote / floor", p50(z) / p50(floors), "x")
     figure("ready to execute, zygote p50", p50(z) * 1e3, "ms", target="<= 50 ms idle", ok=p50(z) <= 0.050)
     ratio = p50(z) / p50(e)
     figure("ready to execute p50: zygote / exec", ratio, "x", target="<= 0.15", ok=ratio <= 0.15)
     print(f"zygote start / exec start: {ratio:.3f}", flush=True)
-    move = cgroup_move_ms(3 if smoke else 20)
+    move = cgroup_move_ms(2 if n <= 2 else 20)
     if move is not None:  # an RCU grace period on cgroup v1 unless cgroup2 has favordynmods (README)
         figure(f"moving a process into its cgroup (favordynmods {favordynmods()}): p50", move, "ms")
 
+
+async def memory_per_kernel(smoke: bool) -> None:
     pss: dict[str, float] = {}
     methods: tuple[StartMethod, ...] = ("zygote", "exec")
     for start in methods:  # proportional set size: pages shared with the zygote count once
@@ -229,28 +250,35 @@ async def zygote_figures(smoke: bool, quick: bool) -> None:
     figure("idle kernel PSS, exec (baseline)", pss["exec"], "MiB")
     figure("idle kernel PSS, zygote", pss["zygote"], "MiB", baseline=pss["exec"])
 
-    many = 4 if smoke else 64
+
+async def many_at_once(floor: UnsandboxedForker, many: int, smoke: bool) -> None:
+    """`many` zygote kernels started at once (rollout dirs where `rollout_base()` puts them, and in
+    the temp dir where that differs), and as many unsandboxed forks: means over balanced rounds."""
     temp = Path(tempfile.gettempdir())
     print(
         f"rollout dirs in {rollout_base()} ({filesystem_of(rollout_base())}); temp dir {temp} ({filesystem_of(temp)})"
     )
     on_disk = temp / f"workbench-bench-{os.getpid()}"
-    roots: dict[str, Path | None] = {"default": None}
-    if rollout_base() != temp:  # the baseline: the same starts with every rollout dir in the temp dir
-        roots["temp"] = on_disk
-    took: dict[str, list[float]] = {name: [] for name in roots}
-    order = list(roots) if smoke else [*roots, *reversed(roots), *reversed(roots), *roots]
+    rounds: dict[str, Callable[[], Awaitable[float]]] = {
+        "default": lambda: all_at_once(many),
+        "floor": lambda: floor.all_at_once(many),
+    }
+    if rollout_base() != temp:  # the same starts with every rollout dir in the temp dir
+        rounds["temp"] = lambda: all_at_once(many, on_disk)
+    took: dict[str, list[float]] = {name: [] for name in rounds}
+    order = list(rounds) if smoke else [*rounds, *reversed(rounds), *reversed(rounds), *rounds]
     for name in order:  # balanced: a round runs slower right after another, and the load drifts
         await asyncio.sleep(0 if smoke else 1)
-        took[name].append(await all_at_once(many, roots[name]))
-    all_ready = statistics.mean(took["default"])
+        took[name].append(await rounds[name]())
+    all_ready, bare = statistics.mean(took["default"]), statistics.mean(took["floor"])
+    figure(f"{many} forked ipykernels at once, no sandbox (floor)", bare, "s")
     figure(f"{many} zygote kernels at once, all answered", all_ready, "s", target="<= 1 s", ok=all_ready <= 1.0)
+    figure(f"{many} at once: zygote / floor", all_ready / bare, "x")
     if "temp" in took:
         shutil.rmtree(on_disk, ignore_errors=True)  # a root of one's own is one's own to remove
         on_temp = statistics.mean(took["temp"])
         figure(f"{many} at once, rollout dirs in the temp dir (baseline)", on_temp, "s")
         figure(f"{many} at once, rollout dirs in {rollout_base()}", all_ready, "s", baseline=on_temp)
-    print(f"load average after the zygote figures: {load_average()}", flush=True)
 
 
 async def all_at_once(n: int, root: Path | None = None) -> float:
