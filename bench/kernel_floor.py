@@ -28,9 +28,7 @@ from pathlib import Path
 
 from workbench.kernel._channels import Channels
 from workbench.kernel._process import CHANNELS, ipykernel_args
-from workbench.sandbox import rollout_base
-
-_PINNED = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+from workbench.sandbox import load_profile, rollout_base
 
 
 class UnsandboxedForker:
@@ -45,8 +43,8 @@ class UnsandboxedForker:
         home = self.base / "home"
         home.mkdir()
         env = {**os.environ, "HOME": str(home), "IPYTHONDIR": str(home / ".ipython")}
-        env.update({name: "1" for name in _PINNED})  # as the zygote pins them before its imports
-        env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+        env.update(load_profile("default").env)  # thread pools pinned before the imports, as in the zygote
+        env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # debugpy's import-time warning (the zygote's goes to its log)
         self.proc = subprocess.Popen(
             [sys.executable, __file__, "--serve"],
             stdin=subprocess.PIPE,
