@@ -28,6 +28,7 @@ from pathlib import Path
 
 from workbench.kernel._channels import Channels
 from workbench.kernel._process import CHANNELS, ipykernel_args
+from workbench.kernel.observation import OutputCollector
 from workbench.sandbox import load_profile, rollout_base
 
 
@@ -104,10 +105,9 @@ class UnsandboxedForker:
 
 
 async def execute(ch: Channels) -> None:
-    """`1+1`, its reply and its iopub idle, as `AsyncKernel.execute` waits for them."""
-    from workbench.kernel.observation import OutputCollector
-
+    """`1+1` as `AsyncKernel.execute` sends it; its reply and its iopub idle."""
     content = {"code": "1+1", "silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False}
+    content["stop_on_error"] = False
     collector = OutputCollector(20_000, Path(os.devnull))  # 1+1 never spills
     _, reply, idle = await ch.request("shell", "execute_request", content, collector)
     await asyncio.wait_for(asyncio.gather(reply, idle), 60)
