@@ -14,7 +14,7 @@ processes up to the first `1+1` answered (75-85 ms at load 2.5-5), 49-59 ms of w
 connection, sockets, kernel object and first replies about half of it, the forks, namespaces, mounts
 and uid change a quarter; the move into the kernel's cgroup adds ~10 ms of waiting unless cgroup2 has
 `favordynmods` (`workbench.sandbox.cgroups`). The bench also starts the same ipykernel forked with no
-sandbox at all (`bench/kernel_floor.py`): a zygote start takes 1.3-1.4x that floor, alone or 64 at once.
+sandbox at all (`bench/kernel_floor.py`): a zygote start takes 1.2-1.4x that floor, alone or 64 at once.
 
 Where each isolation property comes from (same as an exec'd kernel unless said):
 
