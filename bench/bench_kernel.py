@@ -204,6 +204,9 @@ async def zygote_figures(smoke: bool, quick: bool) -> None:
     async with UnsandboxedForker() as floor:
         await floor.ready()  # the forker's first child pays for what every later one finds done
         await single_starts(floor, 2 if smoke else 10 if quick else 30)
+        move = cgroup_move_ms(3 if smoke else 20)
+        if move is not None:  # an RCU grace period on cgroup v1 unless cgroup2 has favordynmods (README)
+            figure(f"moving a process into its cgroup (favordynmods {favordynmods()}): p50", move, "ms")
         await memory_per_kernel(smoke)
         await many_at_once(floor, 4 if smoke else 64, smoke)
     print(f"load average after the zygote figures: {load_average()}", flush=True)
@@ -234,9 +237,6 @@ async def single_starts(floor: UnsandboxedForker, n: int) -> None:
     ratio = p50(z) / p50(e)
     figure("ready to execute p50: zygote / exec", ratio, "x", target="<= 0.15", ok=ratio <= 0.15)
     print(f"zygote start / exec start: {ratio:.3f}", flush=True)
-    move = cgroup_move_ms(2 if n <= 2 else 20)
-    if move is not None:  # an RCU grace period on cgroup v1 unless cgroup2 has favordynmods (README)
-        figure(f"moving a process into its cgroup (favordynmods {favordynmods()}): p50", move, "ms")
 
 
 async def memory_per_kernel(smoke: bool) -> None:

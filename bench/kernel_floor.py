@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from workbench.kernel._channels import Channels
-from workbench.kernel._process import CHANNELS, ipykernel_args
+from workbench.kernel._channels import Channels, execute_content
+from workbench.kernel._process import connection_info, ipykernel_args
 from workbench.kernel.observation import OutputCollector
 from workbench.sandbox import load_profile, rollout_base
 
@@ -72,9 +72,8 @@ class UnsandboxedForker:
         where = self.base / str(self.seq)
         where.mkdir()
         key = secrets.token_hex(16)
-        info = {"transport": "ipc", "ip": str(where / "k"), "signature_scheme": "hmac-sha256", "key": key}
-        (where / "kernel.json").write_text(json.dumps({**info, **{f"{c}_port": n for c, n in CHANNELS.items()}}))
-        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        (where / "kernel.json").write_text(json.dumps(connection_info(str(where / "k"), key)))
+        assert self.proc is not None and self.proc.stdin is not None
         self.proc.stdin.write(f"{where}\n")
         self.proc.stdin.flush()
         ch = Channels(key)
@@ -106,10 +105,8 @@ class UnsandboxedForker:
 
 async def execute(ch: Channels) -> None:
     """`1+1` as `AsyncKernel.execute` sends it; its reply and its iopub idle."""
-    content = {"code": "1+1", "silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False}
-    content["stop_on_error"] = False
     collector = OutputCollector(20_000, Path(os.devnull))  # 1+1 never spills
-    _, reply, idle = await ch.request("shell", "execute_request", content, collector)
+    _, reply, idle = await ch.request("shell", "execute_request", execute_content("1+1"), collector)
     await asyncio.wait_for(asyncio.gather(reply, idle), 60)
 
 

@@ -43,6 +43,20 @@ def _describe(exc: BaseException) -> str:
         return type(exc).__name__
 
 
+def execute_content(code: str, silent: bool = False) -> dict[str, Any]:
+    """An execute_request's content, as every cell is sent."""
+    return {
+        "code": code,
+        "silent": silent,
+        "store_history": not silent,
+        "user_expressions": {},
+        "allow_stdin": False,
+        # one cell at a time, so nothing is queued to abort; True lets ipykernel 7 abort
+        # the next cell when it races the kernel's "stop aborting" message after an error
+        "stop_on_error": False,
+    }
+
+
 class Channels:
     def __init__(self, key: str) -> None:
         self.key = key.encode()

@@ -33,6 +33,18 @@ def context() -> zmq.asyncio.Context:
     return _CTX
 
 
+def connection_info(ip: str, key: str, signature_scheme: str = "hmac-sha256") -> dict[str, str | int]:
+    """A kernel's connection file contents: ipc sockets at `ip`-N, messages signed with `key`."""
+    return {
+        "transport": "ipc",
+        "ip": ip,
+        "signature_scheme": signature_scheme,
+        "key": key,
+        "kernel_name": "workbench",
+        **{f"{c}_port": n for c, n in CHANNELS.items()},
+    }
+
+
 def write_connection_file(
     rollout: RolloutDir, key: str, *, sandboxed: bool = True, signature_scheme: str = "hmac-sha256"
 ) -> str:
@@ -40,15 +52,8 @@ def write_connection_file(
     host_ip = str(rollout.run / "k")
     if len(host_ip) > _IPC_MAX:
         raise KernelError(f"rollout dir path {rollout.run} is too long for a unix socket; pass a shorter root=")
-    info = {
-        "transport": "ipc",
-        "signature_scheme": signature_scheme,
-        "key": key,
-        "kernel_name": "workbench",
-        **{f"{c}_port": n for c, n in CHANNELS.items()},
-    }
     cf = rollout.run / "kernel.json"
-    cf.write_text(json.dumps({**info, "ip": f"{INSIDE_RUN}/k" if sandboxed else host_ip}))
+    cf.write_text(json.dumps(connection_info(f"{INSIDE_RUN}/k" if sandboxed else host_ip, key, signature_scheme)))
     os.chmod(cf, 0o600)
     rollout.share(cf)
     return host_ip

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from workbench.errors import KernelDiedError, KernelError, SandboxError
-from workbench.kernel._channels import Channels
+from workbench.kernel._channels import Channels, execute_content
 from workbench.kernel._process import (
     all_gone,
     all_or_death,
@@ -355,19 +355,7 @@ class AsyncKernel:
         assert self._ch is not None
         t0 = time.perf_counter()
         msg_id, reply, idle = await self._ch.request(
-            "shell",
-            "execute_request",
-            {
-                "code": code,
-                "silent": silent,
-                "store_history": not silent,
-                "user_expressions": {},
-                "allow_stdin": False,
-                # one cell at a time, so nothing is queued to abort; True lets ipykernel 7 abort
-                # the next cell when it races the kernel's "stop aborting" message after an error
-                "stop_on_error": False,
-            },
-            collector,
+            "shell", "execute_request", execute_content(code, silent), collector
         )
         try:
             done = await all_or_death([reply, idle], self._died, timeout)
