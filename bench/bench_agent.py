@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _util import add_smoke_flag, figure
 
 from workbench.agent import AgentConfig, NBAgent
-from workbench.agent.episode import EpisodeEnv, run_episode
+from workbench.agent.episode import run_episode
+from workbench.agent.episode_sandbox import LocalEpisodeSandbox
 from workbench.kernel import AsyncKernelPool
 from workbench.resolve import search_registry
 from workbench.runtime import notepad_api_doc
@@ -58,7 +59,7 @@ async def overhead_per_step(tasks, tools) -> tuple[float, int]:
             async with pool.acquire() as kernel:
                 async with ToolGateway(tools, kernel.rollout_dir / "run" / "gateway.sock") as gw:
                     await kernel.execute(setup_code(tools, token=gw.token), silent=True)
-                    env = EpisodeEnv(kernel, gw, tools.prompt_text(), notepad_api_doc())
+                    env = LocalEpisodeSandbox(kernel, gw, tools.prompt_text(), notepad_api_doc())
                     t = time.perf_counter()
                     traj = await run_episode(task, policy, env, CONFIG)
                     wall = time.perf_counter() - t

@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_envs.py [--steps 40] [--episodes 8] [--concurrency 4]
 
 - Step round trip: an OpenEnv `EnvClient.step()` (WebSocket, JSON, OpenEnv's server) against the served
-  NB-Agent, vs a direct `LocalEnvironment.step` on a kernel of the same pool; each runs the cell `x = 1`.
+  NB-Agent, vs a direct `LocalEpisodeSandbox.step` on a kernel of the same pool; each runs the cell `x = 1`.
   Median of `--steps`; the ratio served / direct (target <= 1.5 on loopback). Between them, the in-process
   `NBAgentEnvironment.step` (OpenEnv's API without the transport) splits the cost. The cell is as cheap as a
   cell gets, so the ratio shows the transport's fixed cost (thread hops: client loop, server loop, kernel loop)
@@ -42,7 +42,7 @@ TURNS = [
 
 
 def direct_steps(host: EpisodeHost, n: int) -> list[float]:
-    """Seconds per `LocalEnvironment.step(CELL)` on one kernel of `host`'s pool (after one warm-up)."""
+    """Seconds per `LocalEpisodeSandbox.step(CELL)` on one kernel of `host`'s pool (after one warm-up)."""
 
     async def run() -> list[float]:
         session = EpisodeSession(host, Task(id="bench", question="q"))
@@ -142,7 +142,7 @@ def main() -> None:
     direct = statistics.median(direct_steps(host, args.steps)) * 1000
     in_process = statistics.median(environment_steps(host, args.steps)) * 1000
     served = statistics.median(served_steps(host, args.steps)) * 1000  # EnvServer.stop closes the host
-    figure("step, direct LocalEnvironment.step", direct, "ms")
+    figure("step, direct LocalEpisodeSandbox.step", direct, "ms")
     figure("step, NBAgentEnvironment.step in process", in_process, "ms", baseline=direct)
     figure(
         "step, OpenEnv client -> served NB-Agent",

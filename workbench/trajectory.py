@@ -21,7 +21,9 @@ from typing import Any, Literal, TypedDict, get_args
 
 from workbench.errors import ConfigError, SchemaVersionError
 
-SCHEMA_VERSION = 2  # v2: Step.raw_logprobs (a v1 trajectory reads with None there)
+SCHEMA_VERSION = (
+    3  # v2: Step.raw_logprobs (a v1 trajectory reads with None there); v3: Step.host_calls (was tool_calls)
+)
 
 Termination = Literal[
     "submitted",  # the model called submit_final_answer
@@ -77,8 +79,8 @@ class Task:
 
 
 @dataclass
-class ToolCall:
-    """One call from the kernel to a host tool, as the gateway saw it."""
+class HostCall:
+    """One host call: the kernel's call of a host tool, as the tool gateway saw it (not a model's tool call)."""
 
     name: str
     arguments: dict[str, Any]
@@ -100,7 +102,7 @@ class Step:
     observation: dict[str, Any] | None = None  # Observation.to_dict(), None if nothing ran
     observation_text: str = ""  # exactly what the model was shown in <output>
     notepad: dict[str, Any] = field(default_factory=dict)  # snapshot after the step
-    tool_calls: list[ToolCall] = field(default_factory=list)
+    host_calls: list[HostCall] = field(default_factory=list)  # the kernel's calls of host tools (v2: "tool_calls")
     prompt_ids: list[int] | None = None  # set when the context was (re)built before this turn
     completion_ids: list[int] = field(default_factory=list)
     logprobs: list[float] | None = None  # as the policy sampled them (its describe()["logprobs"] says which)
@@ -145,8 +147,8 @@ class Trajectory:
         return self.rewards.get("total")
 
     @property
-    def num_tool_calls(self) -> int:
-        return sum(len(s.tool_calls) for s in self.steps)
+    def num_host_calls(self) -> int:
+        return sum(len(s.host_calls) for s in self.steps)
 
     def segments(self) -> list[Segment]:
         """Token sequences for training, one per context (a trim starts a new one).
@@ -200,9 +202,21 @@ class Trajectory:
 
 def _step_from_dict(data: dict[str, Any]) -> Step:
     data = dict(data)
-    data["tool_calls"] = [ToolCall(**c) for c in data.get("tool_calls", [])]
+    calls = (
+        data.pop("tool_calls", None) if "host_calls" not in data else data.get("host_calls")
+    )  # v2 wrote "tool_calls"
+    data["host_calls"] = [HostCall(**c) for c in calls or []]
     known = {f.name for f in dataclasses.fields(Step)}
     return Step(**{k: v for k, v in data.items() if k in known})
 
 
-__all__ = ["SCHEMA_VERSION", "TERMINATIONS", "Segment", "Step", "Task", "Termination", "ToolCall", "Trajectory"]
+__all__ = ["SCHEMA_VERSION", "TERMINATIONS", "HostCall", "Segment", "Step", "Task", "Termination", "Trajectory"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ToolCall":  # the name before the glossary split host calls from a model's tool calls
+        import warnings
+
+        warnings.warn("workbench.trajectory.ToolCall is now HostCall", DeprecationWarning, stacklevel=2)
+        return HostCall
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,8 +28,8 @@ from hypothesis import strategies as st
 from tokenizers import AddedToken
 
 from workbench.agent import AgentConfig
-from workbench.agent.environment import StepResult, ToolPrompt
 from workbench.agent.episode import opening_messages, run_episode
+from workbench.agent.episode_sandbox import StepResult, ToolPrompt
 from workbench.kernel.observation import Observation
 from workbench.models import build_tokenizer, sample_texts
 from workbench.policies.base import Completion, SamplingParams, truncate_at_stop

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from workbench.agent import AgentConfig, NBAgent
 from workbench.agent.context import window
-from workbench.agent.episode import EpisodeEnv, opening_messages
+from workbench.agent.episode import opening_messages
+from workbench.agent.episode_sandbox import LocalEpisodeSandbox
 
 
 @given(st.integers(64, 10**6), st.one_of(st.none(), st.integers(1, 10**6)))
@@ -30,7 +31,9 @@ def test_default_config_never_overflows_a_small_model(world, pick, world_tools, 
 
     tasks = pick(3, 2)
     probe = TransformersPolicy(tiny_model_dir, device="cpu")
-    env = EpisodeEnv(None, type("G", (), {"registry": world_tools})(), world_tools.prompt_text(), notepad_api_doc())
+    env = LocalEpisodeSandbox(
+        None, type("G", (), {"registry": world_tools})(), world_tools.prompt_text(), notepad_api_doc()
+    )
     opening = len(probe.codec.chat(opening_messages(tasks[0], env, AgentConfig())))
     small = tmp_path / "small"
     shutil.copytree(tiny_model_dir, small)

@@ -28,7 +28,7 @@ def test_scripted_solver_does_multi_hop_search_and_notepad(world, pick, world_to
         assert traj.termination == "submitted", (traj.termination, traj.error)
         assert traj.final_answer in traj.task.golden_answers
         assert len(traj.steps) == hops + 1  # one search per hop, then submit
-        searches = [c for s in traj.steps for c in s.tool_calls if c.name == "search"]
+        searches = [c for s in traj.steps for c in s.host_calls if c.name == "search"]
         assert [c.arguments["query"] for c in searches] == [f"{e} {p}" for e, _, p in traj.task.metadata["chain"]]
         assert all(c.error is None and "Doc 1" in c.result for c in searches)
         facts = traj.steps[-1].notepad["facts"]

@@ -1,4 +1,4 @@
-"""The rollout seam: jobs, the Environment protocol, LocalExecutor and the Recorder, with real
+"""The rollout seam: jobs, the EpisodeSandbox protocol, LocalExecutor and the Recorder, with real
 kernels, a real gateway and a real store."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from workbench.agent import (
     AgentConfig,
-    Environment,
     EpisodeJob,
+    EpisodeSandbox,
     Executor,
     LocalExecutor,
     NBAgent,
@@ -22,8 +22,8 @@ from workbench.agent import (
     make_jobs,
     run_jobs,
 )
-from workbench.agent.environment import LocalEnvironment, ToolPrompt
 from workbench.agent.episode import run_episode
+from workbench.agent.episode_sandbox import LocalEpisodeSandbox, ToolPrompt
 from workbench.errors import ConfigError, StoreError
 from workbench.kernel.sync import run_sync
 from workbench.policies import ScriptedPolicy
@@ -36,9 +36,9 @@ SUBMIT = "<think>done</think>\n<code>\nsubmit_final_answer('ok')\n</code>"
 
 
 class PickledEnvironment:
-    """An Environment whose every answer crosses a pickle boundary, as a remote one's would."""
+    """An EpisodeSandbox whose every answer crosses a pickle boundary, as a remote one's would."""
 
-    def __init__(self, inner: Environment) -> None:
+    def __init__(self, inner: EpisodeSandbox) -> None:
         self.inner = inner
         self.steps = 0
 
@@ -56,7 +56,7 @@ def _essence(traj: Trajectory) -> list:
         traj.termination,
         traj.final_answer,
         [
-            (s.code, s.observation_text, [(c.name, c.arguments, c.result) for c in s.tool_calls], s.notepad)
+            (s.code, s.observation_text, [(c.name, c.arguments, c.result) for c in s.host_calls], s.notepad)
             for s in traj.steps
         ],
     ]
@@ -65,7 +65,7 @@ def _essence(traj: Trajectory) -> list:
 def test_protocols_are_met_and_jobs_are_plain_data(pick, world_tools):
     assert isinstance(LocalExecutor(), Executor)
     gateway = type("Gateway", (), {"registry": world_tools})()
-    assert isinstance(LocalEnvironment(None, gateway, "", ""), Environment)
+    assert isinstance(LocalEpisodeSandbox(None, gateway, "", ""), EpisodeSandbox)
     task = Task(id="t", question="q?", golden_answers=["a"], metadata={"origin": "p1", "hops": 2})
     [job] = make_jobs(
         [task], CONFIG, role="solver", reward_spec=resolve_reward("em"), run_id="r", lineage={"iteration": 3}
@@ -90,7 +90,7 @@ def test_jobs_of_any_text_pickle_and_open_their_trajectory(question, task_id, ro
 
 
 def test_a_remote_like_environment_gives_the_same_episode(world_tools, pick):
-    """run_episode needs only the Environment protocol: over pickled step results the episode is
+    """run_episode needs only the EpisodeSandbox protocol: over pickled step results the episode is
     the same as over the local environment itself."""
     from workbench.kernel import AsyncKernel
     from workbench.runtime import notepad_api_doc
@@ -103,7 +103,7 @@ def test_a_remote_like_environment_gives_the_same_episode(world_tools, pick):
             gateway = ToolGateway(world_tools, kernel.rollout_dir / "run" / "gateway.sock", token="t0k")
             async with gateway:
                 await kernel.execute(setup_code(world_tools, token="t0k") + f"task = {task.question!r}\n")
-                env = LocalEnvironment(kernel, gateway, world_tools.prompt_text(), notepad_api_doc())
+                env = LocalEpisodeSandbox(kernel, gateway, world_tools.prompt_text(), notepad_api_doc())
                 used = PickledEnvironment(env) if wrap else env
                 traj = await run_episode(task, world_solver(), used, CONFIG, seed=0)
                 return traj, getattr(used, "steps", len(traj.steps))

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbench.agent import AgentConfig, Executor, LocalExecutor, Recorder, make_jobs, run_jobs
-from workbench.agent.environment import CodeKernel
+from workbench.agent.episode_sandbox import CodeKernel
 from workbench.agent.recorder import Scorer, TrajectoryStore
 from workbench.errors import ConfigError, StoreError
 from workbench.rewards import RewardSpec, resolve_reward

@@ -39,7 +39,7 @@ def essence(traj):
         "termination": traj.termination,
         "answer": traj.final_answer,
         "steps": [
-            (s.code, s.observation_text, [(c.name, c.arguments, c.result, c.error) for c in s.tool_calls], s.notepad)
+            (s.code, s.observation_text, [(c.name, c.arguments, c.result, c.error) for c in s.host_calls], s.notepad)
             for s in traj.steps
         ],
     }
@@ -265,7 +265,7 @@ def test_any_text_crosses_the_worker_boundary_as_it_does_in_process(env_pair, te
         remote, here = env_pair(code)
         where = {"duration_s": 0, "full_output_path": None}  # timing, and each side's own rollout dir
         assert remote.observation.to_dict() | where == here.observation.to_dict() | where
-        assert (remote.tool_calls, remote.final_answer) == (here.tool_calls, here.final_answer)
+        assert (remote.host_calls, remote.final_answer) == (here.host_calls, here.final_answer)
 
 
 def test_run_and_eval_commands_take_executor_ray(ray_cluster, world, tmp_path, capsys):

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from workbench.demo.questions import question_lines, question_shares, question_summary, world_answer
 from workbench.evolve.proposer import SUBMIT
-from workbench.trajectory import Step, Task, ToolCall, Trajectory
+from workbench.trajectory import HostCall, Step, Task, Trajectory
 from workbench.worlds import make_world
 
 WORLD = make_world(seed=0, size="small")
@@ -31,8 +31,8 @@ def test_questions_the_world_cannot_follow_have_no_answer():
 
 def proposer(hops: int, question: str, answer: str, document: str) -> Trajectory:
     """A proposer episode that submitted (question, answer) in one thinking turn."""
-    call = ToolCall(SUBMIT, {"question": question, "answer": answer}, result="ok")
-    step = Step(0, raw="<think>I will ask.</think>\n<code>\nsubmit()\n</code>", tool_calls=[call])
+    call = HostCall(SUBMIT, {"question": question, "answer": answer}, result="ok")
+    step = Step(0, raw="<think>I will ask.</think>\n<code>\nsubmit()\n</code>", host_calls=[call])
     task = Task(f"p-{question}", "prompt", [], {"hops": hops, "document": document})
     return Trajectory(task=task, role="proposer", steps=[step])
 

@@ -41,7 +41,7 @@ def test_an_episode_from_reset_to_reward(host: EpisodeHost) -> None:
         end = env.step(NBAgentAction(turn="<think>known</think>\n<code>submit_final_answer(str(x))</code>"))
         assert (end.done, end.reward, end.final_answer, end.termination) == (True, 1.0, "42", "submitted")
         assert end.rewards == {"em": 1.0, "total": 1.0} and end.format_flags == []
-        assert [call["name"] for call in end.tool_calls] == ["submit_final_answer"]
+        assert [call["name"] for call in end.host_calls] == ["submit_final_answer"]
         state = env.state
         assert (state.step_count, state.final_answer, state.rewards["total"]) == (2, "42", 1.0)
         with pytest.raises(ConfigError, match="episode is over"):

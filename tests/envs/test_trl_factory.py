@@ -60,7 +60,7 @@ def test_an_episode_through_the_tools(tool_env: type[NBAgentToolEnv]) -> None:
     assert env.submit_final_answer("Paris") == "Final answer submitted: Paris"
     assert environment_reward([env]) == [1.0]
     traj = env.session.trajectory if env.session else None
-    assert traj is not None and [c.name for c in traj.steps[1].tool_calls] == ["capital"]
+    assert traj is not None and [c.name for c in traj.steps[1].host_calls] == ["capital"]
     env.reset(question="Capital of Japan?", answer="Tokyo")  # a fresh kernel: nothing carried over
     assert "NameError" in env.run_code("x")
     assert tool_env.host is not None and tool_env.host.stats()["in_use"] == 1

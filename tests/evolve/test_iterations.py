@@ -70,7 +70,7 @@ def test_drzero_iteration_links_scores_and_writes_the_qa_set(tmp_path, retriever
         assert p.rewards["difficulty"] == pytest.approx((n - k) / (n - 1) if 0 < k < n else 0.0)
         assert p.rewards["total"] == pytest.approx(0.5 * p.rewards["format"] + p.rewards["difficulty"])
         # a proposer that searched reads its answer from a result it really got
-        searches = [c for s in p.steps for c in s.tool_calls if c.name == "search"]
+        searches = [c for s in p.steps for c in s.host_calls if c.name == "search"]
         assert len(searches) <= p.hops - 1
     assert store.reward_history(proposers[0].id)["spec_name"].iloc[-1] == "drzero_proposer"
     # the QA set: one row per valid prompt, target = the proposer's answer, linked by origin
@@ -163,7 +163,7 @@ def test_agent0_iteration_pseudo_labels_and_band(tmp_path, retriever):
             sum(
                 1
                 for s in a.steps
-                if s.observation is not None and not any(c.name == "submit_final_answer" for c in s.tool_calls)
+                if s.observation is not None and not any(c.name == "submit_final_answer" for c in s.host_calls)
             )
             for a in attempts
         ]

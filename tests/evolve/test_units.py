@@ -22,7 +22,7 @@ from workbench.evolve import (
 )
 from workbench.evolve.modes import agent0_mode, drzero_mode
 from workbench.evolve.phases import Proposed
-from workbench.trajectory import Step, Task, ToolCall, Trajectory
+from workbench.trajectory import HostCall, Step, Task, Trajectory
 from workbench.worlds.scripted.proposer import next_turn, question_text
 
 
@@ -36,14 +36,14 @@ def proposer_traj(
 ) -> Trajectory:
     task = Task("p", "prompt", metadata={"hops": hops, "document": document})
     steps = [Step(index=i, raw=r) for i, r in enumerate(raws)]
-    steps[0].tool_calls = [ToolCall("search", {"query": "q"}, result=s) for s in searches]
-    steps[-1].tool_calls.append(ToolCall("submit_question", {"question": question, "answer": answer}, result="ok"))
+    steps[0].host_calls = [HostCall("search", {"query": "q"}, result=s) for s in searches]
+    steps[-1].host_calls.append(HostCall("submit_question", {"question": question, "answer": answer}, result="ok"))
     return Trajectory(task=task, role="proposer", steps=steps)
 
 
 def test_proposal_is_read_from_the_last_successful_submit_call():
     traj = proposer_traj(1, ["<think>a</think><code>x</code>"], [], "Who directed Vel?", "Ana Ro")
-    traj.steps[-1].tool_calls.append(ToolCall("submit_question", {"question": "bad", "answer": "x"}, error="boom"))
+    traj.steps[-1].host_calls.append(HostCall("submit_question", {"question": "bad", "answer": "x"}, error="boom"))
     assert proposal_of(traj) == Proposal("Who directed Vel?", "Ana Ro")
     assert proposal_of(Trajectory(task=Task("t", "q"))) is None
 

@@ -13,13 +13,13 @@ def make_traj(
     obs=None,
     meta=None,
     task_meta=None,
-    tool_calls=None,
+    host_calls=None,
     question="Where?",
 ) -> Trajectory:
     steps = []
     for i, raw in enumerate(raws):
         steps.append(
-            Step(index=i, raw=raw, observation=(obs or {}).get(i), tool_calls=list((tool_calls or {}).get(i, [])))
+            Step(index=i, raw=raw, observation=(obs or {}).get(i), host_calls=list((host_calls or {}).get(i, [])))
         )
     return Trajectory(
         task=Task(task_id, question, list(golds), dict(task_meta or {})),

@@ -22,7 +22,7 @@ from workbench.rewards import (
     tool_invocations,
 )
 from workbench.rewards.judge import parse_verdict
-from workbench.trajectory import Step, Task, ToolCall, Trajectory
+from workbench.trajectory import HostCall, Step, Task, Trajectory
 
 
 def traj(raws=(), golds=("Paris",), final=None, meta=None, role="solver", question="Where?"):
@@ -125,9 +125,9 @@ def test_tool_count_has_no_double_count():
     The old count (cells + calls = 3 + 2 = 5) counted each search twice."""
     t = traj(["a", "b", "c"])
     t.steps[0].observation, t.steps[1].observation, t.steps[2].observation = {"stdout": "x"}, {}, {}
-    t.steps[0].tool_calls = [ToolCall("search", {})]
-    t.steps[1].tool_calls = [ToolCall("search", {})]
-    t.steps[2].tool_calls = [ToolCall("submit_final_answer", {"answer": "Paris"})]
+    t.steps[0].host_calls = [HostCall("search", {})]
+    t.steps[1].host_calls = [HostCall("search", {})]
+    t.steps[2].host_calls = [HostCall("submit_final_answer", {"answer": "Paris"})]
     assert tool_invocations(t) == 2 and tool_invocations(t, "calls") == 2
     # as its own executor prediction: γ·min(2, 4) = 0.1
     assert get_reward("agent0.tool")(t) == pytest.approx(0.1)

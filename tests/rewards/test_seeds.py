@@ -16,7 +16,7 @@ from workbench.rewards import (
 )
 from workbench.rewards.asearcher import turn_well_formed
 from workbench.rewards.l0 import step_well_formed
-from workbench.trajectory import ToolCall
+from workbench.trajectory import HostCall
 
 THINK, CODE = "<think>look it up first</think>", "<code>print(search('x'))</code>"
 
@@ -104,9 +104,9 @@ def _proposer(meta, answer="Tamira Kolvesh"):
         "<think>search the film</think>",
         f"<think>ok</think><question>Who directed Vel Orun?</question><answer>{answer}</answer>",
     ]
-    calls = {0: [ToolCall("search", {"query": "Vel Orun"}, result="directed by Tamira Kolvesh")]}
+    calls = {0: [HostCall("search", {"query": "Vel Orun"}, result="directed by Tamira Kolvesh")]}
     return make_traj(
-        raws, role="proposer", meta=meta, tool_calls=calls, task_meta={"hops": 2, "document": "Vel Orun is a film."}
+        raws, role="proposer", meta=meta, host_calls=calls, task_meta={"hops": 2, "document": "Vel Orun is a film."}
     )
 
 

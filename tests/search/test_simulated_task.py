@@ -54,7 +54,7 @@ def test_search_r1_episodes_bind_each_task_and_expose_the_curriculum():
     [traj] = asyncio.run(runner([TASK], acting))
     assert traj.final_answer == "Ada Brell"
     assert sim.calls[-1].question == TASK.question and sim.calls[-1].answer == "Ada Brell"
-    result = traj.steps[0].tool_calls[0].result
+    result = traj.steps[0].host_calls[0].result
     assert result[0]["noisy"] is False and result[0]["p"] == 0.0
 
 

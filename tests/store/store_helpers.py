@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from workbench.trajectory import Step, Task, ToolCall, Trajectory
+from workbench.trajectory import HostCall, Step, Task, Trajectory
 
 
 def make_trajectory(
@@ -47,8 +47,8 @@ def make_trajectory(
                 observation={"stdout": f"result {s}"},
                 observation_text=f"Doc {s}: museum {i} is in town {s}.",
                 notepad={"facts": [f"fact {k}" for k in range(s + 1)]},
-                tool_calls=[
-                    ToolCall(name="search", arguments={"query": f"museum {i}"}, result=[f"doc {s}"], duration_s=0.01)
+                host_calls=[
+                    HostCall(name="search", arguments={"query": f"museum {i}"}, result=[f"doc {s}"], duration_s=0.01)
                 ],
                 prompt_ids=list(range(30)) if s == 0 else None,
                 completion_ids=ids,

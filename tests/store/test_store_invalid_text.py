@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from workbench.errors import StoreError
 from workbench.safetext import REPLACEMENT, has_surrogates, safe_json, safe_text
 from workbench.store import Store, safe_trajectory
-from workbench.trajectory import Step, Task, ToolCall, Trajectory
+from workbench.trajectory import HostCall, Step, Task, Trajectory
 
 any_text = st.lists(st.one_of(st.characters(), st.characters(categories=["Cs"])), max_size=40).map("".join)
 json_values = st.recursive(
@@ -51,8 +51,8 @@ def trajectories(draw) -> Trajectory:
             observation={"stdout": t(any_text), "traceback": t(st.lists(any_text, max_size=2))},
             observation_text=t(any_text),
             notepad={"facts": t(st.lists(any_text, max_size=2))},
-            tool_calls=[
-                ToolCall(
+            host_calls=[
+                HostCall(
                     name=t(any_text),
                     arguments=t(st.dictionaries(any_text, json_values, max_size=3)),
                     result=t(json_values),
@@ -129,9 +129,9 @@ def test_a_lone_surrogate_anywhere_is_stored(store, make_traj, where):
     elif where == "observation":
         traj.steps[0].observation = {"stdout": bad}
     elif where == "tool_args":
-        traj.steps[0].tool_calls[0].arguments = {"query": bad}
+        traj.steps[0].host_calls[0].arguments = {"query": bad}
     elif where == "tool_result":
-        traj.steps[0].tool_calls[0].result = [bad]
+        traj.steps[0].host_calls[0].result = [bad]
     elif where == "metadata_key":
         traj.metadata = {bad: 1}
     elif where == "lineage_policy":

@@ -15,7 +15,7 @@ def test_raw_logprobs_round_trip(store, make_traj):
         step.raw_logprobs = [lp - 0.5 for lp in step.logprobs]
     store.write(traj)
     [back] = list(store.iter_trajectories())
-    assert back.schema_version == SCHEMA_VERSION == 2
+    assert back.schema_version == SCHEMA_VERSION == 3
     assert [s.raw_logprobs for s in back.steps] == [s.raw_logprobs for s in traj.steps]
     assert [s.logprobs for s in back.steps] == [s.logprobs for s in traj.steps]
 

@@ -87,3 +87,28 @@ def test_a_v2_store_opened_read_only_reads_its_stages_in_memory(tmp_path, make_t
             late.lineage["train_step"] = 7
             writer.write(late)
         assert store.columns(("id",), train_step=7)["id"] == [late.id]
+
+
+def _as_v3(run) -> None:
+    """The store as workbench wrote it before host calls had their own word (v3: `num_tool_calls`)."""
+    conn = sqlite3.connect(run / "trajectories.sqlite")
+    conn.execute("ALTER TABLE trajectories RENAME COLUMN num_host_calls TO num_tool_calls")
+    conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+
+
+def test_a_v3_store_reads_its_host_call_counts_read_only_and_is_renamed_for_writing(tmp_path, make_traj):
+    run = tmp_path / "run"
+    _write(run, make_traj)
+    with Store(run) as store:
+        counts = store.query()["num_host_calls"].tolist()
+    assert sum(counts) > 0  # make_traj records host calls
+    _as_v3(run)
+    with Store.open_readonly(run) as store:
+        assert store.query()["num_host_calls"].tolist() == counts
+        assert store.columns(("num_host_calls",))["num_host_calls"] == counts
+    assert _version(run) == "3"  # a read-only open leaves the file as it was
+    with Store(run) as store:
+        assert store.query()["num_host_calls"].tolist() == counts
+    assert _version(run) == str(STORE_SCHEMA_VERSION)

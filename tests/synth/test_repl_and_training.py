@@ -32,7 +32,7 @@ def test_repl_synthesizer_produces_an_accepted_qa(tmp_path, graph, site, closed_
     s = result.accepted[0]
     traj = store.get(s.trajectory.id)
     assert traj.role == "synthesizer" and traj.termination == "submitted"
-    called = [c.name for st in traj.steps for c in st.tool_calls]
+    called = [c.name for st in traj.steps for c in st.host_calls]
     assert called[0] == "links" and "inject" in called and "verify" in called and called[-1] == "submit"
     assert traj.metadata["synthesis"]["accepted"] and traj.final_answer == s.qa.answer
     assert {k.role for k in store.children(traj.id)} == {"direct_solver"}
@@ -57,7 +57,7 @@ def test_repl_tool_errors_are_recorded_not_raised(tmp_path, graph, site, closed_
         config=SynthesisConfig(run_dir=str(tmp_path), max_edits=4),
     )
     [s] = result.syntheses
-    errors = [c.error for st in s.trajectory.steps for c in st.tool_calls if c.error]
+    errors = [c.error for st in s.trajectory.steps for c in st.host_calls if c.error]
     assert any("nothing to verify" in e for e in errors) and any("not named in the question" in e for e in errors)
     assert any("must be str" in e for e in errors)
     assert s.trajectory.termination == "submitted" and not s.accepted  # a seed is not a finished QA

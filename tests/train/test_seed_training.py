@@ -154,5 +154,5 @@ def test_zerosearch_curriculum_follows_eq1_over_a_real_run(tmp_path, tiny, tasks
         assert f'question: "{question}" whose answer is {gold}.' in call.prompt
         assert call.question == question and call.useful == (not call.noisy)
     # the trajectories keep each hit's noisy flag and p
-    last = trainer.last_trajectories[0].steps[0].tool_calls[0].result
+    last = trainer.last_trajectories[0].steps[0].host_calls[0].result
     assert {"noisy", "p"} <= set(last[0]) and last[0]["p"] == pytest.approx(0.5)

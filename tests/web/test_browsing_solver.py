@@ -29,7 +29,7 @@ def test_browsing_solver_answers_world_questions_over_http(world, served):
     for task, traj in zip(tasks, trajectories, strict=True):
         assert traj.termination == "submitted", (traj.termination, traj.error)
         assert traj.final_answer in task.golden_answers
-        calls = [c for s in traj.steps for c in s.tool_calls]
+        calls = [c for s in traj.steps for c in s.host_calls]
         names = [c.name for c in calls]
         assert names[0] == "search" and names.count("find_in_page") == task.metadata["hops"]
         assert all(c.error is None and c.duration_s > 0 for c in calls)

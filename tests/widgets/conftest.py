@@ -12,7 +12,7 @@ import pytest
 from ipywidgets import Widget
 
 from workbench.store import Store
-from workbench.trajectory import Step, Task, ToolCall, Trajectory
+from workbench.trajectory import HostCall, Step, Task, Trajectory
 
 # a 1x1 PNG, as a kernel's display_data would carry it
 PNG = base64.b64encode(
@@ -107,8 +107,8 @@ def make_trajectory(
                 observation={"outputs": outputs, "truncated": s == 2},
                 observation_text=f"result {s} for museum {i}",
                 notepad=notepad,
-                tool_calls=[
-                    ToolCall(name="search", arguments={"query": f"museum {i}"}, result=[f"doc {s}"], duration_s=0.01)
+                host_calls=[
+                    HostCall(name="search", arguments={"query": f"museum {i}"}, result=[f"doc {s}"], duration_s=0.01)
                 ],
                 prompt_ids=list(range(30)) if s == 0 else None,
                 completion_ids=list(range(40 + s)),

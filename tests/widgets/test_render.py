@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from workbench.trajectory import Step, ToolCall
+from workbench.trajectory import HostCall, Step
 from workbench.widgets import _render
 
 
@@ -56,7 +56,7 @@ def test_code_is_highlighted_escaped_and_long_text_cut():
     assert "<script>" not in html and "&lt;script&gt;" in html and "style=" in html
     text, cut = _render.clip("a" * 10_000, 100)
     assert cut and len(text) < 200 and "9900 characters cut" in text
-    calls = _render.tool_calls_html([ToolCall(name="search", arguments={"q": "x"}, error="down")])
+    calls = _render.host_calls_html([HostCall(name="search", arguments={"q": "x"}, error="down")])
     assert "search(" in calls and "down" in calls
 
 

@@ -132,7 +132,7 @@ def test_the_table_gate_catches_what_json_refuses():
         final_answer=["x" * 500, None],
         role=["solver", "solver"],
         num_steps=[1, 2],
-        num_tool_calls=[0, 0],
+        num_host_calls=[0, 0],
         started_at=[1.0, -math.inf],
     )
     table, payload = _table.encode_table(cols)

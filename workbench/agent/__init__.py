@@ -1,8 +1,8 @@
 """The NB-Agent: prompts, tolerant parsing, the context watcher, the episode loop, the executor seam
-(environment, jobs, executors, recorder) and the notebook front."""
+(episode sandbox, jobs, executors, recorder) and the notebook front."""
 
 from workbench.agent.config import AgentConfig
-from workbench.agent.environment import Environment, StepResult
+from workbench.agent.episode_sandbox import EpisodeSandbox, StepResult
 from workbench.agent.executor import EpisodeJob, Executor, make_jobs, run_jobs
 from workbench.agent.local import LocalExecutor
 from workbench.agent.recorder import Recorder
@@ -10,8 +10,8 @@ from workbench.agent.runner import NBAgent
 
 __all__ = [
     "AgentConfig",
-    "Environment",
     "EpisodeJob",
+    "EpisodeSandbox",
     "Executor",
     "LocalExecutor",
     "NBAgent",

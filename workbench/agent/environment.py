@@ -1,94 +1,31 @@
-"""What one episode runs against: the `Environment` protocol, and its local implementation.
+"""The old home of `workbench.agent.episode_sandbox` (deprecated names, kept one release).
 
-`run_episode` needs four things from the sandbox and its tools, and gets them in one call per turn:
-
-    result = await env.step(code, timeout)   # StepResult(observation, tool_calls, notepad, final_answer)
-
-- `observation`: the kernel's `Observation` of `code` (None when the turn wrote no code),
-- `tool_calls`: the tool calls the host recorded during this step (taken: the next step starts empty),
-- `notepad`: a snapshot of the in-kernel notepad after the step,
-- `final_answer`: the answer a final tool (`submit_final_answer`, ...) received, once one has.
-
-and, before the first turn, the text the system prompt shows (`env.prompt`: the tools' signatures and
-docs, their names, the notepad API). Everything crossing this boundary is plain picklable data, so
-the kernel may be local (`LocalEnvironment`) or on another machine behind the same protocol.
+`Environment` is now `EpisodeSandbox` and `LocalEnvironment` / `EpisodeEnv` are `LocalEpisodeSandbox`:
+"environment" names an RL environment from another standard (docs/glossary.md).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+import warnings
+from typing import Any
 
-from workbench.kernel.observation import Observation
-from workbench.trajectory import ToolCall
+from workbench.agent import episode_sandbox
 
-if TYPE_CHECKING:
-    from workbench.tools import ToolGateway
-
-
-@dataclass(frozen=True)
-class ToolPrompt:
-    """What the system prompt says about the environment (plain text)."""
-
-    tools_text: str  # tool signatures and docs, rendered for the full prompt
-    tool_names: tuple[str, ...]  # for the compact prompt
-    notepad_api: str
+_RENAMED = {
+    "Environment": "EpisodeSandbox",
+    "LocalEnvironment": "LocalEpisodeSandbox",
+    "EpisodeEnv": "LocalEpisodeSandbox",
+}
+_SAME = ("CodeKernel", "StepResult", "ToolPrompt")
 
 
-@dataclass
-class StepResult:
-    """Everything one step of the sandbox returns to the episode loop."""
-
-    observation: Observation | None  # None: no code ran this turn
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    notepad: dict[str, Any] = field(default_factory=dict)
-    final_answer: str | None = None
-
-
-@runtime_checkable
-class Environment(Protocol):
-    """The sandbox one episode runs in (one kernel, its rollout's tools)."""
-
-    @property
-    def prompt(self) -> ToolPrompt:
-        """The tools' and notepad's text for the system prompt."""
-        ...
-
-    async def step(self, code: str | None, timeout: float) -> StepResult:
-        """Execute `code` (None: nothing to run) within `timeout` s and report the step.
-
-        Never raises for the code's own failure (an exception, a timeout, a dead kernel: all are in
-        the observation); raises only when the environment itself is gone."""
-        ...
-
-
-@runtime_checkable
-class CodeKernel(Protocol):
-    """What a `LocalEnvironment` needs of its kernel (`workbench.kernel.AsyncKernel` is one)."""
-
-    async def execute(self, code: str, timeout: float | None = None) -> Observation:
-        """Run `code`; its failure (an exception, a timeout, a dead kernel) is in the `Observation`."""
-        ...
-
-
-class LocalEnvironment:
-    """An `Environment` over a started kernel in this process and its rollout's `ToolGateway`."""
-
-    def __init__(self, kernel: CodeKernel, gateway: ToolGateway, tools_text: str, notepad_api: str) -> None:
-        self.kernel = kernel
-        self.gateway = gateway
-        self.tools_text = tools_text
-        self.notepad_api = notepad_api
-
-    @property
-    def prompt(self) -> ToolPrompt:
-        return ToolPrompt(self.tools_text, tuple(self.gateway.registry.names), self.notepad_api)
-
-    async def step(self, code: str | None, timeout: float) -> StepResult:
-        obs = None if code is None else await self.kernel.execute(code, timeout=timeout)
-        return StepResult(obs, self.gateway.take_calls(), dict(self.gateway.notepad or {}), self.gateway.final_answer)
-
-
-EpisodeEnv = LocalEnvironment  # the earlier name, kept for scripts that build one by hand
-
-__all__ = ["CodeKernel", "Environment", "EpisodeEnv", "LocalEnvironment", "StepResult", "ToolPrompt"]
+def __getattr__(name: str) -> Any:
+    new = _RENAMED.get(name, name if name in _SAME else None)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"workbench.agent.environment.{name} is now workbench.agent.episode_sandbox.{new}",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(episode_sandbox, new)

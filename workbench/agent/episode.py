@@ -1,6 +1,6 @@
 """One NB-Agent episode: Think → Code → Observe in a sandboxed kernel, until an end condition.
 
-The loop talks to its sandbox only through an `Environment` (`workbench.agent.environment`): one
+The loop talks to its sandbox only through an `EpisodeSandbox` (`workbench.agent.episode_sandbox`): one
 `step(code, timeout)` per turn, so the kernel may be local or on another machine.
 
 `_Episode._turn` is one turn on one screen: each of its steps returns an `_Ending` or None, and
@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from workbench.agent.config import AgentConfig
 from workbench.agent.context import ContextWatcher, Opening, window
-from workbench.agent.environment import Environment, EpisodeEnv, StepResult
+from workbench.agent.episode_sandbox import EpisodeSandbox, StepResult
 from workbench.agent.parsing import parse_turn
 from workbench.agent.prompts import render
 from workbench.agent.turns import FramedObservation, TurnFramer
@@ -87,7 +87,7 @@ def _stub_ids(
     return framer.observation(completion_ids, body).kept_ids
 
 
-def opening_messages(task: Task, env: Environment, config: AgentConfig) -> list[dict[str, str]]:
+def opening_messages(task: Task, env: EpisodeSandbox, config: AgentConfig) -> list[dict[str, str]]:
     budget = config.token_budget or config.max_context_tokens
     prompt = env.prompt
     if config.prompt == "compact":
@@ -104,7 +104,7 @@ def opening_messages(task: Task, env: Environment, config: AgentConfig) -> list[
 async def run_episode(
     task: Task,
     policy: Policy,
-    env: Environment,
+    env: EpisodeSandbox,
     config: AgentConfig,
     *,
     trajectory: Trajectory | None = None,
@@ -136,7 +136,7 @@ class _Episode:
     """One episode's turns and the state they share: the context, the tokens generated so far, the last
     output (for a hard trim's opening) and the read page waiting to be shortened to a stub."""
 
-    def __init__(self, traj: Trajectory, policy: Policy, env: Environment, config: AgentConfig, seed: int | None):
+    def __init__(self, traj: Trajectory, policy: Policy, env: EpisodeSandbox, config: AgentConfig, seed: int | None):
         self.traj, self.policy, self.env, self.config, self.seed = traj, policy, env, config, seed
         self.codec = policy.codec
         self.framer = TurnFramer(self.codec, resolve_framing(self.codec, config.framing))
@@ -247,7 +247,7 @@ class _Episode:
         if result.observation is not None:
             step.execute_s = time.monotonic() - t1
             step.observation = result.observation.to_dict()
-        step.tool_calls = list(result.tool_calls)
+        step.host_calls = list(result.host_calls)
         step.notepad = dict(result.notepad or {})
         return result
 
@@ -299,7 +299,7 @@ class _Episode:
         if self.stub is not None:
             self.ctx.shrink(*self.stub)
         self.stub = None
-        if any(call.name in self.config.page_tools for call in step.tool_calls):
+        if any(call.name in self.config.page_tools for call in step.host_calls):
             stub_ids = await _off_loop(
                 partial(
                     _stub_ids,
@@ -314,4 +314,4 @@ class _Episode:
             self.stub = (self.ctx.turns[-1], stub_ids)
 
 
-__all__ = ["EpisodeEnv", "opening_messages", "run_episode"]
+__all__ = ["opening_messages", "run_episode"]

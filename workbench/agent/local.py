@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from workbench.agent.config import AgentConfig
-from workbench.agent.environment import LocalEnvironment
 from workbench.agent.episode import run_episode
+from workbench.agent.episode_sandbox import LocalEpisodeSandbox
 from workbench.agent.executor import DEFAULT_TOOLS, EpisodeJob, TrajectoryStream, stream_as_done
 from workbench.agent.groups import GroupSetups, Promise, keep
 from workbench.agent.recorder import describe
@@ -98,7 +98,7 @@ async def open_environment(
     job: EpisodeJob,
     rollout_id: str,
     state: Snapshot | None = None,
-) -> LocalEnvironment:
+) -> LocalEpisodeSandbox:
     """A kernel from `pool` with this rollout's gateway started and the setup cell run (tools, notepad,
     the task variable), then `task_setup` run or, given a group's `state`, that state restored; both
     close with `stack`. Used here and by remote kernel workers."""
@@ -130,7 +130,7 @@ async def open_environment(
         if not done.ok:
             raise RuntimeError(f"AgentConfig.task_setup failed in the kernel: {done.text}")
         gateway.take_calls()  # the setup's tool calls are not the first turn's (nor, forked, are they)
-    return LocalEnvironment(kernel, gateway, tools.prompt_text(), notepad_api_doc())
+    return LocalEpisodeSandbox(kernel, gateway, tools.prompt_text(), notepad_api_doc())
 
 
 class LocalExecutor:
@@ -296,7 +296,7 @@ class LocalExecutor:
         await self.aclose()
 
 
-async def _group_snapshot(env: LocalEnvironment) -> Snapshot | None:
+async def _group_snapshot(env: LocalEpisodeSandbox) -> Snapshot | None:
     """The snapshot a group's first episode shares, or None (then the others run the setup)."""
     from workbench.kernel import AsyncKernel
     from workbench.kernel.fork import snapshot

@@ -21,7 +21,7 @@ from workbench.cluster._ray import require_ray
 
 if TYPE_CHECKING:
     from workbench.agent.config import AgentConfig
-    from workbench.agent.environment import StepResult, ToolPrompt
+    from workbench.agent.episode_sandbox import StepResult, ToolPrompt
     from workbench.agent.executor import EpisodeJob
     from workbench.cluster.spec import WorkerPolicy, WorkerTools
 

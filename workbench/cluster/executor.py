@@ -25,7 +25,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from workbench.agent.environment import StepResult, ToolPrompt
+from workbench.agent.episode_sandbox import StepResult, ToolPrompt
 from workbench.agent.executor import DEFAULT_TOOLS, EpisodeJob, TrajectoryStream, stream_as_done
 from workbench.agent.recorder import describe
 from workbench.cluster._ray import actor_died_errors, require_ray
@@ -47,7 +47,7 @@ class WorkerLost(Exception):
 
 
 class RemoteEnvironment:
-    """An `Environment` whose kernel and gateway live on a worker: one call per step."""
+    """An `EpisodeSandbox` whose kernel and gateway live on a worker: one call per step."""
 
     def __init__(self, worker: Worker, env_id: str, prompt: ToolPrompt) -> None:
         self.worker, self.env_id, self._prompt = worker, env_id, prompt

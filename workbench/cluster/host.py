@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.agent.config import AgentConfig
-from workbench.agent.environment import LocalEnvironment, StepResult, ToolPrompt
+from workbench.agent.episode_sandbox import LocalEpisodeSandbox, StepResult, ToolPrompt
 from workbench.agent.executor import EpisodeJob
 from workbench.agent.local import PoolKey, ToolSet, open_environment, pool_key
 from workbench.cluster.spec import PolicySpec, ToolsSpec, WorkerPolicy, WorkerTools
@@ -69,7 +69,7 @@ class EnvHost:
         self._pools: dict[PoolKey, AsyncKernelPool] = {}
         self._lock: asyncio.Lock | None = None
         self._gate: asyncio.Semaphore | None = None
-        self._envs: dict[str, tuple[LocalEnvironment, contextlib.AsyncExitStack]] = {}
+        self._envs: dict[str, tuple[LocalEpisodeSandbox, contextlib.AsyncExitStack]] = {}
         self._policies: dict[str, Policy] = {}
         self.in_use = self.high_water = self.episodes = self.steps = 0
 

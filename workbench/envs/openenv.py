@@ -59,7 +59,9 @@ class NBAgentObservation(Observation):  # type: ignore[misc]
     output: str = Field(default="", description="the cell's output as the model sees it")
     ok: bool = Field(default=True, description="the cell ran without an error, timeout or kernel death")
     format_flags: list[str] = Field(default_factory=list, description="a turn's format problems")
-    tool_calls: list[dict[str, Any]] = Field(default_factory=list, description="tool calls during the step")
+    host_calls: list[dict[str, Any]] = Field(
+        default_factory=list, description="host calls during the step (the kernel's calls of host tools)"
+    )
     notepad: dict[str, Any] = Field(default_factory=dict, description="the notepad after the step")
     final_answer: str | None = Field(default=None, description="the submitted answer, once there is one")
     steps_left: int = Field(default=0, description="cells left in the episode's budget")
@@ -184,7 +186,7 @@ def _observation(session: EpisodeSession, step: Step) -> NBAgentObservation:
         output=step.observation_text,
         ok=ran.ok if ran is not None else step.code is None,
         format_flags=list(step.format_flags),
-        tool_calls=[dataclasses.asdict(call) for call in step.tool_calls],
+        host_calls=[dataclasses.asdict(call) for call in step.host_calls],
         notepad=step.notepad,
         final_answer=traj.final_answer,
         steps_left=session.steps_left,

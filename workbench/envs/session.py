@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from workbench.agent.config import AgentConfig
-from workbench.agent.environment import LocalEnvironment, StepResult
 from workbench.agent.episode import NO_CODE_NOTE
+from workbench.agent.episode_sandbox import LocalEpisodeSandbox, StepResult
 from workbench.agent.executor import EpisodeJob
 from workbench.agent.local import ToolSet, kernel_pool_for, open_environment
 from workbench.agent.parsing import parse_turn
@@ -113,7 +113,7 @@ class EpisodeSession:
         if episode_id:
             self.trajectory.id = episode_id
         self.trajectory.lineage["environment"] = "workbench.envs"
-        self.env: LocalEnvironment | None = None
+        self.env: LocalEpisodeSandbox | None = None
         self.rewards: dict[str, float] = {}
         self._stack = contextlib.AsyncExitStack()
 
@@ -125,7 +125,7 @@ class EpisodeSession:
     def done(self) -> bool:
         return bool(self.trajectory.termination)
 
-    async def open(self) -> LocalEnvironment:
+    async def open(self) -> LocalEpisodeSandbox:
         pool = await self.host.pool()
         job = EpisodeJob(task=self.task, agent=self.host.agent)
         registry = self.host.registry_for(self.task)
@@ -188,7 +188,7 @@ def _record(step: Step, result: StepResult, seconds: float) -> None:
         step.observation = result.observation.to_dict()
         step.execute_s = seconds
     step.observation_text = NO_CODE_NOTE if result.observation is None else result.observation.text
-    step.tool_calls = list(result.tool_calls)
+    step.host_calls = list(result.host_calls)
     step.notepad = dict(result.notepad or {})
 
 

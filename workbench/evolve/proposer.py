@@ -128,7 +128,7 @@ def proposer_task(
 def proposal_of(traj: Trajectory) -> Proposal | None:
     """The question and answer of the last successful `submit_question` call, if any."""
     for step in reversed(traj.steps):
-        for call in reversed(step.tool_calls):
+        for call in reversed(step.host_calls):
             if call.name == SUBMIT and call.error is None:
                 q, a = call.arguments.get("question"), call.arguments.get("answer")
                 return Proposal(str(q or "").strip(), str(a or "").strip())
@@ -137,7 +137,7 @@ def proposal_of(traj: Trajectory) -> Proposal | None:
 
 def search_results(traj: Trajectory, tool: str = "search") -> list[str]:
     """The text of every successful `search` call, in order."""
-    return [str(c.result) for s in traj.steps for c in s.tool_calls if c.name == tool and c.error is None]
+    return [str(c.result) for s in traj.steps for c in s.host_calls if c.name == tool and c.error is None]
 
 
 __all__ = [

@@ -33,7 +33,7 @@ def format_components(traj: Trajectory, proposal: Proposal | None = None, *, too
     (task metadata) plus every search result the episode received.
     """
     proposal = proposal if proposal is not None else proposal_of(traj)
-    calls = [c for s in traj.steps for c in s.tool_calls if c.name == tool]
+    calls = [c for s in traj.steps for c in s.host_calls if c.name == tool]
     answered = [c for c in calls if c.error is None and c.result is not None]
     return drzero_format(
         [s.raw or "" for s in traj.steps],

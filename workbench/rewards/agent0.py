@@ -76,10 +76,10 @@ def tool_invocations(traj: Trajectory, count: str = "cells") -> int:
     `<output>` each), `"calls"` = host tool calls other than the final-answer submission."""
     if count == "cells":
         return sum(
-            1 for s in traj.steps if s.observation is not None and not any(c.name in FINAL_TOOLS for c in s.tool_calls)
+            1 for s in traj.steps if s.observation is not None and not any(c.name in FINAL_TOOLS for c in s.host_calls)
         )
     if count == "calls":
-        return sum(1 for s in traj.steps for c in s.tool_calls if c.name not in FINAL_TOOLS)
+        return sum(1 for s in traj.steps for c in s.host_calls if c.name not in FINAL_TOOLS)
     raise ConfigError(f"count={count!r}; use 'cells' or 'calls'")
 
 

@@ -64,7 +64,7 @@ def difficulty_score(k: int, n: int) -> float:
 
 
 def _format_of(traj: Trajectory, tool: str) -> dict[str, float]:
-    calls = [c for s in traj.steps for c in s.tool_calls if c.name == tool]
+    calls = [c for s in traj.steps for c in s.host_calls if c.name == tool]
     answered = [c for c in calls if c.error is None and c.result is not None]
     return drzero_format(
         [s.raw or "" for s in traj.steps],

@@ -21,7 +21,7 @@ SUMMARY_COLUMNS = (
     "rewards",
     "reward_spec",
     "num_steps",
-    "num_tool_calls",
+    "num_host_calls",
     "final_answer",
     "error",
     "policy",

@@ -18,7 +18,9 @@ from workbench.errors import SchemaVersionError, StoreError
 from workbench.store import _search, _stages
 from workbench.store._rows import decode
 
-STORE_SCHEMA_VERSION = 3  # v2: the full-text index (_search.py); v3: the stage columns (_stages.py)
+STORE_SCHEMA_VERSION = 4  # v2: the full-text index (_search.py); v3: the stage columns (_stages.py);
+# v4: num_tool_calls is num_host_calls (the glossary's word for a kernel's calls of host tools)
+RENAMED_COLUMNS = {"num_host_calls": "num_tool_calls"}  # column -> its name before
 DB_NAME = "trajectories.sqlite"
 BUSY_TIMEOUT_MS = 30_000
 
@@ -36,7 +38,7 @@ CREATE TABLE IF NOT EXISTS trajectories (
     rewards_json TEXT NOT NULL DEFAULT '{}',
     reward_spec TEXT,
     num_steps INTEGER NOT NULL DEFAULT 0,
-    num_tool_calls INTEGER NOT NULL DEFAULT 0,
+    num_host_calls INTEGER NOT NULL DEFAULT 0,
     final_answer TEXT,
     error TEXT,
     policy TEXT,
@@ -130,8 +132,9 @@ def connect(path: Path, *, readonly: bool, synchronous: str) -> sqlite3.Connecti
 def ensure_schema(conn: sqlite3.Connection, path: Path, *, readonly: bool) -> None:
     """Create the tables on first use and bring an older store up to this version (v1 -> v2 builds
     the full-text index over the trajectories already stored, v2 -> v3 adds and fills the stage
-    columns); refuse a store written by a newer workbench. A read-only store is left as it is
-    (`Store` then builds the index and the stages in memory when they are asked for)."""
+    columns, v3 -> v4 renames `RENAMED_COLUMNS`); refuse a store written by a newer workbench. A
+    read-only store is left as it is (`Store` then builds the index and the stages in memory when they
+    are asked for, and reads renamed columns by their old names)."""
     try:
         if readonly:
             _check_version(_stored_version(conn), path)
@@ -146,6 +149,8 @@ def ensure_schema(conn: sqlite3.Connection, path: Path, *, readonly: bool) -> No
                 build_index(conn)
             if not _stages.has_columns(conn):
                 _stages.add_columns(conn)
+            for new, old in legacy_reads(conn).items():
+                conn.execute(f"ALTER TABLE main.trajectories RENAME COLUMN {old} TO {new}")
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(STORE_SCHEMA_VERSION),))
             conn.execute("INSERT OR IGNORE INTO meta VALUES ('created_at', ?)", (str(time.time()),))
             conn.execute("COMMIT")
@@ -154,6 +159,13 @@ def ensure_schema(conn: sqlite3.Connection, path: Path, *, readonly: bool) -> No
             raise
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path} is not a workbench store ({exc}); check the path") from exc
+
+
+def legacy_reads(conn: sqlite3.Connection) -> dict[str, str]:
+    """Each renamed column this store still has under its old name (a store written before v4), as
+    `{column: old name}`: a read-only connection selects the old name, a writable one renames it."""
+    names = {row[1] for row in conn.execute("PRAGMA main.table_info(trajectories)")}
+    return {new: old for new, old in RENAMED_COLUMNS.items() if old in names and new not in names}
 
 
 def _stored_version(conn: sqlite3.Connection) -> int:

@@ -51,7 +51,7 @@ def _format_step(step: Step, limit: int) -> list[str]:
         out += ["  code:", _indent(clip(step.code.rstrip(), limit * 2))]
     if not step.think and not step.code:
         out += ["  raw:", _indent(clip(step.raw.strip(), limit))]
-    for call in step.tool_calls:
+    for call in step.host_calls:
         result = f"error: {call.error}" if call.error else _short(call.result, 120)
         out.append(f"  tool {call.name}({_short(call.arguments, 80)}) → {result}  [{call.duration_s:.2f}s]")
     if step.observation is not None or step.observation_text:
@@ -66,7 +66,7 @@ def format_trajectory(traj: Trajectory, limit: int = 600) -> str:
     lines = [
         RULE,
         f"trajectory {traj.id}  run={traj.run_id or '-'}  role={traj.role}",
-        f"started {_stamp(traj.started_at)}  ({duration}, {len(traj.steps)} steps, {traj.num_tool_calls} tool calls)",
+        f"started {_stamp(traj.started_at)}  ({duration}, {len(traj.steps)} steps, {traj.num_host_calls} host calls)",
         f"task {task.id}" + (f"  hops={traj.hops}" if traj.hops is not None else ""),
         _indent(clip(task.question, limit * 2), "  Q: "),
         f"  golden: {_short(task.golden_answers, 200)}",
@@ -102,7 +102,7 @@ def format_run_summary(store: Store, limit: int | None = 50, **filters: Any) -> 
         reward = "-" if r.reward != r.reward or r.reward is None else f"{r.reward:.3f}"
         rows.append(
             f"{r.id[:12]:<12} {_short(r.role, 9):<9} {hops:>4} {r.num_steps:>5} "
-            f"{r.num_tool_calls:>5} {reward:>7}  {_short(r.termination or '-', 12):<12} "
+            f"{r.num_host_calls:>5} {reward:>7}  {_short(r.termination or '-', 12):<12} "
             f"{_short((r.question or '').replace(chr(10), ' '), 60)}"
         )
     rewards = df["reward"].dropna()

@@ -207,7 +207,9 @@ class Store:
             limit=limit,
         )
         clause, params = self._where(filters)
-        cursor = self._conn().execute(f"SELECT {select(SUMMARY_COLUMNS, {})} FROM trajectories {clause}", params)
+        cursor = self._conn().execute(
+            f"SELECT {select(SUMMARY_COLUMNS, self._legacy())} FROM trajectories {clause}", params
+        )
         df = pd.DataFrame(cursor.fetchall(), columns=list(SUMMARY_COLUMNS))
         df["rewards"] = [json.loads(r) for r in df["rewards"]]
         df["hops"] = df["hops"].astype("Int64")
@@ -225,7 +227,8 @@ class Store:
             raise ConfigError(f"unknown summary column(s) {unknown}; choose from {list(allowed)}")
         clause, params = self._where(filters)
         stage_sql = self._stage_sql() if set(names) & set(_stages.STAGE_COLUMNS) else {}
-        rows = self._conn().execute(f"SELECT {select(names, stage_sql)} FROM trajectories {clause}", params).fetchall()
+        reads = {**self._legacy(), **stage_sql}
+        rows = self._conn().execute(f"SELECT {select(names, reads)} FROM trajectories {clause}", params).fetchall()
         values = list(zip(*rows, strict=True)) if rows else [()] * len(names)
         return {name: list(column) for name, column in zip(names, values, strict=True)}
 
@@ -245,6 +248,10 @@ class Store:
                 _schema.build_index(conn, "temp")
         staged = any(filters.get(name) is not None for name in _stages.STAGE_COLUMNS)
         return where(filters, self._stage_sql() if staged else None)
+
+    def _legacy(self) -> dict[str, str]:
+        """How a read-only store written before v4 reads its renamed columns (`_schema.legacy_reads`)."""
+        return _schema.legacy_reads(self._conn()) if self.readonly else {}
 
     def _stage_sql(self) -> dict[str, str]:
         """How this thread's connection reads the stage columns (`_stages.expressions`); kept once

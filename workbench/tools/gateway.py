@@ -4,7 +4,7 @@
     async with ToolGateway(registry, rollout_dir / "run" / "gateway.sock", rollout_id="r1") as gw:
         await kernel.execute(gw.setup_code())      # installs notepad + tool stubs in the kernel
         await kernel.execute(step_code)            # the model's code calls search(...)
-        step.tool_calls = gw.take_calls()          # every call, as workbench.trajectory.ToolCall
+        step.host_calls = gw.take_calls()          # every call, as workbench.trajectory.HostCall
         step.notepad = gw.notepad                  # latest snapshot, pushed by the kernel
         done = gw.final_answer is not None         # set by submit_final_answer(...)
 
@@ -49,7 +49,7 @@ from workbench.safetext import safe_text
 from workbench.tools._invoke import Outcome, invoke_async, invoke_sync
 from workbench.tools.connections import SHARED_BUDGET, Conn, ConnectionBudget, OpenConnections
 from workbench.tools.registry import Tool, ToolRegistry
-from workbench.trajectory import ToolCall
+from workbench.trajectory import HostCall
 
 log = logging.getLogger(__name__)
 MAX_SOCKET_PATH = 107  # sun_path is 108 bytes including the NUL
@@ -59,7 +59,7 @@ NOT_A_REQUEST = "requests are JSON objects, one per line"
 
 
 class ToolGateway:
-    """Serves one rollout's tool calls on `socket_path`; see the module docstring.
+    """Serves one kernel's host calls on `socket_path`; see the module docstring.
 
     Limits: `call_timeout_s` per call (and per reply write), `max_request_bytes` per request line,
     `max_result_chars` per result, `call_budget` calls per rollout, `max_concurrent_calls` tools
@@ -102,7 +102,7 @@ class ToolGateway:
         self.idle_timeout_s = idle_timeout_s
         self.auth_timeout_s = auth_timeout_s
         self.budget = budget if budget is not None else SHARED_BUDGET
-        self.calls: list[ToolCall] = []
+        self.calls: list[HostCall] = []
         self.final_answer: str | None = None
         self.notepad: dict[str, Any] | None = None  # latest snapshot pushed by the kernel
         self.notepad_pushes = 0
@@ -174,7 +174,7 @@ class ToolGateway:
         await self.close()
 
     # -- what the agent reads -------------------------------------------------------------------
-    def take_calls(self) -> list[ToolCall]:
+    def take_calls(self) -> list[HostCall]:
         """The calls recorded since the last take (call once per step)."""
         calls, self.calls = self.calls, []
         return calls
@@ -300,7 +300,7 @@ class ToolGateway:
         return None
 
     # -- requests -------------------------------------------------------------------------------
-    async def _answer(self, conn: Conn, line: bytes) -> tuple[dict[str, Any], ToolCall | None, bool]:
+    async def _answer(self, conn: Conn, line: bytes) -> tuple[dict[str, Any], HostCall | None, bool]:
         """The reply to one request line, the call it recorded (if any), and whether to keep reading."""
         try:
             if len(line) > PARSE_OFF_LOOP_BYTES:
@@ -348,10 +348,10 @@ class ToolGateway:
         )
         return reply, record, True
 
-    async def _call(self, request: dict[str, Any]) -> ToolCall:
+    async def _call(self, request: dict[str, Any]) -> HostCall:
         """Run one tool call; the record holds exactly the result or error the reply will carry."""
         name, args, kwargs = request.get("tool"), request.get("args") or [], request.get("kwargs") or {}
-        record = ToolCall(name=str(name)[:200], arguments={"args": args, "kwargs": kwargs}, started_at=time.time())
+        record = HostCall(name=str(name)[:200], arguments={"args": args, "kwargs": kwargs}, started_at=time.time())
         t0 = time.perf_counter()
         try:
             if not isinstance(name, str) or not isinstance(args, list) or not isinstance(kwargs, dict):

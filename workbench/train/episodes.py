@@ -12,7 +12,7 @@ The retriever is any object with `search(query, top_k)` returning hits with `.ti
 `(query, top_k) -> hits`. A retriever with `for_task(question, answers, task_id)` (ZeroSearch's
 `SimulatedSearch`) is bound to each episode's task, so the simulator's prompt carries the question
 and gold answer; one with `set_training_step` is exposed in `curricula` for the trainer to advance.
-Each search is recorded as a `ToolCall`; a simulated hit's `noisy` and `p` are kept in its result.
+Each search is recorded as a `HostCall`; a simulated hit's `noisy` and `p` are kept in its result.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.passages import split_contents
 from workbench.policies.base import Policy, SamplingParams
 from workbench.templates import prompt_template
-from workbench.trajectory import Step, Task, ToolCall, Trajectory
+from workbench.trajectory import HostCall, Step, Task, Trajectory
 
 if TYPE_CHECKING:
     from workbench.search.hits import Retriever
@@ -159,7 +159,7 @@ class SearchR1Episodes:
             return False
         query = searches[-1].strip()
         t0 = time.perf_counter()
-        call = ToolCall(name="search", arguments={"query": query, "top_k": self.top_k}, started_at=time.time())
+        call = HostCall(name="search", arguments={"query": query, "top_k": self.top_k}, started_at=time.time())
         try:
             hits = self.search(query, traj.task)
             info = format_information(hits)
@@ -167,7 +167,7 @@ class SearchR1Episodes:
         except Exception as exc:
             info, call.error = f"search failed: {exc}", repr(exc)
         call.duration_s = time.perf_counter() - t0
-        step.tool_calls.append(call)
+        step.host_calls.append(call)
         step.observation_text = f"\n\n<information>{info}</information>\n\n"
         step.observation_ids = policy.codec.encode(step.observation_text)
         step.execute_s = call.duration_s

@@ -309,7 +309,7 @@ class WorkbenchGRPOTrainer(LossTrainer):
         m = self._metrics["train"]
         n = max(len(trajs), 1)
         m["episode/steps"].append(sum(len(t.steps) for t in trajs) / n)
-        m["episode/tool_calls"].append(sum(t.num_tool_calls for t in trajs) / n)
+        m["episode/host_calls"].append(sum(t.num_host_calls for t in trajs) / n)
         for kind, count in Counter(t.termination for t in trajs).items():
             m[f"episode/end_{kind or 'unknown'}"].append(count / n)
         for name, value in pass_rate_by_hop(trajs).items():

@@ -205,7 +205,7 @@ def step_detail(traj: Trajectory, index: int, tokenizer: Decoder | None = None) 
                 "error": c.error,
                 "ms": round(c.duration_s * 1000, 1),
             }
-            for c in step.tool_calls
+            for c in step.host_calls
         ],
         "flags": list(step.format_flags),
         "reward": step.reward,

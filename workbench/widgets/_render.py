@@ -13,7 +13,7 @@ import html
 import json
 from typing import Any
 
-from workbench.trajectory import Step, ToolCall, Trajectory
+from workbench.trajectory import HostCall, Step, Trajectory
 
 MAX_FIELD_CHARS = 4000  # longer text is cut and marked, the full text stays in the store
 
@@ -190,7 +190,7 @@ def notepad_html(before: dict[str, Any], after: dict[str, Any]) -> str:
     return f'<table style="border-collapse:collapse;width:100%">{"".join(rows)}</table>'
 
 
-def tool_calls_html(calls: list[ToolCall]) -> str:
+def host_calls_html(calls: list[HostCall]) -> str:
     if not calls:
         return '<i style="color:#8c959f">none</i>'
     items = []
@@ -265,7 +265,7 @@ def header_html(traj: Trajectory) -> str:
 
 
 def step_html(traj: Trajectory, index: int) -> str:
-    """Everything about step `index`: think, code, output, tool calls, notepad diff, stats."""
+    """Everything about step `index`: think, code, output, host calls, notepad diff, stats."""
     if not traj.steps:
         return '<i style="color:#8c959f">this trajectory has no steps yet</i>'
     step = traj.steps[index]
@@ -279,7 +279,7 @@ def step_html(traj: Trajectory, index: int) -> str:
         + section("think", think, "think")
         + section("code", code, "code")
         + section("output", observation_html(step), "output")
-        + section(f"tool calls ({len(step.tool_calls)})", tool_calls_html(step.tool_calls), "tools")
+        + section(f"host calls ({len(step.host_calls)})", host_calls_html(step.host_calls), "tools")
         + section("notepad (tinted: changed by this step)", notepad_html(before, step.notepad), "notepad")
         + "</div>"
     )

@@ -50,7 +50,7 @@ LIST_COLUMNS = (
     "termination",
     "reward",
     "num_steps",
-    "num_tool_calls",
+    "num_host_calls",
     "final_answer",
     "policy",
     "origin_id",
@@ -146,7 +146,7 @@ def encode_table(cols: dict[str, list[Any]], total: int | None = None) -> tuple[
         "answer": [None if a is None else str(a)[:ANSWER_CHARS] for a in cols["final_answer"]],
         **{
             name: cols[name]
-            for name in ("reward", "hops", "num_steps", "num_tool_calls", "started_at", "iteration", "train_step")
+            for name in ("reward", "hops", "num_steps", "num_host_calls", "started_at", "iteration", "train_step")
         },
         **{name: _codes(cols[name]) for name in _CATEGORICAL},
     }

@@ -20,7 +20,7 @@ function decodeTable(t) {
   const n = t.n || 0;
   const rows = {
     n, total: t.total ?? n, partial: !!t.partial, id: t.id || [], question: t.question || [], answer: t.answer || [], reward: t.reward || [],
-    hops: t.hops || [], num_steps: t.num_steps || [], num_tool_calls: t.num_tool_calls || [],
+    hops: t.hops || [], num_steps: t.num_steps || [], num_host_calls: t.num_host_calls || [],
     started_at: t.started_at || [], iteration: t.iteration || new Array(n).fill(null), train_step: t.train_step || new Array(n).fill(null),
   };
   for (const c of ["role", "run_id", "termination", "policy", "task_id", "origin_id", "phase"]) rows[c] = t[c] ? col(c) : new Array(n).fill(null);

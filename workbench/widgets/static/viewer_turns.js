@@ -41,7 +41,7 @@ function turnCard(s, current, onPick) {
     s.think ? section("think", "think", pre(s.think)) : null,
     s.raw ? section("generated text (no think/code tags)", "raw", pre(s.raw)) : null,
     section("code", "code", s.code_html ? h("div", { class: "wb-code-src", html: s.code_html }) : h("i", { class: "wb-muted", text: "no code" })),
-    s.tools.length ? section(`tool calls (${s.tools.length})`, "tools", s.tools.map(toolCall)) : null,
+    s.tools.length ? section(`host calls (${s.tools.length})`, "tools", s.tools.map(toolCall)) : null,
     section("output", "output",
       s.output_cut ? badge("output truncated", "warn") : null,
       s.outputs.length ? s.outputs.map(outputPart) : h("i", { class: "wb-muted", text: "no output" }),
