@@ -45,9 +45,10 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
             "passages.py",
             "templates.py",
             "allocator.py",
+            "figures.py",
         ),
         "the error tree, safe text, quiet exits into closed pipes, child processes, blocking calls, HTTP bodies,"
-        " config files, lazy exports, passages, prompt templates, tcmalloc for entry points",
+        " config files, lazy exports, passages, prompt templates, tcmalloc for entry points, figure records",
     ),
     (("trajectory.py", "contracts.py", "store/"), "trajectory schema, the Protocols several layers implement, store"),
     (("sandbox/",), "bubblewrap profiles, limits, cgroups"),
