@@ -318,6 +318,9 @@ def run_demo(cfg: DemoConfig | None = None, *, fresh: bool = False, out: Printer
             default=str,
         )
     )
+    from workbench.figures import record_demo_summary  # figure records: bench/results/demo.jsonl
+
+    record_demo_summary(st.run / "summary.json", smoke=cfg.eval_tasks < DemoConfig().eval_tasks)
     gain = result.accuracy("after") - result.accuracy("before")
     out(
         f"\nheld-out accuracy {result.accuracy('before'):.1%} → {result.accuracy('after'):.1%} "
