@@ -25,7 +25,7 @@ from workbench.envs.verifiers_bridge import decode_line, encode_line, surrogate_
 from workbench.envs.verifiers_source import (
     SIDECAR_PYTHON_VAR,
     VerifiersEnv,
-    VerifiersSession,
+    VerifiersEpisode,
     parse_verifiers_spec,
     sidecar_python,
 )
@@ -187,7 +187,7 @@ def test_a_bridge_that_dies_fails_its_episodes_by_name_and_is_restarted() -> Non
         bridge = source.bridge()
         bridge.process.kill()
         bridge.process.wait()
-        dead = VerifiersSession(bridge, "s1")
+        dead = VerifiersEpisode(bridge, "s1")
         with pytest.raises(BridgeError, match=r"verifiers:vf-arith\?scale=2 \(verifiers load_environment\) has"):
             asyncio.run(dead.reset(seed=0))
         (traj,) = play(source, env_tasks(1), adder)  # open() starts a new bridge

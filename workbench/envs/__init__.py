@@ -10,7 +10,7 @@
   policy against an OpenEnv environment (`workbench.envs.source`: in process or served by URL) or a verifiers
   one (`workbench.envs.verifiers_source`: `verifiers:NAME`, run in the `.venv-verifiers` sidecar through
   `workbench.envs.verifiers_bridge`), as `--env` of `workbench run`, `eval` and `train`; every source speaks
-  `workbench.envs.protocols` (`EnvSource`, `EnvSession`, `EnvReply`), and `workbench.envs.text` turns turns
+  `workbench.envs.protocols` (`EnvSource`, `EnvEpisode`, `EnvReply`), and `workbench.envs.text` turns turns
   into actions and observations into text.
 
 Submodules are imported on their own (`openenv-core` loads only with the ones that use it: openenv, server,

@@ -30,7 +30,7 @@ from typing import Any
 
 from workbench.agent.turns import TurnFramer
 from workbench.contracts import Scorer, TrajectoryStore
-from workbench.envs.protocols import EnvReply, EnvSession, EnvSource
+from workbench.envs.protocols import EnvEpisode, EnvReply, EnvSource
 from workbench.envs.source import load_env_source
 from workbench.envs.text import choose_action_field, messages_text, observation_text
 from workbench.errors import ConfigError
@@ -80,7 +80,7 @@ def reset_arguments(task: Task) -> dict[str, Any]:
 class _Episode:
     """One live episode: its trajectory, environment session and token context."""
 
-    def __init__(self, task: Task, session: EnvSession, traj: Trajectory) -> None:
+    def __init__(self, task: Task, session: EnvEpisode, traj: Trajectory) -> None:
         self.task, self.session, self.traj = task, session, traj
         self.context: list[int] = []
         self.used = 0  # completion + observation tokens so far

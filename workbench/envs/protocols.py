@@ -1,4 +1,4 @@
-"""What every episode source speaks, whatever the standard behind it: `EnvSource` opens one `EnvSession` per
+"""What every episode source speaks, whatever the standard behind it: `EnvSource` opens one `EnvEpisode` per
 episode, whose `reset` and `step` answer with an `EnvReply`. Implemented by `workbench.envs.source` (OpenEnv,
 in this process or served) and `workbench.envs.verifiers_source` (verifiers, in its sidecar)."""
 
@@ -23,8 +23,9 @@ class EnvReply:
     messages: list[dict[str, str]] | None = None
 
 
-class EnvSession(Protocol):
-    """One episode's environment."""
+class EnvEpisode(Protocol):
+    """One episode in an environment (inward: workbench drives it). Not a session: that word is the
+    outward side, a client's connection to an episode workbench serves (docs/glossary.md)."""
 
     async def reset(self, **kwargs: Any) -> EnvReply: ...
 
@@ -34,7 +35,7 @@ class EnvSession(Protocol):
 
 
 class EnvSource(Protocol):
-    """Opens one `EnvSession` per episode; `name` is what trajectories record as their `metadata["env"]`."""
+    """Opens one `EnvEpisode` per episode; `name` is what trajectories record as their `metadata["env"]`."""
 
     name: str
 
@@ -42,7 +43,16 @@ class EnvSource(Protocol):
         """The action model's JSON schema (pydantic's `model_json_schema()`)."""
         ...
 
-    async def open(self) -> EnvSession: ...
+    async def open(self) -> EnvEpisode: ...
 
 
-__all__ = ["EnvReply", "EnvSession", "EnvSource"]
+__all__ = ["EnvEpisode", "EnvReply", "EnvSource"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "EnvSession":  # the name before the glossary kept "session" for the outward side
+        import warnings
+
+        warnings.warn("workbench.envs.protocols.EnvSession is now EnvEpisode", DeprecationWarning, stacklevel=2)
+        return EnvEpisode
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,7 +28,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation
 from openenv.core.generic_client import GenericEnvClient
 
-from workbench.envs.protocols import EnvReply, EnvSession, EnvSource
+from workbench.envs.protocols import EnvEpisode, EnvReply, EnvSource
 from workbench.errors import ConfigError
 
 OPENENV_CLASS = "openenv:"
@@ -122,11 +122,11 @@ class InProcessOpenEnv:
         schema: dict[str, Any] = self.action_type.model_json_schema()
         return schema
 
-    async def open(self) -> EnvSession:
+    async def open(self) -> EnvEpisode:
         env = self.factory()
         if not isinstance(env, Environment):
             raise ConfigError(f"{self.name} built a {type(env).__name__}, not an openenv Environment")
-        return _InProcessSession(env, self.action_type)
+        return _InProcessEpisode(env, self.action_type)
 
 
 def _environment_type(factory: Callable[[], Environment]) -> type:
@@ -143,7 +143,7 @@ def _environment_type(factory: Callable[[], Environment]) -> type:
     )
 
 
-class _InProcessSession:
+class _InProcessEpisode:
     def __init__(self, env: Environment, action_type: type[Action]) -> None:
         self.env, self.action_type = env, action_type
         own = type(env)
@@ -198,13 +198,13 @@ class ServedOpenEnv:
                 ) from exc
         return self._schema
 
-    async def open(self) -> EnvSession:
+    async def open(self) -> EnvEpisode:
         client = GenericEnvClient(self.url, message_timeout_s=self.timeout_s)
         await client.connect()
-        return _ServedSession(client)
+        return _ServedEpisode(client)
 
 
-class _ServedSession:
+class _ServedEpisode:
     def __init__(self, client: GenericEnvClient) -> None:
         self.client = client
 
@@ -226,8 +226,8 @@ def _result_reply(observation: dict[str, Any], reward: Any, done: bool) -> EnvRe
 
 __all__ = [
     "ENV_SPEC_HELP",
+    "EnvEpisode",
     "EnvReply",
-    "EnvSession",
     "EnvSource",
     "InProcessOpenEnv",
     "ServedOpenEnv",

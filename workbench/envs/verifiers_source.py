@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from workbench.envs.bridge_process import BridgeProcess
-from workbench.envs.protocols import EnvReply, EnvSession
+from workbench.envs.protocols import EnvEpisode, EnvReply
 from workbench.errors import ConfigError
 from workbench.safetext import safe_text
 
@@ -114,8 +114,8 @@ class VerifiersEnv:
         weakref.finalize(self, bridge.close)
         return bridge
 
-    async def open(self) -> EnvSession:
-        return VerifiersSession(self.bridge(), f"s{next(self._ids)}")
+    async def open(self) -> EnvEpisode:
+        return VerifiersEpisode(self.bridge(), f"s{next(self._ids)}")
 
     def close(self) -> None:
         """Stop the bridge (it also stops when this process exits)."""
@@ -123,7 +123,7 @@ class VerifiersEnv:
             self._bridge.close()
 
 
-class VerifiersSession:
+class VerifiersEpisode:
     """One episode on the bridge."""
 
     def __init__(self, bridge: BridgeProcess, session: str) -> None:
@@ -159,8 +159,17 @@ __all__ = [
     "SIDECAR_PYTHON_VAR",
     "VERIFIERS_PREFIX",
     "VerifiersEnv",
-    "VerifiersSession",
+    "VerifiersEpisode",
     "parse_verifiers_spec",
     "sidecar_python",
     "turn_reply",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "VerifiersSession":  # the name before the glossary kept "session" for the outward side
+        import warnings
+
+        warnings.warn("VerifiersSession is now VerifiersEpisode", DeprecationWarning, stacklevel=2)
+        return VerifiersEpisode
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
