@@ -54,3 +54,79 @@ def test_allow_list_has_no_stale_entries() -> None:
     stale = sorted(name for name in ALLOWED if len(where.get(name, [])) < 2)
     assert stale == [], "these names are defined once now: drop them from ALLOWED"
     assert all(reason.strip() for reason in ALLOWED.values())
+
+
+# The glossary (docs/glossary.md) as data: a word in a public name -> where it may appear, and why.
+# A public top-level class or function whose name holds the word (any case, CamelCase or snake_case)
+# outside those places is using the word for something else: rename it, or add the place with its reason.
+GLOSSARY_RULES: dict[str, tuple[tuple[str, ...], str]] = {
+    "rollout": (
+        ("workbench/gateway/", "workbench/envs/verifiers_bridge.py"),
+        "one episode an outside harness plays through the model gateway; verifiers' own word in its sidecar",
+    ),
+    "session": (
+        (
+            "workbench/envs/session.py",
+            "workbench/envs/openenv.py",
+            "workbench/envs/server.py",
+            "workbench/envs/verifiers_bridge.py",
+        ),
+        "the outward side only: a client's connection to an episode workbench serves (OpenEnv's word); "
+        "verifiers' own word in its sidecar",
+    ),
+    "environment": (
+        ("workbench/envs/",),
+        "an RL environment of another standard (OpenEnv, verifiers, TRL's environment_factory)",
+    ),
+    "gateway": (
+        ("workbench/gateway/", "workbench/tools/gateway.py", "workbench/runtime/"),
+        "the model gateway in workbench/gateway/, the tool gateway and its in-kernel client elsewhere",
+    ),
+    "toolcall": (
+        ("workbench/gateway/", "workbench/runtime/client.py"),
+        "a model's OpenAI-style tool call; the kernel's calls are host calls. In the kernel, `ToolCallError` is "
+        "what the model's code sees when a tool fails: its name is part of the observations models were trained on",
+    ),
+}
+
+
+def _words(name: str) -> str:
+    """`RolloutDir` / `rollout_dir` / `ToolCallError` -> 'rolloutdir' / 'rollout_dir' / 'toolcallerror'."""
+    return name.lower()
+
+
+def glossary_violations(root: Path = PACKAGE) -> list[str]:
+    """`path:line name (word)` for each public top-level name that uses a glossary word outside its places."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root.parent).as_posix()
+        for node in parse_file(path).body:
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) or node.name.startswith("_"):
+                continue
+            squashed = _words(node.name).replace("_", "")
+            for word, (places, _why) in GLOSSARY_RULES.items():
+                if word in squashed and not rel.startswith(places):
+                    found.append(f"{rel}:{node.lineno} {node.name} ({word})")
+    return found
+
+
+def test_the_glossary_rules_find_a_misused_word(tmp_path: Path) -> None:
+    pkg = tmp_path / "workbench"
+    (pkg / "sandbox").mkdir(parents=True)
+    (pkg / "sandbox" / "dirs.py").write_text("class RolloutDir: ...\ndef kernel_dir(): ...\n", encoding="utf-8")
+    (pkg / "gateway").mkdir()
+    (pkg / "gateway" / "gw.py").write_text("class Rollout: ...\nclass ChatToolCall: ...\n", encoding="utf-8")
+    assert glossary_violations(pkg) == ["workbench/sandbox/dirs.py:1 RolloutDir (rollout)"]
+
+
+def test_each_glossary_word_means_one_thing() -> None:
+    misused = glossary_violations()
+    assert misused == [], "see docs/glossary.md; rename these (deprecated alias kept) or add the place:\n" + "\n".join(
+        misused
+    )
+
+
+def test_the_glossary_page_names_each_rule_word() -> None:
+    page = (PACKAGE.parent / "docs" / "glossary.md").read_text(encoding="utf-8").lower()
+    for word in GLOSSARY_RULES:
+        assert f"**{word.replace('toolcall', 'tool call')}**" in page, f"docs/glossary.md has no entry for {word}"

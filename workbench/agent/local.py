@@ -91,7 +91,7 @@ class _Kernels:
 _PUSH_NOTEPAD = "\n__import__('workbench.runtime.bridge', fromlist=['push_now']).push_now()"
 
 
-async def open_environment(
+async def open_episode_sandbox(
     stack: contextlib.AsyncExitStack,
     pool: AsyncKernelPool,
     tools: ToolRegistry,
@@ -207,7 +207,7 @@ class LocalExecutor:
         promise: Promise | None,
     ) -> Trajectory:
         async with contextlib.AsyncExitStack() as stack:
-            env = await open_environment(stack, pool, self.registry_for(job), job, traj.id, state)
+            env = await open_episode_sandbox(stack, pool, self.registry_for(job), job, traj.id, state)
             if promise is not None:
                 keep(promise, await _group_snapshot(env))
             return await run_episode(job.task, policy, env, job.agent, trajectory=traj, seed=job.seed)
@@ -340,4 +340,4 @@ async def kernel_pool(agent_config: AgentConfig, size: int) -> AsyncIterator[Asy
         await pool.close()
 
 
-__all__ = ["LocalExecutor", "PoolKey", "ToolSet", "kernel_pool", "kernel_pool_for", "open_environment", "pool_key"]
+__all__ = ["LocalExecutor", "PoolKey", "ToolSet", "kernel_pool", "kernel_pool_for", "open_episode_sandbox", "pool_key"]

@@ -46,7 +46,7 @@ class WorkerLost(Exception):
     """The worker running an episode died (internal: the episode is retried or `worker_died`)."""
 
 
-class RemoteEnvironment:
+class RemoteEpisodeSandbox:
     """An `EpisodeSandbox` whose kernel and gateway live on a worker: one call per step."""
 
     def __init__(self, worker: Worker, env_id: str, prompt: ToolPrompt) -> None:
@@ -183,7 +183,7 @@ class RayExecutor:
         from workbench.agent.episode import run_episode
 
         prompt = await worker.handle.open.remote(wire_job)
-        env = RemoteEnvironment(worker, job.id, prompt)
+        env = RemoteEpisodeSandbox(worker, job.id, prompt)
         traj = job.trajectory()
         traj.lineage["worker"] = worker.lineage()
         try:
@@ -273,4 +273,4 @@ class RayExecutor:
         await self.aclose()
 
 
-__all__ = ["MODES", "RayExecutor", "RemoteEnvironment"]
+__all__ = ["MODES", "RayExecutor", "RemoteEpisodeSandbox"]

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.agent.config import AgentConfig
 from workbench.agent.episode_sandbox import LocalEpisodeSandbox, StepResult, ToolPrompt
 from workbench.agent.executor import EpisodeJob
-from workbench.agent.local import PoolKey, ToolSet, open_environment, pool_key
+from workbench.agent.local import PoolKey, ToolSet, open_episode_sandbox, pool_key
 from workbench.cluster.spec import PolicySpec, ToolsSpec, WorkerPolicy, WorkerTools
 from workbench.errors import ConfigError
 from workbench.trajectory import Trajectory
@@ -126,7 +126,7 @@ class EnvHost:
         try:
             await stack.enter_async_context(self._slot())
             pool = await self._pool_for(job.agent)
-            env = await open_environment(stack, pool, self._local.registry_for(job), job, job.id)
+            env = await open_episode_sandbox(stack, pool, self._local.registry_for(job), job, job.id)
         except BaseException:
             await stack.aclose()
             raise

@@ -25,7 +25,7 @@ from workbench.agent.config import AgentConfig
 from workbench.agent.episode import NO_CODE_NOTE
 from workbench.agent.episode_sandbox import LocalEpisodeSandbox, StepResult
 from workbench.agent.executor import EpisodeJob
-from workbench.agent.local import ToolSet, kernel_pool_for, open_environment
+from workbench.agent.local import ToolSet, kernel_pool_for, open_episode_sandbox
 from workbench.agent.parsing import parse_turn
 from workbench.contracts import Scorer
 from workbench.errors import ConfigError
@@ -129,7 +129,7 @@ class EpisodeSession:
         pool = await self.host.pool()
         job = EpisodeJob(task=self.task, agent=self.host.agent)
         registry = self.host.registry_for(self.task)
-        self.env = await open_environment(self._stack, pool, registry, job, self.trajectory.id)
+        self.env = await open_episode_sandbox(self._stack, pool, registry, job, self.trajectory.id)
         return self.env
 
     async def step(self, *, code: str | None = None, turn: str | None = None, timeout: float | None = None) -> Step:

@@ -1,6 +1,6 @@
 """QA synthesis as REPL tools: a model drives the loop as code in its NB-Agent kernel.
 
-    session = SynthesisSession(graph, verifier, seed_url)
+    session = SynthesisEpisode(graph, verifier, seed_url)
     registry = session.tools()          # browse, links, inject, fuzz, verify, submit (final)
     # in the kernel:  print(links(url)); print(inject("Vel Orun", via, "director")); print(verify()); submit()
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from workbench.store import Store
 
 
-class SynthesisSession:
+class SynthesisEpisode:
     """The host-side state of one REPL synthesis: the kept QA, a pending edit, the history."""
 
     def __init__(
@@ -187,7 +187,7 @@ class SynthesisSession:
         return s
 
 
-def repl_teacher(session: SynthesisSession, *, target_hops: int = 3, seed: int = 0) -> Any:
+def repl_teacher(session: SynthesisEpisode, *, target_hops: int = 3, seed: int = 0) -> Any:
     """A scripted NB-Agent synthesizer bound to `session` (privileged: it reads the options from the
     session): turn 0 reads the seed page's links, then each turn proposes one edit and verifies it,
     and it submits once the QA is hard with `target_hops` facts or nothing is left to try."""
@@ -221,7 +221,7 @@ def repl_teacher(session: SynthesisSession, *, target_hops: int = 3, seed: int =
 
 async def arun_repl_synthesis(
     graph: PageGraph,
-    policy: Policy | Callable[[SynthesisSession], Policy],
+    policy: Policy | Callable[[SynthesisEpisode], Policy],
     direct_policy: Policy,
     *,
     seeds: list[str],
@@ -249,7 +249,7 @@ async def arun_repl_synthesis(
 
         async def one(url: str) -> Synthesis:
             async with sem:
-                session = await asyncio.to_thread(SynthesisSession, graph, verifier, url, config=config)
+                session = await asyncio.to_thread(SynthesisEpisode, graph, verifier, url, config=config)
                 factory = callable(policy) and not hasattr(policy, "generate")  # a Policy may be callable too
                 pol = policy(session) if factory and callable(policy) else cast("Policy", policy)
                 agent = NBAgent(
@@ -286,4 +286,13 @@ def run_repl_synthesis(*args: Any, **kwargs: Any) -> SynthesisResult:
     return run_sync(arun_repl_synthesis(*args, **kwargs))
 
 
-__all__ = ["SynthesisSession", "arun_repl_synthesis", "repl_teacher", "run_repl_synthesis"]
+__all__ = ["SynthesisEpisode", "arun_repl_synthesis", "repl_teacher", "run_repl_synthesis"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SynthesisSession":  # "session" is the outward side only (docs/glossary.md)
+        import warnings
+
+        warnings.warn("SynthesisSession is now SynthesisEpisode", DeprecationWarning, stacklevel=2)
+        return SynthesisEpisode
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
