@@ -1,11 +1,29 @@
-"""Tiny helpers for bench scripts: time things, print a figure with its ratio to a baseline."""
+"""Tiny helpers for bench scripts: time things, print a figure with its ratio to a baseline, and record it.
+
+Every figure a bench prints is also appended as a JSON record to `bench/results/<bench>.jsonl`
+(`$WORKBENCH_RESULTS_DIR` overrides the folder; see `workbench/figures.py`): `figure` prints and records,
+`record` records a figure the bench prints its own way. The run's mode comes from its argv: `--smoke` or
+`--fast` is "smoke", `--quick` is "quick".
+"""
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
+
+from workbench.figures import Figure, FigureLog, Mode
+
+
+def _mode(argv: list[str]) -> Mode:
+    return "smoke" if {"--smoke", "--fast"} & set(argv) else "quick" if "--quick" in argv else "full"
+
+
+# One log per bench process, made at import: the machine's load is read as the bench starts.
+LOG = FigureLog(Path(sys.argv[0]).stem or "bench", mode=_mode(sys.argv))
 
 
 def p50(xs: list[float]) -> float:
@@ -21,11 +39,19 @@ def timed(fn: Callable[[], object]) -> float:
 def figure(
     name: str, value: float, unit: str, *, baseline: float | None = None, target: str = "", ok: bool | None = None
 ) -> None:
-    """Print one line: name, value, ratio to the baseline (if any) and the target verdict."""
+    """Print one line: name, value, ratio to the baseline (if any) and the target verdict; and record it."""
     ratio = f"  ratio {value / baseline:.2f}" if baseline else ""
     verdict = "" if ok is None else ("  [ok]" if ok else "  [MISSED]")
     tgt = f"  (target {target})" if target else ""
     print(f"{name:<44} {value:10.3f} {unit:<6}{ratio}{tgt}{verdict}", flush=True)
+    record(name, value, unit, baseline=baseline, target=target, ok=ok)
+
+
+def record(
+    name: str, value: float, unit: str, *, baseline: float | None = None, target: str = "", ok: bool | None = None
+) -> Figure:
+    """Record a figure the bench prints its own way (the printed line stays as it is; scripts parse it)."""
+    return LOG.record(name, value, unit, target=target, baseline=baseline, ok=ok)
 
 
 def add_smoke_flag(parser: argparse.ArgumentParser) -> None:

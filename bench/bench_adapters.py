@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _util import add_smoke_flag, figure, smoke_skip
+from _util import add_smoke_flag, figure, record, smoke_skip
 
 ROLES = ("solver", "proposer")
 
@@ -100,6 +100,7 @@ def main() -> None:
     vl = tokens_per_second(served, prompts, args.tokens)
     figure("vLLM, both adapters served", vl, "tok/s", baseline=hf)
     print(f"vllm / transformers tokens/s: {vl / hf:.2f}")
+    record("vllm / transformers tokens/s", vl / hf, "x")
     from workbench.policies import SamplingParams, generate
 
     adapters.versions["solver"] += 1  # as an optimizer step on the solver's adapter does

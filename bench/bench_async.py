@@ -35,7 +35,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import add_smoke_flag, figure
+from _util import add_smoke_flag, figure, record
 
 DOCS = ["Paris is the capital of France.", "Berlin is the capital of Germany.", "Rome is the capital of Italy."]
 
@@ -185,6 +185,7 @@ def main() -> None:
         sync = run(wide_dir, tmp / "s", steps, lat, tokens)
         k2 = run(wide_dir, tmp / "a", steps, lat, tokens, async_rollouts=True, max_staleness=2)
         print(f"async/sync wall: {k2['wall'] / sync['wall']:.3f}")
+        record("async/sync wall", k2["wall"] / sync["wall"], "x")
         figure("latency-bound: sync update (optimizer step less its wait)", sync["update_s"], "s")
         figure("latency-bound: sync rollout wait per step", sync["wait_s"], "s", baseline=sync["update_s"] or None)
         figure("latency-bound: sync wall", sync["wall"], "s")

@@ -20,7 +20,7 @@ from workbench.search import BM25Retriever, Corpus
 from workbench.worlds import make_world
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import add_smoke_flag
+from _util import add_smoke_flag, record
 
 
 def measure(samples: int, args: argparse.Namespace, retriever: BM25Retriever) -> tuple[float, float]:
@@ -63,6 +63,12 @@ def main() -> None:
     print(f"GRPO (baseline): {grpo:.0f} solver episodes, {t_grpo:.1f} s")
     print(f"HRPO:            {hrpo:.0f} solver episodes, {t_hrpo:.1f} s")
     print(f"HRPO/GRPO solver episodes: {hrpo / max(grpo, 1):.2f}   wall time: {t_hrpo / max(t_grpo, 1e-9):.2f}")
+    record("GRPO (baseline) solver episodes", grpo, "episodes")
+    record("GRPO (baseline) wall time", t_grpo, "s")
+    record("HRPO solver episodes", hrpo, "episodes", baseline=grpo)
+    record("HRPO wall time", t_hrpo, "s", baseline=t_grpo)
+    record("HRPO/GRPO solver episodes", hrpo / max(grpo, 1), "x")
+    record("HRPO/GRPO wall time", t_hrpo / max(t_grpo, 1e-9), "x")
 
 
 if __name__ == "__main__":

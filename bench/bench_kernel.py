@@ -35,7 +35,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import add_smoke_flag, figure, p50, smoke_skip
+from _util import add_smoke_flag, figure, p50, record, smoke_skip
 from jupyter_client.manager import AsyncKernelManager
 from kernel_floor import UnsandboxedForker
 
@@ -376,6 +376,7 @@ async def grpo_batch_walls(smoke: bool, quick: bool) -> None:
             figure(f"{name}: wall, setup in every episode", p50(walls[False]), "s")
             figure(f"{name}: wall, fork_groups", p50(walls[True]), "s", baseline=p50(walls[False]))
             print(f"fork_groups / plain wall ({label}): {p50(walls[True]) / p50(walls[False]):.3f}", flush=True)
+            record(f"fork_groups / plain wall ({label})", p50(walls[True]) / p50(walls[False]), "x")
 
 
 async def fork_figures(smoke: bool, quick: bool) -> None:

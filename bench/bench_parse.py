@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from _util import add_smoke_flag, figure  # noqa: E402
+from _util import add_smoke_flag, figure, record  # noqa: E402
 
 from workbench.agent.degenerate_turns import DEGENERATE_TURNS  # noqa: E402
 from workbench.agent.parsing import parse_turn  # noqa: E402
@@ -71,6 +71,7 @@ def main() -> None:
         worst = max(worst, per_size[big_label])
         ratio = per_size[big_label] / per_size[sizes[0][0]]
         print(f"{shape:<44} {big_label} / {sizes[0][0]} {ratio:10.2f}  (linear: ~10)\n", flush=True)
+        record(f"{shape} {big_label} / {sizes[0][0]}", ratio, "x", target="~10 (linear)")
     figure(
         f"worst {big_label} parse_turn",
         worst * 1e3,

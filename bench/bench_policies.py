@@ -21,7 +21,7 @@ from workbench.models import build_tiny_model, sample_texts
 from workbench.policies import SamplingParams, ScriptedPolicy, TransformersPolicy, generate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import add_smoke_flag
+from _util import add_smoke_flag, record
 
 
 def main() -> None:
@@ -66,6 +66,9 @@ def main() -> None:
         f"  one at a time: {n_tok / t_base:8.0f} tok/s   merged: {n_tok / t_merged:8.0f} tok/s   "
         f"speed-up x{t_base / t_merged:.2f}"
     )
+    record("transformers, one at a time", n_tok / t_base, "tok/s")
+    record("transformers, merged", n_tok / t_merged, "tok/s", baseline=n_tok / t_base)
+    record("transformers, merged speed-up", t_base / t_merged, "x")
 
     scripted = ScriptedPolicy.from_turns(
         ["<think>go</think><code>print(search('q'))</code>", "<code>answer('a')</code>"]
@@ -78,6 +81,8 @@ def main() -> None:
         generate(scripted, [ctx], sp)
     t_s = time.perf_counter() - t
     print(f"scripted, 2 KB context: {n / t_s:8.0f} turns/s ({1e3 * t_s / n:.3f} ms/turn)")
+    record("scripted, 2 KB context", n / t_s, "turns/s")
+    record("scripted, 2 KB context, per turn", 1e3 * t_s / n, "ms")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import add_smoke_flag, figure
+from _util import add_smoke_flag, figure, record
 
 SYSTEM = "You are an agent in a Python notebook. Think, then write code; you see its output."
 OBSERVATION = (
@@ -110,6 +110,7 @@ def main() -> None:
     same = sum(a == b for a, b in zip(full_out, kept_out, strict=True)) / n
     figure("episodes with identical tokens", same, "")
     print(f"prefix cache / full prefill wall: {kept_s / full_s:.3f}")
+    record("prefix cache / full prefill wall", kept_s / full_s, "x")
 
 
 if __name__ == "__main__":

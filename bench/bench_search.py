@@ -37,7 +37,7 @@ from workbench.search.vectors import Rerank, ShardVectors, save_atomic, shard_pa
 from workbench.worlds import make_world
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import add_smoke_flag, smoke_skip
+from _util import add_smoke_flag, record, smoke_skip
 
 
 def timed(fn, repeat: int) -> float:
@@ -101,6 +101,8 @@ def bench_encoders(encoder: Encoder, torch_enc: Encoder, args: argparse.Namespac
         f"passages: torch {torch_rate:6.0f}/s, onnx {onnx_rate:6.0f}/s (ratio {onnx_rate / torch_rate:4.2f}x; "
         f"max |onnx - torch| {np.abs(onnx_p - torch_p).max():.1e})"
     )
+    record("encode passages, torch", torch_rate, "passages/s")
+    record("encode passages, onnx", onnx_rate, "passages/s", baseline=torch_rate)
     with tempfile.TemporaryDirectory() as tmp:
         Corpus.from_rows(corpus.rows[: args.rate_passages * 2]).to_jsonl(Path(tmp) / "c.jsonl")
         t = time.perf_counter()
@@ -112,6 +114,7 @@ def bench_encoders(encoder: Encoder, torch_enc: Encoder, args: argparse.Namespac
             f"build_dense ({os.cpu_count()} encoding processes, flat, incl. start-up): {rate:6.0f} passages/s "
             f"(ratio to torch {rate / torch_rate:4.2f}x)"
         )
+        record(f"build_dense ({os.cpu_count()} encoding processes)", rate, "passages/s", baseline=torch_rate)
     vecs = encoder.encode_passages(texts)  # onnx fp32: the same vectors as torch (see above)
     row_ids = [r["id"] for r in corpus]
     variants = {"torch": torch_enc.encode_queries}
@@ -133,6 +136,8 @@ def bench_encoders(encoder: Encoder, torch_enc: Encoder, args: argparse.Namespac
             f"recall@3 {rec:.3f}  min cosine to torch {(v * ref).sum(1).min():.4f}"
             + ("   (default)" if name == encoder.query_backend else "")
         )
+        record(f"query {name}: latency", lat[name] * 1e3, "ms", baseline=lat["torch"] * 1e3)
+        record(f"query {name}: recall@3", rec, "")
 
 
 def bench_query_batches(encoder: Encoder, queries: list[str]) -> None:
@@ -156,6 +161,8 @@ def bench_query_batches(encoder: Encoder, queries: list[str]) -> None:
             f"query batch 64 {variant:9s}: one padded run {64 / lat['batched']:5.0f} q/s (batch-dependent), one run "
             f"per query on {workers} threads {64 / lat['each']:5.0f} q/s (ratio {lat['batched'] / lat['each']:4.2f}x)"
         )
+        record(f"query batch 64 {variant}: one padded run", 64 / lat["batched"], "q/s")
+        record(f"query batch 64 {variant}: one run per query", 64 / lat["each"], "q/s", baseline=64 / lat["batched"])
 
 
 def openvino_variant(encoder: Encoder) -> dict:
@@ -195,6 +202,7 @@ def bench_size(n: int, encoder: Encoder, torch_enc: Encoder, args: argparse.Name
         dense = DenseRetriever.build(corpus, encoder, show_progress=False, index=auto_index(n, encoder.dim))
         build = time.perf_counter() - t
         print(f"dense build: {n / build:8.0f} passages/s (onnx encode, 1 process + IndexFlatIP add), {build:.1f} s")
+        record(f"{n:,} passages: dense build", n / build, "passages/s")
     else:
         vecs = np.random.default_rng(0).standard_normal((n, encoder.dim)).astype(np.float32)
         dense = DenseRetriever.from_vectors(corpus, vecs, encoder, index=auto_index(n, encoder.dim))
@@ -235,6 +243,14 @@ def bench_size(n: int, encoder: Encoder, torch_enc: Encoder, args: argparse.Name
         f"dense batch 64: {64 / (enc64 + search64):8.0f} queries/s (encode {enc64 * 1e3:.1f} ms, "
         f"search {search64 * 1e3:.1f} ms; float32 flat through BLAS {exact64 * 1e3:.1f} ms)"
     )
+    at = f"{n:,} passages: dense"
+    record(f"{at} batch 1, end to end", e2e["default"] * 1e3, "ms", target="<= 15 ms")
+    record(f"{at} batch 1, end to end, torch encoder", e2e["torch"] * 1e3, "ms", baseline=e2e["default"] * 1e3)
+    record(f"{at} batch 1, search alone ({dense.spec})", search1 * 1e3, "ms")
+    record(f"{at} batch 1, float32 flat search", searches["flat"] * 1e3, "ms", baseline=search1 * 1e3)
+    record(f"{at} batch 1, numpy brute force", base1 * 1e3, "ms", baseline=search1 * 1e3)
+    record(f"{at} batch 1, one whole scan", e2e["whole"] * 1e3, "ms", baseline=e2e["default"] * 1e3)
+    record(f"{at} batch 64", 64 / (enc64 + search64), "q/s")
     t = time.perf_counter()
     bm25 = BM25Retriever.build(corpus, show_progress=False, backend="numpy")
     build = time.perf_counter() - t
@@ -259,11 +275,17 @@ def bench_size(n: int, encoder: Encoder, torch_enc: Encoder, args: argparse.Name
         f"(ratio {bm1['numpy'] / bm1['numba']:4.2f}x); batch 64: numpy {64 / bm64['numpy']:6.0f} q/s, "
         f"numba {64 / bm64['numba']:6.0f} q/s; same scores: {same} (auto picks {auto})"
     )
+    record(f"{n:,} passages: bm25 build", n / build, "passages/s")
+    record(f"{n:,} passages: bm25 batch 1, numpy", bm1["numpy"] * 1e3, "ms")
+    record(f"{n:,} passages: bm25 batch 1, numba", bm1["numba"] * 1e3, "ms", baseline=bm1["numpy"] * 1e3)
+    record(f"{n:,} passages: bm25 batch 64, numpy", 64 / bm64["numpy"], "q/s")
+    record(f"{n:,} passages: bm25 batch 64, numba", 64 / bm64["numba"], "q/s", baseline=64 / bm64["numpy"])
     if real:
         rec_d = recall_at_3(
             np.array([[int(h.id) for h in r] for r in dense.retrieve(queries, 3)]), qs, [str(i) for i in range(n)]
         )
         print(f"recall@3 (1-hop): dense {rec_d:.3f}")
+        record(f"{n:,} passages: dense recall@3 (1-hop)", rec_d, "")
 
 
 DATASETS = {  # name: (noise subspace dimension, topic weight), see embedding_like
@@ -385,6 +407,10 @@ def bench_million(encoder: Encoder, args: argparse.Namespace, dataset: str, kind
         f"{'flat (exact)':26s} build {flat_build:6.1f} s  memory {flat_bytes / 2**20:6.0f} MiB (1.000)  "
         f"batch 1 {flat_lat * 1e3:7.2f} ms  recall@10 1.000"
     )
+    at = f"{n:,} x {d}-d {dataset}"
+    record(f"{at}: flat build", flat_build, "s")
+    record(f"{at}: flat memory", flat_bytes / 2**20, "MiB")
+    record(f"{at}: flat batch 1", flat_lat * 1e3, "ms")
     del flat
     text_q = [t.question for t in make_world(0, "small").tasks("train")[:20]]
     with tempfile.TemporaryDirectory() as tmp:
@@ -427,6 +453,11 @@ def bench_million(encoder: Encoder, args: argparse.Namespace, dataset: str, kind
                 + f"  end to end with query encoding {e2e * 1e3:.2f} ms",
                 flush=True,
             )
+            record(f"{at}: {kind} {spec} build", build, "s")
+            record(f"{at}: {kind} {spec} memory", size / 2**20, "MiB", baseline=flat_bytes / 2**20)
+            record(f"{at}: {kind} {spec} batch 1", lat * 1e3, "ms", baseline=flat_lat * 1e3)
+            record(f"{at}: {kind} {spec} recall@10", recall["reranked"], "")
+            record(f"{at}: {kind} {spec} end to end with query encoding", e2e * 1e3, "ms")
             del index
 
 

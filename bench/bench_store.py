@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests" / "store"))
-from _util import add_smoke_flag  # noqa: E402
+from _util import add_smoke_flag, record  # noqa: E402
 from store_helpers import make_trajectory  # noqa: E402
 
 from workbench.store import Store  # noqa: E402
@@ -79,6 +79,8 @@ def main() -> None:
         f"blob size: raw JSON {raw / args.n / 1024:.1f} KiB, zlib-6 {packed / args.n / 1024:.1f} KiB "
         f"(ratio {raw / packed:.1f}x smaller)"
     )
+    record("blob size, raw JSON", raw / args.n / 1024, "KiB")
+    record("blob size, zlib-6", packed / args.n / 1024, "KiB", baseline=raw / args.n / 1024)
 
     base = jsonl_writes(tmp / "a.jsonl", trajs, fsync=False)
     base_sync = jsonl_writes(tmp / "b.jsonl", trajs, fsync=True)
@@ -89,6 +91,10 @@ def main() -> None:
         f"store FULL {full:.0f} ({full / base_sync:.2f}x jsonl+fsync, {full / base:.2f}x jsonl), "
         f"store NORMAL {normal:.0f} ({normal / base:.2f}x jsonl)"
     )
+    record("writes, jsonl", base, "writes/s")
+    record("writes, jsonl+fsync", base_sync, "writes/s")
+    record("writes, store FULL", full, "writes/s", baseline=base_sync)
+    record("writes, store NORMAL", normal, "writes/s", baseline=base)
 
     # Read while another process writes a fresh run.
     run, jsonl = tmp / "live", tmp / "live.jsonl"
@@ -129,6 +135,11 @@ def main() -> None:
         f"({q_store[1]:.1f}), query+get {q_get[0]:.1f} ({q_get[1]:.1f}); jsonl scan "
         f"{q_jsonl[0]:.1f} ({q_jsonl[1]:.1f}); store query {q_jsonl[0] / q_store[0]:.1f}x faster"
     )
+    for label, (median, p90) in (("store query", q_store), ("store query+get", q_get), ("jsonl scan", q_jsonl)):
+        record(
+            f"read-while-write, {label}: median", median, "ms", baseline=q_store[0] if label != "store query" else None
+        )
+        record(f"read-while-write, {label}: p90", p90, "ms")
     reader.close()
 
 

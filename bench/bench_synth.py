@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import add_smoke_flag, figure
+from _util import add_smoke_flag, figure, record
 
 from workbench.synth import (
     ClosedBookPolicy,
@@ -98,6 +98,7 @@ def main() -> None:
     memory = ClosedBookPolicy(graph, known=0.5)
     blank = ClosedBookPolicy(graph, known=0.0)
     print(f"site: {len(graph.urls)} entity pages crawled in {time.monotonic() - t0:.1f} s")
+    record(f"site crawl ({len(graph.urls)} entity pages)", time.monotonic() - t0, "s")
 
     # -- planted defects ------------------------------------------------------------------------
     verifier = Verifier(graph, DirectSolver(blank, n=8))
@@ -146,6 +147,9 @@ def main() -> None:
         f"({len(acc) / max(len(result.syntheses), 1):.0%}) in {time.monotonic() - t1:.1f} s; "
         f"edit keep rate {result.stats()['synthesis/edit_keep_rate']:.2f}"
     )
+    record(f"synthesis: accepted / seeds ({len(result.syntheses)})", len(acc) / max(len(result.syntheses), 1), "share")
+    record("synthesis: wall", time.monotonic() - t1, "s")
+    record("synthesis: edit keep rate", result.stats()["synthesis/edit_keep_rate"], "share")
     if not acc:
         print("no accepted QA: nothing more to measure")
         return
@@ -187,6 +191,7 @@ def main() -> None:
     figure("statements per seed QA (baseline)", 1.0, "count")
     figure("statements per accepted QA", per_acc, "count", baseline=1.0, target="ratio >= 2.0", ok=per_acc >= 2.0)
     print(f"total {time.monotonic() - t0:.1f} s")
+    record("total", time.monotonic() - t0, "s")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import add_smoke_flag, figure
+from _util import add_smoke_flag, figure, record
 
 DOCS = [
     ("Paris", "Paris is the capital of France."),
@@ -135,6 +135,8 @@ def bench_step_time(model_dir: Path, out: Path, steps: int, smoke: bool = False)
         r["completions/mean_length"] for r in base.state.log_history if "completions/mean_length" in r
     )
     print(f"# completion tokens/sequence: workbench {wb_len:.1f} (model + observation), TRL {trl_len:.1f}")
+    record("completion tokens/sequence, TRL", trl_len, "tok")
+    record("completion tokens/sequence, workbench (model + observation)", wb_len, "tok", baseline=trl_len)
     figure("TRL single-turn GRPO step", trl_time, "s")
     figure("workbench multi-turn step", wb_time, "s", baseline=trl_time)
     per_tok_wb, per_tok_trl = wb_time / wb_len, trl_time / trl_len
@@ -257,6 +259,9 @@ def bench_vllm_step(model_dir: Path, out: Path, steps: int) -> None:
         f"the median): vLLM {t['vllm_start_s']:.1f}s (constructor {t['vllm_construct_s']:.1f}s), transformers "
         f"{t['transformers_start_s']:.1f}s"
     )
+    record("training step, rollouts through the live model", t["transformers_s"], "s")
+    record("training step, rollouts through vLLM", t["vllm_s"], "s", baseline=t["transformers_s"])
+    record("vLLM constructor", t["vllm_construct_s"], "s")
     figure(
         "train step speed-up with vLLM generation (transformers time / vLLM time)",
         t["ratio"],
@@ -273,6 +278,7 @@ def bench_vllm_step(model_dir: Path, out: Path, steps: int) -> None:
         f"# the engine costs {t['engine_start_s']:.1f}s more to start than the live model{paid_back} "
         f"({saved:+.2f}s per step)"
     )
+    record("vLLM engine start, more than the live model's", t["engine_start_s"], "s")
 
 
 def main() -> None:

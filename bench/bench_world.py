@@ -18,7 +18,7 @@ from pathlib import Path
 from workbench.worlds import World
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import add_smoke_flag
+from _util import add_smoke_flag, record
 
 
 def main() -> None:
@@ -46,6 +46,10 @@ def main() -> None:
             f"{n:>9} {len(world.questions):>9} {t1 - t0:>10.2f} {t2 - t1:>9.2f} "
             f"{t3 - t2:>13.2f} {gen / (t3 - t2):>6.1f}x"
         )
+        record(f"{n} passages: generate", t1 - t0, "s")
+        record(f"{n} passages: corpus", t2 - t1, "s")
+        record(f"{n} passages: write jsonl", t3 - t2, "s")
+        record(f"{n} passages: generate / write jsonl", gen / (t3 - t2), "x")
 
 
 if __name__ == "__main__":

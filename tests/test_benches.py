@@ -1,18 +1,24 @@
-"""Every bench still runs: each `bench/bench_*.py --smoke` (tiny sizes, seconds) exits 0.
+"""Every bench still runs: each `bench/bench_*.py --smoke` (tiny sizes, seconds) exits 0 and records its figures.
 
 Figures are not checked (they live in the benches, printed against baselines of the same run); what
-is checked is that no bench has rotted, e.g. by reaching for a private attribute that has since gone.
-A smoke run may leave out a part that needs vLLM or a browser, and then says so in its output.
+is checked is that no bench has rotted, e.g. by reaching for a private attribute that has since gone,
+and that the figures it printed were recorded (`workbench/figures.py`), complete and marked smoke, in a
+temp folder (`$WORKBENCH_RESULTS_DIR`), never in the repository's bench/results/. A smoke run may leave
+out a part that needs vLLM or a browser, and then says so in its output.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
+
+from workbench.figures import RESULTS_ENV, Figure, read_figures
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHES = sorted((ROOT / "bench").glob("bench_*.py"))
@@ -25,7 +31,9 @@ def test_every_bench_is_found():
 @pytest.mark.slow
 @pytest.mark.parametrize("bench", BENCHES, ids=lambda p: p.stem)
 def test_bench_runs_in_smoke_mode(bench: Path, tmp_path: Path) -> None:
+    results = tmp_path / "results"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1", "BENCH_DIR": str(tmp_path)}
+    env[RESULTS_ENV] = str(results)
     proc = subprocess.run(
         [sys.executable, str(bench), "--smoke"],
         cwd=tmp_path,
@@ -39,3 +47,17 @@ def test_bench_runs_in_smoke_mode(bench: Path, tmp_path: Path) -> None:
     for line in out.splitlines():
         if "skipped" in line and line.startswith("smoke:"):
             assert ": " in line.removeprefix("smoke: skipped "), line  # a skip names its reason
+    assert_smoke_records(bench, results, out)
+
+
+def assert_smoke_records(bench: Path, results: Path, out: str) -> None:
+    """Every record has every field, names this bench and says smoke; a bench that printed a figure line
+    and skipped nothing recorded at least one."""
+    files = sorted(results.glob("*.jsonl")) if results.exists() else []
+    assert {f.stem for f in files} <= {bench.stem}, files
+    lines = [json.loads(line) for f in files for line in f.read_text().splitlines()]
+    assert all(set(line) == {f.name for f in fields(Figure)} for line in lines), lines[:1]
+    figures = read_figures(results) if files else []
+    assert all(f.mode == "smoke" and "--smoke" in f.command and f.commit and f.machine.cores for f in figures)
+    if "smoke: skipped" not in out:
+        assert figures, f"{bench.name} --smoke recorded no figure:\n{out[-2000:]}"

@@ -4,7 +4,7 @@
     log.record("insert 1k trajectories", 0.84, "s", target="<= 2 s")
     # -> appends one line to bench/results/bench_store.jsonl:
     # {"bench": "bench_store", "name": "insert 1k trajectories", "value": 0.84, "unit": "s", "target": "<= 2 s",
-    #  "baseline": null, "ok": null, "mode": "smoke", "command": ["bench/bench_store.py", "--smoke"],
+    #  "baseline": null, "ok": null, "mode": "smoke", "command": ["python", "bench/bench_store.py", "--smoke"],
     #  "commit": "6f246da…+dirty", "machine": {"cpu": "…", "cores": 2, "load": 1.3}, "date": "2026-12-06T07:30:00Z"}
 
 Every `bench/bench_*.py` records each figure it prints (through `bench/_util.py`), the demo records its
@@ -67,7 +67,7 @@ class Machine:
         return f"{self.cpu}, {self.cores} cores"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Figure:
     """One measured figure and its provenance; one JSON line in `<results dir>/<bench>.jsonl`.
 
@@ -81,14 +81,14 @@ class Figure:
     name: str
     value: float | None
     unit: str
+    target: str = ""
+    baseline: float | None = None
+    ok: bool | None = None
+    mode: Mode = "full"
     command: tuple[str, ...]
     commit: str
     machine: Machine
     date: str
-    mode: Mode = "full"
-    target: str = ""
-    baseline: float | None = None
-    ok: bool | None = None
 
     def to_json(self) -> str:
         """One line of JSON (no newline inside, whatever the names hold)."""
