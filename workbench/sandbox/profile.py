@@ -15,10 +15,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Self, TypeVar, cast
+from typing import Any, Self
 
 from workbench.configfile import Config, config_field, read_config_file
 from workbench.errors import ConfigError
@@ -77,14 +76,14 @@ class SandboxProfile(Config):
     def from_file(cls, path: str | Path, **overrides: Any) -> Self:
         """A profile file (TOML, YAML or JSON), then `overrides`; its name defaults to the file's stem."""
         data = read_config_file(path, what="sandbox profile")
-        return cast(Self, profile_from_dict({**data, **overrides}, source=str(path)))
+        data.setdefault("name", Path(path).stem)
+        return cls._build({**data, **overrides}, f"sandbox profile {path}: SandboxProfile")
 
     def replace(self, **changes: Any) -> SandboxProfile:
         """A copy with some fields changed; `limits` may be a dict of just the changed limits."""
         if isinstance(changes.get("limits"), dict):
-            merged = {f.name: getattr(self.limits, f.name) for f in dataclasses.fields(Limits)}
-            changes["limits"] = {**merged, **changes["limits"]}
-        return _build(SandboxProfile, {**_as_dict(self), **changes}, f"sandbox profile '{self.name}'")
+            changes["limits"] = {**self.limits.to_dict(), **changes["limits"]}
+        return SandboxProfile._build({**self.to_dict(), **changes}, f"sandbox profile '{self.name}': SandboxProfile")
 
     @property
     def workspace_size_mb(self) -> int:
@@ -100,30 +99,12 @@ class SandboxProfile(Config):
         return pairs
 
 
-def _as_dict(p: SandboxProfile) -> dict[str, Any]:
-    return {f.name: getattr(p, f.name) for f in dataclasses.fields(p)}
-
-
-def _check_type(value: Any, expected: type, where: str) -> None:
-    ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
-    if not ok:
-        raise ConfigError(f"{where}: expected {expected.__name__}, got {value!r}")
-
-
 def _validate(p: SandboxProfile) -> None:
+    """What the field types do not say (`Config` checks those): ranges, paths and names."""
     where = f"sandbox profile '{p.name}'"
-    for name, typ in (
-        ("name", str),
-        ("description", str),
-        ("network", bool),
-        ("etc_network", bool),
-        ("tmp_size_mb", int),
-    ):
-        _check_type(getattr(p, name), typ, f"{where}: field '{name}'")
     if p.tmp_size_mb <= 0:
         raise ConfigError(f"{where}: field 'tmp_size_mb' must be > 0, got {p.tmp_size_mb}")
     for i, spec in enumerate(p.ro_binds):
-        _check_type(spec, str, f"{where}: field 'ro_binds[{i}]'")
         host, _, inside = spec.partition(":")
         if not host.startswith("/") or (inside and not inside.startswith("/")):
             raise ConfigError(
@@ -132,20 +113,16 @@ def _validate(p: SandboxProfile) -> None:
         if not Path(host).exists():
             raise ConfigError(f"{where}: field 'ro_binds[{i}]': host path {host} does not exist")
     for name in p.pass_env:
-        if not isinstance(name, str) or not _ENV_NAME.match(name):
+        if not _ENV_NAME.match(name):
             raise ConfigError(f"{where}: field 'pass_env' holds an invalid variable name {name!r}")
     for name in p.preload:
-        if not isinstance(name, str) or not all(part.isidentifier() for part in name.split(".")):
+        if not all(part.isidentifier() for part in name.split(".")):
             raise ConfigError(f"{where}: field 'preload' holds an invalid module name {name!r}")
-    if not isinstance(p.env, dict):
-        raise ConfigError(f"{where}: field 'env' must be a table of NAME = \"value\"")
-    for k, v in p.env.items():
-        if not _ENV_NAME.match(k) or not isinstance(v, str):
+    for k in p.env:
+        if not _ENV_NAME.match(k):
             raise ConfigError(f"{where}: field 'env.{k}' must be a string with a valid name")
-    _check_type(p.limits, Limits, f"{where}: field 'limits'")
     for f in dataclasses.fields(Limits):
         value = getattr(p.limits, f.name)
-        _check_type(value, int, f"{where}: field 'limits.{f.name}'")
         if value <= 0:
             raise ConfigError(f"{where}: field 'limits.{f.name}' must be > 0, got {value}")
     if p.tmp_size_mb >= p.limits.disk_mb:
@@ -156,39 +133,9 @@ def _validate(p: SandboxProfile) -> None:
         )
 
 
-_Section = TypeVar("_Section", "SandboxProfile", "Limits")
-
-
-def _build(cls: type[_Section], data: dict[str, Any], where: str) -> _Section:
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        prefix = "limits." if cls is Limits else ""
-        raise ConfigError(f"{where}: unknown field '{prefix}{unknown[0]}'; known fields: {', '.join(sorted(known))}")
-    data = dict(data)
-    if cls is SandboxProfile:
-        if isinstance(data.get("limits"), dict):
-            data["limits"] = _build(Limits, data["limits"], where)
-        for key in ("ro_binds", "pass_env", "preload"):
-            if isinstance(data.get(key), list):
-                data[key] = tuple(data[key])
-    try:
-        return cls._build(data, "SandboxProfile" if cls is SandboxProfile else "SandboxProfile.limits")
-    except ConfigError as exc:
-        if str(exc).startswith("sandbox profile"):
-            raise
-        raise ConfigError(f"{where}: {exc}") from None
-
-
-def profile_from_dict(data: dict[str, Any], *, source: str = "<dict>") -> SandboxProfile:
-    """Build a profile from a parsed TOML table; errors name the field and the source."""
-    data = dict(data)
-    data.setdefault("name", Path(source).stem if source != "<dict>" else "custom")
-    return _build(SandboxProfile, data, f"sandbox profile {source}")
-
-
 def load_profile(profile: str | os.PathLike[str] | SandboxProfile = "default") -> SandboxProfile:
-    """A profile by name (`sandbox/profiles/<name>.toml`), by TOML path, or passed through."""
+    """A profile by name (`sandbox/profiles/<name>.toml`), by file path (TOML, YAML or JSON), or passed
+    through. The one place profiles are found and read."""
     if isinstance(profile, SandboxProfile):
         return profile
     path = Path(profile)
@@ -206,8 +153,4 @@ def load_profile(profile: str | os.PathLike[str] | SandboxProfile = "default") -
             )
     if not path.exists():
         raise ConfigError(f"sandbox profile file {path} does not exist")
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"sandbox profile {path}: invalid TOML: {exc}") from exc
-    return profile_from_dict(data, source=str(path))
+    return SandboxProfile.from_file(path)
