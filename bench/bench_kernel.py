@@ -11,7 +11,7 @@ ms p50 on an idle machine), the CPU time and minor page faults of a kernel's pro
 answer (less bound to the machine's load than wall time; the load average is printed), idle memory
 (PSS) of zygote vs exec kernels, and 64 zygote kernels started at once, all answering (≤ 1 s; mean
 of four rounds, in balanced order with the same starts in rollout dirs in the temp dir where
-`rollout_base()` chose another place: the ratio is that choice's gain). Beside the zygote figures,
+`kernel_dir_base()` chose another place: the ratio is that choice's gain). Beside the zygote figures,
 in the same rounds, runs their floor (`kernel_floor.py`): the same ipykernel forked from the same
 prepared app with no sandbox at all, so `zygote / floor` is what the sandbox adds and the floor is
 what ipykernel's own start costs on this machine. Then `kernel.fork`: fork(8)
@@ -47,7 +47,7 @@ from workbench.kernel.fork import snapshot
 from workbench.kernel.procs import process_tree, sandbox_rss_mb
 from workbench.kernel.zygote import zygote_unsupported
 from workbench.policies import ScriptedPolicy
-from workbench.sandbox import check_sandbox, rollout_base
+from workbench.sandbox import check_sandbox, kernel_dir_base
 from workbench.sandbox.rollout import filesystem
 from workbench.tools import ToolRegistry
 from workbench.trajectory import Task
@@ -252,18 +252,19 @@ async def memory_per_kernel(smoke: bool) -> None:
 
 
 async def many_at_once(floor: UnsandboxedForker, many: int, smoke: bool) -> None:
-    """`many` zygote kernels started at once (rollout dirs where `rollout_base()` puts them, and in
+    """`many` zygote kernels started at once (rollout dirs where `kernel_dir_base()` puts them, and in
     the temp dir where that differs), and as many unsandboxed forks: means over balanced rounds."""
     temp = Path(tempfile.gettempdir())
     print(
-        f"rollout dirs in {rollout_base()} ({filesystem_of(rollout_base())}); temp dir {temp} ({filesystem_of(temp)})"
+        f"rollout dirs in {kernel_dir_base()} ({filesystem_of(kernel_dir_base())}); "
+        f"temp dir {temp} ({filesystem_of(temp)})"
     )
     on_disk = temp / f"workbench-bench-{os.getpid()}"
     rounds: dict[str, Callable[[], Awaitable[float]]] = {
         "default": lambda: all_at_once(many),
         "floor": lambda: floor.all_at_once(many),
     }
-    if rollout_base() != temp:  # the same starts with every rollout dir in the temp dir
+    if kernel_dir_base() != temp:  # the same starts with every rollout dir in the temp dir
         rounds["temp"] = lambda: all_at_once(many, on_disk)
     took: dict[str, list[float]] = {name: [] for name in rounds}
     order = list(rounds) if smoke else [*rounds, *reversed(rounds), *reversed(rounds), *rounds]
@@ -278,7 +279,7 @@ async def many_at_once(floor: UnsandboxedForker, many: int, smoke: bool) -> None
         shutil.rmtree(on_disk, ignore_errors=True)  # a root of one's own is one's own to remove
         on_temp = statistics.mean(took["temp"])
         figure(f"{many} at once, rollout dirs in the temp dir (baseline)", on_temp, "s")
-        figure(f"{many} at once, rollout dirs in {rollout_base()}", all_ready, "s", baseline=on_temp)
+        figure(f"{many} at once, rollout dirs in {kernel_dir_base()}", all_ready, "s", baseline=on_temp)
 
 
 async def all_at_once(n: int, root: Path | None = None) -> float:

@@ -96,7 +96,7 @@ def test_every_child_holds_the_state_and_changes_stay_private(parent: Kernel):
             assert _value(other, "(y, f(), also_shared)") == (5, 10, [1, 2])
             assert _value(other, "notepad.facts") == ("fact before the fork",)
             assert _value(other, "open('/workspace/data.txt').read()") == "from the parent"
-        leftovers = [p.name for p in parent.rollout_dir.parent.rglob("fork-*")]
+        leftovers = [p.name for p in parent.kernel_dir.parent.rglob("fork-*")]
         assert leftovers == []  # the snapshot file is gone once the children have loaded it
     finally:
         _close(children)
@@ -108,7 +108,7 @@ def _cgroup_dirs(name: str) -> list[Path]:
 
 def test_a_childs_death_leaves_the_others_and_nothing_is_left_behind(parent: Kernel):
     children = parent.fork(2)
-    dirs = [c.rollout_dir for c in children]
+    dirs = [c.kernel_dir for c in children]
     cgroups = [g for d in dirs for g in _cgroup_dirs(d.name)]
     pids = [p for c in children for p in process_tree(c.pid or 0)]
     os.kill(children[0].pid or 0, signal.SIGKILL)
@@ -122,7 +122,7 @@ def test_a_childs_death_leaves_the_others_and_nothing_is_left_behind(parent: Ker
 
 
 def test_a_child_that_cannot_load_the_state_fails_the_fork_and_leaves_nothing(parent: Kernel):
-    before = {p.name for p in parent.rollout_dir.parent.iterdir()}
+    before = {p.name for p in parent.kernel_dir.parent.iterdir()}
     parent.execute(
         "class Spoiled:\n    def __reduce__(self):\n        return (int, ('not a number',))\nspoiled = Spoiled()"
     )
@@ -131,7 +131,7 @@ def test_a_child_that_cannot_load_the_state_fails_the_fork_and_leaves_nothing(pa
             parent.fork(2)
     finally:
         parent.execute("del spoiled")
-    assert {p.name for p in parent.rollout_dir.parent.iterdir()} == before  # children's dirs and the snapshot gone
+    assert {p.name for p in parent.kernel_dir.parent.iterdir()} == before  # children's dirs and the snapshot gone
 
 
 def test_values_that_do_not_copy_are_reported_not_dropped(parent: Kernel):
@@ -163,7 +163,7 @@ def test_a_workspace_over_the_childrens_cap_is_a_clear_error(parent: Kernel):
             parent.fork(1)
     finally:
         parent.execute("os.remove('/workspace/sparse.bin')")
-    assert [p.name for p in parent.rollout_dir.parent.rglob("fork-*")] == []
+    assert [p.name for p in parent.kernel_dir.parent.rglob("fork-*")] == []
 
 
 @pytest.mark.slow

@@ -24,7 +24,7 @@ from jupyter_client.session import Session
 
 from workbench.cli import kernel as cli
 from workbench.kernel.procs import process_tree
-from workbench.sandbox.rollout import rollout_base, sweep_stale_roots
+from workbench.sandbox.rollout import kernel_dir_base, sweep_stale_roots
 
 pytestmark = pytest.mark.slow
 
@@ -198,7 +198,7 @@ def test_kernel_exit_ends_launcher_and_removes_its_root(kernels_dir: Path):
     try:
         kc.wait_for_ready(timeout=60)
         launcher = km.provisioner.pid
-        root = rollout_base() / f"workbench-rollouts-{launcher}"
+        root = kernel_dir_base() / f"workbench-rollouts-{launcher}"
         assert root.is_dir()
         pids = process_tree(launcher)
         assert len(pids) >= 3
@@ -230,7 +230,7 @@ def test_killed_launcher_root_is_swept(kernels_dir: Path):
         kc.wait_for_ready(timeout=60)
         launcher = km.provisioner.pid
         pids = process_tree(launcher)
-        root = rollout_base() / f"workbench-rollouts-{launcher}"
+        root = kernel_dir_base() / f"workbench-rollouts-{launcher}"
         assert root not in sweep_stale_roots() and root.is_dir()  # alive: kept
         os.kill(launcher, signal.SIGKILL)
         assert _gone(pids)  # the sandbox dies with its launcher

@@ -39,7 +39,7 @@ def test_20_rollouts_through_4_leak_nothing(tmp_path: Path):
             async def rollout(i: int) -> None:
                 async with pool.acquire() as k:
                     seen_pids.update(process_tree(k.pid))
-                    dirs.append(k.rollout_dir)
+                    dirs.append(k.kernel_dir)
                     fresh = await k.execute("'marker' in globals()")
                     assert fresh.result == "False"  # never reused across rollouts
                     await k.execute(f"marker = {i}")

@@ -81,7 +81,7 @@ def test_zygote_forks_from_one_thread_and_mounts_stay_in_children(tmp_path: Path
 
 def test_close_leaves_no_process_cgroup_or_dir(tmp_path: Path):
     k = Kernel(root=tmp_path, start="zygote").start()
-    pids, rollout = process_tree(k.pid), k.rollout_dir
+    pids, rollout = process_tree(k.pid), k.kernel_dir
     assert len(pids) >= 3 and rollout.is_dir()  # outer, init, kernel
     cgroups = _cgroup_dirs(rollout.name)
     k.close()
@@ -94,7 +94,7 @@ def test_killed_zygote_takes_its_kernels_and_the_pool_rebuilds_it(tmp_path: Path
         async with AsyncKernelPool(2, root=tmp_path, start="zygote") as pool:
             async with pool.acquire() as held:
                 kernel_pids = process_tree(held.pid)
-                name = held.rollout_dir.name
+                name = held.kernel_dir.name
                 old = zygote_for(held.profile).pid
                 os.kill(old, signal.SIGKILL)
                 assert await asyncio.wait_for(asyncio.shield(held.died), 30) is not None

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from workbench.errors import SandboxError
-from workbench.sandbox.rollout import RolloutDir
+from workbench.sandbox.rollout import KernelDir
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
 
@@ -18,7 +18,7 @@ def test_root_planted_by_another_user_is_refused(tmp_path):
     planted.mkdir(mode=0o700)
     os.chown(planted, 65534, 65534)
     with pytest.raises(SandboxError, match="not a private directory"):
-        RolloutDir.create(planted, uid=None)
+        KernelDir.create(planted, uid=None)
     assert list(planted.iterdir()) == []
 
 
@@ -28,7 +28,7 @@ def test_planted_symlink_is_never_followed(tmp_path):
     link = tmp_path / "workbench-rollouts-4243"
     link.symlink_to(target)
     with pytest.raises(SandboxError, match="symlink"):
-        RolloutDir.create(link, uid=None)
+        KernelDir.create(link, uid=None)
     assert list(target.iterdir()) == []
 
 
@@ -37,11 +37,11 @@ def test_root_open_to_others_is_refused(tmp_path):
     root.mkdir()
     root.chmod(0o777)
     with pytest.raises(SandboxError, match="mode 777"):
-        RolloutDir.create(root, uid=None)
+        KernelDir.create(root, uid=None)
 
 
 def test_own_private_root_is_used(tmp_path):
-    rd = RolloutDir.create(tmp_path / "workbench-rollouts-4245", uid=None)
+    rd = KernelDir.create(tmp_path / "workbench-rollouts-4245", uid=None)
     assert rd.work.is_dir() and rd.path.parent.name == "workbench-rollouts-4245"
     rd.remove()
 
@@ -56,3 +56,9 @@ def test_uid_leases_are_one_place_whatever_tmpdir(tmp_path):
         for d in (tmp_path, "/tmp")
     }
     assert seen == {"/tmp/workbench-uids"}
+
+
+def test_the_old_names_of_kernel_dirs_still_work():
+    from workbench.sandbox import KernelDir, RolloutDir, kernel_dir_base, rollout_base
+
+    assert RolloutDir is KernelDir and rollout_base is kernel_dir_base  # deprecated names (docs/glossary.md)

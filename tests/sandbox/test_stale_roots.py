@@ -24,8 +24,8 @@ from workbench.sandbox.rollout import sweep_stale_roots
 # A workbench process: makes a rollout dir under its default root, says where, then waits.
 OWNER = textwrap.dedent("""
     import sys, time
-    from workbench.sandbox import RolloutDir, default_root
-    rd = RolloutDir.create(default_root(), None)
+    from workbench.sandbox import KernelDir, default_root
+    rd = KernelDir.create(default_root(), None)
     (rd.outputs / "cell-1.txt").write_text("x" * 1000)
     print(rd.path, flush=True)
     time.sleep(120)

@@ -16,7 +16,8 @@ import zmq.asyncio
 
 from workbench.errors import KernelError
 from workbench.runtime.wire import PACKER
-from workbench.sandbox import INSIDE_RUN, RolloutDir, SandboxProfile, SandboxSpec, build_argv
+from workbench.sandbox import INSIDE_RUN, KernelDir, build_argv
+from workbench.sandbox.plan import KernelPlan
 
 DELIM = b"<IDS|MSG>"
 CHANNELS = {"shell": 1, "iopub": 2, "stdin": 3, "control": 4, "hb": 5}
@@ -46,16 +47,16 @@ def connection_info(ip: str, key: str, signature_scheme: str = "hmac-sha256") ->
 
 
 def write_connection_file(
-    rollout: RolloutDir, key: str, *, sandboxed: bool = True, signature_scheme: str = "hmac-sha256"
+    kernel_dir: KernelDir, key: str, *, sandboxed: bool = True, signature_scheme: str = "hmac-sha256"
 ) -> str:
     """Write the ipc connection file into run/; return the host-side ipc path prefix."""
-    host_ip = str(rollout.run / "k")
+    host_ip = str(kernel_dir.run / "k")
     if len(host_ip) > _IPC_MAX:
-        raise KernelError(f"rollout dir path {rollout.run} is too long for a unix socket; pass a shorter root=")
-    cf = rollout.run / "kernel.json"
+        raise KernelError(f"kernel dir path {kernel_dir.run} is too long for a unix socket; pass a shorter root=")
+    cf = kernel_dir.run / "kernel.json"
     cf.write_text(json.dumps(connection_info(f"{INSIDE_RUN}/k" if sandboxed else host_ip, key, signature_scheme)))
     os.chmod(cf, 0o600)
-    rollout.share(cf)
+    kernel_dir.share(cf)
     return host_ip
 
 
@@ -65,31 +66,28 @@ def ipykernel_args(connection_file: str, history: bool = False) -> list[str]:
 
 
 def kernel_argv(
-    rollout: RolloutDir,
+    kernel_dir: KernelDir,
     key: str,
-    profile: SandboxProfile,
+    plan: KernelPlan | None,
     *,
-    uid: int | None,
-    env: dict[str, str],
-    extra_ro_binds: tuple[str, ...] = (),
-    sandboxed: bool = True,
     signature_scheme: str = "hmac-sha256",
     history: bool = False,
 ) -> tuple[list[str], str]:
-    """Write the ipc connection file into run/ and return (argv, host-side ipc path prefix).
+    """Write the ipc connection file into run/ and return (argv, host-side ipc path prefix): the kernel
+    sandboxed as `plan` says (`build_argv`), or unsandboxed where `plan` is None.
 
     `history=False` (rollouts) turns IPython's input history off: it costs start time and a
     little per cell, and nothing reads it. `history=True` (the interactive kernelspec) keeps it
     in an in-memory SQLite database: %history and console history work, and it ends with the
     kernel (no file on the host or in the sandbox).
     """
-    host_ip = write_connection_file(rollout, key, sandboxed=sandboxed, signature_scheme=signature_scheme)
-    cf = f"{INSIDE_RUN}/kernel.json" if sandboxed else str(rollout.run / "kernel.json")
+    sandboxed = plan is not None
+    host_ip = write_connection_file(kernel_dir, key, sandboxed=sandboxed, signature_scheme=signature_scheme)
+    cf = f"{INSIDE_RUN}/kernel.json" if sandboxed else str(kernel_dir.run / "kernel.json")
     kernel = [sys.executable, "-m", "ipykernel_launcher", *ipykernel_args(cf, history)]
-    if not sandboxed:
+    if plan is None:
         return kernel, host_ip
-    spec = SandboxSpec(profile, rollout.run, rollout.work, uid=uid, env=env, extra_ro_binds=extra_ro_binds)
-    return build_argv(spec, kernel), host_ip
+    return build_argv(plan, kernel), host_ip
 
 
 def decode(frames: list[bytes], key: bytes) -> tuple[bytes, bytes, bytes] | None:

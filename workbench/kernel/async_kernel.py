@@ -5,7 +5,7 @@
         print(obs.text)          # 3.141592653589793
 
 The kernel runs `ipykernel_launcher` inside bubblewrap (see `workbench.sandbox`) and talks over
-zmq ipc sockets in `<rollout_dir>/run/` (inside: /run/workbench). A pidfd on the sandbox's
+zmq ipc sockets in `<kernel_dir>/run/` (inside: /run/workbench). A pidfd on the sandbox's
 outermost process resolves `died` the moment the sandbox ends, so execute() never hangs on a
 dead kernel. With `start="zygote"` (the default where the machine supports it) the same sandbox
 is forked from the profile's zygote instead of exec'd (see `workbench.kernel.zygote`). A timeout
@@ -44,7 +44,7 @@ from workbench.kernel.procs import process_tree
 from workbench.kernel.zygote import fork_kernel, zygote_for, zygote_unsupported
 from workbench.sandbox import (
     INSIDE_RUN,
-    RolloutDir,
+    KernelDir,
     SandboxProfile,
     UidLease,
     check_sandbox,
@@ -52,6 +52,7 @@ from workbench.sandbox import (
     load_profile,
 )
 from workbench.sandbox.cgroups import Cgroup
+from workbench.sandbox.plan import KernelPlan, plan_for
 
 StartMethod = Literal["zygote", "exec"]
 _log = logging.getLogger(__name__)
@@ -117,7 +118,7 @@ class AsyncKernel:
         self.startup_timeout = startup_timeout
         self.interrupt_grace = interrupt_grace
         self.keep_dir = keep_dir
-        self._dir: RolloutDir | None = None
+        self._dir: KernelDir | None = None
         self._lease: UidLease | None = None
         self._cgroup: Cgroup | None = None
         self._proc: KernelProcess | None = None
@@ -130,10 +131,16 @@ class AsyncKernel:
 
     # -- properties ---------------------------------------------------------------------
     @property
-    def rollout_dir(self) -> Path:
+    def kernel_dir(self) -> Path:
+        """The kernel's private directory on the host (run/, work/, outputs/, kernel.log)."""
         if self._dir is None:
             raise KernelError("the kernel has not been started; call start() first")
         return self._dir.path
+
+    @property
+    def rollout_dir(self) -> Path:
+        """Deprecated name of `kernel_dir` (docs/glossary.md: a rollout is something else)."""
+        return self.kernel_dir
 
     @property
     def alive(self) -> bool:
@@ -177,7 +184,7 @@ class AsyncKernel:
                 RuntimeWarning,
                 stacklevel=2,
             )
-        self._dir = RolloutDir.create(self.root, self.uid)
+        self._dir = KernelDir.create(self.root, self.uid)
         try:
             if sandboxed:
                 self._cgroup = Cgroup.create(self._dir.path.name, self.profile.limits)
@@ -215,7 +222,6 @@ class AsyncKernel:
         """Start the kernel as a fresh process (bwrap → ipykernel_launcher); return its ipc prefix."""
         assert self._dir is not None
         argv, host_ip = self._command(sandboxed)
-        argv = self._cgroup.wrap(argv) if self._cgroup else argv
         with open(self._dir.path / "kernel.log", "wb") as log:
             self._proc = subprocess.Popen(
                 argv,
@@ -236,15 +242,8 @@ class AsyncKernel:
         key = secrets.token_hex(16)
         self._ch = Channels(key)
         host_ip = write_connection_file(self._dir, key)
-        child = fork_kernel(
-            self._dir,
-            self.profile,
-            uid=self._lease.uid,
-            env=self.env,
-            extra_ro_binds=self.extra_ro_binds,
-            kernel_args=ipykernel_args(f"{INSIDE_RUN}/kernel.json"),
-            cgroup=self._cgroup,
-        )
+        kernel_args = ipykernel_args(f"{INSIDE_RUN}/kernel.json")
+        child = fork_kernel(self._dir, self.profile, self._plan(), kernel_args=kernel_args)
         self._proc, self._pidfd = child, child.pidfd
         return host_ip
 
@@ -252,14 +251,18 @@ class AsyncKernel:
         assert self._dir is not None
         key = secrets.token_hex(16)
         self._ch = Channels(key)
-        return kernel_argv(
-            self._dir,
-            key,
+        return kernel_argv(self._dir, key, self._plan() if sandboxed else None)
+
+    def _plan(self) -> KernelPlan:
+        """This kernel's isolation plan (either start method renders it)."""
+        assert self._dir is not None
+        return plan_for(
             self.profile,
+            self._dir.run,
             uid=self.uid,
             env=self.env,
             extra_ro_binds=self.extra_ro_binds,
-            sandboxed=sandboxed,
+            cgroup=self._cgroup.dirs if self._cgroup else (),
         )
 
     def _plain_env(self) -> dict[str, str]:
@@ -302,7 +305,7 @@ class AsyncKernel:
 
     def _log_tail(self) -> str:
         try:
-            return (self.rollout_dir / "kernel.log").read_text(errors="replace")[-1500:].strip()
+            return (self.kernel_dir / "kernel.log").read_text(errors="replace")[-1500:].strip()
         except OSError:
             return "(no log)"
 

@@ -4,7 +4,7 @@
 
 Jupyter hands kernels a TCP connection file, but TCP cannot cross the sandbox's unshared
 network namespace. So this process (on the host) binds the ports Jupyter chose and relays
-each channel to the sandboxed ipykernel's ipc sockets in its rollout dir: ROUTER↔DEALER for
+each channel to the sandboxed ipykernel's ipc sockets in its kernel dir: ROUTER↔DEALER for
 shell/control/stdin/heartbeat, XPUB↔XSUB for iopub. Messages pass through untouched, signed
 with Jupyter's own key. The host-facing sockets take ipykernel's own options (ROUTER_HANDOVER,
 linger, CurveZMQ keys when Jupyter provisions them), so clients cannot tell the relay from
@@ -31,7 +31,7 @@ import zmq
 from workbench.children import die_with_parent
 from workbench.kernel._process import CHANNELS, kernel_argv
 from workbench.kernel.procs import process_tree
-from workbench.sandbox import RolloutDir, UidLease, check_sandbox, default_root, load_profile
+from workbench.sandbox import KernelDir, UidLease, check_sandbox, default_root, load_profile, plan_for
 from workbench.sandbox.cgroups import Cgroup
 
 _PAIRS = {
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m workbench.kernel.launch", description=__doc__.split("\n")[0])
     ap.add_argument("-f", dest="connection_file", required=True, help="Jupyter's connection file")
     ap.add_argument("--profile", default="default", help="sandbox profile name or .toml path")
-    ap.add_argument("--root", type=Path, default=None, help="where rollout dirs go")
+    ap.add_argument("--root", type=Path, default=None, help="where kernel dirs go")
     args = ap.parse_args(argv)
     die_with_parent()
     info = json.loads(Path(args.connection_file).read_text())
@@ -142,21 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     check_sandbox()
     root = args.root or default_root()
     lease = UidLease() if os.geteuid() == 0 else None
-    rollout = RolloutDir.create(root, lease.uid if lease else None)
+    kernel_dir = KernelDir.create(root, lease.uid if lease else None)
     proc: subprocess.Popen[bytes] | None = None
     relay: Relay | None = None
-    cgroup = Cgroup.create(rollout.path.name, profile.limits)
+    cgroup = Cgroup.create(kernel_dir.path.name, profile.limits)
     try:
-        cmd, host_ip = kernel_argv(
-            rollout,
-            info["key"],
-            profile,
-            uid=lease.uid if lease else None,
-            env={},
-            signature_scheme=info.get("signature_scheme", "hmac-sha256"),
-            history=True,
-        )
-        cmd = cgroup.wrap(cmd) if cgroup else cmd
+        plan = plan_for(profile, kernel_dir.run, uid=lease.uid if lease else None, cgroup=cgroup.dirs if cgroup else ())
+        scheme = info.get("signature_scheme", "hmac-sha256")
+        cmd, host_ip = kernel_argv(kernel_dir, info["key"], plan, signature_scheme=scheme, history=True)
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True)
 
         def stop(*_: object) -> None:
@@ -168,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # interrupts arrive as messages
         relay = Relay(info, host_ip)
         if _wait_for_sockets(proc, host_ip):
-            rollout.seal()  # its sockets are bound: from now on the kernel creates no host files
+            kernel_dir.seal()  # its sockets are bound: from now on the kernel creates no host files
         return proc.wait()
     finally:
         if proc is not None and proc.poll() is None:
@@ -176,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             proc.wait()
         if relay is not None:
             relay.close()
-        rollout.remove()
+        kernel_dir.remove()
         if args.root is None:
             with contextlib.suppress(OSError):
                 root.rmdir()  # this process's own root: gone with it

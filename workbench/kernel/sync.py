@@ -90,8 +90,14 @@ class Kernel:
         self._k.share(path)
 
     @property
+    def kernel_dir(self) -> Path:
+        """The kernel's private directory on the host (run/, work/, outputs/, kernel.log)."""
+        return self._k.kernel_dir
+
+    @property
     def rollout_dir(self) -> Path:
-        return self._k.rollout_dir
+        """Deprecated name of `kernel_dir`."""
+        return self._k.kernel_dir
 
     @property
     def alive(self) -> bool:

@@ -16,7 +16,10 @@ and uid change a quarter; the move into the kernel's cgroup adds ~10 ms of waiti
 `favordynmods` (`workbench.sandbox.cgroups`). The bench also starts the same ipykernel forked with no
 sandbox at all (`bench/kernel_floor.py`): a zygote start takes 1.2-1.4x that floor, alone or 64 at once.
 
-Where each isolation property comes from (same as an exec'd kernel unless said):
+A kernel's sandbox is one isolation plan (`workbench.sandbox.plan`), whichever way it starts: the
+zygote renders its per-profile part as its own bwrap (`zygote_argv`) and each kernel's part as a typed
+request (`ZygoteRequest`) that the child applies to itself. Where each property comes from (same as an
+exec'd kernel unless said; `workbench.sandbox.zygote.RENDERS` names the function for each plan field):
 
     filesystem view        the zygote's bwrap: system dirs, Python, profile binds read-only;
                            minimal /etc; /dev; no host file beyond those
@@ -37,7 +40,7 @@ Where each isolation property comes from (same as an exec'd kernel unless said):
     dies with the host     host → bwrap (--die-with-parent) → zygote → child's outer process →
                            init → namespace, each by PR_SET_PDEATHSIG
 
-Weaker than exec, and why:
+Weaker than exec, and why (recorded as data too: `Unsupported` and `weaker` in `RENDERS`):
   - Address-space layout: children share the zygote's ASLR layout (fork copies it), so one
     kernel's leaked pointers predict another's. Kernels already run only unprivileged code.
   - Mount points for a kernel's `extra_ro_binds` are made (empty, root-owned) in the zygote's
@@ -68,15 +71,13 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any
 
 from workbench.errors import SandboxError
 from workbench.kernel._process import ipykernel_args
-from workbench.sandbox import INSIDE_RUN, RolloutDir, SandboxProfile, SandboxSpec, check_sandbox
-from workbench.sandbox.bwrap import _pairs, base_env
-from workbench.sandbox.cgroups import Cgroup
+from workbench.sandbox import INSIDE_RUN, KernelDir, SandboxProfile, check_sandbox
 from workbench.sandbox.isolate import clone_mount
-from workbench.sandbox.zygote import zygote_argv
+from workbench.sandbox.plan import KernelPlan, profile_plan
+from workbench.sandbox.zygote import ZygoteRequest, request_fds, zygote_argv, zygote_request
 
 _log = logging.getLogger(__name__)
 _START_TIMEOUT_S = 120.0
@@ -132,7 +133,7 @@ class Zygote:
         # bwrap's --die-with-parent is tied to the thread that forks it: a thread that lives as long as
         # the zygote does it (an executor thread could exit and take the zygote with it).
         thread = threading.Thread(
-            target=self._run, args=(zygote_argv(profile, argv), theirs, started, ready), daemon=True
+            target=self._run, args=(zygote_argv(profile_plan(profile), argv), theirs, started, ready), daemon=True
         )
         thread.start()
         ready.wait()
@@ -187,11 +188,11 @@ class Zygote:
         self._stderr.seek(0)
         return self._stderr.read()[-1500:].decode(errors="replace").strip()
 
-    def spawn(self, request: dict[str, Any], fds: list[int]) -> tuple[int, int]:
+    def spawn(self, request: ZygoteRequest, fds: list[int]) -> tuple[int, int]:
         """Send one spawn request; return the child's (pid, pidfd). Blocks for one fork."""
         with self._lock:
             try:
-                socket.send_fds(self._control, [json.dumps(request).encode()], fds)
+                socket.send_fds(self._control, [request.encode()], fds)
                 msg, got, _, _ = socket.recv_fds(self._control, 4096, 1)
             except OSError:
                 msg, got = b"", []
@@ -240,38 +241,25 @@ def zygote_for(profile: SandboxProfile) -> Zygote:
 
 
 def fork_kernel(
-    rollout: RolloutDir,
+    kernel_dir: KernelDir,
     profile: SandboxProfile,
+    plan: KernelPlan,
     *,
-    uid: int,
-    env: dict[str, str],
-    extra_ro_binds: tuple[str, ...],
     kernel_args: list[str],
-    cgroup: Cgroup | None,
 ) -> ZygoteChild:
-    """Fork one sandboxed kernel from `profile`'s zygote; its output goes to `kernel.log`."""
-    spec = SandboxSpec(profile, rollout.run, uid=uid, env=env, extra_ro_binds=extra_ro_binds)
-    binds = _pairs(extra_ro_binds)
-    request = {
-        "uid": uid,
-        "gid": uid,
-        "env": base_env(spec),
-        "network": profile.network,
-        "limits": dataclasses.asdict(profile.limits),
-        "tmp_mb": profile.tmp_size_mb,
-        "workspace_mb": profile.workspace_size_mb,
-        "binds": [inside for _, inside in binds],
-        "cgroups": len(cgroup.dirs) if cgroup else 0,
-        "args": kernel_args,
-    }
+    """Fork one kernel sandboxed as `plan` says from `profile`'s zygote; its output goes to `kernel.log`."""
+    request = zygote_request(plan, kernel_args)
     status_r, status_w = os.pipe2(os.O_CLOEXEC)
-    fds = [clone_mount(str(rollout.run))]
-    fds.append(os.open(rollout.path / "kernel.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600))
-    fds.append(status_w)
+    (_, run), *rest = request_fds(plan)
+    log = kernel_dir.path / "kernel.log"
+    fds = [status_w]  # the child reads: the run dir's mount, kernel.log, the status pipe, then the rest
     try:
-        for d in cgroup.dirs if cgroup else []:
-            fds.append(os.open(d / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC))
-        fds += [clone_mount(str(host), recursive=True) for host, _ in binds]
+        fds.insert(0, clone_mount(str(run)))
+        fds.insert(1, os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600))
+        for kind, path in rest:  # each cgroup.procs, then each bind's mount
+            fds.append(
+                clone_mount(str(path), recursive=True) if kind == "mount" else os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+            )
         pid, pidfd = _spawn_retrying(profile, request, fds)
     except BaseException:
         os.close(status_r)
@@ -282,7 +270,7 @@ def fork_kernel(
     return ZygoteChild(pid, pidfd, status_r)
 
 
-def _spawn_retrying(profile: SandboxProfile, request: dict[str, Any], fds: list[int]) -> tuple[int, int]:
+def _spawn_retrying(profile: SandboxProfile, request: ZygoteRequest, fds: list[int]) -> tuple[int, int]:
     """Spawn; if the zygote turns out dead (killed since its last use), start a new one once."""
     try:
         return zygote_for(profile).spawn(request, fds)

@@ -4,7 +4,8 @@
 
 It imports what a kernel needs and builds the half of ipykernel's app that depends only on
 KERNEL_ARGS (`workbench.kernel.zygote_app`), then serves spawn requests on CONTROL_FD (a SOCK_SEQPACKET
-socket): one JSON request plus file descriptors in, one fork, `{"pid": N}` plus a pidfd out.
+socket): one `ZygoteRequest` (`workbench.sandbox.zygote`: the per-kernel stage of the kernel's isolation
+plan) plus file descriptors in, one fork, `{"pid": N}` plus a pidfd out.
 No zmq context, event loop or thread exists before a fork; every child builds its own.
 
 A child runs three processes, like bwrap's:
@@ -28,10 +29,11 @@ import socket
 import sys
 import threading
 import traceback
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from workbench.children import die_with_parent
 from workbench.kernel import zygote_app
+from workbench.sandbox.zygote import ZygoteRequest
 
 PRELOAD = (  # what IPKernelApp.initialize() imports (its debugger's debugpy is most of the time)
     "ipykernel.kernelapp",
@@ -51,6 +53,7 @@ PRELOAD = (  # what IPKernelApp.initialize() imports (its debugger's debugpy is 
     "workbench.runtime.fork",  # kernel.fork: what a child's load (and a parent's save) imports
     "cloudpickle",
     "workbench.sandbox.isolate",
+    "workbench.sandbox.zygote",
 )
 _MAX_FDS = 64
 
@@ -79,8 +82,8 @@ def main(argv: list[str]) -> int:
         pid = os.fork()
         if pid == 0:
             control.close()
-            request = json.loads(msg)
-            _outer(request, fds, zygote, app if request["args"] == kernel_args else None)
+            request = ZygoteRequest.decode(msg)
+            _outer(request, fds, zygote, app if list(request.args) == kernel_args else None)
         for fd in fds:
             os.close(fd)
         pidfd = os.pidfd_open(pid)
@@ -88,12 +91,11 @@ def main(argv: list[str]) -> int:
         os.close(pidfd)
 
 
-def _outer(req: dict[str, Any], fds: list[int], zygote: int, app: zygote_app.PreparedApp | None) -> NoReturn:
+def _outer(req: ZygoteRequest, fds: list[int], zygote: int, app: zygote_app.PreparedApp | None) -> NoReturn:
     from workbench.sandbox import isolate
-    from workbench.sandbox.bwrap import INSIDE_RUN, INSIDE_WORK
 
     run_fd, log_fd, status_fd, *rest = fds
-    cgroup_fds, bind_fds = rest[: req["cgroups"]], rest[req["cgroups"] :]
+    cgroup_fds, bind_fds = rest[: req.cgroups], rest[req.cgroups :]
     code = 1
     try:
         die_with_parent()
@@ -104,11 +106,9 @@ def _outer(req: dict[str, Any], fds: list[int], zygote: int, app: zygote_app.Pre
         for fd in cgroup_fds:
             os.write(fd, str(os.getpid()).encode())
             os.close(fd)
-        isolate.enter_namespaces(req["network"])
-        plan = isolate.MountPlan(
-            run_fd, tuple(zip(bind_fds, req["binds"], strict=True)), req["tmp_mb"], req["workspace_mb"]
-        )
-        isolate.mount_private(plan, INSIDE_RUN, INSIDE_WORK)
+        isolate.enter_namespaces(req.network)
+        mounts = isolate.MountPlan(run_fd, req.run, tuple(zip(bind_fds, req.binds, strict=True)), req.scratch)
+        isolate.mount_private(mounts)
         for fd in (run_fd, *bind_fds):
             os.close(fd)
         init = os.fork()
@@ -123,7 +123,7 @@ def _outer(req: dict[str, Any], fds: list[int], zygote: int, app: zygote_app.Pre
     os._exit(0 if code == 0 else 1)
 
 
-def _init(req: dict[str, Any], log_fd: int, app: zygote_app.PreparedApp | None) -> NoReturn:
+def _init(req: ZygoteRequest, log_fd: int, app: zygote_app.PreparedApp | None) -> NoReturn:
     from workbench.sandbox import isolate
 
     code = 1
@@ -144,27 +144,25 @@ def _init(req: dict[str, Any], log_fd: int, app: zygote_app.PreparedApp | None) 
     os._exit(code if code >= 0 else 128 - code)
 
 
-def _kernel(req: dict[str, Any], log_fd: int, app: zygote_app.PreparedApp | None) -> NoReturn:
+def _kernel(req: ZygoteRequest, log_fd: int, app: zygote_app.PreparedApp | None) -> NoReturn:
     """The kernel process: isolated, then the zygote's prepared app finished (or, for a request
     with other arguments than the zygote prepared, ipykernel's whole start)."""
     from workbench.sandbox import isolate
-    from workbench.sandbox.bwrap import INSIDE_WORK
-    from workbench.sandbox.profile import Limits
 
     try:
         os.setsid()
         proc_sys = isolate.detached_proc_sys()
-        isolate.apply_rlimits(Limits(**req["limits"]))
-        os.chdir(INSIDE_WORK)
-        isolate.become_unprivileged(req["uid"], req["gid"], proc_sys)
+        isolate.apply_rlimits(req.rlimits)
+        os.chdir(req.cwd)
+        isolate.become_unprivileged(req.uid, req.gid, proc_sys)
         os.environ.clear()
-        os.environ.update(req["env"])
+        os.environ.update(req.env)
         devnull = os.open("/dev/null", os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)
         os.closerange(3, 1 << 16)
-        sys.argv = ["ipykernel_launcher", *req["args"]]
+        sys.argv = ["ipykernel_launcher", *req.args]
         zygote_app.run_prepared(app) if app is not None else zygote_app.run_unprepared()
     except BaseException:
         _report(log_fd if log_fd > 2 else 2)

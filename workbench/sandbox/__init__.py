@@ -1,20 +1,28 @@
-"""Isolation: sandbox profiles → bubblewrap argv, rlimits, per-rollout dirs and uids."""
+"""Isolation: sandbox profiles → one isolation plan per kernel, rendered for each start method (bubblewrap
+argv for exec, a zygote request for forks); kernel dirs and uids."""
 
 from workbench.sandbox.bwrap import INSIDE_RUN, SandboxSpec, build_argv, check_sandbox
+from workbench.sandbox.plan import KernelPlan, ProfilePlan, plan_for, profile_plan
 from workbench.sandbox.profile import PROFILES_DIR, Limits, SandboxProfile, load_profile
-from workbench.sandbox.rollout import RolloutDir, UidLease, default_root, rollout_base
+from workbench.sandbox.rollout import KernelDir, UidLease, default_root, kernel_dir_base
+from workbench.sandbox.rollout import RolloutDir as RolloutDir  # deprecated name of KernelDir
+from workbench.sandbox.rollout import rollout_base as rollout_base  # deprecated name of kernel_dir_base
 
 __all__ = [
     "INSIDE_RUN",
     "PROFILES_DIR",
+    "KernelDir",
+    "KernelPlan",
     "Limits",
-    "RolloutDir",
+    "ProfilePlan",
     "SandboxProfile",
     "SandboxSpec",
     "UidLease",
     "build_argv",
     "check_sandbox",
     "default_root",
+    "kernel_dir_base",
     "load_profile",
-    "rollout_base",
+    "plan_for",
+    "profile_plan",
 ]

@@ -1,4 +1,6 @@
-"""Turn a `SandboxProfile` into the argv that runs a command inside bubblewrap.
+"""Render a kernel's isolation plan (`workbench.sandbox.plan`) as the argv that runs a command in bubblewrap.
+
+    argv = build_argv(plan_for(profile, kernel_dir.run, uid=uid), command)     # start="exec"
 
 Inside the sandbox:
 
@@ -7,16 +9,16 @@ Inside the sandbox:
     <workbench source dir>     the package itself, read-only (so `import workbench.runtime` works)
     /workspace                 private tmpfs (cwd), size-capped
     /tmp                       private tmpfs ($HOME), size-capped
-    /run/workbench             the rollout's run dir: connection file, ipc sockets, gateway.sock
+    /run/workbench             the kernel dir's run/: connection file, ipc sockets, gateway.sock
 
 The kernel writes nowhere on the host's disk: /workspace and /tmp live in the sandbox's own
 mount namespace, capped together at `limits.disk_mb` (/tmp gets `tmp_size_mb`, /workspace the
 rest), and vanish with it. Writing past a cap is an ordinary `OSError` (ENOSPC). tmpfs pages are
 memory, so the sandbox's cgroup allows `memory_mb + disk_mb` (see `cgroups.py`); inodes of
 empty files take no blocks but are charged there too (~1 KB each). The run dir is a host dir; as
-root it is sealed once the kernel has bound its sockets (`RolloutDir.seal`).
+root it is sealed once the kernel has bound its sockets (`KernelDir.seal`).
 
-When workbench runs as root the chain is
+When workbench runs as root the chain is (with cgroups, a shell that joins the kernel's cgroup first)
 
     prlimit … -- bwrap(as root: mount/pid/net/ipc/uts/cgroup ns) -- setpriv --reuid=UID … --
         bwrap(unprivileged: user ns, nested user ns disabled) -- COMMAND
@@ -38,37 +40,30 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import workbench
 from workbench.errors import SandboxError
+from workbench.sandbox.plan import (
+    INSIDE_RUN,
+    INSIDE_WORK,
+    SYSTEM_DIRS,
+    Bind,
+    KernelPlan,
+    Mount,
+    ProfilePlan,
+    Rendered,
+    Renders,
+    plan_for,
+    python_paths,
+    require_fixed,
+)
 from workbench.sandbox.profile import SandboxProfile
 
-INSIDE_RUN = "/run/workbench"
-INSIDE_WORK = "/workspace"
-_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_ETC_BASE = (
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/localtime",
-    "/etc/alternatives",
-    "/etc/mime.types",
-)
-_ETC_NET = (
-    "/etc/resolv.conf",
-    "/etc/hosts",
-    "/etc/nsswitch.conf",
-    "/etc/ssl",
-    "/etc/ca-certificates",
-    "/etc/pki",
-    "/etc/gai.conf",
-    "/etc/host.conf",
-)
-_MB = 1 << 20
+__all__ = ["INSIDE_RUN", "INSIDE_WORK", "RENDERS", "SandboxSpec", "build_argv", "check_sandbox", "python_paths"]
+_JOIN_CGROUPS = 'echo $$ > "$1" && echo $$ > "$2" && shift 2 && exec "$@"'
 
 
 @dataclass(frozen=True)
 class SandboxSpec:
-    """Everything needed to run one command in one sandbox."""
+    """The arguments of `plan_for`, kept for callers of `build_argv(spec, command)`."""
 
     profile: SandboxProfile
     run_dir: Path  # bound read-write at /run/workbench
@@ -78,17 +73,15 @@ class SandboxSpec:
     env: dict[str, str] | None = None  # extra variables (already allow-listed by the caller)
     extra_ro_binds: tuple[str, ...] = ()  # "HOST" or "HOST:INSIDE"
 
-
-def python_paths() -> list[Path]:
-    """Host paths the sandboxed Python needs, read-only: base prefix, venv, the package source."""
-    paths = [Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(workbench.__file__).resolve().parent]
-    keep: list[Path] = []
-    for p in paths:
-        if any(str(p).startswith(d + "/") for d in _SYSTEM_DIRS if os.path.isdir(d)):
-            continue  # already visible through /usr etc.
-        if not any(p == k or k in p.parents for k in keep):
-            keep = [k for k in keep if p not in k.parents] + [p]
-    return keep
+    def plan(self) -> KernelPlan:
+        return plan_for(
+            self.profile,
+            self.run_dir,
+            uid=self.uid,
+            gid=self.gid,
+            env=self.env,
+            extra_ro_binds=self.extra_ro_binds,
+        )
 
 
 def sandbox_python() -> str:
@@ -96,117 +89,99 @@ def sandbox_python() -> str:
     return sys.executable
 
 
-def rlimit_argv(profile: SandboxProfile) -> list[str]:
-    lim = profile.limits
-    return [
-        _which("prlimit"),
-        f"--as={lim.memory_mb * _MB}",
-        f"--nproc={lim.processes}",
-        f"--cpu={lim.cpu_seconds}",
-        f"--fsize={lim.file_size_mb * _MB}",
-        f"--nofile={lim.open_files}",
-        "--core=0",
-        "--",
-    ]
+def rlimit_argv(plan: ProfilePlan) -> list[str]:
+    """prlimit with the plan's rlimits, then `--`."""
+    return [_which("prlimit"), *(f"--{name}={value}" for name, value in plan.rlimits), "--"]
 
 
-def _system_binds() -> list[str]:
-    args: list[str] = []
-    for d in _SYSTEM_DIRS:
-        if os.path.islink(d):
-            args += ["--symlink", os.readlink(d), d]
-        elif os.path.isdir(d):
-            args += ["--ro-bind", d, d]
-    return args
+def env_argv(env: dict[str, str]) -> list[str]:
+    """`--clearenv`, then `--setenv` for each variable: exactly these inside."""
+    argv = ["--clearenv"]
+    for k, v in env.items():
+        argv += ["--setenv", k, v]
+    return argv
 
 
-def base_env(spec: SandboxSpec) -> dict[str, str]:
-    """The whole environment inside: allow-listed host vars, the profile's, then the caller's."""
-    venv_bin = str(Path(sys.prefix) / "bin")
-    env = {k: os.environ[k] for k in spec.profile.pass_env if k in os.environ}
-    env.update(
-        {
-            "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
-            "HOME": "/tmp",
-            "USER": "sandbox",
-            "LOGNAME": "sandbox",
-            "LANG": env.get("LANG", "C.UTF-8"),
-            "IPYTHONDIR": "/tmp/.ipython",
-            "JUPYTER_RUNTIME_DIR": "/tmp/.jupyter-runtime",
-            "JUPYTER_PLATFORM_DIRS": "1",
-            "PYTHONNOUSERSITE": "1",
-            "WORKBENCH_SANDBOX": "1",
-            "WORKBENCH_RUN_DIR": INSIDE_RUN,
-            "WORKBENCH_WORK_DIR": INSIDE_WORK,
-            "WORKBENCH_GATEWAY": f"{INSIDE_RUN}/gateway.sock",
-        }
-    )
-    env.update(spec.profile.env)
-    env.update(spec.env or {})
-    return env
-
-
-def build_argv(spec: SandboxSpec, command: list[str]) -> list[str]:
-    """The full argv (rlimits → bwrap → [setpriv → bwrap] → command)."""
-    p = spec.profile
-    as_root = spec.uid is not None
+def build_argv(plan: KernelPlan | SandboxSpec, command: list[str]) -> list[str]:
+    """The full argv ([cgroup join →] rlimits → bwrap → [setpriv → bwrap] → command)."""
+    if isinstance(plan, SandboxSpec):
+        plan = plan.plan()
+    p = plan.profile
+    require_fixed(p, "start='exec'", RENDERS)
+    as_root = plan.uid is not None
     # As root, the outer bwrap keeps its pid-1 reaper: it runs as root, so its death signal
     # survives, and its death tears down the whole pid namespace. As a user, the command is pid 1.
     pid1 = [] if as_root else ["--as-pid-1"]
     argv = [
         *rlimit_argv(p),
         _which("bwrap"),
-        *_namespaces(p.network, as_root),
+        *namespace_argv(p, as_root),
         "--die-with-parent",
         "--new-session",
         *pid1,
         "--hostname",
-        "sandbox",
-        "--clearenv",
+        p.hostname,
+        *env_argv(plan.environment()),
+        *filesystem_argv(p.mounts, plan.binds, plan.run.host),
     ]
-    for k, v in base_env(spec).items():
-        argv += ["--setenv", k, v]
-    argv += _filesystem(spec)
     if not as_root:  # (as root the inner bwrap changes dir: the outer has dropped DAC override)
-        argv += ["--chdir", INSIDE_WORK]
+        argv += ["--chdir", p.cwd]
     if as_root:
-        argv += _drop_root(spec)
-    return [*argv, "--", *command]
+        argv += _drop_root(plan)
+    return [*cgroup_argv(plan.cgroup), *argv, "--", *command]
 
 
-def _namespaces(network: bool, as_root: bool) -> list[str]:
-    if as_root:  # outer bwrap is privileged: list namespaces (no user ns: it would map to root)
+def cgroup_argv(dirs: tuple[Path, ...]) -> list[str]:
+    """A shell that moves itself into each cgroup dir (first and last: v1 memory and pids, or one v2
+    dir), then execs the rest; nothing without cgroups."""
+    if not dirs:
+        return []
+    procs = [str(d / "cgroup.procs") for d in dirs]
+    return ["/bin/sh", "-c", _JOIN_CGROUPS, "wb-cgroup", procs[0], procs[-1]]
+
+
+def namespace_argv(plan: ProfilePlan, as_root: bool) -> list[str]:
+    """bwrap's namespace flags: as root, the outer (privileged) bwrap lists them (no user namespace: it
+    would map to root; the inner one makes it); as a user, one bwrap unshares them all."""
+    if as_root:
         ns = ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
-        return ns + ([] if network else ["--unshare-net"])
+        return ns + ([] if plan.network else ["--unshare-net"])
     ns = ["--unshare-all", "--unshare-user", "--disable-userns"]
-    return ns + (["--share-net"] if network else [])
+    return ns + (["--share-net"] if plan.network else [])
 
 
-def _filesystem(spec: SandboxSpec, run_bind: bool = True) -> list[str]:
-    """System binds, a minimal /etc, /proc and /dev, the tmpfs /tmp and workspace, read-only binds and the
-    writable run dir (`run_bind=False`: an empty mount point there, for a zygote's children to fill)."""
-    p = spec.profile
-    argv = _system_binds()
-    argv += ["--perms", "0755", "--dir", "/etc"]
-    for f in _ETC_BASE + (_ETC_NET if p.etc_network else ()):
-        argv += ["--ro-bind-try", f, f]
-    argv += ["--proc", "/proc", "--dev", "/dev"]
-    for size_mb, inside in ((p.tmp_size_mb, "/tmp"), (p.workspace_size_mb, INSIDE_WORK)):
-        argv += ["--perms", "1777", "--size", str(size_mb * _MB), "--tmpfs", inside]
+def filesystem_argv(mounts: tuple[Mount, ...], binds: tuple[Bind, ...], run: Path | None) -> list[str]:
+    """The mounts in order, the extra read-only binds, then the writable run dir at /run/workbench
+    (`run=None`: an empty mount point there, for a zygote's children to fill)."""
     made: set[str] = set()
-    binds = [(str(x), str(x)) for x in python_paths()]
-    binds += [(str(h), i) for h, i in p.bind_pairs() + _pairs(spec.extra_ro_binds)]
-    for host, inside in binds:
-        argv += [*_parents(inside, made), "--ro-bind", host, inside]
+    argv: list[str] = []
+    for m in mounts:
+        argv += _mount_argv(m, made)
+    for b in binds:
+        argv += [*_parents(b.inside, made), "--ro-bind", str(b.host), b.inside]
     argv += _parents(INSIDE_RUN, made)
-    argv += ["--bind", str(spec.run_dir), INSIDE_RUN] if run_bind else ["--perms", "0755", "--dir", INSIDE_RUN]
+    argv += ["--bind", str(run), INSIDE_RUN] if run is not None else ["--perms", "0755", "--dir", INSIDE_RUN]
     return argv
 
 
-def _drop_root(spec: SandboxSpec) -> list[str]:
-    """As root: drop every capability but those setpriv needs, become `spec.uid`, and run an inner,
+def _mount_argv(m: Mount, made: set[str]) -> list[str]:
+    if m.kind == "symlink":
+        return ["--symlink", m.source, m.target]
+    if m.kind == "dir":
+        return ["--perms", f"{m.mode:04o}", "--dir", m.target]
+    if m.kind in ("proc", "dev"):
+        return [f"--{m.kind}", m.target]
+    if m.kind == "tmpfs":
+        return ["--perms", f"{m.mode:04o}", "--size", str(m.size_mb << 20), "--tmpfs", m.target]
+    if m.kind == "ro-bind-try":
+        return ["--ro-bind-try", m.source, m.target]
+    return [*_parents(m.target, made), "--ro-bind", m.source, m.target]
+
+
+def _drop_root(plan: KernelPlan) -> list[str]:
+    """As root: drop every capability but those setpriv needs, become the plan's uid, and run an inner,
     unprivileged bwrap in the outer one's filesystem."""
-    gid = spec.gid if spec.gid is not None else spec.uid
+    p = plan.profile
     return [
         "--cap-drop",
         "ALL",
@@ -218,8 +193,8 @@ def _drop_root(spec: SandboxSpec) -> list[str]:
         "CAP_SETPCAP",
         "--",
         _which("setpriv"),
-        f"--reuid={spec.uid}",
-        f"--regid={gid}",
+        f"--reuid={plan.uid}",
+        f"--regid={plan.gid}",
         "--clear-groups",
         "--inh-caps=-all",
         "--bounding-set=-all",
@@ -233,7 +208,7 @@ def _drop_root(spec: SandboxSpec) -> list[str]:
         "/",
         "/",
         "--chdir",
-        INSIDE_WORK,
+        p.cwd,
     ]
 
 
@@ -242,21 +217,11 @@ def _parents(inside: str, made: set[str]) -> list[str]:
     args: list[str] = []
     for parent in reversed(Path(inside).parents):
         d = str(parent)
-        if d in ("/", "/tmp") or d in made or any(d == s or d.startswith(s + "/") for s in _SYSTEM_DIRS):
+        if d in ("/", "/tmp") or d in made or any(d == s or d.startswith(s + "/") for s in SYSTEM_DIRS):
             continue
         made.add(d)
         args += ["--perms", "0755", "--dir", d]
     return args
-
-
-def _pairs(specs: tuple[str, ...]) -> list[tuple[Path, str]]:
-    out = []
-    for s in specs:
-        host, _, inside = s.partition(":")
-        if not Path(host).exists():
-            raise SandboxError(f"extra read-only bind {host} does not exist; fix extra_ro_binds")
-        out.append((Path(host), inside or host))
-    return out
 
 
 def _which(tool: str) -> str:
@@ -291,3 +256,27 @@ def check_sandbox() -> None:
             "`--security-opt seccomp=unconfined --security-opt apparmor=unconfined`), "
             "or pass isolation='none' to run unsandboxed (unsafe)"
         )
+
+
+# Which function applies each field of the plan on this path (tests/sandbox/test_plan.py walks them).
+RENDERS: Renders = {
+    "ProfilePlan.namespaces": Rendered(namespace_argv),
+    "ProfilePlan.network": Rendered(namespace_argv),
+    "ProfilePlan.hostname": Rendered(build_argv),
+    "ProfilePlan.mounts": Rendered(filesystem_argv),
+    "ProfilePlan.env": Rendered(env_argv),
+    "ProfilePlan.cwd": Rendered(build_argv),
+    "ProfilePlan.rlimits": Rendered(rlimit_argv),
+    "ProfilePlan.capabilities": Rendered(_drop_root),
+    "ProfilePlan.no_new_privs": Rendered(_drop_root),
+    "ProfilePlan.nested_userns": Rendered(namespace_argv),
+    "ProfilePlan.new_session": Rendered(build_argv),
+    "ProfilePlan.die_with_parent": Rendered(build_argv),
+    "ProfilePlan.fresh_address_space": Rendered(build_argv),
+    "KernelPlan.env": Rendered(env_argv),
+    "KernelPlan.run": Rendered(filesystem_argv),
+    "KernelPlan.binds": Rendered(filesystem_argv),
+    "KernelPlan.uid": Rendered(_drop_root),
+    "KernelPlan.gid": Rendered(_drop_root),
+    "KernelPlan.cgroup": Rendered(cgroup_argv),
+}

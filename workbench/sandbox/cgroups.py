@@ -7,7 +7,7 @@ cgroup v1 `memory`/`pids` controllers are used where mounted read-write, else cg
 /sys/fs/cgroup when it offers them; otherwise `Cgroup.create` returns None and the rlimits alone apply.
 
     cg = Cgroup.create("rollout-ab12", profile.limits)
-    argv = cg.wrap(argv) if cg else argv       # joins the cgroup, then execs argv
+    plan = plan_for(profile, run_dir, cgroup=cg.dirs if cg else ())   # each start joins it (`plan.py`)
     ...
     cg.oom_killed(); cg.remove()
 
@@ -29,7 +29,6 @@ from pathlib import Path
 from workbench.sandbox.profile import Limits
 
 V1 = Path("/sys/fs/cgroup")
-_JOIN = 'echo $$ > "$1" && echo $$ > "$2" && shift 2 && exec "$@"'
 _EXTRA_TASKS = 8  # bwrap processes
 _log = logging.getLogger(__name__)
 
@@ -117,11 +116,6 @@ class Cgroup:
             if cg is not None:
                 cg.remove(wait=0)
         return None
-
-    def wrap(self, argv: list[str]) -> list[str]:
-        """argv prefixed by a shell that moves itself into the cgroup, then execs argv."""
-        procs = [str(d / "cgroup.procs") for d in self.dirs]
-        return ["/bin/sh", "-c", _JOIN, "wb-cgroup", procs[0], procs[-1], *argv]
 
     def oom_killed(self) -> bool:
         """Whether the out-of-memory killer has struck inside this cgroup."""

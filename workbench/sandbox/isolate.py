@@ -4,11 +4,14 @@ The zygote (see `workbench.kernel.zygote`) runs as root inside a bwrap that give
 profile's read-only filesystem view; each child then calls, in order:
 
     enter_namespaces(network)      # own mount, PID, IPC, UTS, cgroup (and network) namespaces
-    mount_private(plan)            # its tmpfs /workspace, /tmp; its run dir; its extra binds
+    mount_private(mounts)          # its tmpfs /workspace, /tmp; its run dir; its extra binds
     ... fork: the child's child is PID 1 of the new namespace ...
     mount_proc()                   # a /proc of its own PID namespace (sys, irq, bus read-only)
     ... fork: the kernel ...
-    apply_rlimits(limits); become_unprivileged(uid, gid)
+    apply_rlimits(rlimits); become_unprivileged(uid, gid)
+
+What to apply comes from the kernel's isolation plan, as the zygote request carries it
+(`workbench.sandbox.zygote.ZygoteRequest`).
 
 Every call raises `OSError` with errno on failure (the child then exits non-zero).
 """
@@ -21,9 +24,8 @@ import os
 import resource
 import socket
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
-
-from workbench.sandbox.profile import Limits
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWCGROUP = 0x02000000
@@ -84,12 +86,12 @@ def attach_mount(fd: int, target: str) -> None:
 
 @dataclass(frozen=True)
 class MountPlan:
-    """One child's private mounts (fd paths are this process's open O_PATH descriptors)."""
+    """One child's private mounts (the fds are `clone_mount`s the host sent)."""
 
-    run_fd: int  # `clone_mount` of the rollout's run dir → /run/workbench, read-write
-    ro_binds: tuple[tuple[int, str], ...]  # (`clone_mount` fd of a host path, path inside)
-    tmp_size_mb: int
-    workspace_size_mb: int
+    run_fd: int  # the kernel dir's run/, read-write
+    run_inside: str  # /run/workbench
+    ro_binds: tuple[tuple[int, str], ...]  # (fd of a host path, path inside)
+    scratch: tuple[tuple[str, int, int], ...]  # fresh tmpfs mounts: (path inside, MiB, mode)
 
 
 def enter_namespaces(network: bool) -> None:
@@ -109,13 +111,13 @@ def _loopback_up() -> None:
         fcntl.ioctl(s, _SIOCSIFFLAGS, struct.pack("16sh", b"lo", flags | _IFF_UP) + b"\0" * 22)
 
 
-def mount_private(plan: MountPlan, run_inside: str, work_inside: str) -> None:
+def mount_private(plan: MountPlan) -> None:
     """Private tmpfs /tmp and workspace, the run dir, the extra read-only binds."""
     mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing propagates back to the zygote
-    for size_mb, inside in ((plan.tmp_size_mb, "/tmp"), (plan.workspace_size_mb, work_inside)):
-        mount("tmpfs", inside, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={size_mb * _MB}")
-    attach_mount(plan.run_fd, run_inside)
-    mount(None, run_inside, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV)
+    for inside, size_mb, mode in plan.scratch:
+        mount("tmpfs", inside, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={mode:o},size={size_mb * _MB}")
+    attach_mount(plan.run_fd, plan.run_inside)
+    mount(None, plan.run_inside, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV)
     for fd, inside in plan.ro_binds:
         _mountpoint(inside, is_dir=os.path.isdir(f"/proc/self/fd/{fd}"))
         attach_mount(fd, inside)
@@ -143,17 +145,20 @@ def mount_proc() -> None:
             mount(None, sub, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
 
-def apply_rlimits(limits: Limits) -> None:
-    """The same limits prlimit sets for exec'd kernels."""
-    for which, value in (
-        (resource.RLIMIT_AS, limits.memory_mb * _MB),
-        (resource.RLIMIT_NPROC, limits.processes),
-        (resource.RLIMIT_CPU, limits.cpu_seconds),
-        (resource.RLIMIT_FSIZE, limits.file_size_mb * _MB),
-        (resource.RLIMIT_NOFILE, limits.open_files),
-        (resource.RLIMIT_CORE, 0),
-    ):
-        resource.setrlimit(which, (value, value))
+RLIMITS = {  # prlimit's names (an isolation plan's) → setrlimit's
+    "as": resource.RLIMIT_AS,
+    "nproc": resource.RLIMIT_NPROC,
+    "cpu": resource.RLIMIT_CPU,
+    "fsize": resource.RLIMIT_FSIZE,
+    "nofile": resource.RLIMIT_NOFILE,
+    "core": resource.RLIMIT_CORE,
+}
+
+
+def apply_rlimits(rlimits: Iterable[tuple[str, int]]) -> None:
+    """The plan's rlimits, soft and hard: the values prlimit sets for exec'd kernels."""
+    for name, value in rlimits:
+        resource.setrlimit(RLIMITS[name], (value, value))
 
 
 def detached_proc_sys() -> int:

@@ -1,4 +1,4 @@
-"""Per-rollout directories and the unprivileged uid each sandbox runs as.
+"""Kernel dirs (each kernel's private directory on the host) and the unprivileged uid each sandbox runs as.
 
     <root>/                   0700 (the outer bwrap binds as root, so no one else needs in)
     <root>/<name>/            0700
@@ -10,7 +10,7 @@
 
 Uids come from a range (default 60000–60999); a lease is an flock on a small file under
 `/tmp/workbench-uids`, so concurrent processes and pool slots never share a uid (per-uid
-limits then bind per kernel, and one sandbox cannot read another's rollout dir).
+limits then bind per kernel, and one sandbox cannot read another's kernel dir).
 """
 
 from __future__ import annotations
@@ -81,8 +81,8 @@ class UidLease:
 
 
 def default_root() -> Path:
-    """Where rollout dirs go unless told: a per-process dir in `rollout_base()`."""
-    return rollout_base() / f"workbench-rollouts-{os.getpid()}"
+    """Where kernel dirs go unless told: a per-process dir in `kernel_dir_base()`."""
+    return kernel_dir_base() / f"workbench-rollouts-{os.getpid()}"
 
 
 _SHM = Path("/dev/shm")
@@ -91,9 +91,9 @@ _SHM_MIN_FREE = 1 << 30
 
 
 @lru_cache(maxsize=1)
-def rollout_base() -> Path:
+def kernel_dir_base() -> Path:
     """The system temp dir; or /dev/shm where TMPDIR is unset, the temp dir is on disk and /dev/shm
-    is a tmpfs with 1 GiB free. A rollout dir (its kernel's sockets, connection file, log and
+    is a tmpfs with 1 GiB free. A kernel dir (its kernel's sockets, connection file, log and
     outputs) lives only as long as its kernel, and creating and removing those files on a disk file
     system took ~10% of the CPU of 64 kernels starting at once (bench/bench_kernel.py); set TMPDIR,
     or pass `root=`, to choose."""
@@ -108,7 +108,7 @@ def rollout_base() -> Path:
 
 
 def choose_base(temp: Path, tmpdir_set: bool, mountinfo: str, shm_free: int) -> Path:
-    """`rollout_base()`'s rule, given what it reads."""
+    """`kernel_dir_base()`'s rule, given what it reads."""
     if tmpdir_set or filesystem(temp, mountinfo) == "tmpfs" or filesystem(_SHM, mountinfo) != "tmpfs":
         return temp
     return _SHM if shm_free >= _SHM_MIN_FREE else temp
@@ -131,7 +131,9 @@ def filesystem(path: Path, mountinfo: str) -> str:
 
 
 @dataclass
-class RolloutDir:
+class KernelDir:
+    """One kernel's private directory (see the module's docstring); `create` makes it."""
+
     path: Path
     uid: int | None
 
@@ -148,7 +150,7 @@ class RolloutDir:
         return self.path / "outputs"
 
     @classmethod
-    def create(cls, root: Path, uid: int | None, name: str | None = None) -> RolloutDir:
+    def create(cls, root: Path, uid: int | None, name: str | None = None) -> KernelDir:
         root = Path(root)
         shared = _ROOT_RE.fullmatch(root.name) is not None  # a default-style root in a shared temp dir
         root = root.parent.resolve() / root.name  # the last part is checked, never followed
@@ -189,6 +191,10 @@ class RolloutDir:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
+RolloutDir = KernelDir  # deprecated name (docs/glossary.md: a rollout is an episode through the model gateway)
+rollout_base = kernel_dir_base  # deprecated name
+
+
 # -- stale default roots ------------------------------------------------------------------
 # A process marks its default root as live with a shared flock on the directory, held (by an
 # O_CLOEXEC fd) until the process exits, even by SIGKILL. A root is stale when no one holds that
@@ -225,7 +231,7 @@ def _sweep_in_background() -> None:
     both places a default root may be."""
 
     def sweep() -> None:
-        for base in {rollout_base(), Path(tempfile.gettempdir())}:
+        for base in {kernel_dir_base(), Path(tempfile.gettempdir())}:
             sweep_stale_roots(base)
 
     threading.Thread(target=sweep, name="workbench-root-sweep", daemon=True).start()
@@ -234,10 +240,10 @@ def _sweep_in_background() -> None:
 def sweep_stale_roots(base: str | os.PathLike[str] | None = None) -> list[Path]:
     """Remove `<base>/workbench-rollouts-<pid>` dirs whose process is gone; return them.
 
-    `base` defaults to `rollout_base()`. Only this user's directories are considered;
+    `base` defaults to `kernel_dir_base()`. Only this user's directories are considered;
     symlinks are never followed, and nothing outside those directories is removed.
     """
-    base = Path(base if base is not None else rollout_base())
+    base = Path(base if base is not None else kernel_dir_base())
     try:
         base_fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
