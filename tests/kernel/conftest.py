@@ -7,8 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kernel_starts import STARTS
 
 from workbench.kernel import Kernel
+from workbench.kernel.async_kernel import StartMethod
 
 HOST_ENV_SECRET = "wb-test-secret-5f1e"
 
@@ -25,15 +27,30 @@ def secret_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
-@pytest.fixture(scope="module")
-def kernel(secret_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
+def _started(secret_dir: Path, root: Path, start: StartMethod | None) -> Kernel:
     os.environ["WB_TEST_HOST_SECRET"] = HOST_ENV_SECRET  # must not reach the sandbox
-    root = tmp_path_factory.mktemp("rollouts")
-    k = Kernel(root=root, output_cap=2000, extra_ro_binds=[f"{secret_dir}:/data"], env={"WB_EXTRA": "yes"})
+    k = Kernel(root=root, output_cap=2000, extra_ro_binds=[f"{secret_dir}:/data"], env={"WB_EXTRA": "yes"}, start=start)
     try:
         k.start()
     finally:
         os.environ.pop("WB_TEST_HOST_SECRET", None)
+    return k
+
+
+@pytest.fixture(scope="module")
+def kernel(secret_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
+    k = _started(secret_dir, tmp_path_factory.mktemp("kernels"), None)
+    yield k
+    k.close()
+
+
+@pytest.fixture(scope="module", params=STARTS)
+def each_start(
+    request: pytest.FixtureRequest, secret_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Kernel]:
+    """The shared kernel's twin, once per start method (zygote, exec): for the isolation tests."""
+    k = _started(secret_dir, tmp_path_factory.mktemp("kernels"), request.param)
+    assert k.aio.start_method == request.param
     yield k
     k.close()
 

@@ -1,4 +1,6 @@
-"""One sandboxed kernel: isolation, limits, timeouts, death, truncation. Real bwrap, real ipykernel."""
+"""One sandboxed kernel: isolation, limits, timeouts, death, truncation. Real bwrap, real ipykernel. Every
+isolation property (network, host files, environment, writes, uid and capabilities, limits) is tested on both
+start methods (`each_start`, `STARTS`)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
+from kernel_starts import STARTS
 
 from workbench.kernel import Kernel
+from workbench.kernel.async_kernel import StartMethod
 from workbench.kernel.procs import process_tree
 from workbench.sandbox import SandboxProfile, load_profile
 
@@ -43,17 +47,17 @@ def test_rich_display_keeps_images_as_data(kernel: Kernel):
     assert "[image/png 4x3]" in obs.text and "iVBOR" not in obs.text
 
 
-def test_cwd_user_and_package(kernel: Kernel):
-    obs = kernel.execute("import os, workbench.errors\n(os.getcwd(), os.getuid())")
+def test_cwd_user_and_package(each_start: Kernel):
+    obs = each_start.execute("import os, workbench.errors\n(os.getcwd(), os.getuid())")
     assert obs.ok, obs.text
     assert "/workspace" in obs.result
     if ROOT:
-        assert f"{kernel.uid})" in obs.result and kernel.uid != 0
-    caps = kernel.execute("[l for l in open('/proc/self/status') if l.startswith('CapEff')][0]")
+        assert f"{each_start.uid})" in obs.result and each_start.uid != 0
+    caps = each_start.execute("[l for l in open('/proc/self/status') if l.startswith('CapEff')][0]")
     assert caps.result.strip("'\\n").endswith("0000000000000000")
 
 
-def test_network_blocked(kernel: Kernel):
+def test_network_blocked(each_start: Kernel):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
@@ -67,19 +71,19 @@ def test_network_blocked(kernel: Kernel):
             "try:\n    socket.getaddrinfo('pypi.org', 443); res.append('DNS')\n"
             "except OSError as e: res.append(type(e).__name__)\nres"
         )
-        obs = kernel.execute(code, timeout=30)
+        obs = each_start.execute(code, timeout=30)
         assert obs.ok, obs.text
         assert "OPEN" not in obs.result and "DNS" not in obs.result
     finally:
         server.close()
 
 
-def test_host_secrets_unreadable(kernel: Kernel, tmp_path: Path):
+def test_host_secrets_unreadable(each_start: Kernel, tmp_path: Path):
     home_secret = Path.home() / ".wb_test_secret"
     home_secret.write_text("top secret")
     home_secret.chmod(0o600)
     try:
-        obs = kernel.execute(
+        obs = each_start.execute(
             f"out = []\nfor p in ['{home_secret}', '/data/secret.txt', '/etc/shadow']:\n"
             "    try: out.append(open(p).read())\n"
             "    except OSError as e: out.append(type(e).__name__)\n"
@@ -92,16 +96,16 @@ def test_host_secrets_unreadable(kernel: Kernel, tmp_path: Path):
         home_secret.unlink()
 
 
-def test_host_environment_absent(kernel: Kernel, host_env_secret: str):
-    obs = kernel.execute("import os; dict(os.environ)")
+def test_host_environment_absent(each_start: Kernel, host_env_secret: str):
+    obs = each_start.execute("import os; dict(os.environ)")
     assert obs.ok
     assert "WB_TEST_HOST_SECRET" not in obs.result and host_env_secret not in obs.result
     assert "'WB_EXTRA': 'yes'" in obs.result
     assert "'WORKBENCH_GATEWAY': '/run/workbench/gateway.sock'" in obs.result
 
 
-def test_writes_only_in_work_dir(kernel: Kernel):
-    obs = kernel.execute(
+def test_writes_only_in_work_dir(each_start: Kernel):
+    obs = each_start.execute(
         "res = {}\nfor p in ['/workspace/ok.txt', '/tmp/t.txt', '/usr/x', '/etc/x', '/x', "
         f"'{sys.prefix}/x', '/data/x', '/run/workbench/../x', '{Path.home()}/x']:\n"
         "    try: open(p, 'w').write('x'); res[p] = 'WROTE'\n"
@@ -110,13 +114,13 @@ def test_writes_only_in_work_dir(kernel: Kernel):
     assert obs.ok, obs.text
     wrote = {k for k, v in eval(obs.result).items() if v == "WROTE"}
     assert wrote == {"/workspace/ok.txt", "/tmp/t.txt"}
-    assert not any(kernel.rollout_dir.rglob("ok.txt"))  # /workspace is the sandbox's own tmpfs
+    assert not any(each_start.kernel_dir.rglob("ok.txt"))  # /workspace is the sandbox's own tmpfs
     assert not Path("/tmp/t.txt").exists() or Path("/tmp/t.txt").read_text() != "x"
 
 
-def test_limits_applied(kernel: Kernel):
+def test_limits_applied(each_start: Kernel):
     lim = small_profile().limits
-    obs = kernel.execute(
+    obs = each_start.execute(
         "import resource as r\n[r.getrlimit(x)[0] for x in (r.RLIMIT_AS, r.RLIMIT_NPROC, "
         "r.RLIMIT_CPU, r.RLIMIT_FSIZE, r.RLIMIT_NOFILE)]"
     )
@@ -127,12 +131,12 @@ def test_limits_applied(kernel: Kernel):
         lim.file_size_mb << 20,
         lim.open_files,
     ]
-    tmp = kernel.execute("import shutil; shutil.disk_usage('/tmp').total")
+    tmp = each_start.execute("import shutil; shutil.disk_usage('/tmp').total")
     assert int(tmp.result) == small_profile().tmp_size_mb << 20
 
 
 def test_gateway_socket_made_after_start_is_reachable(kernel: Kernel):
-    path = kernel.rollout_dir / "run" / "gateway.sock"
+    path = kernel.kernel_dir / "run" / "gateway.sock"
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(path))
     server.listen()
@@ -168,8 +172,9 @@ def test_infinite_loop_interrupted_then_usable(kernel: Kernel):
     assert kernel.execute("21 * 2").result == "42" and kernel.alive
 
 
-def test_memory_bomb_is_an_error_observation(tmp_path: Path):
-    with Kernel(small_profile(memory_mb=1024), root=tmp_path) as k:
+@pytest.mark.parametrize("start", STARTS)
+def test_memory_bomb_is_an_error_observation(tmp_path: Path, start: StartMethod):
+    with Kernel(small_profile(memory_mb=1024), root=tmp_path, start=start) as k:
         big = k.execute("x = bytearray(8 * 2**30)")
         assert big.error_name == "MemoryError"
         grow = k.execute("a = []\nwhile True:\n    a.append(bytearray(50 * 2**20))", timeout=60)
@@ -179,9 +184,10 @@ def test_memory_bomb_is_an_error_observation(tmp_path: Path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not ROOT, reason="per-sandbox cgroups need root")
-def test_sandbox_wide_memory_limit(tmp_path: Path):
+@pytest.mark.parametrize("start", STARTS)
+def test_sandbox_wide_memory_limit(tmp_path: Path, start: StartMethod):
     profile = small_profile(memory_mb=1024).replace(tmp_size_mb=8, limits={"disk_mb": 16})
-    with Kernel(profile, root=tmp_path) as k:  # the cgroup allows memory_mb + disk_mb
+    with Kernel(profile, root=tmp_path, start=start) as k:  # the cgroup allows memory_mb + disk_mb
         if k.aio._cgroup is None:
             pytest.skip("no writable cgroup hierarchy here (rlimits only)")
         obs = k.execute(  # three processes, each under its own 1 GiB rlimit, 1.35 GiB together
@@ -229,8 +235,8 @@ def test_sigkill_mid_execution_reported(tmp_path: Path):
 
 def test_close_leaves_nothing(tmp_path: Path):
     k = Kernel(root=tmp_path).start()
-    pids, rollout = process_tree(k.pid), k.rollout_dir
-    assert len(pids) >= 2 and rollout.is_dir()
+    pids, rollout = process_tree(k.pid), k.kernel_dir
+    assert len(pids) >= 2 and rollout.is_dir() and k.rollout_dir == rollout  # (its deprecated name)
     k.close()
     assert not any(os.path.exists(f"/proc/{p}") for p in pids)
     assert not rollout.exists()
@@ -243,7 +249,7 @@ def test_default_root_removed_when_last_kernel_closes():
 
     code = (
         "from workbench.kernel import Kernel\nfrom workbench.sandbox import default_root\n"
-        "with Kernel() as k:\n    assert k.rollout_dir.parent == default_root()\n"
+        "with Kernel() as k:\n    assert k.kernel_dir.parent == default_root()\n"
         "print(default_root().exists())\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -260,6 +266,7 @@ def test_isolation_none_warns(tmp_path: Path):
 ORPHAN_SCRIPT = """
 import json, sys, time
 from workbench.kernel import Kernel
+from workbench.kernel.async_kernel import StartMethod
 from workbench.kernel.procs import process_tree
 k = Kernel(root=sys.argv[1]).start()
 assert k.execute("1+1").result == "2"
@@ -286,8 +293,9 @@ def test_host_sigkill_leaves_no_orphans(tmp_path: Path):
 
 
 @pytest.mark.slow
-def test_fork_bomb_contained(tmp_path: Path):
-    with Kernel(small_profile(processes=64), root=tmp_path) as k:
+@pytest.mark.parametrize("start", STARTS)
+def test_fork_bomb_contained(tmp_path: Path, start: StartMethod):
+    with Kernel(small_profile(processes=64), root=tmp_path, start=start) as k:
         obs = k.execute(
             "import os, time\nwhile True:\n    try: os.fork()\n    except OSError: time.sleep(0.2)", timeout=4
         )
@@ -338,12 +346,13 @@ def _running(pid: int) -> bool:
         return False
 
 
-def test_networked_profile_shares_host_network(tmp_path: Path):
+@pytest.mark.parametrize("start", STARTS)
+def test_networked_profile_shares_host_network(tmp_path: Path, start: StartMethod):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
     try:
-        with Kernel("networked", root=tmp_path) as k:
+        with Kernel("networked", root=tmp_path, start=start) as k:
             obs = k.execute(
                 "import socket\nsocket.create_connection(('127.0.0.1', "
                 f"{server.getsockname()[1]}), 5).close(); 'connected'",

@@ -1,4 +1,5 @@
-"""The sandbox's writable area is capped: filling it gives ENOSPC, never host disk. Real bwrap."""
+"""The sandbox's writable area is capped: filling it gives ENOSPC, never host disk, on both start methods.
+Real bwrap."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_starts import STARTS
 
 from workbench.errors import ConfigError
 from workbench.kernel import Kernel
+from workbench.kernel.async_kernel import StartMethod
 from workbench.kernel.procs import process_tree
 from workbench.sandbox import Limits, SandboxProfile, SandboxSpec, build_argv, load_profile
 from workbench.sandbox.cgroups import memory_bytes
@@ -61,13 +64,14 @@ def host_mounts() -> str:
         return f.read()
 
 
-def test_filling_the_writable_area_is_enospc_and_the_kernel_lives_on(tmp_path: Path):
+@pytest.mark.parametrize("start", STARTS)
+def test_filling_the_writable_area_is_enospc_and_the_kernel_lives_on(tmp_path: Path, start: StartMethod):
     profile = small_disk(tmp_mb=2, disk_mb=8)
     attempt = 32 * 4 * MB  # per dir: 16x the whole cap, so a leak to the host disk would show
     mounts_before = host_mounts()
     used_before = shutil.disk_usage(tmp_path).used
-    with Kernel(profile, root=tmp_path) as k:
-        rollout = k.rollout_dir
+    with Kernel(profile, root=tmp_path, start=start) as k:
+        rollout = k.kernel_dir
         k.execute(FILL, timeout=30)
         obs = k.execute("fill(['/workspace', '/tmp'], 32, 4 << 20)", timeout=120)
         assert obs.ok, obs.text
@@ -103,8 +107,9 @@ def test_filling_the_writable_area_is_enospc_and_the_kernel_lives_on(tmp_path: P
 
 
 @pytest.mark.skipif(not ROOT, reason="the run dir is sealed where the kernel runs as its own uid")
-def test_run_dir_takes_no_files_from_the_kernel(tmp_path: Path):
-    with Kernel(small_disk(), root=tmp_path) as k:
+@pytest.mark.parametrize("start", STARTS)
+def test_run_dir_takes_no_files_from_the_kernel(tmp_path: Path, start: StartMethod):
+    with Kernel(small_disk(), root=tmp_path, start=start) as k:
         obs = k.execute(
             "import errno, os\nres = {}\n"
             "for p in ['/run/workbench/x', '/run/workbench/kernel.json', '/run/workbench/k-1']:\n"
@@ -115,7 +120,7 @@ def test_run_dir_takes_no_files_from_the_kernel(tmp_path: Path):
         )
         res = eval(obs.result)
         assert "WROTE" not in res.values() and res["chmod"] == "EPERM", res
-        assert sorted(p.name for p in (k.rollout_dir / "run").iterdir()) == [
+        assert sorted(p.name for p in (k.kernel_dir / "run").iterdir()) == [
             "k-1",
             "k-2",
             "k-3",
@@ -137,10 +142,11 @@ held = [subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.PIPE) f
 
 @pytest.mark.slow
 @pytest.mark.skipif(not ROOT, reason="per-sandbox cgroups need root")
-def test_full_disk_on_top_of_busy_memory_is_enospc_not_oom(tmp_path: Path):
+@pytest.mark.parametrize("start", STARTS)
+def test_full_disk_on_top_of_busy_memory_is_enospc_not_oom(tmp_path: Path, start: StartMethod):
     """tmpfs pages are memory: the cgroup allows memory_mb + disk_mb, so both fit at once."""
     profile = small_disk(tmp_mb=8, disk_mb=128).replace(limits={"memory_mb": 1024, "disk_mb": 128})
-    with Kernel(profile, root=tmp_path) as k:
+    with Kernel(profile, root=tmp_path, start=start) as k:
         cg = k.aio._cgroup
         if cg is None:
             pytest.skip("no writable cgroup hierarchy here (rlimits only)")
