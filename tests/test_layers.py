@@ -34,6 +34,7 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
     (
         (
             "errors.py",
+            "registrations.py",
             "safetext.py",
             "console.py",
             "children.py",

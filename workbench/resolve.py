@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.errors import ConfigError
+from workbench.registrations import record
 from workbench.trajectory import Task
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ def register_tool_set(name: str, factory: ToolSetFactory, *, replace: bool = Tru
     if not replace and name in _TOOL_SETS:
         raise ConfigError(f"a tool set named {name!r} is already registered")
     _TOOL_SETS[name] = factory
+    record("tool set", name, factory, register_tool_set)
 
 
 def tool_set_names() -> list[str]:

@@ -40,14 +40,17 @@ def default_niceness() -> None:
 
 @lru_cache(maxsize=1)
 def worker_class() -> Any:
-    """The `ray.remote` class `KernelWorker(tools, kernels, name)` (made by Ray at run time: `Any`)."""
+    """The `ray.remote` class `KernelWorker(tools, kernels, name, registrations)` (made by Ray at run time:
+    `Any`); `registrations` is the driver's `workbench.registrations.carry()`."""
     ray = require_ray()
 
     @ray.remote(concurrency_groups={"health": 1})
     class KernelWorker:
-        def __init__(self, tools: Mapping[str, WorkerTools], kernels: int, name: str) -> None:
+        def __init__(self, tools: Mapping[str, WorkerTools], kernels: int, name: str, registrations: bytes) -> None:
             from workbench.cluster.host import EnvHost
+            from workbench.registrations import install
 
+            install(registrations)  # the driver's own policy backends, tool sets …, before any name resolves
             default_niceness()
             ctx = ray.get_runtime_context()
             identity = {"node": ctx.get_node_id(), "worker": name, "actor_id": ctx.get_actor_id()}

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.cluster._ray import actor_died_errors, require_ray, startup_share
 from workbench.errors import ConfigError, PoolError
+from workbench.registrations import carry
 
 if TYPE_CHECKING:
     from ray.util.placement_group import PlacementGroup
@@ -99,6 +100,7 @@ class RayWorkers:
             raise ConfigError(f"cpus_per_kernel must be >= 0, got {cpus_per_kernel}")
         if strategy is not None and strategy not in STRATEGIES:
             raise ConfigError(f"strategy must be one of {', '.join(STRATEGIES)} or None, got {strategy!r}")
+        registrations = carry()  # what the driver registered reaches every worker (a ConfigError names what cannot)
         ray = connect(address, **dict(init_options or {}))
         from workbench.cluster.actor import worker_class
 
@@ -107,7 +109,7 @@ class RayWorkers:
         actor = worker_class()
         try:
             handles = [
-                actor.options(**options[i]).remote(dict(tools), kernels_per_worker, f"worker-{i}")
+                actor.options(**options[i]).remote(dict(tools), kernels_per_worker, f"worker-{i}", registrations)
                 for i in range(workers)
             ]
         except TypeError as exc:  # a tool set that cannot be pickled

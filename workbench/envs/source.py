@@ -4,6 +4,7 @@ verifiers environment (`verifiers:NAME`, `workbench.envs.verifiers_source`).
     source = load_env_source("openenv:my_envs.games:GuessEnv")     # a class (or factory) on sys.path
     source = load_env_source("openenv+http://127.0.0.1:8010")       # a served one, through OpenEnv's client
     source = load_env_source("verifiers:arith-env?scale=2")         # vf.load_environment("arith-env", scale=2)
+    register_env_source("mygames:", lambda spec: MySource(spec))    # your own prefix: load_env_source("mygames:x")
     session = await source.open()                                   # one episode's environment
     first = await session.reset(seed=0)                             # EnvReply(observation, reward, done, metadata)
     reply = await session.step({"message": "hello"})
@@ -13,6 +14,10 @@ OpenEnv sources speak plain dicts: an action is the action model's fields, an ob
 `reward` and `metadata` (as OpenEnv's server sends them). An in-process environment's blocking `reset` /
 `step` run in a worker thread (its own `reset_async` / `step_async` when it overrides them), so episodes
 run side by side; a served one gets one WebSocket session per episode (`GenericEnvClient`).
+
+Env sources are an open registry, like policy backends and tool sets: `register_env_source(prefix, factory)`
+makes every spec that starts with `prefix` resolve to `factory(spec)` (the longest matching prefix wins);
+the built-in prefixes are registered on the first lookup, so importing this module registers nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import dataclasses
 import importlib
 import typing
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation
@@ -30,6 +35,7 @@ from openenv.core.generic_client import GenericEnvClient
 
 from workbench.envs.protocols import EnvEpisode, EnvReply, EnvSource
 from workbench.errors import ConfigError
+from workbench.registrations import record
 
 OPENENV_CLASS = "openenv:"
 OPENENV_URLS = ("openenv+http://", "openenv+https://")
@@ -40,18 +46,78 @@ ENV_SPEC_HELP = (
 )
 
 
-def load_env_source(spec: str) -> EnvSource:
-    """The source `spec` names (see the module docstring); anything else is an error naming the three forms."""
-    text = spec.strip()
-    if text.startswith(OPENENV_URLS):
-        return ServedOpenEnv(text[len("openenv+") :], name=text)
-    if text.startswith(OPENENV_CLASS):
-        return InProcessOpenEnv(_import_factory(text[len(OPENENV_CLASS) :]), name=text)
-    if text.startswith("verifiers:"):
-        from workbench.envs.verifiers_source import VerifiersEnv
+class EnvSourceFactory(Protocol):
+    """Builds the source a whole spec names (the prefix included), e.g. `factory("mygames:maze?size=4")`."""
 
-        return VerifiersEnv.from_spec(text)
-    raise ConfigError(f"--env {spec!r}: give {ENV_SPEC_HELP}")
+    def __call__(self, spec: str) -> EnvSource: ...
+
+
+_SOURCES: dict[str, EnvSourceFactory] = {}
+_BUILTINS_ADDED = False
+
+
+def register_env_source(prefix: str, factory: EnvSourceFactory, *, replace: bool = True) -> None:
+    """Make `load_env_source(spec)` (and `--env spec`) return `factory(spec)` for a spec starting with `prefix`,
+    which ends with ':' or '/' (e.g. "mygames:"); the longest matching prefix wins."""
+    if not isinstance(prefix, str) or len(prefix) < 2 or not prefix.endswith((":", "/")) or " " in prefix:
+        raise ConfigError(f"env source prefix {prefix!r}: end it with ':' (e.g. 'mygames:') and use no spaces")
+    if not callable(factory):
+        raise ConfigError(f"env source {prefix!r} must be callable as factory(spec) -> EnvSource")
+    builtin_env_sources()
+    if not replace and prefix in _SOURCES:
+        raise ConfigError(f"an env source with prefix {prefix!r} is already registered")
+    _SOURCES[prefix] = factory
+    record("env source", prefix, factory, register_env_source)
+
+
+def env_source_prefixes() -> list[str]:
+    """The registered prefixes (the built-ins included)."""
+    builtin_env_sources()
+    return sorted(_SOURCES)
+
+
+def load_env_source(spec: str) -> EnvSource:
+    """The source `spec` names (see the module docstring); anything else is an error naming the known forms."""
+    text = spec.strip()
+    builtin_env_sources()
+    matching = [prefix for prefix in _SOURCES if text.startswith(prefix)]
+    if not matching:
+        own = [p for p in _SOURCES if p not in _BUILTIN_PREFIXES]
+        more = f"; registered: {', '.join(sorted(own))}" if own else ""
+        raise ConfigError(
+            f"--env {spec!r}: give {ENV_SPEC_HELP}{more} (or register your own prefix with "
+            "workbench.envs.source.register_env_source(prefix, factory))"
+        )
+    return _SOURCES[max(matching, key=len)](text)
+
+
+def _served_openenv(spec: str) -> EnvSource:
+    return ServedOpenEnv(spec[len("openenv+") :], name=spec)
+
+
+def _in_process_openenv(spec: str) -> EnvSource:
+    return InProcessOpenEnv(_import_factory(spec[len(OPENENV_CLASS) :]), name=spec)
+
+
+def _verifiers(spec: str) -> EnvSource:
+    from workbench.envs.verifiers_source import VerifiersEnv
+
+    return VerifiersEnv.from_spec(spec)
+
+
+_BUILTIN_PREFIXES = (*OPENENV_URLS, OPENENV_CLASS, "verifiers:")
+
+
+def builtin_env_sources() -> None:
+    """Register openenv+http(s)://, openenv: and verifiers: (a prefix registered before keeps its own); runs
+    once, from the first lookup or registration."""
+    global _BUILTINS_ADDED
+    if _BUILTINS_ADDED:
+        return
+    _BUILTINS_ADDED = True
+    factories: tuple[EnvSourceFactory, ...] = (_served_openenv, _served_openenv, _in_process_openenv, _verifiers)
+    for prefix, factory in zip(_BUILTIN_PREFIXES, factories, strict=True):
+        _SOURCES.setdefault(prefix, factory)
 
 
 def _import_factory(target: str) -> Callable[[], Environment]:
@@ -229,10 +295,14 @@ __all__ = [
     "EnvEpisode",
     "EnvReply",
     "EnvSource",
+    "EnvSourceFactory",
     "InProcessOpenEnv",
     "ServedOpenEnv",
+    "builtin_env_sources",
+    "env_source_prefixes",
     "environment_action_type",
     "load_env_source",
     "observation_reply",
+    "register_env_source",
     "rubric_scores",
 ]

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from workbench.errors import ConfigError
 from workbench.policies.base import Policy
+from workbench.registrations import record
 
 
 class PolicyBackend(Protocol):
@@ -49,6 +50,7 @@ def register_scripted(name: str, factory: Callable[..., Policy], *, replace: boo
     if not replace and name in _SCRIPTED:
         raise ConfigError(f"a scripted policy named {name!r} is already registered")
     _SCRIPTED[name] = factory
+    record("scripted policy", name, factory, register_scripted)
 
 
 def scripted_names() -> list[str]:
@@ -65,6 +67,7 @@ def register_backend(name: str, backend: PolicyBackend, *, replace: bool = True)
     if not replace and name.lower() in _BACKENDS:
         raise ConfigError(f"a policy backend named {name!r} is already registered")
     _BACKENDS[name.lower()] = backend
+    record("policy backend", name.lower(), backend, register_backend)
 
 
 def backend_names() -> list[str]:

@@ -34,6 +34,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from workbench.errors import ConfigError
+from workbench.registrations import record
 from workbench.rewards.component import (
     USES,
     RewardComponent,
@@ -72,7 +73,13 @@ def register_reward(fn: Callable[..., Any] | RewardComponent) -> RewardComponent
         )
     builtin_rewards()
     _REGISTRY[found.name] = found
+    record("reward", found.name, found, _install)
     return found
+
+
+def _install(name: str, found: RewardComponent) -> None:
+    """Register a carried component (`workbench.registrations.install`)."""
+    register_reward(found)
 
 
 def get_reward(name: str) -> RewardComponent:

@@ -22,8 +22,8 @@ std is the unbiased (n-1) standard deviation, as TRL and verl compute it. The se
   eps 1e-5): `token_whiten`.
 - REINFORCE (ZeroSearch's default algorithm): the raw reward, no baseline.
 
-`REGISTRY` maps each built-in estimator's name to its function here; the estimator objects that
-`TrainConfig.estimator` names (their parameters, batching and registry) are in `workbench.train.estimators`.
+The estimator objects that `TrainConfig.estimator` names (their parameters, batching and registry) are in
+`workbench.train.estimators`; each built-in one wraps a function here.
 """
 
 from __future__ import annotations
@@ -205,19 +205,9 @@ def token_whiten(
     return ((v - mean) / (var.sqrt() + eps)).float()
 
 
-REGISTRY = {
-    "grpo": grpo,
-    "hrpo": hrpo,
-    "reinforce_pp": reinforce_pp,
-    "adpo": adpo,
-    "asearcher": asearcher,
-    "reinforce": reinforce,
-}
-
 __all__ = [
     "EPS",
     "HRPO_EPS",
-    "REGISTRY",
     "adpo",
     "adpo_eps_high",
     "adpo_scale",

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from workbench.errors import ConfigError
+from workbench.registrations import record
 
 if TYPE_CHECKING:
     import torch
@@ -134,9 +135,18 @@ def estimator(name: str) -> Callable[[E], E]:
             raise ConfigError(f"estimator {name!r} is already registered by {old.__qualname__}; pick another name")
         cls.name = name
         _REGISTRY[name] = cls
+        if cls.__module__ != __name__:  # the built-ins below are made again by every process
+            record("estimator", name, cls, _install)
         return cls
 
     return register
+
+
+def _install(name: str, cls: type[Estimator]) -> None:
+    """Register a carried estimator class (`workbench.registrations.install`), replacing this process's own."""
+    cls.name = name
+    _REGISTRY[name] = cls
+    record("estimator", name, cls, _install)
 
 
 def estimator_names() -> tuple[str, ...]:

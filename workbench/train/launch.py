@@ -9,6 +9,12 @@
 
 The child writes `<output_dir>/status.json`, `metrics.jsonl` and `train.log`; the handle only
 reads files, so it also works from another process or after a notebook restart.
+
+What the caller registered (an estimator, reward, policy backend, tool set or env source defined in a
+notebook cell, or under a script's `__main__` guard) reaches the child: `launch` carries the caller's
+registrations by value (`workbench.registrations.carry`) and the child installs them before the config
+resolves a name; `status.json` lists them under "registrations". One that cannot be copied is a
+`ConfigError` here, naming it and why.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import TrainingError
+from workbench.registrations import carry, install
 from workbench.train.config import TrainConfig
 
 STATUSES = ("starting", "running", "finished", "failed", "stopped")
@@ -41,7 +48,7 @@ def _write_status(out: Path, status: str, **extra: Any) -> None:
 _RENDEZVOUS_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
-def _child_main(config: dict[str, Any]) -> None:
+def _child_main(config: dict[str, Any], registrations: bytes = b"") -> None:
     for name in _RENDEZVOUS_VARS:
         os.environ.pop(name, None)
     out = Path(config["output_dir"])
@@ -50,7 +57,10 @@ def _child_main(config: dict[str, Any]) -> None:
     os.dup2(log.fileno(), 2)
     sys.stdout = sys.stderr = log
     try:
-        _write_status(out, "running")
+        installed = install(registrations) if registrations else []
+        if installed:
+            print(f"the caller's registrations: {', '.join(installed)}", flush=True)
+        _write_status(out, "running", registrations=installed)
         from transformers import TrainerCallback
 
         from workbench.train.run import train
@@ -64,7 +74,7 @@ def _child_main(config: dict[str, Any]) -> None:
                     control.should_save = True
 
         summary = train(TrainConfig.from_dict(config), callbacks=[StopOnFile()])
-        _write_status(out, "stopped" if stop_file.exists() else "finished", summary=summary)
+        _write_status(out, "stopped" if stop_file.exists() else "finished", summary=summary, registrations=installed)
     except BaseException as exc:
         traceback.print_exc()
         _write_status(out, "failed", error=f"{type(exc).__name__}: {exc}")
@@ -178,9 +188,12 @@ def launch(config: TrainConfig | str | Path, **overrides: Any) -> TrainingHandle
     for stale in ("STOP", "status.json"):
         (out / stale).unlink(missing_ok=True)
     data = config.replace(output_dir=str(out)).to_dict()
+    registrations = carry()  # before the child starts: a registration that cannot be copied fails here
     _write_status(out, "starting")
     try:
-        process = mp.get_context("spawn").Process(target=_child_main, args=(data,), name="workbench-train")
+        process = mp.get_context("spawn").Process(
+            target=_child_main, args=(data, registrations), name="workbench-train"
+        )
         process.start()
     except OSError as exc:
         raise TrainingError(f"could not start the training process: {exc}") from exc
