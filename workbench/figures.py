@@ -154,7 +154,7 @@ def _finite(x: float | None) -> float | None:
 class FigureLog:
     """The figures of one run of one bench (or demo), appended as they come to `<directory>/<bench>.jsonl`.
 
-        log = FigureLog("bench_kernel", mode="quick")   # machine and load are read now, the commit once
+        log = FigureLog("bench_kernel", mode="quick")   # machine and load are read now, the commit at first use
         log.record("kernel start p50", 212.0, "ms", target="<= 300 ms", ok=True)
 
     Each record is one `write` of one line to a file opened with O_APPEND, so concurrent runs never
@@ -167,7 +167,7 @@ class FigureLog:
     command: Sequence[str] = field(default_factory=this_command)
     directory: Path | None = field(default_factory=results_dir)
     machine: Machine = field(default_factory=Machine.here)
-    commit: str = field(default_factory=current_commit)
+    commit: str = ""  # read at the first record: `current_commit()`
 
     def __post_init__(self) -> None:
         if not _BENCH_NAME.fullmatch(self.bench):
@@ -195,6 +195,7 @@ class FigureLog:
         """Append one figure (its `name` stripped of surrounding spaces) and return it."""
         if not name.strip():
             raise ValueError("a figure needs a name: what was measured, e.g. 'kernel start p50'")
+        self.commit = self.commit or current_commit()
         figure = Figure(
             bench=self.bench,
             name=name.strip(),
