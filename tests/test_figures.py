@@ -148,15 +148,17 @@ def test_renderer_writes_both_pages_from_records_in_a_tmp_dir(tmp_path):
     new = FigureLog("bench_a", mode="smoke", command=smoke, directory=results, machine=machine, commit="c1+dirty")
     new.record("latency p50", 4.0, "ms", target="<= 5 ms", ok=True, baseline=8.0)
     FigureLog("demo", command=["python", "-m", "workbench.demo"], directory=results).record("gain", 21.5, "points")
+    new.record("parse <think> | *fast* `x` a_b", 1.0, "ms")
     assert render.main(["--results", str(results), "--docs", str(docs), "--check"]) == 1
     assert render.main(["--results", str(results), "--docs", str(docs)]) == 0
     assert render.main(["--results", str(results), "--docs", str(docs), "--check"]) == 0
     bench_page, results_page = (docs / "benchmarks.md").read_text(), (docs / "results.md").read_text()
     assert "## bench_a" in bench_page and "demo" not in bench_page.split("## bench_a")[1]
-    assert "| latency p50 | 4 | ms | 8 | <= 5 ms | ok |" in bench_page  # the latest record per machine
+    assert "| latency p50 | 4 | ms | 8 | &lt;= 5 ms | ok |" in bench_page  # the latest record per machine
     assert "| 10 |" not in bench_page
     assert "`python bench/bench_a.py --smoke`" in bench_page and "commit `c1+dirty`" in bench_page
     assert "Test CPU, 2 cores, load 1.5 at start" in bench_page and "**smoke**" in bench_page
+    assert "| parse &lt;think&gt; \\| \\*fast\\* \\`x\\` a\\_b | 1 | ms |" in bench_page  # shown as written
     assert "## demo" in results_page and "| gain | 21.5 | points |" in results_page
 
 
