@@ -63,6 +63,7 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
     (("rewards/",), "rewards, RewardSpec, rescoring"),
     (("worlds/",), "synthetic worlds, their sites, QA loaders, scripted solvers"),
     (("resolve.py",), "strings to objects: tasks, tool sets, policies, rewards"),
+    (("gateway/",), "the model gateway: an OpenAI-compatible server recording a harness's calls"),
     (("envs/",), "NB-Agent under OpenEnv and TRL's environment_factory"),
     (("cluster/",), "Ray executor"),
     (("evaluate/",), "eval harness"),

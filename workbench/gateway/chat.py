@@ -1,0 +1,196 @@
+"""One `/v1/chat/completions` call: prompt by the multi-turn rule, sampling as applied, generation,
+the reply parsed, the call recorded. The reply is an `openai.types.chat.ChatCompletion`.
+
+    answer = await chat_call(state, policy, req, auxiliary=False)
+    answer.completion      # ChatCompletion (what the harness gets)
+    answer.step            # the recorded Step (None for an auxiliary call)
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from workbench.errors import WorkbenchError
+from workbench.gateway.replies import ChatReply, parse_reply
+from workbench.gateway.state import CallRecord, Plan, RolloutState
+from workbench.gateway.wire import ChatRequest, RequestRefused, template_message
+from workbench.policies.base import Completion, Policy, SamplingParams, policy_context_size
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletion
+
+    from workbench.trajectory import Step
+
+__all__ = ["CallAnswer", "call_record", "chat_call", "sampling", "served_text"]
+
+
+@dataclass
+class CallAnswer:
+    completion: Any  # ChatCompletion or openai.types.Completion
+    record: CallRecord
+    step: Step | None
+    out: Completion
+    prompt_ids: list[int]
+
+
+async def chat_call(state: RolloutState, policy: Policy, req: ChatRequest, *, auxiliary: bool) -> CallAnswer:
+    """Serve and record one chat request (400s as `RequestRefused` / `BadRequest`)."""
+    req.refuse_unsupported()
+    if req.tool_choice not in (None, "auto", "none"):
+        raise RequestRefused(
+            "tool_choice: only 'auto' and 'none' are served; the model decides when to call", "tool_choice"
+        )
+    messages = [template_message(m, i) for i, m in enumerate(req.messages)]
+    tools = [t.model_dump(exclude_none=True) for t in req.tools] if req.tools else None
+    plan = state.plan(messages, tools)
+    params, requested, applied = sampling(state, policy, req.token_limit, req, len(plan.prompt_ids))
+    out, latency = await sample_one(policy, plan.prompt_ids, params)
+    text = served_text(out, params.stop)
+    reply = parse_reply(text, bool(tools) and req.tool_choice != "none")
+    record = call_record(state, "chat.completions", req.model, requested, applied, latency, out, auxiliary)
+    record.tool_calls = [c.to_dict() for c in reply.tool_calls]
+    record.reasoning = reply.reasoning
+    record.streamed = req.stream
+    step = state.capture(plan, out, record, reply)
+    completion = chat_completion(record, req.model or policy.name, reply, out, plan, req.logprobs, policy)
+    return CallAnswer(completion, record, step, out, plan.prompt_ids)
+
+
+async def sample_one(policy: Policy, prompt: list[int], params: SamplingParams) -> tuple[Completion, float]:
+    start = time.perf_counter()
+    try:
+        [out] = await policy.generate([prompt], params)
+    except WorkbenchError as exc:
+        raise RequestRefused(f"generation failed: {exc}", status=500, code="generation_failed") from None
+    return out, time.perf_counter() - start
+
+
+def sampling(
+    state: RolloutState, policy: Policy, max_tokens: int | None, req: Any, prompt_len: int
+) -> tuple[SamplingParams, dict[str, Any], dict[str, Any]]:
+    """The sampling a call gets (training overrides what the harness asks), what it asked and what it got."""
+    stop = [req.stop] if isinstance(req.stop, str) else list(req.stop or [])
+    requested = {
+        "temperature": req.temperature,
+        "top_p": req.top_p,
+        "max_tokens": max_tokens,
+        "stop": stop,
+        "seed": req.seed,
+    }
+    applied = dict(requested)
+    training = state.config.training
+    if training is not None:
+        applied.update(temperature=training.temperature, top_p=training.top_p)
+        if training.max_tokens is not None:
+            applied["max_tokens"] = training.max_tokens
+    context = policy_context_size(policy)
+    if context is not None:
+        room = context - prompt_len
+        wanted = applied["max_tokens"]
+        if room < 1 or (wanted is not None and wanted > room):
+            raise RequestRefused(
+                f"This model's maximum context length is {context} tokens. However, you requested "
+                f"{prompt_len + (wanted or 1)} tokens ({prompt_len} in the messages, {wanted or 1} in the completion). "
+                "Please reduce the length of the messages or completion.",
+                "messages",
+                code="context_length_exceeded",
+            )
+        applied["max_tokens"] = wanted if wanted is not None else room
+    elif applied["max_tokens"] is None:
+        applied["max_tokens"] = state.config.default_max_tokens
+    params = SamplingParams(
+        max_new_tokens=applied["max_tokens"],
+        temperature=applied["temperature"],
+        top_p=applied["top_p"],
+        stop=stop,
+        seed=applied["seed"],
+    )
+    return params, requested, applied
+
+
+def served_text(out: Completion, stop: list[str]) -> str:
+    """The sampled text as the reply shows it: a stop string that ended it is left out (the ids keep it)."""
+    text = out.text
+    if out.finish_reason == "stop":
+        hit = min(((text.find(s), s) for s in stop if s in text), default=None)
+        if hit is not None:
+            text = text[: hit[0]]
+    return text
+
+
+def call_record(
+    state: RolloutState,
+    endpoint: str,
+    model: str | None,
+    requested: dict[str, Any],
+    applied: dict[str, Any],
+    latency: float,
+    out: Completion,
+    auxiliary: bool,
+) -> CallRecord:
+    return CallRecord(
+        id=f"chatcmpl-{uuid.uuid4().hex}" if endpoint == "chat.completions" else f"cmpl-{uuid.uuid4().hex}",
+        endpoint=endpoint,
+        model=model,
+        step=None,
+        segment_start=False,
+        fork=None,
+        parent=None,
+        sampling_requested=requested,
+        sampling_applied=applied,
+        latency_s=latency,
+        finish_reason=out.finish_reason,
+        policy_version=out.policy_version,
+        tool_protocol=state.renderer.tool_protocol,
+        auxiliary=auxiliary,
+    )
+
+
+def finish_reason(out: Completion, reply: ChatReply | None) -> str:
+    if reply is not None and reply.tool_calls:
+        return "tool_calls"
+    return "length" if out.finish_reason == "length" else "stop"
+
+
+def chat_completion(
+    record: CallRecord, model: str, reply: ChatReply, out: Completion, plan: Plan, logprobs: bool, policy: Policy
+) -> ChatCompletion:
+    from openai.types.chat import ChatCompletion
+
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in reply.tool_calls
+        ]
+    if reply.reasoning is not None:
+        message["reasoning"] = reply.reasoning
+    choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish_reason(out, reply)}
+    choice["logprobs"] = {"content": token_logprobs(out, policy)} if logprobs else None
+    n_prompt, n_out = len(plan.prompt_ids), len(out.token_ids)
+    return ChatCompletion.model_validate(
+        {
+            "id": record.id,
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [choice],
+            "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_out, "total_tokens": n_prompt + n_out},
+        }
+    )
+
+
+def token_logprobs(out: Completion, policy: Policy) -> list[dict[str, Any]]:
+    """OpenAI's per-token logprobs of a chat choice (-inf reported as -9999.0, as vLLM does)."""
+    from workbench.policies.completions_wire import finite_logprob
+
+    codec = policy.codec
+    lps = out.logprobs or [0.0] * len(out.token_ids)
+    rows = []
+    for tok, lp in zip(out.token_ids, lps, strict=False):
+        piece = codec.decode([tok])
+        rows.append({"token": piece, "logprob": finite_logprob(lp), "bytes": list(piece.encode()), "top_logprobs": []})
+    return rows

@@ -1,0 +1,358 @@
+"""The model gateway's HTTP app (FastAPI + uvicorn, as `serve-model`).
+
+Per rollout, under `/rollouts/{id}/v1` with the rollout's bearer key: `POST chat/completions`,
+`POST completions`, `GET models`. With the admin key: `POST /rollouts` (body {"task": {...}})
+opens one and answers {"id", "base_url", "api_key"}; `POST /rollouts/{id}/finish` (body
+{"answer": ...}; the rollout's own key works too) closes it; `GET /rollouts/{id}` shows it.
+An unknown or finished rollout is 404, another rollout's key 403, no key 401; every error is
+OpenAI's shape. Each call is written to the store before its reply is sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from workbench.errors import ConfigError
+from workbench.gateway.chat import CallAnswer, call_record, chat_call, sample_one, sampling
+from workbench.gateway.config import AUXILIARY_HEADER, GatewayConfig
+from workbench.gateway.render import ChatRenderer
+from workbench.gateway.state import RolloutState
+from workbench.gateway.stream import chat_events, completion_events
+from workbench.gateway.wire import ChatRequest, RequestRefused, error_body
+from workbench.policies.base import Policy
+from workbench.trajectory import Task
+from workbench.webio import BadRequest, BodyLimit
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from workbench.contracts import TrajectoryStore
+
+__all__ = ["GatewayService", "build_gateway_app"]
+
+
+class GatewayService:
+    """What the routes share: the policy, its renderer, the open rollouts, where calls are written."""
+
+    def __init__(self, policy: Policy, config: GatewayConfig, store: TrajectoryStore | None, run_id: str = "") -> None:
+        self.policy, self.config, self.store, self.run_id = policy, config, store, run_id
+        self.renderer = ChatRenderer(policy.codec)
+        self.admin_key = f"wb-admin-{secrets.token_urlsafe(24)}"
+        self.rollouts: dict[str, RolloutState] = {}
+        self.url = ""
+        self._lock = threading.Lock()
+
+    def open(self, task: Task) -> RolloutState:
+        state = RolloutState.open(task, self.renderer, self.config, self.run_id)
+        with self._lock:
+            self.rollouts[state.id] = state
+        self.persist(state)
+        return state
+
+    def finish(self, rid: str, answer: str | None, error: str | None = None) -> RolloutState:
+        state = self.rollouts.get(rid)
+        if state is None or state.status != "open":
+            raise RequestRefused(
+                f"rollout {rid!r} is unknown or already finished", status=404, code="rollout_not_found"
+            )
+        state.finish(answer, error)
+        self.persist(state)
+        return state
+
+    def persist(self, state: RolloutState) -> None:
+        if self.store is not None:
+            with state.lock:
+                snapshot = state.snapshot()
+            self.store.write(snapshot)
+
+    def rollout_for(self, request: Request) -> RolloutState:
+        """The rollout a request's path names, checked against its bearer key."""
+        rid = request.path_params["rid"]
+        state = self.rollouts.get(rid)
+        if state is None or state.status != "open":
+            raise RequestRefused(
+                f"rollout {rid!r} is unknown or finished; open one with gateway.rollout(task) or POST /rollouts",
+                status=404,
+                code="rollout_not_found",
+            )
+        key = _bearer(request)
+        if key is None:
+            raise RequestRefused("no API key: send the rollout's key as `Authorization: Bearer KEY`", status=401)
+        if not secrets.compare_digest(key, state.key):
+            raise RequestRefused(f"this key does not belong to rollout {rid!r}; use that rollout's api_key", status=403)
+        return state
+
+    def require_admin(self, request: Request, state: RolloutState | None = None) -> None:
+        key = _bearer(request) or ""
+        if secrets.compare_digest(key, self.admin_key) or (
+            state is not None and secrets.compare_digest(key, state.key)
+        ):
+            return
+        raise RequestRefused(
+            "this needs the gateway's admin key (`ModelGateway.admin_key`)", status=401 if not key else 403
+        )
+
+
+def _bearer(request: Request) -> str | None:
+    auth = request.headers.get("authorization", "")
+    return auth[7:].strip() if auth[:7].lower() == "bearer " else None
+
+
+def _json(content: dict[str, Any], status: int = 200) -> Response:
+    from starlette.responses import JSONResponse
+
+    return JSONResponse(content, status_code=status)
+
+
+def _error(exc: BadRequest) -> Response:
+    status = getattr(exc, "status", 400)
+    return _json(error_body(str(exc), status, getattr(exc, "code", None), getattr(exc, "param", None)), status)
+
+
+def build_gateway_app(service: GatewayService) -> FastAPI:
+    from fastapi import FastAPI
+
+    app = FastAPI(title="workbench model gateway")
+    routes = _Routes(service)
+    app.add_middleware(
+        BodyLimit, max_bytes=service.config.max_body_bytes, make_body=lambda m: error_body(m, 413, "request_too_large")
+    )
+    app.add_route("/health", routes.health, methods=["GET"])
+    app.add_route("/v1/models", routes.models, methods=["GET"])
+    app.add_route("/rollouts/{rid}/v1/models", routes.models, methods=["GET"])
+    app.add_route("/rollouts/{rid}/v1/chat/completions", routes.chat, methods=["POST"])
+    app.add_route("/rollouts/{rid}/v1/completions", routes.completions, methods=["POST"])
+    app.add_route("/rollouts", routes.create, methods=["POST"])
+    app.add_route("/rollouts/{rid}/finish", routes.finish, methods=["POST"])
+    app.add_route("/rollouts/{rid}", routes.show, methods=["GET"])
+    for path in ("/v1/chat/completions", "/v1/completions"):
+        app.add_route(path, routes.outside, methods=["POST"])
+    return app
+
+
+class _Routes:
+    def __init__(self, service: GatewayService) -> None:
+        self.service = service
+
+    async def health(self, request: Request) -> Response:
+        return _json({"status": "ok"})
+
+    async def models(self, request: Request) -> Response:
+        try:
+            if "rid" in request.path_params:
+                self.service.rollout_for(request)
+        except BadRequest as exc:
+            return _error(exc)
+        policy = self.service.policy
+        card = {"id": policy.name, "object": "model", "created": 0, "owned_by": "workbench"}
+        return _json({"object": "list", "data": [card]})
+
+    async def outside(self, request: Request) -> Response:
+        return _error(
+            RequestRefused(
+                "calls go to a rollout: use base_url = ROOT/rollouts/{id}/v1 with that rollout's api_key "
+                "(gateway.rollout(task), or POST /rollouts with the admin key)",
+                status=404,
+                code="rollout_not_found",
+            )
+        )
+
+    async def chat(self, request: Request) -> Response:
+        from workbench.policies.completions_wire import parse_request
+
+        service = self.service
+        try:
+            state = service.rollout_for(request)
+            raw = await request.body()
+            replay = _replay(state, request, raw)
+            if replay is not None:
+                return _json(replay)
+            req = parse_request(ChatRequest, raw)
+            answer = await chat_call(state, service.policy, req, auxiliary=_auxiliary(request))
+            service.persist(state)
+        except BadRequest as exc:
+            return _error(exc)
+        body = answer.completion.model_dump(mode="json", exclude_unset=True)
+        _remember(state, raw, body)
+        if req.stream:
+            usage = bool(req.stream_options and req.stream_options.include_usage)
+            return _stream(chat_events(answer.completion, usage), self._mark(state, answer))
+        return _delivered(body, self._mark(state, answer))
+
+    def _mark(self, state: RolloutState, answer: CallAnswer) -> Any:
+        """Marks the call delivered; written at the rollout's next write (now, when it already finished)."""
+
+        def mark() -> None:
+            with state.lock:
+                answer.record.delivered = True
+                closed = state.status != "open"
+            if closed:
+                self.service.persist(state)
+
+        return mark
+
+    async def completions(self, request: Request) -> Response:
+        try:
+            state = self.service.rollout_for(request)
+            raw = await request.body()
+            replay = _replay(state, request, raw)
+            if replay is not None:
+                return _json(replay)
+            answer, stream = await _completion_call(self.service, state, raw, _auxiliary(request))
+            self.service.persist(state)
+        except BadRequest as exc:
+            return _error(exc)
+        body = answer.completion.model_dump(mode="json", exclude_unset=True)
+        _remember(state, raw, body)
+        if stream:
+            return _stream(completion_events(answer.completion, stream == "usage"), self._mark(state, answer))
+        return _delivered(body, self._mark(state, answer))
+
+    async def create(self, request: Request) -> Response:
+        from workbench.webio import parse_json
+
+        try:
+            self.service.require_admin(request)
+            body = parse_json(await request.body()) or {}
+            if not isinstance(body, dict) or not isinstance(body.get("task", {}), (dict, str)):
+                raise BadRequest('send {"task": {"question": ...}} or {"task": "question"}')
+            task = body.get("task", {})
+            state = self.service.open(Task.from_dict(task if isinstance(task, dict) else {"question": task}))
+        except (BadRequest, ConfigError) as exc:
+            return _error(exc if isinstance(exc, BadRequest) else BadRequest(str(exc)))
+        base = f"{self.service.url}/rollouts/{state.id}/v1"
+        return _json({"id": state.id, "base_url": base, "api_key": state.key})
+
+    async def finish(self, request: Request) -> Response:
+        from workbench.webio import parse_json
+
+        try:
+            rid = request.path_params["rid"]
+            self.service.require_admin(request, self.service.rollouts.get(rid))
+            body = parse_json(await request.body() or b"{}")
+            answer = body.get("answer") if isinstance(body, dict) else None
+            state = self.service.finish(rid, None if answer is None else str(answer))
+        except BadRequest as exc:
+            return _error(exc)
+        return _json(_summary(state))
+
+    async def show(self, request: Request) -> Response:
+        try:
+            self.service.require_admin(request)
+            state = self.service.rollouts.get(request.path_params["rid"])
+            if state is None:
+                raise RequestRefused("no such rollout", status=404, code="rollout_not_found")
+        except BadRequest as exc:
+            return _error(exc)
+        return _json(_summary(state))
+
+
+def _summary(state: RolloutState) -> dict[str, Any]:
+    with state.lock:
+        traj = state.trajectory
+        return {
+            "id": state.id,
+            "status": state.status,
+            "calls": len(state.records),
+            "steps": len(traj.steps),
+            "forks": dict(state.forks),
+            "final_answer": traj.final_answer,
+        }
+
+
+def _auxiliary(request: Request) -> bool:
+    return request.headers.get(AUXILIARY_HEADER, "").strip().lower() in ("1", "true", "yes")
+
+
+def _digest(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def _replay(state: RolloutState, request: Request, raw: bytes) -> dict[str, Any] | None:
+    """The stored reply of a retried request (`x-stainless-retry-count` > 0, the same body)."""
+    count = request.headers.get("x-stainless-retry-count", "0")
+    if not count.isdigit() or int(count) == 0:
+        return None
+    with state.lock:
+        return state.replies.get(_digest(raw))
+
+
+def _remember(state: RolloutState, raw: bytes, body: dict[str, Any]) -> None:
+    with state.lock:
+        state.replies[_digest(raw)] = body
+        while len(state.replies) > state.config.retry_memory:
+            state.replies.popitem(last=False)
+
+
+def _delivered(body: dict[str, Any], mark: Any) -> Response:
+    from starlette.background import BackgroundTask
+    from starlette.responses import JSONResponse
+
+    return JSONResponse(body, background=BackgroundTask(mark))
+
+
+def _stream(events: Any, mark: Any) -> Response:
+    from starlette.responses import StreamingResponse
+
+    async def body() -> Any:
+        for event in events:
+            yield event
+        mark()
+
+    return StreamingResponse(body(), media_type="text/event-stream")
+
+
+async def _completion_call(
+    service: GatewayService, state: RolloutState, raw: bytes, auxiliary: bool
+) -> tuple[CallAnswer, str]:
+    """One `/v1/completions` call (a single prompt, text or ids); its stream mode ("", "plain", "usage")."""
+    from openai.types import Completion as OpenAICompletion
+
+    from workbench.policies.completions_wire import CompletionRequest, choice, parse_request, prompt_ids
+
+    body = _completions_body(raw)
+    stream = "usage" if (body.pop("stream_options", None) or {}).get("include_usage") else "plain"
+    stream = stream if body.pop("stream", False) else ""
+    req = parse_request(CompletionRequest, json.dumps(body).encode())
+    if req.n != 1 or req.echo or req.suffix or req.best_of not in (None, 1):
+        raise RequestRefused(
+            "n, echo, suffix and best_of are not served by the model gateway; send one prompt, n=1", "n"
+        )
+    prompts = prompt_ids(req, service.policy.codec)
+    if len(prompts) != 1:
+        raise RequestRefused("prompt: send one prompt per request (a string or a list of token ids)", "prompt")
+    plan = state.plan_tokens(prompts[0])
+    params, requested, applied = sampling(state, service.policy, req.max_tokens, req, len(plan.prompt_ids))
+    out, latency = await sample_one(service.policy, plan.prompt_ids, params)
+    record = call_record(state, "completions", req.model, requested, applied, latency, out, auxiliary)
+    record.streamed = bool(stream)
+    step = state.capture(plan, out, record, None)
+    row = choice(0, plan.prompt_ids, out, req, params.stop, service.policy.codec)
+    n_prompt, n_out = len(plan.prompt_ids), len(out.token_ids)
+    completion = OpenAICompletion.model_validate(
+        {
+            "id": record.id,
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": req.model or service.policy.name,
+            "choices": [row],
+            "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_out, "total_tokens": n_prompt + n_out},
+        }
+    )
+    return CallAnswer(completion, record, step, out, plan.prompt_ids), stream
+
+
+def _completions_body(raw: bytes) -> dict[str, Any]:
+    from workbench.webio import parse_json
+
+    body = parse_json(raw)
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object")
+    return body
