@@ -48,6 +48,9 @@ def _run(argv: list[str] | None) -> int:
         parser.print_help()
         return 2
     try:
+        from workbench.cli.plugins import load_plugins
+
+        load_plugins(getattr(args, "plugin", None) or [])  # before the command resolves any name
         return int(args.func(args) or 0)
     except WorkbenchError as exc:
         print(f"workbench: {exc}", file=sys.stderr)

@@ -35,13 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the tool set: search (over --index / --corpus / the tasks' world), none, or a NAME your "
         "code registered with workbench.resolve.register_tool_set",
     )
-    p.add_argument(
-        "--plugin",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import MODULE and call its register() first: registers your policy backend or tool set (repeatable)",
-    )
+    from workbench.cli.plugins import add_plugin_argument
+
+    add_plugin_argument(p)
     p.add_argument("--profile", default="default", help="sandbox profile name or TOML path")
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--out", required=True, help="run directory (created)")
@@ -96,30 +92,6 @@ def pick_reward(name: str | None, tasks: list[Task]) -> tuple[Scorer | None, str
     return None, "reward: none (not every task has golden_answers; --reward NAME to score anyway)"
 
 
-def load_plugins(modules: list[str]) -> None:
-    """Import each `--plugin` module and call its `register()`, which registers what the run names
-    (`register_backend`, `register_tool_set`, `register_scripted`, `@reward`)."""
-    import importlib
-
-    from workbench.errors import ConfigError
-
-    for name in modules:
-        try:
-            module = importlib.import_module(name)
-        except ImportError as exc:
-            raise ConfigError(
-                f"--plugin {name}: cannot import it ({exc}); give a module on sys.path (PYTHONPATH), "
-                "e.g. --plugin my_project.workbench_plugins"
-            ) from exc
-        register_plugin = getattr(module, "register", None)
-        if not callable(register_plugin):
-            raise ConfigError(
-                f"--plugin {name}: the module has no register() function; define one that calls "
-                "workbench.policies.register_backend / workbench.resolve.register_tool_set"
-            )
-        register_plugin()
-
-
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -133,7 +105,6 @@ def _run(args: argparse.Namespace) -> int:
         return _run_env(args)
     if not args.tasks:
         raise ConfigError("workbench run needs --tasks FILE (or --env SPEC with --episodes N)")
-    load_plugins(args.plugin)
     overrides = {
         k: v
         for k, v in {
@@ -149,12 +120,10 @@ def _run(args: argparse.Namespace) -> int:
     tasks = load_tasks(args.tasks, limit=args.limit)
     reward, reward_line = pick_reward(args.reward, tasks)
     from workbench.cli.executors import executor_from_args
-    from workbench.cluster.select import search_tools_spec
+    from workbench.cluster.select import tool_set_spec
 
     paths = {"corpus": args.corpus, "index": args.index, "tasks_path": args.tasks}
-    if args.executor != "local" and args.tools != "search":
-        raise ConfigError(f"--tools {args.tools} needs --executor local: workers build the search tool set only")
-    executor = executor_from_args(args, worker_tools=search_tools_spec(**paths), policy=args.policy)
+    executor = executor_from_args(args, worker_tools=tool_set_spec(args.tools, **paths), policy=args.policy)
     registry = load_tool_set(args.tools, **paths) if executor is None else None
     policy = resolve_policy(args.policy)
     config = agent_config_for(policy, config, args.policy)
@@ -187,7 +156,6 @@ def _run_env(args: argparse.Namespace) -> int:
     from workbench.cli.envs import env_summary, run_env_episodes
     from workbench.resolve import resolve_policy
 
-    load_plugins(args.plugin)
     trajectories = run_env_episodes(args, resolve_policy(args.policy), tasks_path=args.tasks)
     summary = env_summary(trajectories)
     print(

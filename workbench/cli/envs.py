@@ -32,6 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-sessions", type=int, default=4, help="sessions (kernels) at once (default 4)")
     p.add_argument("--max-steps", type=int, default=8, help="cells per episode (default 8)")
     p.add_argument("--profile", default="default", help="sandbox profile name or TOML file (default: default)")
+    from workbench.cli.plugins import add_plugin_argument
+
+    add_plugin_argument(p)
     p.set_defaults(func=_serve)
 
 
@@ -64,24 +67,16 @@ ENV_HELP = (
 
 
 def add_env_arguments(
-    p: argparse.ArgumentParser, *, tasks_flag: str | None = "--tasks", plugin: bool = False, turn_tokens: bool = True
+    p: argparse.ArgumentParser, *, tasks_flag: str | None = "--tasks", turn_tokens: bool = True
 ) -> None:
-    """`--env`, `--episodes`, `--action-field`, `--max-turn-tokens` (and `--plugin` where the command lacks
-    it); `tasks_flag` names the command's own JSONL flag, if any."""
+    """`--env`, `--episodes`, `--action-field`, `--max-turn-tokens`; `tasks_flag` names the command's own
+    JSONL flag, if any."""
     p.add_argument("--env", metavar="SPEC", help=ENV_HELP)
     where = f"; or {tasks_flag} JSONL rows as reset arguments" if tasks_flag else ""
     p.add_argument("--episodes", type=int, metavar="N", help=f"with --env: N episodes, reset(seed=0..N-1){where}")
     p.add_argument("--action-field", metavar="NAME", help="with --env: the action field that gets the model's text")
     if turn_tokens:
         p.add_argument("--max-turn-tokens", type=int, default=64, help="with --env: tokens per model turn (default 64)")
-    if plugin:
-        p.add_argument(
-            "--plugin",
-            action="append",
-            default=[],
-            metavar="MODULE",
-            help="import MODULE and call its register() first (a policy backend, scripted policy or reward)",
-        )
 
 
 def env_tasks_from(args: argparse.Namespace, path: str | None) -> list[Any]:

@@ -42,7 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     from workbench.cli.envs import add_env_arguments
     from workbench.cli.executors import add_executor_arguments
 
-    add_env_arguments(p, tasks_flag="--dataset", plugin=True)
+    add_env_arguments(p, tasks_flag="--dataset")
+    from workbench.cli.plugins import add_plugin_argument
+
+    add_plugin_argument(p)
     add_executor_arguments(p)
     p.set_defaults(func=_run)
 
@@ -110,14 +113,12 @@ def _run_env(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from workbench.cli.agent import load_plugins
     from workbench.cli.envs import env_summary, run_env_episodes
     from workbench.errors import ConfigError
     from workbench.resolve import resolve_policy
 
     if args.dataset and len(args.dataset) > 1:
         raise ConfigError("eval --env takes one --dataset file of reset arguments")
-    load_plugins(args.plugin)
     dataset = args.dataset[0] if args.dataset else None
     trajectories = run_env_episodes(args, resolve_policy(args.policy), tasks_path=dataset, repeat=args.k)
     summary = env_summary(trajectories, args.k)

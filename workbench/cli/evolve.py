@@ -29,6 +29,9 @@ def register(subparsers: Any) -> None:
     from workbench.cli.executors import add_executor_arguments
 
     add_executor_arguments(p)
+    from workbench.cli.plugins import add_plugin_argument
+
+    add_plugin_argument(p)
     p.set_defaults(func=_run)
 
 

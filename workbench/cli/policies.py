@@ -47,6 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="vllm on CPU: memory reserved for the KV cache, GiB (default 1)",
     )
     p.add_argument("--vllm-args", default="", help="vllm: more `vllm serve` flags, one quoted string")
+    from workbench.cli.plugins import add_plugin_argument
+
+    add_plugin_argument(p)
     p.set_defaults(func=_serve)
 
 

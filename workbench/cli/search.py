@@ -27,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="pages JSONL (rows with 'url') to answer ASearcher's POST /access {\"urls\": [...]}",
     )
+    from workbench.cli.plugins import add_plugin_argument
+
+    add_plugin_argument(p)  # every serving command takes --plugin, as the ones that resolve names do
     p.set_defaults(func=_serve)
 
     idx = subparsers.add_parser("index", help="build retrieval indexes")

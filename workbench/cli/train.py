@@ -48,6 +48,9 @@ def register(subparsers: Any) -> None:
     from workbench.cli.envs import add_env_arguments
 
     add_env_arguments(p, tasks_flag="the config's tasks_path", turn_tokens=False)  # --env trains in this process
+    from workbench.cli.plugins import add_plugin_argument
+
+    add_plugin_argument(p)
     p.set_defaults(func=_run)
 
 

@@ -71,9 +71,28 @@ def search_tools_spec(
     )
 
 
+def tool_set_spec(
+    name: str, *, corpus: str | None = None, index: str | None = None, tasks_path: str | None = None
+) -> ToolsSpec:
+    """The `ToolsSpec` of the tool set registered as `name` (`load_tool_set`), for the workers: they get the
+    driver's registrations (`workbench.registrations`), so a tool set registered here resolves there."""
+    if name == "search":
+        return search_tools_spec(corpus=corpus, index=index, tasks_path=tasks_path)
+    from workbench.cluster.spec import ToolsSpec
+
+    return ToolsSpec(
+        "workbench.resolve:load_tool_set",
+        name=name,
+        corpus=absolute(corpus),
+        index=absolute(index),
+        tasks_path=absolute(tasks_path),
+    )
+
+
 __all__ = [
     "EXECUTORS",
     "absolute",
     "make_executor",
     "search_tools_spec",
+    "tool_set_spec",
 ]
