@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -58,6 +59,8 @@ class Machine:
                     break
         except OSError:
             pass
+        if cpu == "unknown":  # e.g. aarch64 names no model in /proc/cpuinfo
+            cpu = platform.processor() or platform.machine() or "unknown"
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 0
         return cls(cpu=cpu, cores=cores, load=round(os.getloadavg()[0], 2))
 
