@@ -9,6 +9,7 @@ Every figure a bench prints is also appended as a JSON record to `bench/results/
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import time
@@ -22,8 +23,12 @@ def _mode(argv: list[str]) -> Mode:
     return "smoke" if {"--smoke", "--fast"} & set(argv) else "quick" if "--quick" in argv else "full"
 
 
+def _bench_name(argv0: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", Path(argv0).stem).lstrip(".-") or "bench"
+
+
 # One log per bench process, made at import: the machine's load is read as the bench starts.
-LOG = FigureLog(Path(sys.argv[0]).stem or "bench", mode=_mode(sys.argv))
+LOG = FigureLog(_bench_name(sys.argv[0]), mode=_mode(sys.argv))
 
 
 def p50(xs: list[float]) -> float:
