@@ -63,7 +63,7 @@ def test_a_failing_producer_is_a_clear_error_not_a_hang(tmp_path, tiny, tasks, r
         raise RuntimeError("search backend went away")
 
     trainer.episodes = broken
-    trainer.async_training.producer.episodes = broken
+    trainer.overlapped.producer.episodes = broken
     with pytest.raises(TrainingError, match="search backend went away"):
         trainer.train()
 
@@ -71,7 +71,7 @@ def test_a_failing_producer_is_a_clear_error_not_a_hang(tmp_path, tiny, tasks, r
 def record_batches(trainer) -> list[list[str]]:
     """The questions of each batch the trainer's producer draws, in order."""
     drawn: list[list[str]] = []
-    producer = trainer.async_training.producer
+    producer = trainer.overlapped.producer
     draw = producer.next_batch
 
     def recorded():
@@ -105,13 +105,13 @@ def test_resume_starts_at_the_checkpoint_version_on_the_tasks_of_an_uninterrupte
     resumed = make(tmp_path, fresh(), tasks, retriever, **settings)
     drawn_resumed = record_batches(resumed)
     starts = []
-    start = resumed.async_training._start
+    start = resumed.overlapped._start
 
     def start_and_look(version):
         start(version)
-        starts.append((version, {k: v.clone() for k, v in resumed.async_training.rollout_model.state_dict().items()}))
+        starts.append((version, {k: v.clone() for k, v in resumed.overlapped.rollout_model.state_dict().items()}))
 
-    resumed.async_training._start = start_and_look
+    resumed.overlapped._start = start_and_look
     resumed.train(resume_from_checkpoint=str(checkpoint))
     assert resumed.state.global_step == 3
     [(version, weights)] = starts
@@ -134,7 +134,7 @@ def test_loglinear_prox_runs_in_the_loss_without_a_forward_of_its_own(tmp_path, 
     )
     forwards, seen = [], []
     trainer.current_logps = lambda out: forwards.append(1)
-    approximate = trainer.async_training.approximate_prox
+    approximate = trainer.overlapped.approximate_prox
 
     def look(inputs, logp):
         approximate(inputs, logp)
@@ -155,7 +155,7 @@ def test_loglinear_prox_runs_in_the_loss_without_a_forward_of_its_own(tmp_path, 
             )
         )
 
-    trainer.async_training.approximate_prox = look
+    trainer.overlapped.approximate_prox = look
     trainer.train()
     assert trainer.state.global_step == 3 and forwards == [] and seen
     lags = set()
@@ -189,17 +189,17 @@ def test_async_settings_are_checked():
         TrainConfig(async_rollouts=True, prox="linear")
 
 
-def test_the_rollout_policy_runs_the_agent_settings_its_model_carries(tiny):
+def test_the_versioned_policy_runs_the_agent_settings_its_model_carries(tiny):
     """A model stamped with agent settings (the compact prompt it trains with) keeps them behind the weights'
     gate: the episode reads `policy.agent_settings` (without them it rendered the full prompt and overflowed a
     512-position window)."""
-    from workbench.train.async_rollouts import RolloutWeights
+    from workbench.train.episode_producer import VersionedWeights
     from workbench.train.policy import live_policy
 
     model, tok = tiny
     model.config.workbench_agent = {"prompt": "compact", "max_context_tokens": 480}
     try:
-        policy = RolloutWeights(model.load_state_dict).policy(live_policy(model, tok, seed=7))
+        policy = VersionedWeights(model.load_state_dict).policy(live_policy(model, tok, seed=7))
         assert policy.agent_settings == {"prompt": "compact", "max_context_tokens": 480}
     finally:
         del model.config.workbench_agent
@@ -210,13 +210,13 @@ def test_an_episode_straddling_a_weight_sync_records_each_turns_version_and_logp
     turn's logprobs are those of its own version's weights, recomputed by a forward pass."""
     from workbench.kernel.sync import run_sync
     from workbench.policies.base import SamplingParams
-    from workbench.train.async_rollouts import RolloutWeights
+    from workbench.train.episode_producer import VersionedWeights
     from workbench.train.policy import live_policy
 
     model, tok = tiny
     trained = {k: v + 0.05 * torch.randn_like(v) for k, v in model.state_dict().items()}  # "version 1"
     original = {k: v.clone() for k, v in model.state_dict().items()}
-    weights = RolloutWeights(model.load_state_dict)
+    weights = VersionedWeights(model.load_state_dict)
     policy = weights.policy(live_policy(model, tok, seed=7))
     params = SamplingParams(max_new_tokens=6, temperature=1.0)
     prompt = tok("What is the capital of France?")["input_ids"]

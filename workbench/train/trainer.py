@@ -15,14 +15,10 @@ How it plugs into TRL (see the TRL 1.16 notes in the design docs):
   of each token). Observation tokens are attended to, never trained on (`env_mask` → `tool_mask`).
   The rows and their advantages are built in `workbench.train.rows`.
 - Advantages come from the run's estimator (`workbench.train.estimators`: a registry of objects, so
-  a new one needs no change here), computed per trajectory over the global batch and placed on its
-  rows; the trainer applies what the `Advantages` carry (a per-row upper clip, rows kept, token
-  whitening) and the estimator's `group_key` picks the batch sampler. Built in: grpo (TRL's
-  group normalisation), hrpo (one rollout per question, whole hop groups per batch, normalised per
-  hop count), reinforce_pp (whitened discounted per-turn returns on each turn's tokens, (B, T)),
-  adpo (grpo · s(p) and a per-sample upper clip used in `_compute_loss`), asearcher (group-centred,
-  biased and scaled, flat groups dropped from the loss, then whitened over loss tokens), reinforce
-  (the raw reward).
+  a new one needs no change here; built in: grpo, hrpo, reinforce_pp, adpo, asearcher, reinforce),
+  computed per trajectory over the global batch and placed on its rows; the loss applies what the
+  `Advantages` carry (a per-row upper clip, rows kept, token whitening) and the estimator's
+  `group_key` picks the batch sampler.
 - Curricula (a simulated search engine's noise schedule) are told the optimizer step before each
   rollout: rollouts of step i (1-based, as ZeroSearch counts) use p_i.
 - `use_vllm=True`: episodes sample through vLLM (TRL's colocate path; on one process the engine is
@@ -33,9 +29,10 @@ How it plugs into TRL (see the TRL 1.16 notes in the design docs):
 - LoRA (`TrainConfig.lora_r > 0`, `workbench.train.lora`): TRL wraps the model with peft; the KL
   reference is the adapter disabled; with vLLM, each sync merges the adapter into the base weights,
   loads the merged weights into the engine and unmerges (vLLM never holds an adapter).
-- The loss side (adpo's per-sample clips, decoupled PPO's weights, the logprob gap, the chunked logprob
-  head) is `workbench.train.trainer_loss`; what construction checks and installs, `workbench.train.trainer_setup`.
-- These are private TRL methods, so the TRL version is pinned and checked.
+- Beside this module: the loss side (adpo's clips, decoupled PPO's weights, the logprob gap, the chunked
+  head), `trainer_loss`; what construction checks and installs, `trainer_setup`; with `async_rollouts`,
+  `overlap`, which sees this trainer as its `OverlapHost` and which the loss sees as its `ProxCorrection`.
+- These are private TRL methods, so the TRL version is pinned and checked (on import and on construction).
 """
 
 from __future__ import annotations
@@ -44,67 +41,57 @@ import json
 import logging
 import math
 import os
+import warnings
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
+
+import torch
+from transformers import TrainerCallback
+from trl import GRPOTrainer
 
 from workbench.contracts import Curriculum, EpisodeRunner, TrajectoryStore
 from workbench.errors import TrainingError
-from workbench.train import advantages as A
 from workbench.train import step_records
 from workbench.train.config import TrainConfig
 from workbench.train.estimators import Batch
 from workbench.train.heap import fix_mmap_threshold
-from workbench.train.lora import lora_config
+from workbench.train.lora import lora_config, save_adapter_settings
+from workbench.train.overlap import OverlappedTraining, check_one_update_per_batch, colocated_engine
 from workbench.train.policy import live_policy, run_sync
 from workbench.train.processes import process_rank, world_size
 from workbench.train.rewards import resolve_reward, score_trajectory
 from workbench.train.rollout import dynamic_sampling, pass_rate_by_hop, task_drawer
 from workbench.train.rows import TrainingRows, row_advantages, tasks_dataset, workbench_reward
+from workbench.train.trainer_loss import LossTrainer, place_advantages
+from workbench.train.trainer_setup import (
+    REQUIRED_TRL,
+    AdapterSettingsOnSave,
+    OwnRowsFilter,
+    PublishAfterStep,
+    SyncAfterStep,
+    check_batches,
+    check_trl_version,
+    group_sampler,
+    known,
+    place_tensorboard_logs,
+    prepare_vllm,
+)
 from workbench.trajectory import Task, Trajectory
 
 if TYPE_CHECKING:
     from trl import GRPOConfig
 
     from workbench.policies.base import Policy
-    from workbench.train.async_trainer import AsyncTraining
     from workbench.train.policy import ColocatedVLLMPolicy
 
-REQUIRED_TRL = "1.16.0"
 TASK_DRAW_SEED_OFFSET = 1
 """Refill tasks are drawn with seed + 1: apart from TRL's own sampler and init (seeded with seed)."""
 RANK_SEED_STRIDE = 1_000_003
 """Each rank of a several-process run draws its refills with seed + 1 + rank * this: different tasks per rank."""
 
 
-def check_trl_version() -> None:
-    import trl
-
-    if trl.__version__ != REQUIRED_TRL:
-        raise TrainingError(
-            f"workbench.train subclasses private GRPOTrainer methods of trl=={REQUIRED_TRL}, "
-            f"but trl {trl.__version__} is installed; run `pip install trl=={REQUIRED_TRL}`"
-        )
-
-
-check_trl_version()
-os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is the documented multi-turn hook
-
-from transformers import TrainerCallback  # noqa: E402
-from trl import GRPOTrainer  # noqa: E402
-
-from workbench.train.trainer_loss import LossTrainer  # noqa: E402
-from workbench.train.trainer_setup import (  # noqa: E402
-    AdapterSettingsOnSave,
-    OwnRowsFilter,
-    PublishAfterStep,
-    SyncAfterStep,
-    check_batches,
-    group_sampler,
-    known,
-    place_tensorboard_logs,
-    prepare_vllm,
-)
+check_trl_version()  # on import too: the private methods below are those of the pinned TRL
 
 
 def _rollout_func(prompts: list[str], trainer: GRPOTrainer) -> dict[str, Any]:
@@ -133,6 +120,7 @@ class WorkbenchGRPOTrainer(LossTrainer):
         curricula: Sequence[Curriculum] = (),
     ) -> None:
         check_trl_version()
+        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is the documented multi-turn hook
         tasks = list(tasks)
         estimator = config.make_estimator()
         per_batch = config.per_device_train_batch_size * config.gradient_accumulation_steps
@@ -152,7 +140,6 @@ class WorkbenchGRPOTrainer(LossTrainer):
         self.last_trajectories: list[Trajectory] = []
         self._draw = task_drawer(tasks, config.seed + TASK_DRAW_SEED_OFFSET + RANK_SEED_STRIDE * process_rank())
         self._pending: dict[str, list[Any]] | None = None
-        self._gap_in_loss = False  # the loss's forward logs sampling/logp_gap (see `_log_logp_gap`)
         self.curricula = [*curricula, *getattr(episodes, "curricula", ())]  # set_training_step(i) each step
         logging.getLogger("trl.trainer.grpo_trainer").addFilter(OwnRowsFilter())
         args = config.to_grpo_config()
@@ -173,28 +160,41 @@ class WorkbenchGRPOTrainer(LossTrainer):
             callbacks=callbacks,
             peft_config=lora_config(config),  # TRL wraps the model; the reference is the adapter disabled
         )
-        self._install_chunked_head()
+        self._install_chunked_head(config.logprob_chunk)
         if shared:
             self._share_vllm_engine(args)
         self._add_own_callbacks()
-        self.async_training = self._async_training() if config.async_rollouts else None
+        self.prox_correction = self.overlapped = self._overlapped_training() if config.async_rollouts else None
 
     def _add_own_callbacks(self) -> None:
-        """vLLM's weight sync after each step (asynchronous runs load at turn boundaries instead), LoRA
-        checkpoints' agent settings, TensorBoard's log dir."""
+        """vLLM's sync after each step (overlapped runs load at turn boundaries), LoRA's settings, TensorBoard's dir."""
         if self.use_vllm and not self.wb_config.async_rollouts:
-            self.add_callback(SyncAfterStep(self))
+            self.add_callback(SyncAfterStep(self.sync_vllm_weights))
         if self.wb_config.lora_r:
-            self.add_callback(AdapterSettingsOnSave(self))
+            self.add_callback(AdapterSettingsOnSave(lambda checkpoint: save_adapter_settings(self.model, checkpoint)))
         place_tensorboard_logs(self.callback_handler.callbacks, str(self.args.output_dir))
 
-    def _async_training(self) -> AsyncTraining:
+    def _overlapped_training(self) -> OverlappedTraining:
         """`async_rollouts`: the producer and rollout copy, and the weights published after each step."""
-        from workbench.train.async_trainer import AsyncTraining
+        args, accelerator = self.args, self.accelerator
+        check_one_update_per_batch(self.num_iterations, args.steps_per_generation, args.gradient_accumulation_steps)
+        overlapped = OverlappedTraining(
+            self,
+            rows_per_step=int(args.generation_batch_size or 0),
+            group_size=int(self.num_generations or 1),
+            ranks=accelerator.num_processes,
+            rank=accelerator.process_index,
+            engine=colocated_engine(self.vllm_generation) if self.use_vllm else None,
+            finish=self._score,
+        )
+        self.add_callback(PublishAfterStep(overlapped.publish))
+        return overlapped
 
-        async_training = AsyncTraining(self, self._score)
-        self.add_callback(PublishAfterStep(async_training))
-        return async_training
+    @property
+    def async_training(self) -> OverlappedTraining | None:
+        """Deprecated: `overlapped`."""
+        warnings.warn("WorkbenchGRPOTrainer.async_training is now .overlapped", DeprecationWarning, stacklevel=2)
+        return self.overlapped
 
     def _share_vllm_engine(self, args: GRPOConfig) -> None:
         """Generate with the process's shared colocated engine instead of TRL's own."""
@@ -205,15 +205,13 @@ class WorkbenchGRPOTrainer(LossTrainer):
         self._last_loaded_step = -1
 
     def train(self, *args: Any, **kwargs: Any) -> Any:
-        """TRL's `train`; an asynchronous producer stops with it, however it ends (its episodes
-        release their kernels)."""
+        """TRL's `train`; an overlapped run's producer stops with it however it ends (freeing its kernels)."""
         try:
             return super().train(*args, **kwargs)
         finally:
-            if self.async_training is not None:
-                self.async_training.close()
+            if self.overlapped is not None:
+                self.overlapped.close()
 
-    # -- vLLM ----------------------------------------------------------------------------------
     def sync_vllm_weights(self) -> None:
         """Load the trained weights into vLLM (TRL's `sync_weights`); called after every optimizer step."""
         self.vllm_generation.sync_weights()  # type: ignore[no-untyped-call]  # TRL's method is unannotated
@@ -229,12 +227,34 @@ class WorkbenchGRPOTrainer(LossTrainer):
                 from workbench.train.policy import VLLMTrainerPolicy
 
                 return VLLMTrainerPolicy(self)
-            if self._colocated_policy is None:
-                from workbench.train.policy import ColocatedVLLMPolicy
-
-                self._colocated_policy = ColocatedVLLMPolicy(self.vllm_generation.llm)
+            self._colocated_policy = self._colocated_policy or colocated_engine(self.vllm_generation)
             return self._colocated_policy
         return live_policy(self.accelerator.unwrap_model(self.model), self.processing_class)
+
+    def live_model(self) -> torch.nn.Module:
+        """The model being trained, unwrapped from its accelerator wrapper."""
+        return self.accelerator.unwrap_model(self.model)  # type: ignore[no-any-return]  # accelerate types it Any
+
+    def sampling_policy(self, model: torch.nn.Module, seed: int) -> Policy:
+        """A policy sampling from `model` (an overlapped run's rollout copy) with `seed`."""
+        return live_policy(model, self.processing_class, seed)
+
+    def task_order(self) -> Iterator[Task]:
+        """The training tasks in this trainer's sampler's order, epoch after epoch (each pass a new epoch's)."""
+        rows = self.train_dataset["task_json"]  # type: ignore[index]
+        sampler = self._get_train_sampler(self.train_dataset)
+        while True:
+            for index in sampler:
+                yield Task(**json.loads(rows[index]))
+
+    @property
+    def policy_version(self) -> int:
+        """The version of the weights this trainer holds: optimizer steps done."""
+        return int(self.state.global_step)
+
+    def log_metric(self, name: str, value: float) -> None:
+        """Add `value` to this step's training metric `name` (TRL averages and logs them)."""
+        self._metrics["train"][name].append(value)
 
     def run_episodes(self, tasks: list[Task]) -> list[Trajectory]:
         trajs = run_sync(self.episodes(tasks, self.policy()))
@@ -262,11 +282,10 @@ class WorkbenchGRPOTrainer(LossTrainer):
         """Run (and score) the episodes of a generation batch; dynamic sampling refills flat groups."""
         for curriculum in self.curricula:
             curriculum.set_training_step(self.state.global_step + 1)
-        if self.async_training is not None and self._training:  # the producer drew these tasks itself
-            trajs = self.async_training.collect(self.state.global_step)
+        if self.overlapped is not None and self._training:  # the producer drew these tasks itself
+            trajs = self.overlapped.collect(self.state.global_step)
         else:
             trajs = self.run_episodes([Task(**json.loads(r["task_json"])) for r in inputs])
-        metrics = self._metrics["train"]
         if self.wb_config.dynamic_sampling and self._training:
             before = list(trajs)
             report = dynamic_sampling(
@@ -276,9 +295,9 @@ class WorkbenchGRPOTrainer(LossTrainer):
                 self.run_episodes,
                 self.wb_config.max_refill_rounds,
             )
-            metrics["dynamic_sampling/refill_rounds"].append(report.rounds)
-            metrics["dynamic_sampling/refill_prompts"].append(report.prompts_refilled)
-            metrics["dynamic_sampling/zero_std_groups_left"].append(report.zero_std_groups_left)
+            self.log_metric("dynamic_sampling/refill_rounds", report.rounds)
+            self.log_metric("dynamic_sampling/refill_prompts", report.prompts_refilled)
+            self.log_metric("dynamic_sampling/zero_std_groups_left", report.zero_std_groups_left)
             self._record("dropped_groups", step_records.dropped_payload(self.state.global_step, before, trajs))
         self.last_trajectories = trajs
         self._log_episodes(trajs)
@@ -296,7 +315,7 @@ class WorkbenchGRPOTrainer(LossTrainer):
         rows = TrainingRows.build(trajs, eos, width, self.wb_config.segments)
         most = max(gather_object([len(rows.samples)]))
         rows.pad_to(-(-most // unit) * unit)
-        self._metrics["train"]["episode/segments"].append(rows.segments / max(len(trajs), 1))
+        self.log_metric("episode/segments", rows.segments / max(len(trajs), 1))
         self._pending = rows.pending()
         return rows.dataset_rows(), rows.row_traj
 
@@ -306,14 +325,13 @@ class WorkbenchGRPOTrainer(LossTrainer):
             from accelerate.utils import gather_object
 
             trajs = gather_object(trajs)  # every rank's, in process order
-        m = self._metrics["train"]
         n = max(len(trajs), 1)
-        m["episode/steps"].append(sum(len(t.steps) for t in trajs) / n)
-        m["episode/host_calls"].append(sum(t.num_host_calls for t in trajs) / n)
+        self.log_metric("episode/steps", sum(len(t.steps) for t in trajs) / n)
+        self.log_metric("episode/host_calls", sum(t.num_host_calls for t in trajs) / n)
         for kind, count in Counter(t.termination for t in trajs).items():
-            m[f"episode/end_{kind or 'unknown'}"].append(count / n)
+            self.log_metric(f"episode/end_{kind or 'unknown'}", count / n)
         for name, value in pass_rate_by_hop(trajs).items():
-            m[name].append(value)
+            self.log_metric(name, value)
         if self.accelerator.is_main_process:
             for t in trajs:  # scored in run_episodes; written here, once
                 self.recorder.record(t)
@@ -323,7 +341,7 @@ class WorkbenchGRPOTrainer(LossTrainer):
         trajs = self._collect(inputs)
         rows, row_traj = self._rows(trajs)
         step_index = self._pending["step_index"] if self._pending is not None else []
-        if self.async_training is not None and self.use_vllm:
+        if self.overlapped is not None and self.use_vllm:
             self._last_loaded_step = self.state.global_step  # TRL would load the engine now, mid-wave: not here
         try:
             out = super()._generate_and_score_completions(rows)
@@ -331,8 +349,8 @@ class WorkbenchGRPOTrainer(LossTrainer):
             self._pending = None
         if self._training:
             self._set_advantages(out, trajs, row_traj, step_index)
-            if self.async_training is not None:
-                self.async_training.correct(out, trajs, row_traj, step_index)  # π_prox: the gap's trainer side
+            if self.overlapped is not None:
+                self.overlapped.correct(out, trajs, row_traj, step_index)  # π_prox: the gap's trainer side
         if self.use_vllm:
             self._log_logp_gap(out)
         return out
@@ -340,9 +358,9 @@ class WorkbenchGRPOTrainer(LossTrainer):
     def _set_advantages(
         self, out: dict[str, Any], trajs: list[Trajectory], row_traj: list[int], step_index: list[list[int]]
     ) -> None:
+        """The estimator's advantages of the global batch on this process's rows, where TRL's loss reads them."""
         from accelerate.utils import gather_object
 
-        device = out["advantages"].device
         every = gather_object(trajs)  # the global batch, in process order
         offset = self.accelerator.process_index * len(trajs)
         group = known(self.num_generations, "num_generations")
@@ -354,24 +372,9 @@ class WorkbenchGRPOTrainer(LossTrainer):
                 "advantages",
                 step_records.advantages_payload(self.state.global_step, self.estimator.name, batch, adv_record),
             )
-        adv = rows.values
-        if rows.keep is not None:  # rows of dropped trajectories (asearcher's flat groups) leave the loss
-            keep = rows.keep.to(device)
-            out["tool_mask"] = out["tool_mask"] * keep.unsqueeze(1).to(out["tool_mask"].dtype)
-            tokens = (out["completion_mask"] * out["tool_mask"]).sum(dim=1)
-            out["num_items_in_batch"] = self.accelerator.gather(tokens.sum()).sum()
-            self._metrics["train"][f"{self.estimator.name}/kept_rows"].append(float(keep.float().mean()))
-        if rows.token_whiten:  # whitened over every loss token of the global batch
-            tokens = (out["completion_mask"] * out["tool_mask"]).sum(dim=1)
-            values = gather_object(adv.tolist())
-            counts = gather_object(tokens.tolist())
-            start = sum(gather_object([len(row_traj)])[: self.accelerator.process_index])
-            adv = A.token_whiten(values, counts)[start : start + len(row_traj)]
-            if rows.keep is not None:
-                adv = adv * rows.keep
-        out["advantages"] = adv.to(device)
-        if rows.eps_high is not None:
-            out["eps_high"] = rows.eps_high.to(device)
+        place_advantages(out, rows, self.accelerator)
+        if rows.keep is not None:
+            self.log_metric(f"{self.estimator.name}/kept_rows", float(rows.keep.float().mean()))
 
     def _record(self, kind: str, payload: dict[str, Any] | None) -> None:
         """Log a step record (`workbench.train.step_records`) when the store takes events."""
@@ -383,7 +386,7 @@ class WorkbenchGRPOTrainer(LossTrainer):
         key = self.estimator.group_key
         if key is None:
             return super()._get_train_sampler(dataset)
-        return group_sampler(self, dataset if dataset is not None else self.train_dataset, key)
+        return group_sampler(dataset if dataset is not None else self.train_dataset, key, self.args)
 
 
 __all__ = [

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback
@@ -16,8 +17,20 @@ from workbench.train.estimators import Estimator
 from workbench.trajectory import Task
 
 if TYPE_CHECKING:
-    from workbench.train.async_trainer import AsyncTraining
-    from workbench.train.trainer import WorkbenchGRPOTrainer
+    from trl import GRPOConfig
+
+REQUIRED_TRL = "1.16.0"
+
+
+def check_trl_version() -> None:
+    """A TrainingError naming the fix unless the pinned TRL is installed (workbench subclasses its private methods)."""
+    import trl
+
+    if trl.__version__ != REQUIRED_TRL:
+        raise TrainingError(
+            f"workbench.train subclasses private GRPOTrainer methods of trl=={REQUIRED_TRL}, "
+            f"but trl {trl.__version__} is installed; run `pip install trl=={REQUIRED_TRL}`"
+        )
 
 
 def check_batches(tasks: list[Task], config: TrainConfig, estimator: Estimator, per_batch: int) -> None:
@@ -48,39 +61,38 @@ def check_groups(tasks: list[Task], group_key: str, num_generations: int, per_ba
 
 
 class PublishAfterStep(TrainerCallback):
-    """Asynchronous rollouts: the new weights to the rollout copy after each optimizer step."""
+    """Overlapped training: `publish(global_step)` (the new weights to the rollout copy) after each optimizer step."""
 
-    def __init__(self, async_training: AsyncTraining) -> None:
-        self.async_training = async_training
+    def __init__(self, publish: Callable[[int], None]) -> None:
+        self.publish = publish
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.async_training.publish(state.global_step)
+        self.publish(state.global_step)
 
 
 class SyncAfterStep(TrainerCallback):
-    """vLLM gets the new weights right after each optimizer step (TRL alone syncs before the next rollout)."""
+    """`sync()` (vLLM gets the new weights) right after each optimizer step (TRL alone syncs before the next
+    rollout)."""
 
-    def __init__(self, trainer: WorkbenchGRPOTrainer) -> None:
-        self.trainer = trainer
+    def __init__(self, sync: Callable[[], None]) -> None:
+        self.sync = sync
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.trainer.sync_vllm_weights()
+        self.sync()
 
 
 class AdapterSettingsOnSave(TrainerCallback):
-    """LoRA: each checkpoint-N (an adapter, no config.json) gets the agent settings beside it, as `final/` does."""
+    """LoRA: `save_settings(checkpoint_dir)` beside each checkpoint-N (an adapter, no config.json), which
+    writes the agent settings there as `final/` has them."""
 
-    def __init__(self, trainer: WorkbenchGRPOTrainer) -> None:
-        self.trainer = trainer
+    def __init__(self, save_settings: Callable[[str], None]) -> None:
+        self.save_settings = save_settings
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-        from workbench.train.lora import save_adapter_settings
-
         if state.is_world_process_zero:
-            checkpoint = os.path.join(str(args.output_dir), f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
-            save_adapter_settings(self.trainer.model, checkpoint)
+            self.save_settings(os.path.join(str(args.output_dir), f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"))
 
 
 class OwnRowsFilter(logging.Filter):
@@ -106,18 +118,18 @@ def prepare_vllm(model: Any, config: TrainConfig) -> None:
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(config.vllm_kv_cache_gib))
 
 
-def group_sampler(trainer: WorkbenchGRPOTrainer, dataset: Any, key: str) -> Any:
+def group_sampler(dataset: Any, key: str, args: GRPOConfig) -> Any:
     """The batch sampler of an estimator with a `group_key`: one rollout per distinct question, each batch
-    whole groups of questions sharing the key (hrpo: hops). `dataset` is the trainer's `datasets.Dataset`."""
+    whole groups of questions sharing the key (hrpo: hops). `dataset` is the trainer's `datasets.Dataset`,
+    `args` its TRL config (group and batch sizes, iterations and steps per generation, seed)."""
     from workbench.train.sampler import HopGroupSampler
 
     hops = [json.loads(row)["metadata"].get(key) for row in dataset["task_json"]]
-    args = trainer.args
     return HopGroupSampler(
         hops,
-        known(trainer.num_generations, "num_generations"),
+        known(args.num_generations, "num_generations"),
         known(args.generation_batch_size, "generation_batch_size"),
-        repeat_count=trainer.num_iterations * known(args.steps_per_generation, "steps_per_generation"),
+        repeat_count=args.num_iterations * known(args.steps_per_generation, "steps_per_generation"),
         seed=args.seed,
     )
 
@@ -132,12 +144,14 @@ def place_tensorboard_logs(callbacks: list[TrainerCallback], output_dir: str) ->
 
 
 __all__ = [
+    "REQUIRED_TRL",
     "AdapterSettingsOnSave",
     "OwnRowsFilter",
     "PublishAfterStep",
     "SyncAfterStep",
     "check_batches",
     "check_groups",
+    "check_trl_version",
     "group_sampler",
     "known",
     "place_tensorboard_logs",
