@@ -8,6 +8,7 @@ name does not start with `_` (a private module's names are reached only through 
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -130,3 +131,39 @@ def test_the_glossary_page_names_each_rule_word() -> None:
     page = (PACKAGE.parent / "docs" / "glossary.md").read_text(encoding="utf-8").lower()
     for word in GLOSSARY_RULES:
         assert f"**{word.replace('toolcall', 'tool call')}**" in page, f"docs/glossary.md has no entry for {word}"
+
+
+def async_classes_without_async_methods(root: Path = PACKAGE) -> list[str]:
+    """`module.Class` for each public `Async*` class whose body has no public `async def`: the prefix is
+    for asyncio APIs with a blocking twin (README's naming rule; asynchronous RL is "overlapped",
+    docs/glossary.md)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.stem.startswith("_") and path.stem != "__init__":
+            continue
+        module = ".".join(path.relative_to(root.parent).with_suffix("").parts)
+        for node in parse_file(path).body:
+            if not (isinstance(node, ast.ClassDef) and re.match(r"Async[A-Z]", node.name)):
+                continue
+            methods = [n for n in node.body if isinstance(n, ast.AsyncFunctionDef) and not n.name.startswith("_")]
+            if not methods:
+                found.append(f"{module}.{node.name}")
+    return found
+
+
+def test_an_async_class_has_a_public_async_method():
+    assert async_classes_without_async_methods() == [], (
+        "an `Async*` class is an asyncio API: give it public `async def` methods, or rename it "
+        "(asynchronous RL is `Overlapped*`, docs/glossary.md) and keep the old name as a deprecated alias"
+    )
+
+
+def test_the_async_rule_finds_a_blocking_async_class(tmp_path):
+    package = tmp_path / "workbench"
+    package.mkdir()
+    (package / "mod.py").write_text(
+        "class AsyncThing:\n    def take(self): ...\n    async def _inner(self): ...\n\n"
+        "class AsyncGood:\n    async def get(self): ...\n\n"
+        "class Asynchronous:\n    def run(self): ...\n"
+    )
+    assert async_classes_without_async_methods(package) == ["workbench.mod.AsyncThing"]
