@@ -24,13 +24,17 @@ from workbench.train.config import TrainConfig
 from workbench.trajectory import Task, Trajectory
 
 if TYPE_CHECKING:
+    from workbench.agent.config import AgentConfig
     from workbench.agent.executor import Executor
+    from workbench.agent.local import ToolSet
     from workbench.contracts import EpisodeRunner
     from workbench.policies.base import Policy
+    from workbench.search.hits import Retriever
+    from workbench.search.simulated import SimulatedSearch
     from workbench.store import Store
 
 
-def build_simulator(config: TrainConfig, policy: Policy | None = None) -> Any:
+def build_simulator(config: TrainConfig, policy: Policy | None = None) -> SimulatedSearch:
     """The ZeroSearch simulated search a config names (`search_engine="simulated"`)."""
     from workbench.search.simulated import SimulatedSearch
 
@@ -54,12 +58,13 @@ def build_simulator(config: TrainConfig, policy: Policy | None = None) -> Any:
     )
 
 
-def build_episodes(config: TrainConfig) -> Any:
+def build_episodes(config: TrainConfig) -> EpisodeRunner[Policy]:
     """The episode runner a config names."""
     simulator = build_simulator(config) if config.search_engine == "simulated" else None
     if config.episode_kind == "search_r1":
         from workbench.train.episodes import SearchR1Episodes
 
+        retriever: Retriever
         if simulator is not None:
             retriever = simulator
         else:
@@ -112,13 +117,13 @@ class NBAgentEpisodes:
         self,
         config: TrainConfig | None = None,
         *,
-        agent_config: Any = None,
-        tools: Any = None,
+        agent_config: AgentConfig | None = None,
+        tools: ToolSet | None = None,
         concurrency: int | None = None,
         run_id: str | None = None,
         role: str = "solver",
         lineage: dict[str, Any] | None = None,
-        simulator: Any = None,
+        simulator: SimulatedSearch | None = None,
         executor: Executor | None = None,
         toolset: str = "default",
         owns_executor: bool = False,
