@@ -4,9 +4,9 @@ and a running gateway. Everything is local; the clients are real `openai` client
 from __future__ import annotations
 
 import pytest
+from gateway_helpers import echo_policy
 
 from workbench.gateway import ModelGateway
-from workbench.policies import ScriptedPolicy
 from workbench.policies.codec import TokenizerCodec
 
 
@@ -20,11 +20,6 @@ def chatml_tokenizer():
 @pytest.fixture(scope="session")
 def chatml_codec(chatml_tokenizer) -> TokenizerCodec:
     return TokenizerCodec(chatml_tokenizer)
-
-
-def echo_policy(codec) -> ScriptedPolicy:
-    """Answers "turn N" (N = how many of its own replies the prompt holds), so a test can see the turn."""
-    return ScriptedPolicy(lambda _context, turn: f"turn {turn}", codec=codec, name="echo")
 
 
 @pytest.fixture

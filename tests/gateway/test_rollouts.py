@@ -12,6 +12,7 @@ import typing
 import httpx
 import openai
 import pytest
+from gateway_helpers import eventually
 from openai.types.chat import ChatCompletion
 
 from workbench.gateway.wire import ChatRequest
@@ -36,7 +37,7 @@ def test_a_rollout_serves_chat_completions_and_records_each_call(gateway):
         r.finish("4")
     done = gateway.test_store.get(r.id)
     assert done.final_answer == "4" and done.termination == "submitted"
-    assert done.metadata["gateway"]["calls"][0]["delivered"] is True
+    assert eventually(lambda: gateway.test_store.get(r.id).metadata["gateway"]["calls"][0]["delivered"])
 
 
 def test_the_async_client_works_too(gateway):
@@ -85,7 +86,7 @@ def test_errors_have_openais_shape_and_name_the_field(gateway):
 
 
 def test_a_prompt_past_the_context_is_a_context_length_error(chatml_codec):
-    from conftest import echo_policy
+    from gateway_helpers import echo_policy
 
     from workbench.gateway import ModelGateway
 

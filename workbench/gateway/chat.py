@@ -38,7 +38,7 @@ class CallAnswer:
 
 async def chat_call(state: RolloutState, policy: Policy, req: ChatRequest, *, auxiliary: bool) -> CallAnswer:
     """Serve and record one chat request (400s as `RequestRefused` / `BadRequest`)."""
-    req.refuse_unsupported()
+    req.refuse_unsupported(training=state.config.training is not None)
     if req.tool_choice not in (None, "auto", "none"):
         raise RequestRefused(
             "tool_choice: only 'auto' and 'none' are served; the model decides when to call", "tool_choice"

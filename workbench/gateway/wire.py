@@ -117,8 +117,10 @@ class ChatRequest(_Strict):
     store: bool | None = None
     service_tier: str | None = None
 
-    def refuse_unsupported(self) -> None:
+    def refuse_unsupported(self, training: bool = False) -> None:
         """A 400 naming the first field this request sets that the gateway cannot honour."""
+        if training and self.n != 1:
+            raise BadRequest("n: n > 1 is refused in training (the group size is the trainer's); send n=1")
         fmt = (self.response_format or {}).get("type", "text")
         choice = self.tool_choice
         refused = {

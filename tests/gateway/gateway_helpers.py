@@ -1,0 +1,62 @@
+"""Helpers the gateway tests share (fixtures live in conftest.py)."""
+
+from __future__ import annotations
+
+import time
+
+from workbench.policies import ScriptedPolicy
+
+
+def echo_policy(codec) -> ScriptedPolicy:
+    """Answers "turn N" (N = how many of its own replies the prompt holds), so a test can see the turn."""
+    return ScriptedPolicy(lambda _context, turn: f"turn {turn}", codec=codec, name="echo")
+
+
+def eventually(check, timeout: float = 5.0):
+    """`check()`'s value once it is truthy (a reply is marked delivered just after it is sent)."""
+    deadline = time.monotonic() + timeout
+    while not (value := check()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return value
+
+
+LLAMA3_TEMPLATE = (
+    "{{- bos_token }}{% for message in messages %}"
+    "{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' "
+    "+ message['content'] | trim + '<|eot_id|>' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}"
+)
+SMOLLM2_TEMPLATE = (  # ChatML with a default system prompt, as SmolLM2-135M-Instruct's
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\\n' }}"
+    "{% endif %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+TOOL_ROLE_TEMPLATE = (  # ChatML that gives tool results their own role
+    "{% for message in messages %}{% if message['role'] == 'tool' %}"
+    "{{ '<|im_start|>tool\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{% else %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}{% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+TEMPLATES = {"chatml": None, "smollm2": SMOLLM2_TEMPLATE, "llama3": LLAMA3_TEMPLATE, "tool_role": TOOL_ROLE_TEMPLATE}
+
+
+def tokenizer_for(name: str):
+    """A tiny byte-level tokenizer speaking template `name` (its special tokens added, EOS = its end of turn)."""
+    from tokenizers import AddedToken
+
+    from workbench.models import build_tokenizer, sample_texts
+
+    tok = build_tokenizer(sample_texts(30), vocab_size=320)
+    if name == "llama3":
+        specials = ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
+        tok.add_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
+        tok.bos_token, tok.eos_token = "<|begin_of_text|>", "<|eot_id|>"
+    if TEMPLATES[name] is not None:
+        tok.chat_template = TEMPLATES[name]
+    return tok
+
+
+def queue_policy(codec, replies: list[str]):
+    """A policy that answers with `replies` in call order."""
+    return ScriptedPolicy(lambda _context, _turn: replies.pop(0), codec=codec, name="queue")
