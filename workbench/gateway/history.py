@@ -26,6 +26,8 @@ from workbench.trajectory import Step
 __all__ = ["CallIndex", "CallNode", "ForkReason", "Match", "message_digests", "reply_message", "tools_key"]
 
 ForkReason = Literal["no_parent", "tools_changed", "history_edited", "assistant_edited", "template_rewrites_history"]
+"""Why a gateway call starts a new segment instead of continuing a recorded one: no parent call, the tools changed, an
+earlier message or an assistant reply was edited, or the template rewrites history."""
 FORK_REASONS: tuple[ForkReason, ...] = (
     "no_parent",
     "tools_changed",
@@ -33,6 +35,7 @@ FORK_REASONS: tuple[ForkReason, ...] = (
     "assistant_edited",
     "template_rewrites_history",
 )
+"""Every `ForkReason`, in a fixed order (for counts and reports)."""
 
 
 def _canonical(value: Any) -> str:
@@ -109,8 +112,8 @@ class CallIndex:
             return Match(reason="history_edited")  # nothing after the assistant turn: no new message to frame
         digests = message_digests(messages[: turn + 1])
         node = self._by_reply.get((tools, digests[turn + 1]))
-        sent = messages[turn].get("reasoning")
-        if node is not None and (sent is None or node.reasoning is None or sent.strip() == node.reasoning.strip()):
+        sent = (messages[turn].get("reasoning") or "").strip()
+        if node is not None and (not sent or sent == (node.reasoning or "").strip()):
             return Match(node, turn)
         seen = self._by_messages.get(digests[turn], [])
         if node is not None or tools in seen:
