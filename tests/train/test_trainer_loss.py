@@ -101,6 +101,9 @@ def test_the_loss_restores_trls_attributes_also_when_it_raises(tmp_path, tiny, t
     tensors, its vLLM importance-sampling path is on and its logprob pass is rebound; after the loss, and
     after a loss that raised, each is as before."""
     trainer = make(tmp_path, tiny, tasks, retriever, async_rollouts=True, prox="loglinear")
+    assert trainer.prox_correction is trainer.overlapped is not None
+    with pytest.warns(DeprecationWarning, match="async_training is now .overlapped"):
+        assert trainer.async_training is trainer.overlapped
     before = {name: getattr(trainer, name) for name in SETTINGS}
     inputs = fixed_inputs()
     inputs.update(
