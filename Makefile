@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup setup-browser check demo test test-fast bench docs clean
+.PHONY: setup setup-browser check demo test test-fast bench docs clean screenshots
 
 setup:
 	@scripts/setup.sh
@@ -33,6 +33,10 @@ docs: setup
 
 bench: setup
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+# The docs' pictures, from the real-browser tests (JupyterLab in Chromium): test-artifacts/ -> docs/images/.
+screenshots: setup-browser
+	@scripts/screenshots.sh
 
 clean:
 	rm -rf $(VENV) .venv-verifiers .pytest_cache site

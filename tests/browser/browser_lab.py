@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 
 REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts"  # every screenshot; `make screenshots` copies the docs' ones to docs/images/
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -125,6 +126,28 @@ def lab_server(tmp: Path, notebook: Path, env: dict[str, str] | None = None) -> 
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+def require_chromium() -> None:
+    """Skip under WORKBENCH_SKIP_BROWSER=1; fail with the fix where Chromium is missing."""
+    import pytest
+
+    if os.environ.get("WORKBENCH_SKIP_BROWSER") == "1":
+        pytest.skip("WORKBENCH_SKIP_BROWSER=1")
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(
+            f"Chromium not found at {CHROMIUM}: install it with `apt-get install -y chromium` "
+            "(or `make setup-browser`), or set WORKBENCH_SKIP_BROWSER=1 to skip this test"
+        )
+
+
+def shot(page, name: str, locator=None) -> None:
+    """A screenshot `ARTIFACTS/<name>.png` of `locator` (scrolled into view), else of the page."""
+    if locator is not None:
+        locator.scroll_into_view_if_needed()
+        locator.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+    else:
+        page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
 def open_and_run_all(page, url: str) -> None:

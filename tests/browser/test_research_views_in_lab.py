@@ -5,11 +5,10 @@ Set WORKBENCH_SKIP_BROWSER=1 to skip."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from browser_lab import CHROMIUM, CHROMIUM_ARGS, REPO, lab_server, open_and_run_all
+from browser_lab import ARTIFACTS, REPO, lab_server, open_and_run_all
 
 from workbench.models.tiny import build_tokenizer
 from workbench.store import Store
@@ -18,7 +17,6 @@ from workbench.train.step_records import advantages_payload
 from workbench.trajectory import Step, Task, Trajectory
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-ARTIFACTS = REPO / "test-artifacts"
 CODE = "hits = search('capital of Teivrei')\nprint(hits[0])"
 TEXT = f"<think>Find the capital first.</think><code>{CODE}</code>"
 
@@ -47,23 +45,6 @@ def build_run(root: Path) -> Path:
         batch = Batch(trajs, 2)
         store.log_event("train", "advantages", advantages_payload(0, "grpo", batch, estimator.advantages(batch)))
     return root / "run"
-
-
-@pytest.fixture
-def browser():
-    if os.environ.get("WORKBENCH_SKIP_BROWSER") == "1":
-        pytest.skip("WORKBENCH_SKIP_BROWSER=1")
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"Chromium not found at {CHROMIUM}: `make setup-browser`, or set WORKBENCH_SKIP_BROWSER=1")
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def test_search_decoded_tokens_and_group_view(browser, tmp_path) -> None:

@@ -10,50 +10,21 @@ Set WORKBENCH_SKIP_BROWSER=1 to skip; otherwise a missing Chromium fails with th
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 from browser_demo import build_demo_run
-from browser_lab import CHROMIUM, CHROMIUM_ARGS, REPO, lab_server, open_and_run_all
+from browser_lab import REPO, lab_server, open_and_run_all, require_chromium
+from browser_lab import shot as _shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-ARTIFACTS = REPO / "test-artifacts"
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> tuple[Path, dict]:
-    if os.environ.get("WORKBENCH_SKIP_BROWSER") == "1":
-        pytest.skip("WORKBENCH_SKIP_BROWSER=1")
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(
-            f"Chromium not found at {CHROMIUM}: install it with `apt-get install -y chromium` "
-            "(or `make setup-browser`), or set WORKBENCH_SKIP_BROWSER=1 to skip this test"
-        )
+    require_chromium()
     run_dir = tmp_path_factory.mktemp("demo") / "run"
     return run_dir, build_demo_run(run_dir)
-
-
-@pytest.fixture
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-def _shot(page, name: str, locator=None) -> None:
-    """A screenshot of `locator` (scrolled into view), else of the page."""
-    if locator is not None:
-        locator.scroll_into_view_if_needed()
-        locator.screenshot(path=str(ARTIFACTS / f"{name}.png"))
-    else:
-        page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
 def _selected(viewer) -> str:
