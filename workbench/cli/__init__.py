@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `workbench` command: `main(["run", "--tasks", ...])` returns the exit status (1 on a `WorkbenchError`, with
+    its message on stderr)."""
     return quiet_when_reader_leaves(lambda: _run(argv))
 
 

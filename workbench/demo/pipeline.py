@@ -34,6 +34,9 @@ DEMO_EPISODE_WALL_S = 6 * 3600.0
 
 @dataclass
 class DemoResult:
+    """What `run_demo` returns: the run dir, held-out rows per hop after SFT and after RL, the evolution metrics, each
+    stage's seconds and, for a pretrained model, each scored evaluation."""
+
     run_dir: Path
     before: list[dict[str, Any]]
     after: list[dict[str, Any]]

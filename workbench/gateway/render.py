@@ -32,6 +32,8 @@ from workbench.templates import prompt_template
 __all__ = ["ChatRenderer", "ToolProtocol"]
 
 ToolProtocol = Literal["native", "text"]
+"""How tools reach the model: `native` where the chat template renders `tools` itself, `text` for workbench's
+`<tool_call>` text protocol."""
 _MARK = re.compile("\ufdd0([0-9]+)\ufdd1")
 _NATIVE_TOOLS = re.compile(r"\btools\b")  # the template reads the `tools` variable
 THINK_PROBE = "<think>\nWBPROBETHINK\n</think>\n\nWBPROBEANSWER"

@@ -34,6 +34,8 @@ class ChatToolCall:
 
 @dataclass(frozen=True)
 class ChatReply:
+    """A sampled text as a chat reply: `content`, the `<think>` text as `reasoning`, `tool_calls` (`parse_reply`)."""
+
     content: str | None
     reasoning: str | None = None
     tool_calls: tuple[ChatToolCall, ...] = ()

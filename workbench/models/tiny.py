@@ -25,6 +25,7 @@ IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
 CHAT_TOKENS = (PAD_TOKEN, IM_START, IM_END)
 AGENT_TAGS = ("<think>", "</think>", "<code>", "</code>", "<output>", "</output>")
+"""The NB-Agent tags, single never-split tokens in the tiny models' tokenizers."""
 
 # Prefix-preserving: rendering messages[:k] (with the generation prompt) is a prefix of
 # rendering messages[:k+1]; earlier turns never change with later ones.

@@ -83,6 +83,7 @@ def _install(name: str, found: RewardComponent) -> None:
 
 
 def get_reward(name: str) -> RewardComponent:
+    """The registered reward component `name`; an unknown name is a `ConfigError` listing the known ones."""
     builtin_rewards()
     try:
         return _REGISTRY[name]
@@ -94,6 +95,7 @@ def get_reward(name: str) -> RewardComponent:
 
 
 def list_rewards() -> list[str]:
+    """The names of the registered reward components (the built-ins included), sorted."""
     builtin_rewards()
     return sorted(_REGISTRY)
 

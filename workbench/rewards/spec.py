@@ -60,6 +60,12 @@ class Component(BaseModel):
 
 
 class RewardSpec(BaseModel):
+    """A reward as data: weighted, parameterised components combined into one score, stored with each score it gives.
+
+    spec = RewardSpec.preset("l0")         # or RewardSpec.load("reward.toml") / model_validate(dict)
+    rewards = spec.score(traj)             # component scores and the total
+    """
+
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(description="recorded with every score this spec gives")
@@ -220,6 +226,7 @@ class RewardSpec(BaseModel):
 
 
 def list_presets() -> list[str]:
+    """The names `RewardSpec.preset` takes, sorted."""
     from workbench.rewards.presets import PRESETS
 
     return sorted(PRESETS)

@@ -57,6 +57,7 @@ notepad: your memory. It is shown to you every turn and survives context trimmin
   notepad.write_draft(text) / notepad.append_draft(text)  keep a draft of the answer
   notepad.clear()                                     empty every section
   print(notepad.render())                             see the notepad as you are shown it"""
+"""The notepad's API as the system prompt shows it to the model."""
 
 
 class NotepadError(ValueError):

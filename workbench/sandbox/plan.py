@@ -30,6 +30,7 @@ from workbench.errors import SandboxError
 from workbench.sandbox.profile import SandboxProfile
 
 INSIDE_RUN = "/run/workbench"
+"""The kernel's run dir (connection file, ipc sockets, the tool gateway's socket) as the sandbox sees it."""
 INSIDE_WORK = "/workspace"
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_BASE = (

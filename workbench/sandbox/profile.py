@@ -23,6 +23,7 @@ from workbench.configfile import Config, config_field, read_config_file
 from workbench.errors import ConfigError
 
 PROFILES_DIR = Path(__file__).resolve().parents[2] / "sandbox" / "profiles"
+"""The folder of the shipped sandbox profiles: `sandbox/profiles/*.toml` at the repository root."""
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

@@ -17,6 +17,9 @@ from workbench.search.hits import Hit, Retriever, RetrieverBase, check_queries
 
 
 class HybridRetriever(RetrieverBase):
+    """Several retrievers over one corpus fused into one ranking: reciprocal-rank fusion (`mode="rrf"`) or weighted
+    min-max-scaled scores (`mode="weighted"`)."""
+
     def __init__(
         self,
         retrievers: Sequence[Retriever],

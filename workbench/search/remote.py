@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 
 class RemoteRetriever(RetrieverBase):
+    """A client of a Search-R1-compatible `/retrieve` server; failed calls are retried with linear backoff."""
+
     def __init__(self, url: str, *, timeout: float = 30.0, retries: int = 3, backoff: float = 0.5):
         url = url.rstrip("/")
         self.url = url if url.endswith("/retrieve") else url + "/retrieve"

@@ -19,9 +19,11 @@ from workbench.store import _search, _stages
 from workbench.store._rows import decode
 
 STORE_SCHEMA_VERSION = 4  # v2: the full-text index (_search.py); v3: the stage columns (_stages.py);
+"""The schema version this code writes; a store of a newer version is refused with a clear error."""
 # v4: num_tool_calls is num_host_calls (the glossary's word for a kernel's calls of host tools)
 RENAMED_COLUMNS = {"num_host_calls": "num_tool_calls"}  # column -> its name before
 DB_NAME = "trajectories.sqlite"
+"""The store's SQLite file under a run directory."""
 BUSY_TIMEOUT_MS = 30_000
 
 DDL = """

@@ -104,6 +104,7 @@ def render_value(value: Value) -> str:
 
 
 def render_question(root: Value, answer_kind: str = "") -> str:
+    """A question tree as text: "Who is ...?" for a person answer, else "What is ...?"."""
     wh = "Who" if answer_kind == "person" else "What"
     return f"{wh} is {render_value(root)}?"
 

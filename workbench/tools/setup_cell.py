@@ -18,6 +18,7 @@ from workbench.errors import KernelError
 from workbench.tools.registry import ToolRegistry
 
 SNAPSHOT_EXPRESSION = "__import__('workbench.runtime', fromlist=['snapshot_json']).snapshot_json()"
+"""A Jupyter user expression giving the kernel's notepad snapshot (decode with `snapshot_from_user_expression`)."""
 
 
 def setup_code(

@@ -84,6 +84,7 @@ _WS = re.compile(r"[ \t\r\n\f\v]+")
 
 
 def has_trafilatura() -> bool:
+    """Whether trafilatura (the `web` extra) is installed; without it HTML goes through the stdlib extractor."""
     try:
         import trafilatura  # noqa: F401
     except ImportError:

@@ -43,6 +43,9 @@ class FetchResult:
 
 @runtime_checkable
 class Fetcher(Protocol):
+    """What a `Browser` reads pages through: `fetch(url)` returns a `FetchResult` (`HttpFetcher`, `CachingFetcher`,
+    `LocalSiteFetcher`)."""
+
     def fetch(self, url: str) -> FetchResult: ...
 
 

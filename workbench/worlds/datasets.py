@@ -98,6 +98,7 @@ def iter_corpus(path: str | Path) -> Iterator[Passage]:
 
 
 load_corpus = iter_corpus  # streams too; wrap in list() for a small corpus
+"""The same as `iter_corpus`: streams a corpus file's rows."""
 
 
 def _answers(row: dict[str, Any]) -> Any:

@@ -41,6 +41,8 @@ FACT_PATTERNS = {
     "country": "{} is a city located in ([^.]+)",
     "capital": "The capital of {} is ([^.]+)",
 }
+"""Relation phrase -> the regex of the sentence that states it in a world passage (`{}` is the escaped subject); the
+coders plant these in the kernel."""
 
 PLAN_TURN = (
     "<think>Plan the hops.</think>\n<code>\nimport re\n"

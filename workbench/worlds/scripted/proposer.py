@@ -29,7 +29,9 @@ from workbench.worlds.scripted.solver import PASSAGE_PATTERNS, extract_fact
 from workbench.worlds.scripted.solver import next_turn as solver_turn
 
 ENTITY_PHRASES = ("director", "founder", "headquarters", "birthplace", "country", "capital")
+"""Relations whose value is an entity, so a question can hop on from it."""
 PERSON_PHRASES = ("director", "founder")
+"""Relations whose value is a person (the question asks "Who")."""
 NOISE_KINDS = ("short", "sloppy", "leak")
 
 _HOPS = re.compile(r"\bn = (\d+)\b")

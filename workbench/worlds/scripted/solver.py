@@ -39,6 +39,7 @@ PASSAGE_PATTERNS = {
     "country": r"{e} is a city located in {name}\.",
     "capital": r"The capital of {e} is {name}\.",
 }
+"""Relation phrase -> the regex of its sentence in a passage about entity `{e}` with the value `{name}`."""
 
 
 def parse_chain_question(context: str) -> tuple[str, list[str]] | None:
