@@ -44,7 +44,7 @@ SEGMENTS = ("all", "last")
 SEARCH_ENGINES = ("bm25", "simulated")
 IS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
 CAP_ACTIONS = ("mask", "clamp")  # what the behaviour-weight cap does (workbench.train.decoupled)
-PROX_METHODS = ("recompute", "loglinear")  # how async_rollouts gets pi_prox (workbench.train.async_trainer)
+PROX_METHODS = ("recompute", "loglinear")  # how async_rollouts gets pi_prox (workbench.train.overlap)
 SCHEDULES = ("constant", "linear", "cosine", "constant_with_warmup", "cosine_with_min_lr")
 
 
@@ -202,7 +202,7 @@ class TrainConfig(Config):
     vllm_importance_sampling_clip_max: float = config_field(
         3.0, "IS correction: upper bound of the ratio (TRL's C_max)."
     )
-    # -- asynchronous RL (workbench.train.async_rollouts) --------------------------------------
+    # -- overlapped (asynchronous) RL (workbench.train.overlap) --------------------------------
     async_rollouts: bool = config_field(
         False,
         "Keep running episode groups while the trainer trains (AReaL-style), staleness bounded by "
