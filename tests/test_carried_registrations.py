@@ -115,35 +115,57 @@ def test_every_kind_made_in_main_resolves_in_a_fresh_process(tmp_path: Path) -> 
 def own_log(monkeypatch: pytest.MonkeyPatch) -> None:
     """This test's registrations only (and none left behind for later launches in the session)."""
     monkeypatch.setattr(registrations, "_MADE", {})
+    monkeypatch.setattr(registrations, "_MISSING", {})
 
 
-def test_a_registration_holding_a_lock_is_refused_by_name(own_log: None) -> None:
+def test_a_registration_holding_a_lock_is_named_with_why(own_log: None) -> None:
+    """strict: refused at once. Otherwise it travels as its reason, the others arrive, and looking up its
+    name where it did not arrive says why (recorded without registering, as a parent's would be)."""
+    from workbench.policies import load_policy, register_backend
+    from workbench.resolve import register_tool_set
+
     lock = threading.Lock()
 
     def locked_backend(arg: str, **kwargs: object) -> object:
         with lock:
             return arg
 
-    registrations.record("policy backend", "locked", locked_backend, lambda name, value: None)
+    registrations.record("policy backend", "locked_elsewhere", locked_backend, register_backend)
+    registrations.record("tool set", "fine_elsewhere", _no_tools, register_tool_set)
     with pytest.raises(ConfigError) as err:
-        registrations.carry()
+        registrations.carry(strict=True)
     text = str(err.value)
-    assert "policy backend registration 'locked'" in text and "locked_backend" in text
+    assert "policy backend registration 'locked_elsewhere'" in text and "locked_backend" in text
     assert "cannot pickle '_thread.lock'" in text and "a lock, an open file, socket or client" in text
     assert "--plugin MODULE" in text
+    assert registrations.install(registrations.carry()) == ["tool set fine_elsewhere"]
+    assert list(registrations.missing()) == ["policy backend locked_elsewhere"]
+    with pytest.raises(ConfigError) as err:
+        load_policy("locked_elsewhere:x")
+    text = str(err.value)
+    assert "unknown policy backend 'locked_elsewhere'" in text
+    assert "registration 'locked_elsewhere' of the process that launched this one could not be copied" in text
+    assert "cannot pickle '_thread.lock'" in text
+
+
+def _no_tools(**paths: object) -> object:
+    return None
 
 
 def test_a_module_the_child_cannot_import_is_named(own_log: None, tmp_path: Path, monkeypatch) -> None:
+    from workbench.resolve import load_tool_set, register_tool_set
+
     (tmp_path / "lab_tools_somewhere.py").write_text("def factory(**paths):\n    return None\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     import lab_tools_somewhere
 
-    registrations.record("tool set", "lab", lab_tools_somewhere.factory, lambda name, value: None)
-    payload = registrations.carry()  # by reference: the module is importable here
+    registrations.record("tool set", "lab_elsewhere", lab_tools_somewhere.factory, register_tool_set)
+    payload = registrations.carry(strict=True)  # by reference: the module is importable here
     del sys.modules["lab_tools_somewhere"]
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(tmp_path)])
-    with pytest.raises(ConfigError, match=r"tool set registration 'lab' could not be rebuilt.*lab_tools_somewhere"):
-        registrations.install(payload)
+    assert registrations.install(payload) == []
+    with pytest.raises(ConfigError, match=r"could not be rebuilt in this process.*lab_tools_somewhere.*importable"):
+        load_tool_set("lab_elsewhere")
 
 
 def test_built_ins_are_not_carried_and_a_later_registration_replaces(own_log: None) -> None:

@@ -16,8 +16,10 @@ script's `if __name__ == "__main__":`) resolves there as it does here.
 
 cloudpickle copies what is defined in `__main__` (a notebook cell, a script) by value and what lives
 in an importable module by reference (the child imports that module). A registration that cannot be
-copied (it holds a lock, an open file, socket or client) is refused by `carry()` with a
-`ConfigError` naming it and why; one whose module the child cannot import is refused by `install()`.
+copied (it holds a lock, an open file, socket or client), or whose module the child cannot import,
+does not stop the others: the child records why, and a lookup of that name there fails with a
+`ConfigError` that names it and why (each registry's unknown-name error adds `why_missing`), so a
+run fails only for what it uses. `carry(strict=True)` raises that error at once instead.
 """
 
 from __future__ import annotations
@@ -62,41 +64,63 @@ def registrations() -> list[Registration]:
     return list(_MADE.values())
 
 
-def carry() -> bytes:
-    """This process's registrations as one payload for `install` in another process; a `ConfigError`
-    names a registration that cannot be copied and why."""
+_MISSING: dict[tuple[str, str], str] = {}  # (kind, name) -> why a carried registration did not arrive here
+
+
+def carry(*, strict: bool = False) -> bytes:
+    """This process's registrations as one payload for `install` in another process. One that cannot be copied
+    travels as its reason (the child's lookup of it says why), or with `strict` is a `ConfigError` here."""
     import cloudpickle
 
-    entries = []
+    entries: list[tuple[str, str, bytes | None, str]] = []
     for reg in _MADE.values():
         try:
-            blob = cloudpickle.dumps((reg.install, reg.value))
+            entries.append((reg.kind, reg.name, cloudpickle.dumps((reg.install, reg.value)), ""))
         except Exception as exc:  # cloudpickle raises TypeError, PicklingError, AttributeError …
-            raise ConfigError(
-                f"the {reg.kind} registration {reg.name!r} ({_label(reg.value)}) cannot be carried to a child "
-                f"process: {type(exc).__name__}: {exc}. Something it holds cannot be copied (a lock, an open "
-                f"file, socket or client); {_FIX}"
-            ) from exc
-        entries.append((reg.kind, reg.name, blob))
+            why = (
+                f"could not be copied out of the process that made it ({_label(reg.value)}: "
+                f"{type(exc).__name__}: {exc}): something it holds cannot be copied (a lock, an open file, socket or "
+                f"client); {_FIX}"
+            )
+            if strict:
+                raise ConfigError(f"the {reg.kind} registration {reg.name!r} {why}") from exc
+            entries.append((reg.kind, reg.name, None, why))
     return pickle.dumps(entries)
 
 
 def install(payload: bytes) -> list[str]:
-    """Register, in this process, every registration of a `carry()` payload; returns "kind name" for each.
-    Built-ins stay; a carried registration replaces this process's own under the same name."""
+    """Register, in this process, every registration of a `carry()` payload; returns "kind name" for each made.
+    Built-ins stay; a carried registration replaces this process's own under the same name. One that did not
+    travel, or cannot be rebuilt here, is left out with its reason (`why_missing`, `missing`)."""
     done = []
-    for kind, name, blob in pickle.loads(payload):
-        try:
-            installer, value = pickle.loads(blob)
-        except Exception as exc:  # a module this process cannot import, a class that changed …
-            raise ConfigError(
-                f"the {kind} registration {name!r} could not be rebuilt in this process: "
-                f"{type(exc).__name__}: {exc}. Make the module that defines it importable here (PYTHONPATH, "
-                "or installed on every node of a cluster), or define it in the notebook or main script"
-            ) from exc
-        installer(name, value)
-        done.append(f"{kind} {name}")
+    for kind, name, blob, why in pickle.loads(payload):
+        if blob is not None:
+            try:
+                installer, value = pickle.loads(blob)
+            except Exception as exc:  # a module this process cannot import, a class that changed …
+                why = (
+                    f"could not be rebuilt in this process ({type(exc).__name__}: {exc}); make the module that "
+                    "defines it importable here (PYTHONPATH, or installed on every node of a cluster), or define it "
+                    "in the notebook or main script"
+                )
+            else:
+                installer(name, value)
+                _MISSING.pop((kind, name), None)
+                done.append(f"{kind} {name}")
+                continue
+        _MISSING[(kind, name)] = why
     return done
+
+
+def missing() -> dict[str, str]:
+    """Each carried registration that did not arrive in this process, as {"kind name": why}."""
+    return {f"{kind} {name}": why for (kind, name), why in _MISSING.items()}
+
+
+def why_missing(kind: str, name: str) -> str:
+    """For a registry's unknown-name error: why the caller's registration of `name` is not here, or ""."""
+    why = _MISSING.get((kind, name))
+    return f" The {kind} registration {name!r} of the process that launched this one {why}." if why else ""
 
 
 def _label(value: Any) -> str:
@@ -104,4 +128,4 @@ def _label(value: Any) -> str:
     return f"{module}.{getattr(value, '__qualname__', type(value).__qualname__)}"
 
 
-__all__ = ["Installer", "Registration", "carry", "install", "record", "registrations"]
+__all__ = ["Installer", "Registration", "carry", "install", "missing", "record", "registrations", "why_missing"]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.errors import ConfigError
-from workbench.registrations import record
+from workbench.registrations import record, why_missing
 from workbench.trajectory import Task
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ def load_tool_set(
         raise ConfigError(
             f"unknown tool set {name!r}; known: {', '.join(tool_set_names())}. Register your own with "
             "workbench.resolve.register_tool_set(name, factory) before the run, where "
-            "factory(corpus=, index=, tasks_path=) returns a ToolRegistry"
+            "factory(corpus=, index=, tasks_path=) returns a ToolRegistry" + why_missing("tool set", name)
         )
     return _TOOL_SETS[name](corpus=corpus, index=index, tasks_path=tasks_path)
 

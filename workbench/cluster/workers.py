@@ -100,7 +100,7 @@ class RayWorkers:
             raise ConfigError(f"cpus_per_kernel must be >= 0, got {cpus_per_kernel}")
         if strategy is not None and strategy not in STRATEGIES:
             raise ConfigError(f"strategy must be one of {', '.join(STRATEGIES)} or None, got {strategy!r}")
-        registrations = carry()  # what the driver registered reaches every worker (a ConfigError names what cannot)
+        registrations = carry()  # what the driver registered reaches every worker (see workbench.registrations)
         ray = connect(address, **dict(init_options or {}))
         from workbench.cluster.actor import worker_class
 

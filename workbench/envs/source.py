@@ -35,7 +35,7 @@ from openenv.core.generic_client import GenericEnvClient
 
 from workbench.envs.protocols import EnvEpisode, EnvReply, EnvSource
 from workbench.errors import ConfigError
-from workbench.registrations import record
+from workbench.registrations import missing, record, why_missing
 
 OPENENV_CLASS = "openenv:"
 OPENENV_URLS = ("openenv+http://", "openenv+https://")
@@ -84,9 +84,11 @@ def load_env_source(spec: str) -> EnvSource:
     if not matching:
         own = [p for p in _SOURCES if p not in _BUILTIN_PREFIXES]
         more = f"; registered: {', '.join(sorted(own))}" if own else ""
+        lost = [key.removeprefix("env source ") for key in missing() if key.startswith("env source ")]
+        why = "".join(why_missing("env source", p) for p in lost if text.startswith(p))
         raise ConfigError(
             f"--env {spec!r}: give {ENV_SPEC_HELP}{more} (or register your own prefix with "
-            "workbench.envs.source.register_env_source(prefix, factory))"
+            f"workbench.envs.source.register_env_source(prefix, factory)){why}"
         )
     return _SOURCES[max(matching, key=len)](text)
 

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from workbench.errors import ConfigError
 from workbench.policies.base import Policy
-from workbench.registrations import record
+from workbench.registrations import record, why_missing
 
 
 class PolicyBackend(Protocol):
@@ -86,6 +86,7 @@ def load_policy(spec: str, **kwargs: Any) -> Policy:
         raise ConfigError(
             f"unknown policy backend {kind!r} in {spec!r}; choices: {_choices()}. Register your own with "
             "workbench.policies.register_backend(name, lambda arg, **kwargs: MyPolicy(...)) before the lookup"
+            + why_missing("policy backend", kind)
         )
     return _BACKENDS[kind](arg, **kwargs)
 
@@ -113,7 +114,7 @@ def _scripted(arg: str, **kwargs: Any) -> Policy:
         raise ConfigError(
             f"no scripted policy named {name!r} (registered: {known}). Register one with "
             "workbench.policies.register_scripted(name, factory); workbench.resolve.resolve_policy "
-            "registers the world solvers (default, world, coder)"
+            "registers the world solvers (default, world, coder)" + why_missing("scripted policy", name)
         )
     return _SCRIPTED[name](**kwargs)
 

@@ -34,7 +34,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from workbench.errors import ConfigError
-from workbench.registrations import record
+from workbench.registrations import record, why_missing
 from workbench.rewards.component import (
     USES,
     RewardComponent,
@@ -90,7 +90,7 @@ def get_reward(name: str) -> RewardComponent:
     except KeyError:
         raise ConfigError(
             f"unknown reward component {name!r}; known: {', '.join(list_rewards())}. Register your own "
-            "with @workbench.rewards.reward(name)"
+            "with @workbench.rewards.reward(name)" + why_missing("reward", name)
         ) from None
 
 

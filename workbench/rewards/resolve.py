@@ -14,6 +14,7 @@ from pathlib import Path
 
 from workbench.contracts import Scorer
 from workbench.errors import ConfigError
+from workbench.registrations import why_missing
 from workbench.rewards.registry import list_rewards
 from workbench.rewards.spec import RewardSpec, list_presets
 from workbench.trajectory import Trajectory
@@ -59,7 +60,7 @@ def resolve_reward(spec: str | Scorer | RewardFunction) -> Scorer:
         return RewardSpec(name=text, components=[{"name": component}])
     raise ConfigError(
         f"unknown reward {text!r}: presets are {', '.join(sorted(list_presets()))}; "
-        f"components are {', '.join(sorted(list_rewards()))}"
+        f"components are {', '.join(sorted(list_rewards()))}" + why_missing("reward", component)
     )
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from workbench.errors import ConfigError
-from workbench.registrations import record
+from workbench.registrations import record, why_missing
 
 if TYPE_CHECKING:
     import torch
@@ -161,7 +161,7 @@ def estimator_class(name: str, where: str = "TrainConfig.estimator") -> type[Est
     except (KeyError, TypeError):
         raise ConfigError(
             f"{where}: {name!r} is not a registered estimator; use one of {', '.join(_REGISTRY)} "
-            "(or register your own with @workbench.train.estimators.estimator(NAME))"
+            "(or register your own with @workbench.train.estimators.estimator(NAME))" + why_missing("estimator", name)
         ) from None
 
 

@@ -13,8 +13,9 @@ reads files, so it also works from another process or after a notebook restart.
 What the caller registered (an estimator, reward, policy backend, tool set or env source defined in a
 notebook cell, or under a script's `__main__` guard) reaches the child: `launch` carries the caller's
 registrations by value (`workbench.registrations.carry`) and the child installs them before the config
-resolves a name; `status.json` lists them under "registrations". One that cannot be copied is a
-`ConfigError` here, naming it and why.
+resolves a name; `status.json` lists them under "registrations". One that cannot be copied (it holds a
+lock or a socket) or rebuilt in the child is listed under "not_carried" with why, and the child's lookup
+of its name fails with a `ConfigError` saying so: a run fails only for what it uses.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import TrainingError
-from workbench.registrations import carry, install
+from workbench.registrations import carry, install, missing
 from workbench.train.config import TrainConfig
 
 STATUSES = ("starting", "running", "finished", "failed", "stopped")
@@ -60,7 +61,10 @@ def _child_main(config: dict[str, Any], registrations: bytes = b"") -> None:
         installed = install(registrations) if registrations else []
         if installed:
             print(f"the caller's registrations: {', '.join(installed)}", flush=True)
-        _write_status(out, "running", registrations=installed)
+        for name, why in missing().items():
+            print(f"not carried: the {name} registration: {why}", flush=True)
+        carried = {"registrations": installed, "not_carried": missing()}
+        _write_status(out, "running", **carried)
         from transformers import TrainerCallback
 
         from workbench.train.run import train
@@ -74,7 +78,7 @@ def _child_main(config: dict[str, Any], registrations: bytes = b"") -> None:
                     control.should_save = True
 
         summary = train(TrainConfig.from_dict(config), callbacks=[StopOnFile()])
-        _write_status(out, "stopped" if stop_file.exists() else "finished", summary=summary, registrations=installed)
+        _write_status(out, "stopped" if stop_file.exists() else "finished", summary=summary, **carried)
     except BaseException as exc:
         traceback.print_exc()
         _write_status(out, "failed", error=f"{type(exc).__name__}: {exc}")
@@ -188,7 +192,7 @@ def launch(config: TrainConfig | str | Path, **overrides: Any) -> TrainingHandle
     for stale in ("STOP", "status.json"):
         (out / stale).unlink(missing_ok=True)
     data = config.replace(output_dir=str(out)).to_dict()
-    registrations = carry()  # before the child starts: a registration that cannot be copied fails here
+    registrations = carry()  # what cannot be copied travels as its reason: the child's lookup of it says why
     _write_status(out, "starting")
     try:
         process = mp.get_context("spawn").Process(
