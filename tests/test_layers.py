@@ -47,9 +47,11 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
             "templates.py",
             "allocator.py",
             "figures.py",
+            "shipped.py",
         ),
         "the error tree, safe text, quiet exits into closed pipes, child processes, blocking calls, HTTP bodies,"
-        " config files, lazy exports, passages, prompt templates, tcmalloc for entry points, figure records",
+        " config files, lazy exports, passages, prompt templates, tcmalloc for entry points, figure records,"
+        " the shipped profile and kernelspec folders",
     ),
     (("trajectory.py", "contracts.py", "store/"), "trajectory schema, the Protocols several layers implement, store"),
     (("sandbox/",), "bubblewrap profiles, limits, cgroups"),

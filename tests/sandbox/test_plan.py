@@ -17,7 +17,7 @@ from workbench.sandbox import bwrap, zygote
 from workbench.sandbox.plan import (
     INSIDE_RUN,
     Bind,
-    KernelPlan,
+    IsolationPlan,
     Mount,
     ProfilePlan,
     Rendered,
@@ -28,8 +28,8 @@ from workbench.sandbox.profile import SandboxProfile
 from workbench.sandbox.zygote import ZygoteRequest, request_fds, zygote_argv, zygote_request
 
 PATHS = {"exec": bwrap.RENDERS, "zygote": zygote.RENDERS}
-FIELDS = [f"{cls.__name__}.{f.name}" for cls in (ProfilePlan, KernelPlan) for f in dataclasses.fields(cls)]
-FIELDS.remove("KernelPlan.profile")  # the per-profile part, walked above
+FIELDS = [f"{cls.__name__}.{f.name}" for cls in (ProfilePlan, IsolationPlan) for f in dataclasses.fields(cls)]
+FIELDS.remove("IsolationPlan.profile")  # the per-profile part, walked above
 
 # A changed value for each field: rendering it must show the change, or refuse it by name. A new field
 # without an entry here fails `test_every_field_has_a_variant`.
@@ -47,17 +47,17 @@ VARIANTS: dict[str, Any] = {
     "ProfilePlan.new_session": False,
     "ProfilePlan.die_with_parent": False,
     "ProfilePlan.fresh_address_space": False,
-    "KernelPlan.env": (("OTHER", "2"),),
-    "KernelPlan.run": Bind(Path("/elsewhere"), INSIDE_RUN),
-    "KernelPlan.binds": (),
-    "KernelPlan.uid": 60002,
-    "KernelPlan.gid": 60003,
-    "KernelPlan.cgroup": (),
+    "IsolationPlan.env": (("OTHER", "2"),),
+    "IsolationPlan.run": Bind(Path("/elsewhere"), INSIDE_RUN),
+    "IsolationPlan.binds": (),
+    "IsolationPlan.uid": 60002,
+    "IsolationPlan.gid": 60003,
+    "IsolationPlan.cgroup": (),
 }
 
 
 @pytest.fixture
-def plan(tmp_path: Path) -> KernelPlan:
+def plan(tmp_path: Path) -> IsolationPlan:
     """A root host's plan with one of everything: a bind, an extra variable, a cgroup."""
     (tmp_path / "data").mkdir()
     return plan_for(
@@ -70,13 +70,13 @@ def plan(tmp_path: Path) -> KernelPlan:
     )
 
 
-def render(path: str, plan: KernelPlan) -> object:
+def render(path: str, plan: IsolationPlan) -> object:
     if path == "exec":
         return bwrap.build_argv(plan, ["python"])
     return zygote_argv(plan.profile, ["python"]), zygote_request(plan, ["-f", "k.json"]), request_fds(plan)
 
 
-def changed(plan: KernelPlan, name: str) -> KernelPlan:
+def changed(plan: IsolationPlan, name: str) -> IsolationPlan:
     cls, _, field = name.partition(".")
     old = getattr(plan.profile if cls == "ProfilePlan" else plan, field)
     new = VARIANTS[name](old) if callable(VARIANTS[name]) else VARIANTS[name]
@@ -103,7 +103,7 @@ def test_every_field_has_a_variant():
 
 @pytest.mark.parametrize("path", sorted(PATHS))
 @pytest.mark.parametrize("name", FIELDS)
-def test_a_rendered_field_changes_the_rendering_or_is_refused(plan: KernelPlan, path: str, name: str):
+def test_a_rendered_field_changes_the_rendering_or_is_refused(plan: IsolationPlan, path: str, name: str):
     if isinstance(PATHS[path][name], Unsupported):
         pytest.skip(f"start={path!r} cannot apply {name}: {PATHS[path][name]}")
     before = render(path, plan)
@@ -117,11 +117,11 @@ def test_a_rendered_field_changes_the_rendering_or_is_refused(plan: KernelPlan, 
 
 def test_the_zygotes_weaker_points_are_recorded():
     weaker = {name: how for name, how in zygote.RENDERS.items() if isinstance(how, Unsupported) or how.weaker}
-    assert sorted(weaker) == ["KernelPlan.binds", "ProfilePlan.capabilities", "ProfilePlan.fresh_address_space"]
+    assert sorted(weaker) == ["IsolationPlan.binds", "ProfilePlan.capabilities", "ProfilePlan.fresh_address_space"]
     assert not [n for n, how in bwrap.RENDERS.items() if isinstance(how, Unsupported) or how.weaker]
 
 
-def test_the_zygote_request_round_trips_and_is_typed(plan: KernelPlan):
+def test_the_zygote_request_round_trips_and_is_typed(plan: IsolationPlan):
     request = zygote_request(plan, ["-f", "k.json"])
     assert ZygoteRequest.decode(request.encode()) == request
     assert request.binds == ("/data",) and request.cgroups == 1 and request.env["WB_EXTRA"] == "yes"
@@ -133,7 +133,7 @@ def test_the_zygote_request_round_trips_and_is_typed(plan: KernelPlan):
         zygote_request(dataclasses.replace(plan, uid=None, gid=None), [])
 
 
-def test_the_zygote_mounts_the_profiles_view_as_exec_does(plan: KernelPlan):
+def test_the_zygote_mounts_the_profiles_view_as_exec_does(plan: IsolationPlan):
     """Stage 1 (the zygote's bwrap) sets the environment and mounts exactly as exec's bwrap does, up to
     the run dir (an empty mount point there: each child mounts its own)."""
     bare = dataclasses.replace(plan, binds=(), env=(), cgroup=())

@@ -17,7 +17,7 @@ import zmq.asyncio
 from workbench.errors import KernelError
 from workbench.runtime.wire import PACKER
 from workbench.sandbox import INSIDE_RUN, KernelDir, build_argv
-from workbench.sandbox.plan import KernelPlan
+from workbench.sandbox.plan import IsolationPlan
 
 DELIM = b"<IDS|MSG>"
 CHANNELS = {"shell": 1, "iopub": 2, "stdin": 3, "control": 4, "hb": 5}
@@ -68,7 +68,7 @@ def ipykernel_args(connection_file: str, history: bool = False) -> list[str]:
 def kernel_argv(
     kernel_dir: KernelDir,
     key: str,
-    plan: KernelPlan | None,
+    plan: IsolationPlan | None,
     *,
     signature_scheme: str = "hmac-sha256",
     history: bool = False,

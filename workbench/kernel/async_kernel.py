@@ -52,7 +52,7 @@ from workbench.sandbox import (
     load_profile,
 )
 from workbench.sandbox.cgroups import Cgroup
-from workbench.sandbox.plan import KernelPlan, plan_for
+from workbench.sandbox.plan import IsolationPlan, plan_for
 
 StartMethod = Literal["zygote", "exec"]
 _log = logging.getLogger(__name__)
@@ -253,7 +253,7 @@ class AsyncKernel:
         self._ch = Channels(key)
         return kernel_argv(self._dir, key, self._plan() if sandboxed else None)
 
-    def _plan(self) -> KernelPlan:
+    def _plan(self) -> IsolationPlan:
         """This kernel's isolation plan (either start method renders it)."""
         assert self._dir is not None
         return plan_for(

@@ -76,7 +76,7 @@ from workbench.errors import SandboxError
 from workbench.kernel._process import ipykernel_args
 from workbench.sandbox import INSIDE_RUN, KernelDir, SandboxProfile, check_sandbox
 from workbench.sandbox.isolate import clone_mount
-from workbench.sandbox.plan import KernelPlan, profile_plan
+from workbench.sandbox.plan import IsolationPlan, profile_plan
 from workbench.sandbox.zygote import ZygoteRequest, request_fds, zygote_argv, zygote_request
 
 _log = logging.getLogger(__name__)
@@ -243,7 +243,7 @@ def zygote_for(profile: SandboxProfile) -> Zygote:
 def fork_kernel(
     kernel_dir: KernelDir,
     profile: SandboxProfile,
-    plan: KernelPlan,
+    plan: IsolationPlan,
     *,
     kernel_args: list[str],
 ) -> ZygoteChild:

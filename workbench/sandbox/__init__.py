@@ -2,7 +2,7 @@
 argv for exec, a zygote request for forks); kernel dirs and uids."""
 
 from workbench.sandbox.bwrap import INSIDE_RUN, SandboxSpec, build_argv, check_sandbox
-from workbench.sandbox.plan import KernelPlan, ProfilePlan, plan_for, profile_plan
+from workbench.sandbox.plan import IsolationPlan, ProfilePlan, plan_for, profile_plan
 from workbench.sandbox.profile import PROFILES_DIR, Limits, SandboxProfile, load_profile
 from workbench.sandbox.rollout import KernelDir, UidLease, default_root, kernel_dir_base
 from workbench.sandbox.rollout import RolloutDir as RolloutDir  # deprecated name of KernelDir
@@ -11,8 +11,8 @@ from workbench.sandbox.rollout import rollout_base as rollout_base  # deprecated
 __all__ = [
     "INSIDE_RUN",
     "PROFILES_DIR",
+    "IsolationPlan",
     "KernelDir",
-    "KernelPlan",
     "Limits",
     "ProfilePlan",
     "SandboxProfile",

@@ -46,7 +46,7 @@ from workbench.sandbox.plan import (
     INSIDE_WORK,
     SYSTEM_DIRS,
     Bind,
-    KernelPlan,
+    IsolationPlan,
     Mount,
     ProfilePlan,
     Rendered,
@@ -73,7 +73,7 @@ class SandboxSpec:
     env: dict[str, str] | None = None  # extra variables (already allow-listed by the caller)
     extra_ro_binds: tuple[str, ...] = ()  # "HOST" or "HOST:INSIDE"
 
-    def plan(self) -> KernelPlan:
+    def plan(self) -> IsolationPlan:
         return plan_for(
             self.profile,
             self.run_dir,
@@ -102,7 +102,7 @@ def env_argv(env: dict[str, str]) -> list[str]:
     return argv
 
 
-def build_argv(plan: KernelPlan | SandboxSpec, command: list[str]) -> list[str]:
+def build_argv(plan: IsolationPlan | SandboxSpec, command: list[str]) -> list[str]:
     """The full argv ([cgroup join →] rlimits → bwrap → [setpriv → bwrap] → command)."""
     if isinstance(plan, SandboxSpec):
         plan = plan.plan()
@@ -178,7 +178,7 @@ def _mount_argv(m: Mount, made: set[str]) -> list[str]:
     return [*_parents(m.target, made), "--ro-bind", m.source, m.target]
 
 
-def _drop_root(plan: KernelPlan) -> list[str]:
+def _drop_root(plan: IsolationPlan) -> list[str]:
     """As root: drop every capability but those setpriv needs, become the plan's uid, and run an inner,
     unprivileged bwrap in the outer one's filesystem."""
     p = plan.profile
@@ -273,10 +273,10 @@ RENDERS: Renders = {
     "ProfilePlan.new_session": Rendered(build_argv),
     "ProfilePlan.die_with_parent": Rendered(build_argv),
     "ProfilePlan.fresh_address_space": Rendered(build_argv),
-    "KernelPlan.env": Rendered(env_argv),
-    "KernelPlan.run": Rendered(filesystem_argv),
-    "KernelPlan.binds": Rendered(filesystem_argv),
-    "KernelPlan.uid": Rendered(_drop_root),
-    "KernelPlan.gid": Rendered(_drop_root),
-    "KernelPlan.cgroup": Rendered(cgroup_argv),
+    "IsolationPlan.env": Rendered(env_argv),
+    "IsolationPlan.run": Rendered(filesystem_argv),
+    "IsolationPlan.binds": Rendered(filesystem_argv),
+    "IsolationPlan.uid": Rendered(_drop_root),
+    "IsolationPlan.gid": Rendered(_drop_root),
+    "IsolationPlan.cgroup": Rendered(cgroup_argv),
 }

@@ -5,12 +5,13 @@
     zygote_argv(plan.profile, command)     # start="zygote", stage 1: the profile's zygote (bwrap)
     zygote_request(plan, args).encode()    # stage 2: what each child forked from it applies to itself
 
-A plan has two parts because a zygote isolates in two stages: `ProfilePlan` is what every kernel of a
-profile shares (a zygote's bwrap sets it up once), `KernelPlan` adds what is one kernel's own (its uid,
-run dir, binds, environment variables, cgroup). Each start method keeps a table, `RENDERS` (in
-`bwrap.py` and `zygote.py`), from each field ("ProfilePlan.mounts") to the function that applies it on that path, or to
-`Unsupported(because=...)`; tests/sandbox/test_plan.py walks the fields and fails on one with neither,
-and on a rendered field whose change leaves that path's output unchanged.
+An `IsolationPlan` has two parts because a zygote isolates in two stages: its `profile`, a
+`ProfilePlan`, is what every kernel of a profile shares (a zygote's bwrap sets it up once); its own
+fields are one kernel's (its uid, run dir, binds, environment variables, cgroup). Each start method
+keeps a table, `RENDERS` (in `bwrap.py` and `zygote.py`), from each field ("ProfilePlan.mounts") to
+the function that applies it on that path, or to `Unsupported(because=...)`; tests/sandbox/test_plan.py
+walks the fields and fails on one with neither, and on a rendered field whose change leaves that
+path's output unchanged.
 
 A new sandbox property is a field here, a renderer in `bwrap.py` and one in `zygote.py` (applied by
 `isolate.py` in the child), each named in its `RENDERS`.
@@ -102,7 +103,7 @@ class ProfilePlan:
 
 
 @dataclass(frozen=True)
-class KernelPlan:
+class IsolationPlan:
     """One kernel's sandbox: its profile's part, plus what is its own."""
 
     profile: ProfilePlan
@@ -258,10 +259,10 @@ def plan_for(
     env: Mapping[str, str] | None = None,
     extra_ro_binds: Sequence[str] = (),
     cgroup: Sequence[Path] = (),
-) -> KernelPlan:
+) -> IsolationPlan:
     """One kernel's plan: `profile`'s part, its run dir, uid (gid defaults to it), extra environment
     variables (already allow-listed by the caller), extra read-only binds and cgroup dirs."""
-    return KernelPlan(
+    return IsolationPlan(
         profile=profile_plan(profile),
         run=Bind(Path(run_dir), INSIDE_RUN),
         binds=parse_binds(extra_ro_binds),

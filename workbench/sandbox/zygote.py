@@ -26,7 +26,7 @@ from workbench.errors import SandboxError
 from workbench.sandbox import isolate
 from workbench.sandbox.bwrap import _which, env_argv, filesystem_argv
 from workbench.sandbox.plan import (
-    KernelPlan,
+    IsolationPlan,
     ProfilePlan,
     Rendered,
     Renders,
@@ -55,7 +55,7 @@ def zygote_argv(plan: ProfilePlan | SandboxProfile, command: list[str]) -> list[
 
 @dataclass(frozen=True)
 class ZygoteRequest:
-    """What one child forked from a zygote applies to itself: the wire form of a `KernelPlan`'s
+    """What one child forked from a zygote applies to itself: the wire form of a `IsolationPlan`'s
     per-kernel stage (the profile's view and everything else fixed come from the zygote itself)."""
 
     uid: int
@@ -83,7 +83,7 @@ class ZygoteRequest:
         return cls(**raw)
 
 
-def zygote_request(plan: KernelPlan, args: list[str]) -> ZygoteRequest:
+def zygote_request(plan: IsolationPlan, args: list[str]) -> ZygoteRequest:
     """Stage 2 of `plan`: what the child applies, for a kernel started with ipykernel `args`."""
     p = plan.profile
     require_fixed(p, "start='zygote'", RENDERS)
@@ -104,7 +104,7 @@ def zygote_request(plan: KernelPlan, args: list[str]) -> ZygoteRequest:
     )
 
 
-def request_fds(plan: KernelPlan) -> list[tuple[str, Path]]:
+def request_fds(plan: IsolationPlan) -> list[tuple[str, Path]]:
     """What the host opens for a request, as (kind, host path): the run dir to mount, each cgroup.procs
     to write, each bind to mount. The fds travel in the order run dir, the kernel's log and exit-status
     pipe (the caller's own), cgroups, binds."""
@@ -139,14 +139,14 @@ RENDERS: Renders = {
         because="children are forks of the zygote and share its address-space layout (ASLR), so one "
         "kernel's leaked pointers predict another's; kernels run only unprivileged code"
     ),
-    "KernelPlan.env": Rendered(zygote_request),
-    "KernelPlan.run": Rendered(isolate.mount_private),
-    "KernelPlan.binds": Rendered(
+    "IsolationPlan.env": Rendered(zygote_request),
+    "IsolationPlan.run": Rendered(isolate.mount_private),
+    "IsolationPlan.binds": Rendered(
         isolate.mount_private,
         weaker="mount points for a kernel's binds are made (empty, root-owned) in the zygote's root tmpfs, "
         "so later kernels of that zygote see those empty directories (never the content)",
     ),
-    "KernelPlan.uid": Rendered(isolate.become_unprivileged),
-    "KernelPlan.gid": Rendered(isolate.become_unprivileged),
-    "KernelPlan.cgroup": Rendered(request_fds),
+    "IsolationPlan.uid": Rendered(isolate.become_unprivileged),
+    "IsolationPlan.gid": Rendered(isolate.become_unprivileged),
+    "IsolationPlan.cgroup": Rendered(request_fds),
 }
