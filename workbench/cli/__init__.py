@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "workbench.cli.evolve",
     "workbench.cli.widgets",
     "workbench.cli.envs",
+    "workbench.cli.gateway",
 ]
 
 
