@@ -9,20 +9,27 @@ Whatever bytes a client sends, the answer is a reply, never a crash or a 500:
   too deeply to parse.
 - `validation_message(exc)` turns a pydantic `ValidationError` into one line naming each field,
   without echoing the (possibly huge) input.
+- `name_routes(app, served)` answers a path or method the app lacks with a message naming what it
+  serves, instead of a bare "Not Found" that a client (the `openai` package) shows as "Error code: 404".
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
-from workbench.safetext import safe_bytes, safe_json
+from workbench.safetext import safe_bytes, safe_json, safe_text
 
 if TYPE_CHECKING:
+    from fastapi import FastAPI
     from pydantic import ValidationError
+    from starlette.exceptions import HTTPException
+    from starlette.requests import Request
+    from starlette.responses import Response
 
-__all__ = ["BadRequest", "BodyLimit", "parse_json", "validation_message"]
+__all__ = ["BadRequest", "BodyLimit", "name_routes", "parse_json", "validation_message"]
 
 
 class BadRequest(ConfigError):
@@ -47,16 +54,38 @@ def parse_json(raw: bytes) -> Any:
         raise BadRequest("the JSON body nests too deeply; send a flat request object") from None
 
 
-def validation_message(exc: ValidationError) -> str:
-    """One line for a pydantic `ValidationError`: 'field: problem; other: problem'."""
+def validation_message(exc: ValidationError, root: str = "body") -> str:
+    """One line for a pydantic `ValidationError`: 'field: problem; other: problem' (`root`: a problem with
+    the whole value). JSON-safe whatever was sent: valid Unicode, field names cut at 100 characters."""
     parts = []
     for err in exc.errors(include_input=False, include_url=False)[:10]:
-        loc = ".".join(str(x) for x in err.get("loc", ())) or "body"
+        loc = ".".join(str(x) for x in err.get("loc", ()))[:100] or root
         if err.get("type") == "extra_forbidden":
             parts.append(f"{loc}: this field is not supported here; remove it")
         else:
             parts.append(f"{loc}: {err.get('msg', 'invalid')}")
-    return "; ".join(parts) or "invalid request"
+    return safe_text("; ".join(parts)) or "invalid request"
+
+
+def name_routes(app: FastAPI, served: str, make_body: Callable[[str, int], dict[str, Any]] | None = None) -> None:
+    """Answer a request for a path or method `app` (FastAPI) lacks with "POST /x is not served here; this
+    server serves {served}", shaped by `make_body(message, status)` (FastAPI's {"detail": ...} by default)."""
+    from fastapi.exception_handlers import http_exception_handler
+    from starlette.exceptions import HTTPException as RouterError
+    from starlette.responses import JSONResponse
+
+    shape = make_body or (lambda message, status: {"detail": message})
+    routing = {404: "Not Found", 405: "Method Not Allowed"}  # the router's own answers
+
+    async def named(request: Request, exc: HTTPException) -> Response:
+        if exc.detail != routing.get(exc.status_code):  # a route's own HTTPException, or another status
+            return await http_exception_handler(request, exc)
+        message = (
+            f"{request.method} {safe_text(request.url.path)[:200]} is not served here; this server serves {served}"
+        )
+        return JSONResponse(shape(message, exc.status_code), status_code=exc.status_code, headers=exc.headers)
+
+    app.add_exception_handler(RouterError, named)  # type: ignore[arg-type]  # starlette types handlers loosely
 
 
 class BodyLimit:

@@ -14,7 +14,9 @@ and `user` (a label; it changes nothing). Every other field, and `stream`, `echo
 it: nothing is silently ignored.
 
 Bad input is a 400 for that request only: prompts are checked (token ids inside the vocabulary,
-lengths inside the context) before they join a batch. Bodies over `max_body_bytes` get 413;
+lengths inside the context) before they join a batch. A path or method it lacks (`/v1/chat/completions`)
+is a 404/405 naming what it serves and how to chat. Every refusal is an OpenAI error object, so the
+`openai` client shows its message. Bodies over `max_body_bytes` get 413;
 invalid UTF-8 and lone surrogates in text become U+FFFD (`workbench.safetext`).
 
     serve_model("runs/tiny", port=8000)                      # blocks
@@ -47,7 +49,7 @@ from workbench.policies.completions_wire import (
     prompt_ids,
     refuse_unsupported,
 )
-from workbench.webio import BadRequest, BodyLimit
+from workbench.webio import BadRequest, BodyLimit, name_routes
 
 if TYPE_CHECKING:
     import uvicorn
@@ -56,6 +58,13 @@ if TYPE_CHECKING:
     from starlette.requests import Request
 
     from workbench.policies.hf import TransformersPolicy
+
+
+_SERVED = (
+    "GET /health, GET /v1/models, POST /v1/completions (a prompt as text or token ids), POST /tokenize (text "
+    "or chat messages) and POST /detokenize; for a chat, POST /tokenize with the messages and complete the "
+    "ids with POST /v1/completions, as workbench's OpenAIPolicy does"
+)
 
 
 def build_app(policy: TransformersPolicy, model_name: str | None = None, limits: ModelLimits | None = None) -> FastAPI:
@@ -77,6 +86,7 @@ def build_app(policy: TransformersPolicy, model_name: str | None = None, limits:
     app.add_route("/v1/completions", routes.completions, methods=["POST"])
     app.add_route("/tokenize", routes.tokenize, methods=["POST"])
     app.add_route("/detokenize", routes.detokenize, methods=["POST"])
+    name_routes(app, _SERVED, make_body=_error_body)  # /v1/chat/completions: the fix, not a bare 404
     return app
 
 
@@ -158,6 +168,8 @@ class _Routes:
 
     def _sampling_params(self, req: CompletionRequest, prompts: list[list[int]]) -> SamplingParams:
         """The request's sampling parameters; a 400 when it asks for more choices than one request may."""
+        if req.max_tokens is not None and req.max_tokens < 1:
+            raise BadRequest(f"max_tokens must be >= 1, got {req.max_tokens} (leave it out: up to the context's end)")
         limit = self.limits.max_choices
         if not 1 <= req.n <= limit or len(prompts) * req.n > limit:
             raise BadRequest(

@@ -10,7 +10,8 @@
         RemoteRetriever(url).search("who built it")
 
 Limits (`SearchLimits`, the `serve-search` flags): a body over 4 MiB gets 413; more than 4096 queries,
-a query over 4096 characters or a bad field gets 422; a body that is not JSON gets 400. Invalid
+a query over 4096 characters or a bad field gets 422; a body that is not JSON gets 400; a path or method
+it lacks gets 404/405. Each refusal is `{"detail": "what is wrong and the fix"}`. Invalid
 UTF-8 and lone surrogates in queries become U+FFFD (`workbench.safetext`). Large batches run in
 chunks of 32 queries and concurrent requests take turns chunk by chunk, so a small request is
 never stuck behind a large one. SIGTERM stops the server within about a second even mid-request.
@@ -29,6 +30,8 @@ from typing import Any
 from workbench.errors import ConfigError, RetrievalError
 from workbench.safetext import safe_json
 from workbench.search.hits import Retriever
+
+_SEARCH_R1_BODY = '{"queries": ["..."], "topk": 3, "return_scores": true}'  # what Search-R1's client posts
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,7 @@ def create_app(
     from fastapi.responses import JSONResponse
     from pydantic import BaseModel, ValidationError
 
-    from workbench.webio import BadRequest, BodyLimit, parse_json, validation_message
+    from workbench.webio import BadRequest, BodyLimit, name_routes, parse_json, validation_message
 
     lim = limits or SearchLimits()
 
@@ -148,10 +151,10 @@ def create_app(
         try:
             req = RetrieveRequest.model_validate(parse_json(raw))
         except ValidationError as exc:
-            raise BadRequest(validation_message(exc), 422) from None
+            raise BadRequest(f"{validation_message(exc)} (send {_SEARCH_R1_BODY})", 422) from None
         k = req.topk or topk
         if not 1 <= k <= max_topk:
-            raise BadRequest(f"topk must be between 1 and {max_topk}", 422)
+            raise BadRequest(f"topk must be between 1 and {max_topk}, got {k} (0 or none: this server's {topk})", 422)
         _check_queries(req.queries, lim)
         return list(req.queries), k, req.return_scores
 
@@ -177,6 +180,7 @@ def create_app(
     def health() -> dict[str, Any]:
         return {"status": "ok", "retriever": repr(retriever)}
 
+    name_routes(app, f"POST /retrieve ({_SEARCH_R1_BODY}){', POST /access' if pages else ''} and GET /health")
     return app
 
 
