@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
 from pydantic import Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from workbench.envs.session import EpisodeHost, EpisodeSession
 from workbench.errors import ConfigError
@@ -33,6 +34,16 @@ from workbench.kernel.sync import background_loop, run_sync
 from workbench.trajectory import Step, Task
 
 T = TypeVar("T")
+
+_CODE_OR_TURN = (
+    'an NBAgentAction carries either code or turn, not both and not neither: send {"code": "..."} to run '
+    'Python as is, or {"turn": "<think>...</think><code>...</code>"} to run a model turn\'s code'
+)
+_NO_EPISODE = (
+    "step() before reset(): reset the environment first (served, an episode lives in one WebSocket session: "
+    "OpenEnv's HTTP /step builds a fresh environment per request, so step over /ws with NBAgentClient or "
+    "OpenEnv's GenericEnvClient)"
+)
 
 
 class NBAgentAction(Action):  # type: ignore[misc]  # openenv-core ships no type information: its classes are Any
@@ -45,7 +56,9 @@ class NBAgentAction(Action):  # type: ignore[misc]  # openenv-core ships no type
     @model_validator(mode="after")
     def _one_of(self) -> NBAgentAction:
         if (self.code is None) == (self.turn is None):
-            raise ValueError("an NBAgentAction carries either code or turn, not both and not neither")
+            # a PydanticCustomError, not a ValueError: the error's context then holds no exception object,
+            # so OpenEnv's server can send the refusal to its client as JSON
+            raise PydanticCustomError("code_or_turn", _CODE_OR_TURN)
         return self
 
 
@@ -140,6 +153,8 @@ class NBAgentEnvironment(Environment[NBAgentAction, NBAgentObservation, NBAgentS
 
     # -- the work, on workbench's kernel loop --------------------------------------------------
     async def _reset(self, seed: int | None, episode_id: str | None, fields: dict[str, Any]) -> NBAgentObservation:
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ConfigError(f"reset(seed={seed!r}): the seed is an int (it picks one of the host's tasks) or None")
         if self.session is not None:
             old, self.session = self.session, None
             await old.aclose()
@@ -162,7 +177,7 @@ class NBAgentEnvironment(Environment[NBAgentAction, NBAgentObservation, NBAgentS
 
     async def _step(self, action: NBAgentAction, timeout_s: float | None) -> NBAgentObservation:
         if self.session is None:
-            raise ConfigError("step() before reset(): reset the environment first")
+            raise ConfigError(_NO_EPISODE)
         session = self.session
         step = await session.step(code=action.code, turn=action.turn, timeout=timeout_s)
         return _observation(session, step)

@@ -9,11 +9,16 @@
 Each WebSocket client gets its own `NBAgentEnvironment` (its own kernel, up to `max_sessions` at once);
 the HTTP `/reset` and `/step` routes build a throwaway one per request, as OpenEnv does. `workbench
 serve-env` runs the same server in the foreground.
+
+A refusal reaches the client in words that name the problem and the fix, and the session serves on: an
+invalid action is OpenEnv's `VALIDATION_ERROR` (WebSocket; its message carries the reasons) or a 422 whose
+`detail` holds them (HTTP); a workbench error (no episode yet, a bad reset) is its message, over HTTP a 400.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import socket
 import threading
 import time
@@ -22,14 +27,19 @@ from typing import TYPE_CHECKING, Any
 from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
 from openenv.core.env_server.http_server import create_fastapi_app
+from pydantic import ConfigDict, ValidationError
+from pydantic_core import PydanticCustomError
 
 from workbench.envs.openenv import NBAgentAction, NBAgentEnvironment, NBAgentObservation, NBAgentState
 from workbench.envs.session import EpisodeHost
-from workbench.errors import ConfigError
+from workbench.errors import ConfigError, WorkbenchError
+from workbench.safetext import safe_text
+from workbench.webio import validation_message
 
 if TYPE_CHECKING:
     import uvicorn
-    from fastapi import FastAPI
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
@@ -37,8 +47,73 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 def build_env_app(host: EpisodeHost) -> FastAPI:
     """OpenEnv's FastAPI app over `NBAgentEnvironment`s sharing `host` (`/ws`, `/reset`, `/step`, `/state`…)."""
     factory = functools.partial(NBAgentEnvironment, host)
-    app: FastAPI = create_fastapi_app(factory, NBAgentAction, NBAgentObservation, max_concurrent_envs=host.max_sessions)
+    app: FastAPI = create_fastapi_app(factory, _WireAction, NBAgentObservation, max_concurrent_envs=host.max_sessions)
+    app.add_exception_handler(WorkbenchError, _refused)
+    app.add_middleware(_NamedRefusals)
     return app
+
+
+class _WireAction(NBAgentAction):
+    """`NBAgentAction` as the server reads it off the wire. A refusal is one error whose message names each
+    problem (`validation_message`) and holds neither the input nor an exception object, so OpenEnv's server
+    can send it as JSON whatever the client sent (a megabyte of code, lone surrogates, odd field names)."""
+
+    model_config = ConfigDict(title="NBAgentAction")
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> NBAgentAction:
+        try:
+            action: NBAgentAction = super().model_validate(obj, **kwargs)
+        except ValidationError as exc:
+            reason = PydanticCustomError("invalid_action", validation_message(exc, root="action"))
+            line = {"type": reason, "loc": (), "input": None}
+            raise ValidationError.from_exception_data("NBAgentAction", [line]) from None  # type: ignore[list-item]
+        return action
+
+
+async def _refused(request: Request, exc: Exception) -> JSONResponse:
+    """An HTTP route's workbench error as JSON `{"detail": message}`: 400 for a bad request, else 500."""
+    from fastapi.responses import JSONResponse
+
+    status = 400 if isinstance(exc, ConfigError) else 500
+    return JSONResponse({"detail": safe_text(str(exc))}, status_code=status)
+
+
+class _NamedRefusals:
+    """OpenEnv 0.3's WebSocket route answers a message that fails validation with the words "Invalid
+    message" and the pydantic errors beside them, and its clients show only the words. This ASGI layer adds
+    each error's own message to them, so the client shows what was wrong and the fix."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "websocket":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_named(message: Any) -> None:
+            text = message.get("text")
+            if message.get("type") == "websocket.send" and isinstance(text, str) and text.startswith('{"type":"error"'):
+                message = {**message, "text": _with_reasons(text)}
+            await send(message)
+
+        await self.app(scope, receive, send_named)
+
+
+def _with_reasons(frame: str) -> str:
+    """An OpenEnv error frame whose VALIDATION_ERROR message also says each error's loc and msg."""
+    reply = json.loads(frame)
+    data = reply.get("data") or {}
+    errors = data.get("errors") or []
+    if data.get("code") != "VALIDATION_ERROR" or not errors:
+        return frame
+    reasons = []
+    for error in errors[:10]:
+        loc = ".".join(str(part) for part in error.get("loc") or ())
+        reasons.append(f"{loc}: {error.get('msg')}" if loc else str(error.get("msg")))
+    data["message"] = f"{data.get('message') or 'Invalid message'}: {'; '.join(reasons)}"
+    return json.dumps(reply)
 
 
 class EnvServer:

@@ -128,7 +128,9 @@ class RolloutSession:
     async def step(self, text: str) -> dict[str, Any]:
         async with self.lock:
             if self.rollout.done():
-                raise RuntimeError("this episode is over (the environment said done); reset a new one")
+                failed = not self.rollout.cancelled() and self.rollout.exception() is not None
+                why = "it failed, as its last answer said" if failed else "the environment said done"
+                raise RuntimeError(f"this episode is over ({why}); reset a new one")
             await self.turns.answers.put(surrogate_free(text))
             return await self.advance()
 
@@ -166,6 +168,13 @@ def rollout_input(env: Any, args: dict[str, Any]) -> dict[str, Any]:
     """The dataset row a reset names: `seed`/`example` i → row i (mod the size) of `split`; or the task's own
     fields (`prompt` messages or a `question`, framed as the environment frames its dataset's)."""
     args = dict(args)
+    prompt = args.get("prompt")
+    for i, message in enumerate(prompt if isinstance(prompt, list) else ()):
+        if not (isinstance(message, dict) and "role" in message and "content" in message):
+            raise ValueError(
+                f"reset(prompt=...): message {i} is {str(message)[:80]}; each is "
+                '{"role": "system", "user" or "assistant", "content": "the text"}'
+            )
     if "prompt" in args or "question" in args:
         question = args.pop("question", None)
         if "prompt" not in args:
@@ -193,11 +202,16 @@ class VerifiersBridge:
     async def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op, name = request.get("op"), str(request.get("session", ""))
         if op == "reset":
+            args = request.get("args") or {}
+            if not isinstance(args, dict):
+                raise ValueError(f"reset's args are a JSON object ({RESET_KEYS}), got {type(args).__name__}")
             self.close(name)
-            session = self.sessions[name] = RolloutSession(
-                self.vf, self.env, rollout_input(self.env, request.get("args") or {})
-            )
-            return await session.start()
+            session = self.sessions[name] = RolloutSession(self.vf, self.env, rollout_input(self.env, args))
+            try:
+                return await session.start()
+            except BaseException:
+                self.close(name)  # a failed reset leaves no episode: a step then says to reset
+                raise
         if op == "step":
             if name not in self.sessions:
                 raise ValueError(f"no session {name!r}: reset it first")
