@@ -38,7 +38,38 @@ TOOL_ROLE_TEMPLATE = (  # ChatML that gives tool results their own role
     "{% else %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}{% endif %}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
-TEMPLATES = {"chatml": None, "smollm2": SMOLLM2_TEMPLATE, "llama3": LLAMA3_TEMPLATE, "tool_role": TOOL_ROLE_TEMPLATE}
+HERMES_TEMPLATE = (  # Qwen2.5's shape: tools in the system message, <tool_call> JSON, tool results as user turns
+    "{%- if tools %}{{ '<|im_start|>system\\n' }}{% if messages[0]['role'] == 'system' %}"
+    "{{ messages[0]['content'] }}{% else %}You are a helpful assistant.{% endif %}"
+    "{{ '\\n\\n# Tools\\n\\n<tools>' }}{% for tool in tools %}{{ '\\n' }}{{ tool | tojson }}{% endfor %}"
+    "{{ '\\n</tools>\\n\\nCall a function with <tool_call>' }}"
+    '{{ \'{"name": ..., "arguments": ...}</tool_call><|im_end|>\\n\' }}'
+    "{%- elif messages[0]['role'] == 'system' %}"
+    "{{ '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}"
+    "{%- endif %}"
+    "{%- for message in messages %}"
+    "{%- if message.role == 'user' or (message.role == 'system' and not loop.first)"
+    " or (message.role == 'assistant' and not message.tool_calls) %}"
+    "{{ '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}"
+    "{%- elif message.role == 'assistant' %}{{ '<|im_start|>assistant' }}"
+    "{% if message.content %}{{ '\\n' + message.content }}{% endif %}"
+    "{% for call in message.tool_calls %}{% set call = call.function %}"
+    '{{ \'\\n<tool_call>\\n{"name": "\' + call.name + \'", "arguments": \' }}{{ call.arguments | tojson }}'
+    "{{ '}\\n</tool_call>' }}{% endfor %}{{ '<|im_end|>\\n' }}"
+    "{%- elif message.role == 'tool' %}"
+    "{% if loop.index0 == 0 or messages[loop.index0 - 1].role != 'tool' %}{{ '<|im_start|>user' }}{% endif %}"
+    "{{ '\\n<tool_response>\\n' + message.content + '\\n</tool_response>' }}"
+    "{% if loop.last or messages[loop.index0 + 1].role != 'tool' %}{{ '<|im_end|>\\n' }}{% endif %}"
+    "{%- endif %}{%- endfor %}"
+    "{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+TEMPLATES = {
+    "hermes": HERMES_TEMPLATE,
+    "chatml": None,
+    "smollm2": SMOLLM2_TEMPLATE,
+    "llama3": LLAMA3_TEMPLATE,
+    "tool_role": TOOL_ROLE_TEMPLATE,
+}
 
 
 def tokenizer_for(name: str):

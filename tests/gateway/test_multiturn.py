@@ -246,3 +246,33 @@ def test_a_real_client_over_http_keeps_one_segment(chatml_codec):
     text = chatml_codec.decode(segment["prompt_ids"] + segment["completion_ids"])
     assert samples[0] + "<|im_end|>\n<|im_start|>user\n<tool_response>\nx: a letter\n</tool_response><|im_end|>" in text
     assert traj.metadata["gateway"]["tool_protocol"] == "text"
+
+
+def test_a_native_tool_template_renders_tools_itself_and_parallel_calls_come_back():
+    from gateway_helpers import tokenizer_for
+
+    codec = TokenizerCodec(tokenizer_for("hermes"))
+    sample = "".join(
+        f'<tool_call>\n{{"name": "lookup", "arguments": {{"word": "{w}", "n": {n}}}}}\n</tool_call>\n'
+        for n, w in enumerate("ab")
+    )
+    with ModelGateway(queue_policy(codec, [sample, "both found"])) as gw, gw.rollout("t") as r:
+        assert gw.tool_protocol == "native"
+        messages: list = [{"role": "user", "content": "look up a and b"}]
+        raw = r.sync_client.chat.completions.with_raw_response.create(model="m", messages=messages, tools=TOOLS)
+        assert raw.headers["x-workbench-tool-protocol"] == "native"
+        first = raw.parse().choices[0]
+        assert first.finish_reason == "tool_calls"
+        calls = first.message.tool_calls
+        assert [(c.function.name, json.loads(c.function.arguments)) for c in calls] == [
+            ("lookup", {"word": "a", "n": 0}),
+            ("lookup", {"word": "b", "n": 1}),
+        ]
+        messages.append(first.message.model_dump(exclude_none=True))
+        messages += [{"role": "tool", "tool_call_id": c.id, "content": f"{c.id} found"} for c in calls]
+        r.sync_client.chat.completions.create(model="m", messages=messages, tools=TOOLS)
+        traj = r.trajectory
+    [segment] = traj.segments()
+    text = codec.decode(segment["prompt_ids"])
+    assert '{"type": "function", "function": {"name": "lookup"' in text  # the template's own tool listing
+    assert "</tool_call>\n<|im_end|>\n<|im_start|>user\n<tool_response>\n" in codec.decode(segment["completion_ids"])

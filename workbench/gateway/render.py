@@ -63,7 +63,8 @@ class ChatRenderer:
         if self.template is None:
             text = plain_chat_text([{"role": m["role"], "content": m["content"]} for m in masked])
             return text if generate else text[: -len("<|assistant|>\n")]
-        kwargs: dict[str, Any] = {"tools": tools} if tools and self.tool_protocol == "native" else {}
+        native = tools and self.tool_protocol == "native"
+        kwargs: dict[str, Any] = {"tools": _mask_value(tools, self._mask)} if native else {}
         try:
             rendered = self.tokenizer.apply_chat_template(  # type: ignore[union-attr]
                 masked, tokenize=False, add_generation_prompt=generate, **kwargs

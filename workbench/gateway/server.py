@@ -183,8 +183,10 @@ class _Routes:
         _remember(state, raw, body)
         if req.stream:
             usage = bool(req.stream_options and req.stream_options.include_usage)
-            return _stream(chat_events(answer.completion, usage), self._mark(state, answer))
-        return _delivered(body, self._mark(state, answer))
+            return _stream(
+                chat_events(answer.completion, usage), self._mark(state, answer), state.renderer.tool_protocol
+            )
+        return _delivered(body, self._mark(state, answer), state.renderer.tool_protocol)
 
     def _mark(self, state: RolloutState, answer: CallAnswer) -> Any:
         """Marks the call delivered; written at the rollout's next write (now, when it already finished)."""
@@ -212,8 +214,12 @@ class _Routes:
         body = answer.completion.model_dump(mode="json", exclude_unset=True)
         _remember(state, raw, body)
         if stream:
-            return _stream(completion_events(answer.completion, stream == "usage"), self._mark(state, answer))
-        return _delivered(body, self._mark(state, answer))
+            return _stream(
+                completion_events(answer.completion, stream == "usage"),
+                self._mark(state, answer),
+                state.renderer.tool_protocol,
+            )
+        return _delivered(body, self._mark(state, answer), state.renderer.tool_protocol)
 
     async def create(self, request: Request) -> Response:
         from workbench.webio import parse_json
@@ -291,14 +297,17 @@ def _remember(state: RolloutState, raw: bytes, body: dict[str, Any]) -> None:
             state.replies.popitem(last=False)
 
 
-def _delivered(body: dict[str, Any], mark: Any) -> Response:
+TOOL_PROTOCOL_HEADER = "x-workbench-tool-protocol"  # "native" or "text": how tools reached the model
+
+
+def _delivered(body: dict[str, Any], mark: Any, protocol: str) -> Response:
     from starlette.background import BackgroundTask
     from starlette.responses import JSONResponse
 
-    return JSONResponse(body, background=BackgroundTask(mark))
+    return JSONResponse(body, background=BackgroundTask(mark), headers={TOOL_PROTOCOL_HEADER: protocol})
 
 
-def _stream(events: Any, mark: Any) -> Response:
+def _stream(events: Any, mark: Any, protocol: str) -> Response:
     from starlette.responses import StreamingResponse
 
     async def body() -> Any:
@@ -306,7 +315,7 @@ def _stream(events: Any, mark: Any) -> Response:
             yield event
         mark()
 
-    return StreamingResponse(body(), media_type="text/event-stream")
+    return StreamingResponse(body(), media_type="text/event-stream", headers={TOOL_PROTOCOL_HEADER: protocol})
 
 
 async def _completion_call(
