@@ -4,10 +4,10 @@
 
 What `python -m workbench.demo --model smollm2 --proposer learned` generates with: one frozen
 SmolLM2-135M-Instruct (the embedded GGUF, converted once) with a rank-16 adapter per role
-(`workbench.demo.adapters.RoleAdapters`, each role's lora_B drawn at random so the roles differ). The
+(`workbench.train.lora.RoleAdapters`, each role's lora_B drawn at random so the roles differ). The
 same batches, `--rows` prompts per role (a chat-formatted NB-Agent question) of `--tokens` sampled tokens
 each (temperature 1, seeded, no stop), run through each role's `AdapterPolicy` (transformers, the baseline)
-and then each role's `AdapterVLLMPolicy` (one in-process vLLM engine, `workbench.demo.vllm_adapters`).
+and then each role's `AdapterVLLMPolicy` (one in-process vLLM engine, `workbench.policies.vllm_adapters`).
 Figures: tokens per second of each, their ratio (printed as `vllm / transformers tokens/s: X`), and the
 cost of serving a stepped adapter (the save plus vLLM's load at the next batch).
 """
@@ -30,8 +30,8 @@ ROLES = ("solver", "proposer")
 def role_adapters(base: Path):
     import torch
 
-    from workbench.demo.adapters import RoleAdapters
     from workbench.models.load import load_causal_lm
+    from workbench.train.lora import RoleAdapters
 
     model, tok, _ = load_causal_lm(base, device="cpu", dtype="float32")
     adapters = RoleAdapters(model, ROLES, rank=16, seed=0)
@@ -90,7 +90,7 @@ def main() -> None:
     if args.smoke:
         smoke_skip("the vLLM engine", "its start-up alone takes a minute on a CPU; run without --smoke to time it")
         return
-    from workbench.demo.vllm_adapters import AdapterVLLMPolicy, adapter_engine
+    from workbench.policies.vllm_adapters import AdapterVLLMPolicy, adapter_engine
 
     t = time.perf_counter()
     llm = adapter_engine(base, rank=16)

@@ -18,8 +18,8 @@ BACKENDS = {
     "VLLMPolicy": "workbench.policies.vllm_engine",
     "OpenAIPolicy": "workbench.policies.openai_compat",
     "ScriptedPolicy": "workbench.policies.scripted",
-    "ColocatedVLLMPolicy": "workbench.train.policy",
-    "VLLMTrainerPolicy": "workbench.train.policy",
+    "ColocatedVLLMPolicy": "workbench.policies.vllm_colocated",
+    "VLLMTrainerPolicy": "workbench.policies.vllm_trainer",
 }
 
 

@@ -1,4 +1,4 @@
-"""Both roles' LoRA adapters served by one vLLM engine (`workbench.demo.vllm_adapters`): each role samples
+"""Both roles' LoRA adapters served by one vLLM engine (`workbench.policies.vllm_adapters`): each role samples
 with its own adapter's tensors (logprobs equal peft's), and after an optimizer step on one role its next
 batch samples from the stepped tensors while the other role's served adapter stays as it was."""
 
@@ -34,9 +34,9 @@ def sample(policy, prompt: list[int]):
 def served(vllm_model_dir, vllm_engine, tmp_path_factory):
     """A RoleAdapters model on the session's agent model (each role's lora_B drawn at random, so the two
     roles and the base differ) and each role's policy over an engine that serves adapters."""
-    from workbench.demo.adapters import RoleAdapters
-    from workbench.demo.vllm_adapters import AdapterVLLMPolicy, adapter_engine
     from workbench.models.load import load_causal_lm
+    from workbench.policies.vllm_adapters import AdapterVLLMPolicy, adapter_engine
+    from workbench.train.lora import RoleAdapters
 
     model, tok, _ = load_causal_lm(vllm_model_dir, device="cpu", dtype="float32")
     adapters = RoleAdapters(model, ROLES, rank=8, seed=0)

@@ -1,4 +1,4 @@
-"""One base, one LoRA adapter per role (`workbench.demo.adapters`): each role's policy generates with its own
+"""One base, one LoRA adapter per role (`workbench.train.lora.RoleAdapters`): each role's policy generates with its own
 adapter and leaves the training state as it found it, and a real TRL step on one role's adapter leaves the
 other role's tensors (and the base) bit-identical."""
 
@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from workbench.demo.adapters import RoleAdapters
 from workbench.errors import ConfigError
+from workbench.train.lora import RoleAdapters
 from workbench.trajectory import Task
 
 DOCS = [

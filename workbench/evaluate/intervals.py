@@ -1,4 +1,4 @@
-"""95% confidence intervals for the demo's held-out accuracies and their changes.
+"""95% confidence intervals for held-out accuracies and their changes (the SmolLM2 demo prints them).
 
 An accuracy is a share of questions answered right: its interval is Wilson's score interval (good at
 small counts and at 0% or 100%, where the normal approximation collapses to a point). A change

@@ -67,7 +67,7 @@ class FormatShares:
         return cls(**{**data, "habits": Counter(data.get("habits", {}))})
 
     def lines(self) -> list[str]:
-        """Plain-text lines for the demo's output."""
+        """Plain-text lines for a report (the SmolLM2 demo prints them)."""
         n = max(self.turns, 1)
         lines = [
             f"  format over {self.turns} turns: think {self.with_think / n:.0%}, code {self.with_code / n:.0%}, "

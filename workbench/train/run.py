@@ -246,7 +246,7 @@ def train(
 
     Episodes sample from the live weights (or the trainer's vLLM engine, `use_vllm`); with `policy`,
     from that one instead, which the caller keeps in step with the weights after each optimizer step
-    (a role's LoRA adapter served by vLLM, `workbench.demo.vllm_adapters`)."""
+    (a role's LoRA adapter served by vLLM, `workbench.policies.vllm_adapters`)."""
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     from workbench.train.callbacks import MetricsCallback
     from workbench.train.trainer import WorkbenchGRPOTrainer
