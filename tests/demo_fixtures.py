@@ -23,12 +23,12 @@ class DemoRun:
 
 @pytest.fixture(scope="session")
 def fast_demo(tmp_path_factory, torch_threads) -> DemoRun:
-    """`run_demo` with the FAST settings into a fresh `<work>/runs/demo`."""
-    from workbench.demo import FAST, DemoConfig, run_demo
+    """`run_demo` with the "fast" preset into a fresh `<work>/runs/demo`."""
+    from workbench.demo import DemoConfig, run_demo
 
     run_dir = tmp_path_factory.mktemp("work") / "runs" / "demo"
     lines: list[str] = []
-    result = run_demo(DemoConfig(run_dir=str(run_dir), **FAST, torch_threads=torch_threads), out=lines.append)
+    result = run_demo(DemoConfig.preset("fast", run_dir=str(run_dir), torch_threads=torch_threads), out=lines.append)
     return DemoRun(run_dir, result, lines)
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from workbench.agent.config import AgentConfig
 from workbench.configfile import Config, check_value, parse_overrides, to_toml
-from workbench.demo.config import FAST, FAST_LEARNED, FAST_SMOLLM2, SMOLLM2, DemoConfig
+from workbench.demo.config import PRESETS, DemoConfig
 from workbench.errors import ConfigError
 from workbench.evolve.asearcher import ASearcherConfig
 from workbench.evolve.config import Agent0Config, DrZeroConfig
@@ -174,8 +174,8 @@ def test_demo_cache_keys_are_unchanged():
     assert config.key("seed", "world_size", "vocab_size", "teacher_tasks") == "7e9aa7a879"
     proposer = ("seed", "world_size", "proposer_teacher_tasks", "proposer_hop_weights", "proposer_context_tokens")
     assert config.key(*proposer, "proposer_max_new_tokens", "max_steps", "proposer_vocab_size") == "cfb7f37885"
-    for settings in (FAST, FAST_LEARNED, SMOLLM2, FAST_SMOLLM2):  # the presets still make valid configs
-        DemoConfig(**settings)
+    for name in PRESETS:  # the presets still make valid configs
+        DemoConfig.preset(name)
 
 
 def test_check_value_covers_the_annotation_forms():

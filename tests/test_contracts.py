@@ -28,7 +28,7 @@ RUNNERS = {
     "NBAgentEpisodes": "workbench.train.run",
     "ProposerEpisodes": "workbench.evolve.phases",
     "SolverEpisodes": "workbench.evolve.phases",
-    "RecordedEpisodes": "workbench.demo.hrpo",
+    "RecordedEpisodes": "workbench.demo.rl",
 }
 
 

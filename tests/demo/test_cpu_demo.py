@@ -67,8 +67,7 @@ def test_sft_sequences_train_on_model_tokens_only():
 def test_demo_smoke_run_every_stage_and_cache(fast_demo, torch_threads, tmp_path):
     import shutil
 
-    from workbench.demo import FAST, DemoConfig
-    from workbench.demo.pipeline import Stages, solver_stages
+    from workbench.demo import DemoConfig, ScriptedProposer, Stages, TinyModel
 
     run, result, lines = fast_demo.run_dir, fast_demo.result, list(fast_demo.lines)
     summary = json.loads((run / "summary.json").read_text())
@@ -88,10 +87,9 @@ def test_demo_smoke_run_every_stage_and_cache(fast_demo, torch_threads, tmp_path
     # evaluation (in a copy of the run dir: the shared one stays as the first run left it); stages 5-6
     # have nothing to reuse, so the second run stops after stage 4
     shutil.copytree(run, tmp_path / "demo")
-    again = Stages(
-        DemoConfig(run_dir=str(tmp_path / "demo"), **FAST, torch_threads=torch_threads), lines.append, fresh=False
-    )
-    *_, before = solver_stages(again, lines.append)
+    cfg = DemoConfig.preset("fast", run_dir=str(tmp_path / "demo"), torch_threads=torch_threads)
+    again = Stages(cfg, lines.append, fresh=False, model=TinyModel(), proposer=ScriptedProposer())
+    [before] = TinyModel().solver_stages(again).evals
     assert before == result.before
     for stage in ("1.", "2.", "3.", "4."):
         first = next(v for k, v in result.seconds.items() if k.startswith(stage))

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench.demo.hrpo import hop_stats, whole_hop_groups
-from workbench.demo.learned import proposer_lines
+from workbench.demo.report import proposer_lines
+from workbench.demo.rl import hop_stats, whole_hop_groups
 from workbench.evolve.proposer import proposal_of, proposer_task, proposer_tools, split_document
 from workbench.trajectory import Task, Trajectory
 from workbench.worlds import make_world
@@ -161,11 +161,11 @@ def test_proposer_episodes_end_by_turns_and_tokens_never_by_the_clock():
     """A slower machine must get the same proposer episodes: no wall-clock budget cuts them (AgentConfig's
     300 s default ended SmolLM2's after their first turn), as none cuts the solver's."""
     from workbench.agent import AgentConfig
-    from workbench.demo.config import SMOLLM2_LEARNED, DemoConfig
-    from workbench.demo.learned import proposer_agent
+    from workbench.demo.config import DemoConfig
     from workbench.demo.pipeline import DEMO_EPISODE_WALL_S
+    from workbench.demo.proposers import proposer_agent
 
-    for cfg in (DemoConfig(), DemoConfig(**SMOLLM2_LEARNED)):
+    for cfg in (DemoConfig(), DemoConfig.preset("smollm2_learned")):
         assert AgentConfig(**proposer_agent(cfg)).wall_clock_s == DEMO_EPISODE_WALL_S >= 3600
 
 
@@ -173,7 +173,7 @@ def test_an_hrpo_micro_batch_that_splits_a_hop_group_or_the_step_names_its_fix()
     from types import SimpleNamespace
 
     from workbench.demo.config import DemoConfig
-    from workbench.demo.hrpo import proposer_train_fn
+    from workbench.demo.rl import proposer_train_fn
     from workbench.errors import ConfigError
 
     tasks = [Task(str(i), "q", [], {"hops": 1}) for i in range(4)]
@@ -220,13 +220,12 @@ def test_learned_proposer_smoke_run(tmp_path, torch_threads):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from workbench.demo import DemoConfig
-    from workbench.demo.config import FAST_LEARNED
-    from workbench.demo.learned import run_learned_demo
+    from workbench.demo import DemoConfig, LearnedProposer, run_demo
 
     lines: list[str] = []
     run = tmp_path / "learned"
-    run_learned_demo(DemoConfig(run_dir=str(run), **FAST_LEARNED, torch_threads=torch_threads), out=lines.append)
+    cfg = DemoConfig.preset("fast_learned", run_dir=str(run), torch_threads=torch_threads)
+    run_demo(cfg, out=lines.append, proposer=LearnedProposer())
     summary = json.loads((run / "summary.json").read_text())
     assert summary["proposer"] == "learned"
     assert summary["proposer_sft_losses"][1] < summary["proposer_sft_losses"][0]

@@ -7,20 +7,19 @@ import os
 import pytest
 
 from workbench.demo import DemoConfig
-from workbench.demo.config import FAST_SMOLLM2, FAST_SMOLLM2_LEARNED, SMOLLM2, SMOLLM2_LEARNED
-from workbench.demo.real_learned import check_config
+from workbench.demo.config import check_adapters
 from workbench.errors import ConfigError
+
+SMOLLM2, FAST_SMOLLM2 = DemoConfig.preset("smollm2"), DemoConfig.preset("fast_smollm2")
+SMOLLM2_LEARNED, FAST_SMOLLM2_LEARNED = DemoConfig.preset("smollm2_learned"), DemoConfig.preset("fast_smollm2_learned")
 
 
 def test_the_presets_pass_the_check_and_keep_the_smollm2_sizes():
-    for preset in (SMOLLM2_LEARNED, FAST_SMOLLM2_LEARNED, {**SMOLLM2_LEARNED, "engine": "vllm"}):
-        check_config(DemoConfig(**preset))
-    assert (
-        SMOLLM2_LEARNED["eval_tasks"] == SMOLLM2["eval_tasks"]
-        and SMOLLM2_LEARNED["iterations"] == SMOLLM2["iterations"]
-    )
-    assert FAST_SMOLLM2_LEARNED["eval_tasks"] == FAST_SMOLLM2["eval_tasks"]
-    assert FAST_SMOLLM2_LEARNED["proposer_prompts"] >= FAST_SMOLLM2_LEARNED["proposer_rl_batch"]  # one hop group
+    for preset in (SMOLLM2_LEARNED, FAST_SMOLLM2_LEARNED, DemoConfig.preset("smollm2_learned", engine="vllm")):
+        check_adapters(preset)
+    assert SMOLLM2_LEARNED.eval_tasks == SMOLLM2.eval_tasks and SMOLLM2_LEARNED.iterations == SMOLLM2.iterations
+    assert FAST_SMOLLM2_LEARNED.eval_tasks == FAST_SMOLLM2.eval_tasks
+    assert FAST_SMOLLM2_LEARNED.proposer_prompts >= FAST_SMOLLM2_LEARNED.proposer_rl_batch  # one hop group
 
 
 @pytest.mark.parametrize(
@@ -29,7 +28,7 @@ def test_the_presets_pass_the_check_and_keep_the_smollm2_sizes():
 )
 def test_settings_one_base_with_two_adapters_cannot_run_name_their_fix(override, fix):
     with pytest.raises(ConfigError, match=fix):
-        check_config(DemoConfig(**{**SMOLLM2_LEARNED, **override}))
+        check_adapters(DemoConfig.preset("smollm2_learned", **override))
 
 
 def test_the_cli_refuses_compare_sft_with_a_learned_proposer(monkeypatch):

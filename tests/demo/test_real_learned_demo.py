@@ -16,21 +16,17 @@ pytestmark = pytest.mark.slow
 def test_smollm2_with_a_learned_proposer_runs_every_stage(smollm2_models, torch_threads, tmp_path, monkeypatch):
     from safetensors.torch import load_file
 
-    from workbench.demo import DemoConfig
-    from workbench.demo.config import FAST_SMOLLM2_LEARNED
-    from workbench.demo.real_learned import run_real_learned_demo
+    from workbench.demo import DemoConfig, LearnedProposer, PretrainedModel, run_demo
 
     monkeypatch.setenv("WORKBENCH_MODELS_DIR", str(smollm2_models))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     run_dir = tmp_path / "runs" / "demo_smollm2_learned"
     lines: list[str] = []
-    result = run_real_learned_demo(
-        DemoConfig(**{**FAST_SMOLLM2_LEARNED, "run_dir": str(run_dir), "torch_threads": torch_threads}),
-        out=lines.append,
-    )
+    cfg = DemoConfig.preset("fast_smollm2_learned", run_dir=str(run_dir), torch_threads=torch_threads)
+    result = run_demo(cfg, out=lines.append, model=PretrainedModel(), proposer=LearnedProposer())
 
     sft, final = result.stages
-    assert len(sft.correct) == FAST_SMOLLM2_LEARNED["eval_tasks"] and sft.correct.keys() == final.correct.keys()
+    assert len(sft.correct) == cfg.eval_tasks and sft.correct.keys() == final.correct.keys()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["proposer"] == "learned" and list(summary["stages"]) == ["eval_sft", "eval_final"]
     [it] = summary["evolution"]
@@ -40,7 +36,7 @@ def test_smollm2_with_a_learned_proposer_runs_every_stage(smollm2_models, torch_
     assert {"format", "difficulty", "valid", "answerable"} <= set(batch["1"]) and batch["1"]["proposals"] == 2
     [questions] = summary["proposer_questions"]
     assert questions["hrpo_rollouts"]["1"]["proposals"] == 2
-    assert questions["qa_generation"]["all"]["proposals"] == FAST_SMOLLM2_LEARNED["proposer_prompts"]
+    assert questions["qa_generation"]["all"]["proposals"] == cfg.proposer_prompts
     assert any("HRPO steps on the proposer" in line for line in lines)
     assert any(line.startswith("    hop 1: HRPO rollouts") for line in lines)
     # GRPO on the solver's adapter runs when QA generation gave a valid question (at 64-token turns it rarely does)

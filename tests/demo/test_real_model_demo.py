@@ -15,22 +15,19 @@ pytestmark = pytest.mark.slow
 def test_smollm2_demo_runs_every_stage_on_one_held_out_set(smollm2_models, torch_threads, tmp_path, monkeypatch):
     from safetensors.torch import load_file
 
-    from workbench.demo import DemoConfig
-    from workbench.demo.config import FAST_SMOLLM2
-    from workbench.demo.real_model import run_real_model_demo
+    from workbench.demo import DemoConfig, PretrainedModel, run_demo
 
     monkeypatch.setenv("WORKBENCH_MODELS_DIR", str(smollm2_models))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     run_dir = tmp_path / "runs" / "demo_smollm2"
     lines: list[str] = []
-    result = run_real_model_demo(
-        DemoConfig(**{**FAST_SMOLLM2, "run_dir": str(run_dir), "torch_threads": torch_threads}), out=lines.append
-    )
+    cfg = DemoConfig.preset("fast_smollm2", run_dir=str(run_dir), torch_threads=torch_threads)
+    result = run_demo(cfg, out=lines.append, model=PretrainedModel())
 
     zero, sft, final = result.stages
     assert sft.correct.keys() == zero.correct.keys()
     assert [s.name for s in result.stages] == ["eval_zero_shot", "eval_sft", "eval_final"]
-    assert len(zero.correct) == FAST_SMOLLM2["eval_tasks"] and zero.correct.keys() == final.correct.keys()
+    assert len(zero.correct) == cfg.eval_tasks and zero.correct.keys() == final.correct.keys()
     assert all(s.format["turns"] >= len(s.correct) for s in result.stages)  # every episode took a turn
     for change in result.changes:
         assert change["low"] <= change["change"] <= change["high"]

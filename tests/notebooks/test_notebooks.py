@@ -154,13 +154,13 @@ def check_training(nb: Any, runs: Path) -> None:
 
 
 def check_real_model(nb: Any, runs: Path) -> None:
-    from workbench.demo.config import FAST_SMOLLM2
+    from workbench.demo.config import PRESETS
 
     text, run_dir = text_of(nb), runs / "06_real_model"
     assert "smollm2-135m-instruct: 134.5M parameters" in text and "<|im_start|>assistant" in text
     stages = ["eval_zero_shot", "eval_sft", "eval_grpo"]
     held_out = [{t.task.id for t in open_store(run_dir / s).iter_trajectories()} for s in stages]
-    assert len(held_out[0]) == FAST_SMOLLM2["eval_tasks"] and held_out[0] == held_out[1] == held_out[2]
+    assert len(held_out[0]) == PRESETS["fast_smollm2"].eval_tasks and held_out[0] == held_out[1] == held_out[2]
     assert "format over" in text and "status: finished" in text
     rows = [json.loads(line) for line in (run_dir / "grpo" / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows if "reward" in r] == [1]  # the launcher's GRPO step ran and logged

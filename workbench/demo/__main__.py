@@ -26,7 +26,6 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from workbench.config_args import add_config_arguments
-    from workbench.demo import FAST, DemoConfig, run_demo
 
     parser = argparse.ArgumentParser(prog="python -m workbench.demo", description=__doc__)
     parser.add_argument("--run-dir", default=None, help="default runs/demo (runs/demo_learned with --proposer learned)")
@@ -61,66 +60,37 @@ def main(argv: list[str] | None = None) -> int:
     )
     add_config_arguments(parser, "workbench.demo.config:DemoConfig")
     args = parser.parse_args(argv)
-    if args.model == "smollm2":
-        return real_model_main(args)
-    if args.compare_sft:
+    if args.compare_sft and args.model != "smollm2":
         parser.error("--compare-sft needs --model smollm2")
-    if args.proposer == "learned":
-        return learned_main(args)
-    cfg = DemoConfig(
-        run_dir=args.run_dir or "runs/demo",
-        seed=args.seed,
-        engine=args.engine or "transformers",
-        **(FAST if args.fast else {}),
-    ).with_overrides(args.overrides)
-    run_demo(cfg, fresh=args.fresh)
-    return 0
-
-
-def learned_main(args: argparse.Namespace) -> int:
-    """`--proposer learned`: Dr. Zero with both roles learning (`workbench.demo.learned`)."""
-    from workbench.demo import DemoConfig
-    from workbench.demo.config import FAST_LEARNED
-    from workbench.demo.learned import run_learned_demo
-
-    cfg = DemoConfig(run_dir=args.run_dir or "runs/demo_learned", seed=args.seed, **(FAST_LEARNED if args.fast else {}))
-    cfg = cfg.with_overrides(args.overrides)
-    run_learned_demo(cfg, fresh=args.fresh)
-    return 0
-
-
-def real_model_main(args: argparse.Namespace) -> int:
-    """`--model smollm2`: SmolLM2-135M-Instruct learns to be an NB-Agent (`workbench.demo.real_model`); with
-    `--proposer learned`, both roles learn, each a LoRA adapter on it (`workbench.demo.real_learned`)."""
-    from workbench.demo import DemoConfig
-    from workbench.demo.config import FAST_SMOLLM2, FAST_SMOLLM2_LEARNED, SMOLLM2, SMOLLM2_LEARNED
-
-    learned = args.proposer == "learned"
-    if learned and args.compare_sft:
+    if args.compare_sft and args.proposer == "learned":
         raise SystemExit("--compare-sft times the solver's SFT: run it without --proposer learned")
-    if learned:
-        preset = FAST_SMOLLM2_LEARNED if args.fast else SMOLLM2_LEARNED
-    else:
-        preset = FAST_SMOLLM2 if args.fast else SMOLLM2
-    chosen = {
-        "run_dir": args.run_dir or preset["run_dir"],
-        "engine": args.engine or preset.get("engine", "transformers"),
-    }
-    cfg = DemoConfig(**{**preset, **chosen}, seed=args.seed)
+    return run_variant(args)
+
+
+def run_variant(args: argparse.Namespace) -> int:
+    """The variant the flags name (`--model`, `--proposer`), its preset (`--fast`: the smoke-run one), the
+    command line's run dir, seed and engine, then `--set` changes."""
+    from workbench.demo import DemoConfig, LearnedProposer, PretrainedModel, ScriptedProposer, TinyModel, run_demo
+    from workbench.demo.config import preset_name
+
+    pretrained, learned = args.model == "smollm2", args.proposer == "learned"
+    name = preset_name("pretrained" if pretrained else "tiny", args.proposer, args.fast)
+    preset = DemoConfig.preset(name)
+    chosen: dict[str, object] = {"run_dir": args.run_dir or preset.run_dir, "seed": args.seed}
+    if pretrained or not learned:  # the tiny model's learned proposer generates through transformers only
+        chosen["engine"] = args.engine or preset.engine
+    cfg = DemoConfig.preset(name, **chosen)
     cfg = cfg.with_overrides(args.overrides)
     if args.compare_sft:
-        from workbench.demo.sft_choice import compare_sft
+        from workbench.demo.models import compare_sft
 
         compare_sft(cfg, fresh=args.fresh)
         return 0
-    if learned:
-        from workbench.demo.real_learned import run_real_learned_demo
-
-        run_real_learned_demo(cfg, fresh=args.fresh)
+    if not pretrained and not learned:
+        run_demo(cfg, fresh=args.fresh)  # make demo
         return 0
-    from workbench.demo.real_model import run_real_model_demo
-
-    run_real_model_demo(cfg, fresh=args.fresh)
+    model = PretrainedModel() if pretrained else TinyModel()
+    run_demo(cfg, fresh=args.fresh, model=model, proposer=LearnedProposer() if learned else ScriptedProposer())
     return 0
 
 

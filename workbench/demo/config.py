@@ -1,13 +1,22 @@
-"""`DemoConfig`: every number of the CPU demo, in one place, with the defaults `make demo` uses."""
+"""`DemoConfig`: every number of the CPU demo, in one place, with the defaults `make demo` uses; and its presets.
+
+    DemoConfig.preset("fast")                        # a smoke run of make demo's stages (tests)
+    DemoConfig.preset("smollm2", run_dir="runs/x")   # a preset, then changes
+    preset_name("pretrained", "learned", fast=True)  # "fast_smollm2_learned": the preset of a variant
+
+Each preset is a checked `DemoConfig` in `PRESETS` (tests/demo/test_presets.py builds and checks every one).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from workbench.configfile import Config, config_field
+from workbench.errors import ConfigError
 
 
 @dataclass
@@ -135,8 +144,41 @@ class DemoConfig(Config):
         values = {n: getattr(self, n) for n in names}
         return hashlib.sha1(json.dumps(values, sort_keys=True).encode()).hexdigest()[:10]
 
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> DemoConfig:
+        """A copy of the preset `name` (`PRESETS`), then `overrides`; an unknown name is a ConfigError naming them."""
+        if name not in PRESETS:
+            raise ConfigError(f"no demo preset {name!r}; the presets are {', '.join(PRESETS)}")
+        return cls.from_dict(PRESETS[name].to_dict(), **overrides)
 
-FAST: dict[str, Any] = dict(
+
+PRESETS: dict[str, DemoConfig] = {"default": DemoConfig()}
+"""Every preset by name, each a checked `DemoConfig`; `DemoConfig.preset(name)` gives a copy."""
+
+
+def _preset(base: str, **changes: Any) -> DemoConfig:
+    return DemoConfig.from_dict({**PRESETS[base].to_dict(), **changes})
+
+
+def _fields(name: str, *fields: str) -> dict[str, Any]:
+    return {f: getattr(PRESETS[name], f) for f in fields}
+
+
+def preset_name(model: str, proposer: str, fast: bool = False) -> str:
+    """The preset of a variant: the solver's model ("tiny" or "pretrained"), the proposer ("scripted" or
+    "learned"), full-size or a smoke run: ("tiny", "scripted") is "default", ("pretrained", "learned", fast)
+    "fast_smollm2_learned"."""
+    if model not in ("tiny", "pretrained") or proposer not in ("scripted", "learned"):
+        raise ConfigError(
+            f"no demo variant ({model!r}, {proposer!r}): "
+            "the model is tiny or pretrained, the proposer scripted or learned"
+        )
+    parts = ["fast"] * fast + ["smollm2"] * (model == "pretrained") + ["learned"] * (proposer == "learned")
+    return "_".join(parts) or "default"
+
+
+PRESETS["fast"] = _preset(
+    "default",
     teacher_tasks=60,
     sft_copies=1,
     sft_epochs=1,
@@ -154,8 +196,12 @@ FAST: dict[str, Any] = dict(
 pass over one copy of each teacher episode; model turns of at most 192 tokens (the teacher's first cell,
 188 of the tiny tokenizer's tokens, still fits; the untrained model's turns run to the limit)."""
 
-FAST_LEARNED: dict[str, Any] = dict(
-    FAST,
+PRESETS["learned"] = _preset("default", run_dir="runs/demo_learned")
+"""`--proposer learned`: `make demo`'s sizes, into runs/demo_learned."""
+
+PRESETS["fast_learned"] = _preset(
+    "fast",
+    run_dir="runs/demo_learned",
     proposer_teacher_tasks=16,
     proposer_hop_weights={1: 1.0, 2: 1.0},
     proposer_sft_epochs=1,
@@ -167,7 +213,8 @@ FAST_LEARNED: dict[str, Any] = dict(
 """A smoke run of `--proposer learned`: 4 prompts over two hop counts always hold one hop group of 2;
 the solver's held-out evaluations shrink to 4 questions (the stages this run checks are the proposer's)."""
 
-SMOLLM2: dict[str, Any] = dict(
+PRESETS["smollm2"] = _preset(
+    "default",
     run_dir="runs/demo_smollm2",
     compact_teacher=True,
     eval_tasks=60,
@@ -214,8 +261,8 @@ build generates
 against 17.4 min through transformers (24 at once), with the same answers. `--engine transformers`
 generates with the live model instead."""
 
-FAST_SMOLLM2: dict[str, Any] = dict(
-    SMOLLM2,
+PRESETS["fast_smollm2"] = _preset(
+    "smollm2",
     sft_epochs=1,
     teacher_tasks=2,
     iterations=1,
@@ -237,12 +284,12 @@ question's 2 rollouts; turns of at most 64 tokens, 2 per episode (the teacher's 
 tokens, is cut: no learning is expected at this size, and a model turn of 280 prose tokens made the run 3x as
 long). Each row of SFT or GRPO costs seconds of CPU here, so the smoke run keeps one step's worth of each."""
 
-SMOLLM2_LEARNED: dict[str, Any] = dict(
-    SMOLLM2,
+PRESETS["smollm2_learned"] = _preset(
+    "smollm2",
     run_dir="runs/demo_smollm2_learned",
     engine="transformers",  # vLLM's CPU build served the two adapters at 0.38x (bench/bench_adapters.py)
     proposer_hop_weights=DemoConfig().proposer_hop_weights,  # the learned proposer learns Dr. Zero's 4:3:2:1
-    rl_lora_r=0,  # each role trains its own adapter (workbench.demo.adapters)
+    rl_lora_r=0,  # each role trains its own adapter (workbench.train.lora.RoleAdapters)
     concurrency=24,
     sft_lora_r=16,
     sft_lr=2e-3,
@@ -260,16 +307,16 @@ SMOLLM2_LEARNED: dict[str, Any] = dict(
 )
 """`--model smollm2 --proposer learned`: `--model smollm2`'s sizes, each role a LoRA adapter (rank 16) on one
 frozen SmolLM2, generating through transformers (`--engine vllm` serves both adapters from one vLLM engine,
-`workbench.demo.vllm_adapters`, which on this CPU ran at 0.38x: vLLM's CPU LoRA path is slow on long prompts;
+`workbench.policies.vllm_adapters`, which on this CPU ran at 0.38x: vLLM's CPU LoRA path is slow on long prompts;
 bench/bench_adapters.py). LoRA takes 10x the full fine-tuning learning rates (SFT 2e-3, GRPO and HRPO 1e-4); no
-KL term (see `workbench.demo.real_learned`); the proposer learns from 32 teacher episodes, two passes, with turns
+KL term (see `workbench.demo.models`); the proposer learns from 32 teacher episodes, two passes, with turns
 of up to 640 tokens (the teacher's first cell is 573 of SmolLM2's tokens) in a 3072-token window; an HRPO step
 takes 4 of the iteration's 8 prompts, in whole hop groups of 2."""
 
-FAST_SMOLLM2_LEARNED: dict[str, Any] = dict(
-    SMOLLM2_LEARNED,
-    **{k: FAST_SMOLLM2[k] for k in ("iterations", "solver_attempts", "rl_steps_per_iteration", "eval_tasks")},
-    **{k: FAST_SMOLLM2[k] for k in ("concurrency", "max_steps", "max_new_tokens")},
+PRESETS["fast_smollm2_learned"] = _preset(
+    "smollm2_learned",
+    **_fields("fast_smollm2", "iterations", "solver_attempts", "rl_steps_per_iteration", "eval_tasks"),
+    **_fields("fast_smollm2", "concurrency", "max_steps", "max_new_tokens"),
     teacher_tasks=2,
     proposer_prompts=2,
     rl_questions_per_step=1,
@@ -287,4 +334,41 @@ FAST_SMOLLM2_LEARNED: dict[str, Any] = dict(
 tokens) and 2 held-out questions, 2 teacher episodes per role, one HRPO step on 2 one-hop prompts, a GRPO step on one
 question's 2 rollouts when QA generation yields a valid question."""
 
-__all__ = ["FAST", "FAST_LEARNED", "FAST_SMOLLM2", "FAST_SMOLLM2_LEARNED", "SMOLLM2", "SMOLLM2_LEARNED", "DemoConfig"]
+
+def check_adapters(cfg: DemoConfig) -> None:
+    """The settings two adapters on one base need (`--model smollm2 --proposer learned`); each error names its fix."""
+    if cfg.sft_lora_r <= 0:
+        raise ConfigError("--model smollm2 --proposer learned trains one LoRA adapter per role: set sft_lora_r > 0")
+    if cfg.rl_beta != 0:
+        raise ConfigError(
+            "--model smollm2 --proposer learned trains without a KL term (TRL 1.16 takes an adapter model's "
+            "reference from an adapter named 'default'): set rl_beta=0"
+        )
+
+
+# The presets' old names, dicts of the fields they changed (a DeprecationWarning): DemoConfig.preset(name).
+_RENAMED = {
+    "FAST": "fast",
+    "FAST_LEARNED": "fast_learned",
+    "SMOLLM2": "smollm2",
+    "FAST_SMOLLM2": "fast_smollm2",
+    "SMOLLM2_LEARNED": "smollm2_learned",
+    "FAST_SMOLLM2_LEARNED": "fast_smollm2_learned",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _RENAMED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    new = _RENAMED[name]
+    warnings.warn(f"workbench.demo.config.{name} is now DemoConfig.preset({new!r})", DeprecationWarning, stacklevel=2)
+    default, preset = PRESETS["default"].to_dict(), PRESETS[new].to_dict()
+    changed = {k: v for k, v in preset.items() if v != default[k]}
+    if new.startswith("fast_smollm2"):
+        changed.setdefault("engine", preset["engine"])
+    if new == "fast_learned":
+        changed.pop("run_dir")  # the old dict had none: runs/demo_learned came from the command line
+    return changed
+
+
+__all__ = ["PRESETS", "DemoConfig", "check_adapters", "preset_name"]

@@ -1,9 +1,23 @@
-"""The CPU demo, stage by stage: world → tiny model → teacher → SFT → evaluate → self-evolution
-with RL → evaluate again. Each stage prints what it did; stages that built something cache it
-under `<run_dir>/cache/`, keyed by the settings that determine it, so a second run is quicker.
+"""The demo, one stage sequence for every variant: solver → proposer → self-evolution → evaluate again.
 
-Everything is real: sandboxed kernels run every line of model-written code, search goes through
-the host gateway, SFT and GRPO update the weights, the stores hold every trajectory.
+    st = Stages(DemoConfig.preset("fast"), print, fresh=False, model=TinyModel(), proposer=ScriptedProposer())
+    result = run_stages(st)             # what `workbench.demo.run_demo` does, for each variant
+
+The variants are data, two fields of `Stages`: the solver's **model** (`TinyModel`: a tokenizer trained on
+the world and a random tiny Qwen2; `PretrainedModel`: SmolLM2-135M-Instruct, in its chat template) and the
+**proposer** (`ScriptedProposer`: Dr. Zero's prompts over real search; `LearnedProposer`: a model of its own,
+SFT then HRPO). `run_demo` runs the same sequence for each:
+
+1. `model.solver_stages`: the solver's model, the scripted teacher, SFT, held-out accuracy (and, pretrained,
+   zero-shot accuracy first);
+2. `proposer.stages`: the learned proposer's teacher, model and SFT (the scripted one has none);
+3. self-evolution: `proposer.evolve` (Dr. Zero iterations, GRPO on the solver, HRPO on a learned proposer);
+4. `model.final_eval`: held-out accuracy after RL; then `summary.json`.
+
+Each stage prints what it did; stages that built something cache it under `<run_dir>/cache/`, keyed by the
+settings that determine it, so a second run is quicker. Everything is real: sandboxed kernels run every line of
+model-written code, search goes through the host gateway, SFT and RL update the weights, the stores hold every
+trajectory.
 """
 
 from __future__ import annotations
@@ -12,24 +26,25 @@ import json
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.demo.config import DemoConfig
-from workbench.demo.data import TEACHER_ID, in_task_order, sft_mix, teacher_id, tokenizer_texts
-from workbench.demo.engine import demo_policy
+from workbench.demo.data import teacher_id
+from workbench.demo.report import StageEval
 from workbench.trajectory import Task, Trajectory
 
 if TYPE_CHECKING:
     from workbench.policies.base import Policy
+    from workbench.train.lora import RoleAdapters
 
 Printer = Callable[[str], None]
-
 
 # Episodes end by turns and tokens, never by the clock: a slower or busier machine gets the same figures (the
 # SmolLM2 evaluation's 16 concurrent episodes took over AgentConfig's default 300 s on 2 cores).
 DEMO_EPISODE_WALL_S = 6 * 3600.0
+KV_CACHE_GIB = 2  # SmolLM2 keeps 46 KB a token: ~45k tokens, most of 60 concurrent episodes (vLLM queues the rest)
 
 
 @dataclass
@@ -38,18 +53,93 @@ class DemoResult:
     stage's seconds and, for a pretrained model, each scored evaluation."""
 
     run_dir: Path
-    before: list[dict[str, Any]]
-    after: list[dict[str, Any]]
+    before: list[dict[str, Any]]  # held-out rows per hop after SFT ...
+    after: list[dict[str, Any]]  # ... and after RL
     evolution: list[dict[str, Any]] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    stages: list[StageEval] = field(default_factory=list)  # a pretrained model's scored evaluations, in order
+    changes: list[dict[str, Any]] = field(default_factory=list)  # ... and the changes between them
 
     def accuracy(self, which: str, hops: str = "all") -> float:
         rows = self.before if which == "before" else self.after
         return next((float(r["em"]) for r in rows if r["hops"] == hops), 0.0)
 
 
+@dataclass
+class Solver:
+    """The solver as the stages hand it on: its model and tokenizer, its held-out evaluations so far."""
+
+    model: Any
+    tok: Any
+    evals: list[Any] = field(default_factory=list)  # tiny: rows per hop; pretrained: `StageEval`s
+    adapters: RoleAdapters | None = None  # pretrained with a learned proposer: one LoRA adapter per role
+    policies: dict[str, Policy] = field(default_factory=dict)  # ... and what each role generates with
+    sft_losses: list[float] = field(default_factory=list)
+
+
+class ModelKind(Protocol):
+    """The solver's model: `TinyModel` or `PretrainedModel` (`workbench.demo.models`)."""
+
+    name: str
+
+    def check(self, cfg: DemoConfig, proposer: ProposerKind) -> None: ...
+    def solver_stages(self, st: Stages) -> Solver: ...
+    def save_final(self, st: Stages, solver: Solver) -> None: ...
+    def final_eval(self, st: Stages, solver: Solver) -> None: ...
+    def report(self, st: Stages, solver: Solver, evolution: list[dict[str, Any]]) -> dict[str, Any]: ...
+    def result(self, st: Stages, solver: Solver, evolution: list[dict[str, Any]]) -> DemoResult: ...
+    def closing_lines(self, st: Stages, result: DemoResult) -> list[str]: ...
+
+
+class ProposerKind(Protocol):
+    """Who writes the questions: `ScriptedProposer` or `LearnedProposer` (`workbench.demo.proposers`)."""
+
+    name: str
+    learned: bool
+
+    def stages(self, st: Stages, solver: Solver) -> None: ...
+    def evolve(self, st: Stages, solver: Solver) -> list[dict[str, Any]]: ...
+    def save_final(self, st: Stages, solver: Solver) -> None: ...
+    def report(self, st: Stages, solver: Solver, evolution: list[dict[str, Any]]) -> dict[str, Any]: ...
+
+
+# What each variant prints as its title, its self-evolution stage and its last stage: (model, proposer) -> titles.
+TITLES: dict[tuple[str, str], tuple[str, str, str]] = {
+    ("tiny", "scripted"): (
+        "workbench CPU demo: world seed {seed} ({passages} passages), run dir {run}",
+        "5. self-evolution: scripted proposer (Dr. Zero prompts/rewards) + GRPO on the solver",
+        "6. held-out accuracy after RL (greedy)",
+    ),
+    ("tiny", "learned"): (
+        "workbench CPU demo, both roles learning: world seed {seed} ({passages} passages), run dir {run}",
+        "5. self-evolution, both roles learning: HRPO on the proposer, GRPO on the solver",
+        "6. held-out accuracy after RL (greedy)",
+    ),
+    ("pretrained", "scripted"): (
+        "workbench demo with SmolLM2-135M-Instruct: world seed {seed}, {eval_tasks} held-out questions",
+        "4. self-evolution: scripted proposer (Dr. Zero) + GRPO on the solver",
+        "5. held-out accuracy after RL (greedy)",
+    ),
+    ("pretrained", "learned"): (
+        "workbench demo, both roles learning on SmolLM2-135M-Instruct: world seed {seed}, run dir {run}",
+        "3. self-evolution, both roles learning: HRPO on the proposer's adapter, GRPO on the solver's",
+        "4. held-out accuracy after RL (greedy)",
+    ),
+}
+
+
 class Stages:
-    def __init__(self, cfg: DemoConfig, out: Printer, fresh: bool) -> None:
+    """What every stage shares: the config, the world and its search tools, the agent's settings, the
+    run dir and its cache, the stage timer; and the variant (`model`, `proposer`)."""
+
+    def __init__(
+        self,
+        cfg: DemoConfig,
+        out: Printer,
+        fresh: bool,
+        model: ModelKind,
+        proposer: ProposerKind,
+    ) -> None:
         import torch
 
         from workbench.agent import AgentConfig
@@ -59,6 +149,7 @@ class Stages:
 
         torch.set_num_threads(cfg.torch_threads)
         self.cfg, self.out = cfg, out
+        self.model, self.proposer = model, proposer
         self.run = Path(cfg.run_dir)
         self.cache = self.run / "cache"
         if fresh and self.run.exists():
@@ -83,6 +174,9 @@ class Stages:
     def timed(self, name: str) -> _Timer:
         return _Timer(self, name)
 
+    def titles(self) -> tuple[str, str, str]:
+        return TITLES[(self.model.name, self.proposer.name)]
+
     def run_agent(self, policy: Policy, tasks: list[Task], store_dir: Path | None, **config: Any) -> list[Trajectory]:
         from workbench.agent import NBAgent
         from workbench.store import Store
@@ -101,33 +195,6 @@ class Stages:
             if store is not None:
                 store.close()
 
-    # -- stages ------------------------------------------------------------------------------
-    def model0(self) -> Path:
-        """A tokenizer trained on the world and the teacher's format, and a random tiny Qwen2."""
-        from workbench.models.tiny import build_tiny_model
-        from workbench.worlds.scripted.coder import world_coder
-
-        c = self.cfg
-        path = (
-            self.cache
-            / f"model0-{TEACHER_ID}-v2-{c.key('seed', 'world_size', 'vocab_size', 'n_layer', 'n_embd', 'n_head')}"
-        )
-        if not (path / "config.json").exists():
-            # byte-level sampling: room for a whole cell, or the tokenizer never sees the teacher's code
-            sample = self.run_agent(
-                world_coder(), self.world.tasks("train")[:40], None, max_new_tokens=4096, max_context_tokens=16384
-            )
-            build_tiny_model(
-                path,
-                tokenizer_texts(self.world, sample),
-                vocab_size=c.vocab_size,
-                n_layer=c.n_layer,
-                n_embd=c.n_embd,
-                n_head=c.n_head,
-                seed=c.seed,
-            )
-        return path
-
     @property
     def context_layout(self) -> str:
         """ "n" when notepad blocks stay in the context (`keep_notepads`), else "": in the name of every cache
@@ -142,6 +209,7 @@ class Stages:
 
     def teacher(self, codec: Any) -> list:
         """The code-style teacher on train questions, token-exact in the model's codec."""
+        from workbench.demo.data import in_task_order
         from workbench.store import Store
         from workbench.worlds.scripted.coder import world_coder
 
@@ -157,39 +225,18 @@ class Stages:
         (store_dir / "done").touch()
         return trajs
 
-    def sft(self, model_path: Path, teacher: list) -> Path:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+    def policy(self, model: Any, tok: Any, name: str) -> Policy:
+        """What a stage samples from (`cfg.engine`): the live model, or the shared vLLM engine holding its weights."""
+        if self.cfg.engine == "vllm":
+            from workbench.policies.vllm_colocated import colocated_policy
 
-        from workbench.policies import TokenizerCodec
-        from workbench.train.sft import sft
+            return colocated_policy(model, name=name, kv_cache_gib=KV_CACHE_GIB, seed=self.cfg.seed)
+        from workbench.policies import TransformersPolicy
 
-        c = self.cfg
-        sft_key = c.key(
-            "seed",
-            "world_size",
-            "vocab_size",
-            "n_layer",
-            "n_embd",
-            "n_head",
-            "teacher_tasks",
-            "give_up",
-            "sft_copies",
-            "sft_epochs",
-            "sft_lr",
-        )
-        path = self.cache / f"sft-{self.teacher_id}-{sft_key}"
-        if not (path / "config.json").exists():
-            model = AutoModelForCausalLM.from_pretrained(model_path)
-            tok = AutoTokenizer.from_pretrained(model_path)
-            data = sft_mix(teacher, TokenizerCodec(tok), give_up=c.give_up, copies=c.sft_copies, seed=c.seed)
-            losses = sft(model, tok, data, epochs=c.sft_epochs, lr=c.sft_lr, seed=c.seed)
-            self.out(f"  {len(data)} SFT sequences, {len(losses)} steps, loss {losses[0]:.3f} → {losses[-1]:.4f}")
-            model.save_pretrained(path)
-            tok.save_pretrained(path)
-        return path
+        return TransformersPolicy.from_model(model, tok, name=name)
 
     def evaluate(self, model: Any, tok: Any, name: str, cache_key: str | None = None) -> list[dict[str, Any]]:
-        """Greedy held-out accuracy; with `cache_key`, reuse the result of the same weights."""
+        """Greedy held-out accuracy (rows per hop); with `cache_key`, reuse the result of the same weights."""
         from workbench.evaluate import evaluate
         from workbench.store import Store
 
@@ -199,7 +246,7 @@ class Stages:
             return json.loads(cached.read_text())["rows"]
         tasks = self.world.tasks("test")[: self.cfg.eval_tasks]
         with Store(self.run / name) as store:
-            policy = demo_policy(model, tok, name, self.cfg.engine, self.cfg.seed)
+            policy = self.policy(model, tok, name)
             report = evaluate(
                 tasks, policy, tools=self.tools, config=self.agent_config, store=store, concurrency=self.cfg.concurrency
             )
@@ -207,6 +254,53 @@ class Stages:
         if cached is not None:
             report.save(cached)
         return report.rows
+
+    def scored_eval(
+        self,
+        model: Any,
+        tok: Any,
+        name: str,
+        cache_key: str | None = None,
+        max_steps: int | None = None,
+        policy: Policy | None = None,
+    ) -> StageEval:
+        """Greedy evaluation on the fixed held-out questions, each question's score and the turns' format kept
+        (sampled from `model` through the configured engine, or from `policy`); with `cache_key`, reuse it for the
+        same weights."""
+        from workbench.evaluate import evaluate
+        from workbench.evaluate.metrics import answer_scores
+        from workbench.evaluate.turn_format import turn_format
+        from workbench.store import Store
+
+        steps = max_steps or self.cfg.max_steps
+        tag = f"{self.cfg.eval_tasks}-{steps}x{self.cfg.max_new_tokens}-{self.cfg.engine}"
+        tag += f"-{self.context_layout}" if self.context_layout else ""
+        cached = self.cache / f"eval-{cache_key}-{tag}.json" if cache_key else None
+        if cached is not None and cached.exists() and (self.run / name / "trajectories.sqlite").exists():
+            return StageEval(**json.loads(cached.read_text()))
+        shutil.rmtree(self.run / name, ignore_errors=True)
+        with Store(self.run / name) as store:
+            policy = policy or self.policy(model, tok, name)
+            config = self.agent_config.model_copy(update={"max_steps": steps})
+            report = evaluate(
+                self.held_out(), policy, tools=self.tools, config=config, store=store, concurrency=self.cfg.concurrency
+            )
+        result = StageEval(
+            name=name,
+            rows=report.rows,
+            correct={t.task.id: answer_scores(t)["em"] for t in report.trajectories},
+            hops={t.task.id: int(t.hops or 0) for t in report.trajectories},
+            format=turn_format(report.trajectories).to_dict(),
+        )
+        text = json.dumps(asdict(result), indent=2)
+        (self.run / name / "eval.json").write_text(text)
+        if cached is not None:
+            cached.write_text(text)
+        return result
+
+    def held_out(self) -> list:
+        """The fixed held-out questions: the first `eval_tasks` of the world's test split."""
+        return self.world.tasks("test")[: self.cfg.eval_tasks]
 
     def drzero_config(self, *stale: str, **fields: Any) -> Any:
         """The demo's `DrZeroConfig` (sampling solver, CPU-sized), after clearing what RL rewrites:
@@ -220,41 +314,19 @@ class Stages:
         solver_agent.pop("seed", None)
         if c.rl_token_budget:
             solver_agent["token_budget"] = c.rl_token_budget
-        return DrZeroConfig(
-            **{
-                **dict(
-                    run_dir=str(self.run / "evolve"),
-                    iterations=c.iterations,
-                    prompts_per_iteration=c.proposer_prompts,
-                    samples_per_prompt=c.proposer_samples,
-                    solver_attempts=c.solver_attempts,
-                    solver_group_size=c.rl_generations,
-                    hop_weights=c.proposer_hop_weights,
-                    concurrency=c.concurrency,
-                    seed=c.seed,
-                    solver_agent=solver_agent,
-                ),
-                **fields,
-            }
+        base = dict(
+            run_dir=str(self.run / "evolve"),
+            iterations=c.iterations,
+            prompts_per_iteration=c.proposer_prompts,
+            samples_per_prompt=c.proposer_samples,
+            solver_attempts=c.solver_attempts,
+            solver_group_size=c.rl_generations,
+            hop_weights=c.proposer_hop_weights,
+            concurrency=c.concurrency,
+            seed=c.seed,
+            solver_agent=solver_agent,
         )
-
-    def evolve(self, model: Any, tok: Any) -> list[dict[str, Any]]:
-        from workbench.demo.rl import demo_train_fn
-        from workbench.evolve import run_drzero, world_proposer
-
-        c = self.cfg
-        config = self.drzero_config()
-        solver = demo_policy(model, tok, "demo-solver", c.engine, c.seed)
-        train_fn = demo_train_fn(model, tok, c, on_step=self.out)
-        result = run_drzero(
-            config,
-            proposer_policy=world_proposer(seed=c.seed),
-            solver_policy=solver,
-            corpus=self.world.corpus(),
-            retriever=self.retriever,
-            train_fn=train_fn,
-        )
-        return [{"iteration": it.iteration, "qa_size": it.qa_size, **it.metrics} for it in result.iterations]
+        return DrZeroConfig(**{**base, **fields})
 
 
 class _Timer:
@@ -271,66 +343,44 @@ class _Timer:
         self.stages.out(f"   ({dt:.0f} s)")
 
 
-def solver_stages(st: Stages, out: Printer) -> tuple[Any, Any, Any, Any]:
-    """Stages 1-4, shared by every demo: the tiny model, the teacher, SFT, held-out accuracy.
-    Returns (tokenizer, SFT model, SFT model's dir, its evaluation)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from workbench.demo.report import hop_table
-    from workbench.policies import TokenizerCodec
-
-    with st.timed("1. tiny model: tokenizer trained on the world + a random 2-layer Qwen2"):
-        model0 = st.model0()
-        tok = AutoTokenizer.from_pretrained(model0)
-        out(f"  {model0}  vocab {len(tok)}")
-    with st.timed("2. teacher: the code-style scripted agent on train questions (real kernels)"):
-        teacher = st.teacher(TokenizerCodec(tok))
-        out(f"  {len(teacher)} trajectories, {sum(t.termination == 'submitted' for t in teacher)} submitted")
-    with st.timed("3. SFT on teacher turns (most multi-hop examples answer after one hop)"):
-        sft_path = st.sft(model0, teacher)
-        model = AutoModelForCausalLM.from_pretrained(sft_path)
-    with st.timed("4. held-out accuracy of the SFT model (greedy)"):
-        before = st.evaluate(model, tok, "eval_sft", cache_key=sft_path.name)
-        out(hop_table(before))
-    return tok, model, sft_path, before
-
-
-def run_demo(cfg: DemoConfig | None = None, *, fresh: bool = False, out: Printer = print) -> DemoResult:
-    """Run every stage; see the module docstring."""
-    from workbench.demo.report import evolution_lines, hop_table
-
-    cfg = cfg or DemoConfig()
-    st = Stages(cfg, out, fresh)
-    out(f"workbench CPU demo: world seed {cfg.seed} ({len(st.world.corpus())} passages), run dir {st.run}")
-    tok, model, _, before = solver_stages(st, out)
-    with st.timed("5. self-evolution: scripted proposer (Dr. Zero prompts/rewards) + GRPO on the solver"):
-        evolution = st.evolve(model, tok)
-        for line in evolution_lines(evolution):
-            out(line)
-        model.config.workbench_agent = st.agent_config.model_settings()  # eval/run/serve-model run it as trained
-        model.save_pretrained(st.run / "final_model")
-        tok.save_pretrained(st.run / "final_model")
-    with st.timed("6. held-out accuracy after RL (greedy)"):
-        after = st.evaluate(model, tok, "eval_final")
-        out(hop_table(after, before))
-    result = DemoResult(st.run, before, after, evolution, st.seconds)
-    (st.run / "summary.json").write_text(
-        json.dumps(
-            {"config": cfg.to_dict(), "before": before, "after": after, "evolution": evolution, "seconds": st.seconds},
-            indent=2,
-            default=str,
-        )
+def run_stages(st: Stages) -> DemoResult:
+    """Every stage of `st`'s variant, in the one order; see the module docstring."""
+    cfg, out = st.cfg, st.out
+    header, evolve_title, final_title = st.titles()
+    out(header.format(seed=cfg.seed, passages=len(st.world.corpus()), run=st.run, eval_tasks=cfg.eval_tasks))
+    solver = st.model.solver_stages(st)
+    st.proposer.stages(st, solver)
+    with st.timed(evolve_title):
+        evolution = st.proposer.evolve(st, solver)
+        st.model.save_final(st, solver)
+        st.proposer.save_final(st, solver)
+    with st.timed(final_title):
+        st.model.final_eval(st, solver)
+    figures = (
+        st.model.report(st, solver, evolution) | {"evolution": evolution} | st.proposer.report(st, solver, evolution)
     )
-    from workbench.figures import record_demo_summary  # figure records: bench/results/demo.jsonl
-
-    record_demo_summary(st.run / "summary.json", smoke=cfg.eval_tasks < DemoConfig().eval_tasks)
-    gain = result.accuracy("after") - result.accuracy("before")
-    out(
-        f"\nheld-out accuracy {result.accuracy('before'):.1%} → {result.accuracy('after'):.1%} "
-        f"({gain * 100:+.1f} points) in {sum(st.seconds.values()) / 60:.1f} min; run dir {st.run}"
-    )
-    out(f"look at it: workbench show {st.run / 'eval_final'}   |   notebooks/00_teaching_demo.ipynb")
+    write_summary(st.run / "summary.json", {"config": cfg.to_dict(), **figures, "seconds": st.seconds})
+    result = st.model.result(st, solver, evolution)
+    for line in st.model.closing_lines(st, result):
+        out(line)
     return result
 
 
-__all__ = ["DemoResult", "run_demo", "solver_stages"]
+def write_summary(path: Path, summary: dict[str, Any]) -> None:
+    """The run's figures, as `summary.json`."""
+    path.write_text(json.dumps(summary, indent=2, default=str))
+
+
+__all__ = [
+    "DEMO_EPISODE_WALL_S",
+    "KV_CACHE_GIB",
+    "TITLES",
+    "DemoResult",
+    "ModelKind",
+    "Printer",
+    "ProposerKind",
+    "Solver",
+    "Stages",
+    "run_stages",
+    "write_summary",
+]
