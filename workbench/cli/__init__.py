@@ -30,8 +30,21 @@ COMMAND_MODULES = [
 ]
 
 
+def installed_version() -> str:
+    """The installed distribution's version (workbench-rl), else the package's own `__version__` (a checkout)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("workbench-rl")
+    except PackageNotFoundError:
+        import workbench
+
+        return workbench.__version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="workbench", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {installed_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)

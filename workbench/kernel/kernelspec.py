@@ -8,7 +8,8 @@ KERNEL_NAME = "workbench-sandboxed"
 def install_kernelspec(
     *, user: bool = False, prefix: str | None = None, profile: str = "default", name: str = KERNEL_NAME
 ) -> str:
-    """Install the kernelspec from `kernels/` with this interpreter; returns where it went."""
+    """Install the kernelspec from the shipped `kernels/` folder (`workbench.shipped`) with this interpreter;
+    returns where it went."""
     import json
     import shutil
     import sys
@@ -18,9 +19,10 @@ def install_kernelspec(
     from jupyter_client.kernelspec import KernelSpecManager
 
     from workbench.sandbox import load_profile
+    from workbench.shipped import shipped_dir
 
     load_profile(profile)  # fail now, not when JupyterLab starts the kernel
-    source = Path(__file__).resolve().parents[2] / "kernels" / KERNEL_NAME
+    source = shipped_dir("kernels") / KERNEL_NAME
     with tempfile.TemporaryDirectory() as tmp:
         staged = Path(tmp) / name
         shutil.copytree(source, staged)

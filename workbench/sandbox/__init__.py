@@ -3,7 +3,7 @@ argv for exec, a zygote request for forks); kernel dirs and uids."""
 
 from workbench.sandbox.bwrap import INSIDE_RUN, SandboxSpec, build_argv, check_sandbox
 from workbench.sandbox.plan import IsolationPlan, ProfilePlan, plan_for, profile_plan
-from workbench.sandbox.profile import PROFILES_DIR, Limits, SandboxProfile, load_profile
+from workbench.sandbox.profile import PROFILES_DIR, PROFILES_ENV, Limits, SandboxProfile, load_profile, profile_names
 from workbench.sandbox.rollout import KernelDir, UidLease, default_root, kernel_dir_base
 from workbench.sandbox.rollout import RolloutDir as RolloutDir  # deprecated name of KernelDir
 from workbench.sandbox.rollout import rollout_base as rollout_base  # deprecated name of kernel_dir_base
@@ -11,6 +11,7 @@ from workbench.sandbox.rollout import rollout_base as rollout_base  # deprecated
 __all__ = [
     "INSIDE_RUN",
     "PROFILES_DIR",
+    "PROFILES_ENV",
     "IsolationPlan",
     "KernelDir",
     "Limits",
@@ -24,5 +25,6 @@ __all__ = [
     "kernel_dir_base",
     "load_profile",
     "plan_for",
+    "profile_names",
     "profile_plan",
 ]

@@ -20,6 +20,7 @@ A new sandbox property is a field here, a renderer in `bwrap.py` and one in `zyg
 from __future__ import annotations
 
 import os
+import site
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -158,9 +159,32 @@ def require_fixed(plan: ProfilePlan, path: str, renders: Renders) -> None:
             raise SandboxError(f"{path} applies {name}={value!r} only, not {getattr(plan, name)!r}")
 
 
+def pth_dirs(site_dirs: Iterable[str]) -> list[Path]:
+    """The directories the `.pth` files of `site_dirs` add to the import path (as `site` reads them: one
+    path per line, relative to its site dir; `import` lines and comments skipped), e.g. a virtualenv
+    that reuses another's packages. The workbench checkout itself is left out: its package is bound alone."""
+    checkout = Path(workbench.__file__).resolve().parent.parent
+    found: list[Path] = []
+    for site_dir in site_dirs:
+        for pth in sorted(Path(site_dir).glob("*.pth")):
+            try:
+                lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                continue
+            for line in lines:
+                if not line.strip() or line.startswith(("#", "import ", "import\t")):
+                    continue
+                path = (Path(site_dir) / line.rstrip()).resolve()
+                if path.is_dir() and path != checkout and path not in found:
+                    found.append(path)
+    return found
+
+
 def python_paths() -> list[Path]:
-    """Host paths the sandboxed Python needs, read-only: base prefix, venv, the package source."""
+    """Host paths the sandboxed Python needs, read-only: base prefix, venv, the package source, and the
+    directories the venv's `.pth` files add (its packages may live in another environment)."""
     paths = [Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(workbench.__file__).resolve().parent]
+    paths += pth_dirs(site.getsitepackages())
     keep: list[Path] = []
     for p in paths:
         if any(str(p).startswith(d + "/") for d in SYSTEM_DIRS if os.path.isdir(d)):

@@ -21,9 +21,12 @@ from typing import Any, Self
 
 from workbench.configfile import Config, config_field, read_config_file
 from workbench.errors import ConfigError
+from workbench.shipped import shipped_dir
 
-PROFILES_DIR = Path(__file__).resolve().parents[2] / "sandbox" / "profiles"
-"""The folder of the shipped sandbox profiles: `sandbox/profiles/*.toml` at the repository root."""
+PROFILES_DIR = shipped_dir("sandbox/profiles")
+"""The folder of the shipped sandbox profiles: `sandbox/profiles/*.toml` (in a wheel, its copy: `workbench.shipped`)."""
+PROFILES_ENV = "WORKBENCH_PROFILES"
+"""Your own profile folders (os.pathsep-separated), searched by name before the shipped ones."""
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -134,24 +137,33 @@ def _validate(p: SandboxProfile) -> None:
         )
 
 
+def profile_dirs() -> list[Path]:
+    """Where a profile name is looked up, in order: each folder of `$WORKBENCH_PROFILES`, then the shipped one."""
+    own = [Path(p).expanduser() for p in os.environ.get(PROFILES_ENV, "").split(os.pathsep) if p.strip()]
+    return [*own, PROFILES_DIR]
+
+
+def profile_names() -> list[str]:
+    """Every profile name `load_profile` finds (your own folders' and the shipped ones)."""
+    return sorted({p.stem for folder in profile_dirs() for p in folder.glob("*.toml")})
+
+
 def load_profile(profile: str | os.PathLike[str] | SandboxProfile = "default") -> SandboxProfile:
-    """A profile by name (`sandbox/profiles/<name>.toml`), by file path (TOML, YAML or JSON), or passed
-    through. The one place profiles are found and read."""
+    """A profile by name (`<name>.toml` in `profile_dirs()`: `$WORKBENCH_PROFILES`, then the shipped
+    `sandbox/profiles`), by file path (TOML, YAML or JSON), or passed through. The one place profiles
+    are found and read."""
     if isinstance(profile, SandboxProfile):
         return profile
     path = Path(profile)
     if not path.suffix and os.sep not in str(profile):
-        path = PROFILES_DIR / f"{profile}.toml"
-        if not path.exists():
-            if str(profile) == "default":
-                return SandboxProfile()
-            if str(profile) == "networked":
-                return SandboxProfile(name="networked", network=True, etc_network=True)
-            names = sorted(p.stem for p in PROFILES_DIR.glob("*.toml"))
+        found = [d / f"{profile}.toml" for d in profile_dirs() if (d / f"{profile}.toml").is_file()]
+        if not found:
             raise ConfigError(
-                f"unknown sandbox profile {str(profile)!r}; built in: "
-                f"{', '.join(names) or 'default, networked'}; or pass a .toml path"
+                f"unknown sandbox profile {str(profile)!r}; known: {', '.join(profile_names()) or 'none'} "
+                f"(from {', '.join(map(str, profile_dirs()))}); pass a .toml path, or put <name>.toml in a "
+                f"folder named by ${PROFILES_ENV}"
             )
+        path = found[0]
     if not path.exists():
         raise ConfigError(f"sandbox profile file {path} does not exist")
     return SandboxProfile.from_file(path)
