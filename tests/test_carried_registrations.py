@@ -1,4 +1,4 @@
-"""The caller's registrations reach the processes it launches: `carry()` in one interpreter, `install()` in a
+"""The caller's registrations reach the processes it launches: `carry()` in one interpreter, `install_carried()` in a
 fresh one, and every kind resolves there; what cannot be carried is refused with its name and why."""
 
 from __future__ import annotations
@@ -63,13 +63,13 @@ import sys
 
 from workbench.envs.source import load_env_source
 from workbench.policies import load_policy
-from workbench.registrations import install
+from workbench.registrations import install_carried
 from workbench.resolve import load_tool_set, resolve_policy
 from workbench.rewards import get_reward
 from workbench.train.config import TrainConfig
 from workbench.train.estimators import estimator_names
 
-done = install(open(sys.argv[1], "rb").read())
+done = install_carried(open(sys.argv[1], "rb").read())
 print(sorted(done))
 print(TrainConfig(estimator="doubled_main").make_estimator().params())
 print(get_reward("main.steps").fn.__module__, get_reward("em").name)
@@ -138,7 +138,7 @@ def test_a_registration_holding_a_lock_is_named_with_why(own_log: None) -> None:
     assert "policy backend registration 'locked_elsewhere'" in text and "locked_backend" in text
     assert "cannot pickle '_thread.lock'" in text and "a lock, an open file, socket or client" in text
     assert "--plugin MODULE" in text
-    assert registrations.install(registrations.carry()) == ["tool set fine_elsewhere"]
+    assert registrations.install_carried(registrations.carry()) == ["tool set fine_elsewhere"]
     assert list(registrations.missing()) == ["policy backend locked_elsewhere"]
     with pytest.raises(ConfigError) as err:
         load_policy("locked_elsewhere:x")
@@ -163,7 +163,7 @@ def test_a_module_the_child_cannot_import_is_named(own_log: None, tmp_path: Path
     payload = registrations.carry(strict=True)  # by reference: the module is importable here
     del sys.modules["lab_tools_somewhere"]
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(tmp_path)])
-    assert registrations.install(payload) == []
+    assert registrations.install_carried(payload) == []
     with pytest.raises(ConfigError, match=r"could not be rebuilt in this process.*lab_tools_somewhere.*importable"):
         load_tool_set("lab_elsewhere")
 
@@ -178,7 +178,7 @@ def test_built_ins_are_not_carried_and_a_later_registration_replaces(own_log: No
     [made] = registrations.registrations()
     assert (made.kind, made.name, made.value("")) == ("policy backend", "twice", "second")
     registrations.record("tool set", "t", "value", _note)  # a module-level installer: carried by reference
-    assert registrations.install(registrations.carry()) == ["policy backend twice", "tool set t"]
+    assert registrations.install_carried(registrations.carry()) == ["policy backend twice", "tool set t"]
     assert INSTALLED == [("t", "value")]
 
 

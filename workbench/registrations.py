@@ -1,9 +1,9 @@
 """The caller's registrations, carried by value into every process it launches.
 
-    from workbench.registrations import carry, install
+    from workbench.registrations import carry, install_carried
 
-    payload = carry()        # in the parent: every registration made here, cloudpickled one by one
-    install(payload)         # in the child, before any name resolves: the same names, the same objects
+    payload = carry()         # in the parent: every registration made here, cloudpickled one by one
+    install_carried(payload)  # in the child, before any name resolves: the same names, the same objects
 
 A registration is a name → object entry in one of workbench's open registries (estimators, reward
 components, policy backends, scripted policies, tool sets, env sources). Each registry reports the
@@ -68,7 +68,7 @@ _MISSING: dict[tuple[str, str], str] = {}  # (kind, name) -> why a carried regis
 
 
 def carry(*, strict: bool = False) -> bytes:
-    """This process's registrations as one payload for `install` in another process. One that cannot be copied
+    """This process's registrations as one payload for `install_carried` in another process. One that cannot be copied
     travels as its reason (the child's lookup of it says why), or with `strict` is a `ConfigError` here."""
     import cloudpickle
 
@@ -88,7 +88,7 @@ def carry(*, strict: bool = False) -> bytes:
     return pickle.dumps(entries)
 
 
-def install(payload: bytes) -> list[str]:
+def install_carried(payload: bytes) -> list[str]:
     """Register, in this process, every registration of a `carry()` payload; returns "kind name" for each made.
     Built-ins stay; a carried registration replaces this process's own under the same name. One that did not
     travel, or cannot be rebuilt here, is left out with its reason (`why_missing`, `missing`)."""
@@ -128,4 +128,4 @@ def _label(value: Any) -> str:
     return f"{module}.{getattr(value, '__qualname__', type(value).__qualname__)}"
 
 
-__all__ = ["Installer", "Registration", "carry", "install", "missing", "record", "registrations", "why_missing"]
+__all__ = ["Installer", "Registration", "carry", "install_carried", "missing", "record", "registrations", "why_missing"]

@@ -48,9 +48,9 @@ def worker_class() -> Any:
     class KernelWorker:
         def __init__(self, tools: Mapping[str, WorkerTools], kernels: int, name: str, registrations: bytes) -> None:
             from workbench.cluster.host import EnvHost
-            from workbench.registrations import install
+            from workbench.registrations import install_carried
 
-            install(registrations)  # the driver's own policy backends, tool sets …, before any name resolves
+            install_carried(registrations)  # the driver's own policy backends, tool sets …, before any name resolves
             default_niceness()
             ctx = ray.get_runtime_context()
             identity = {"node": ctx.get_node_id(), "worker": name, "actor_id": ctx.get_actor_id()}

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import TrainingError
-from workbench.registrations import carry, install, missing
+from workbench.registrations import carry, install_carried, missing
 from workbench.train.config import TrainConfig
 
 STATUSES = ("starting", "running", "finished", "failed", "stopped")
@@ -58,7 +58,7 @@ def _child_main(config: dict[str, Any], registrations: bytes = b"") -> None:
     os.dup2(log.fileno(), 2)
     sys.stdout = sys.stderr = log
     try:
-        installed = install(registrations) if registrations else []
+        installed = install_carried(registrations) if registrations else []
         if installed:
             print(f"the caller's registrations: {', '.join(installed)}", flush=True)
         for name, why in missing().items():
