@@ -90,7 +90,7 @@ class Snapshot:
 
     async def restore(self, kernel: AsyncKernel, timeout: float = 120.0) -> None:
         """Load this state into a started `kernel` (its namespace and /workspace)."""
-        link = kernel.rollout_dir / "run" / f"fork-{secrets.token_hex(8)}.snap"
+        link = kernel.kernel_dir / "run" / f"fork-{secrets.token_hex(8)}.snap"
         try:
             os.link(self.path, link)
         except OSError:
@@ -113,13 +113,13 @@ def _inside(kernel: AsyncKernel, host_path: Path) -> str:
 
 
 def _workspace(kernel: AsyncKernel) -> str:
-    return INSIDE_WORK if kernel.isolation == "bwrap" else str(kernel.rollout_dir / "work")
+    return INSIDE_WORK if kernel.isolation == "bwrap" else str(kernel.kernel_dir / "work")
 
 
 async def snapshot(kernel: AsyncKernel, timeout: float = 120.0) -> Snapshot:
     """Write `kernel`'s state (see the module doc, steps 1-2); `discard()` it when done."""
     token = secrets.token_hex(8)
-    written = kernel.rollout_dir / "run" / f"fork-{token}.snap"
+    written = kernel.kernel_dir / "run" / f"fork-{token}.snap"
     fd = os.open(written, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o600)
     os.close(fd)
     kept = kernel.root / f"fork-{token}.snap"  # outside the kernel's reach, and outliving it

@@ -63,7 +63,7 @@ def main() -> int:
             os.environ.pop("WORKBENCH_DEMO_SECRET", None)
             print(
                 f"kernel ready in {time.perf_counter() - t:.2f} s (pid {k.pid}, uid {k.uid}, "
-                f"rollout dir {k.rollout_dir})\n"
+                f"kernel dir {k.kernel_dir})\n"
             )
             for title, code, timeout in STEPS:
                 obs = k.execute(code.replace("{secret}", str(secret)), timeout=timeout)
