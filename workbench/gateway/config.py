@@ -49,6 +49,10 @@ class GatewayConfig:
         default=1024,
         metadata={"help": "completion tokens when neither the harness nor the policy's context bounds them"},
     )
+    rollout_limit_s: float | None = field(
+        default=3600.0,
+        metadata={"help": "a rollout still open this long after it opened ends as error (kept, never trained on)"},
+    )
     retry_memory: int = field(default=64, metadata={"help": "replies kept per rollout to replay on a client retry"})
 
     def __post_init__(self) -> None:
@@ -56,5 +60,7 @@ class GatewayConfig:
             raise ConfigError(f"max_body_bytes must be at least 1024, got {self.max_body_bytes}")
         if self.history not in ("sampled", "template"):
             raise ConfigError(f"history must be 'sampled' or 'template', got {self.history!r}")
+        if self.rollout_limit_s is not None and self.rollout_limit_s <= 0:
+            raise ConfigError(f"rollout_limit_s must be > 0 or None, got {self.rollout_limit_s}")
         if self.default_max_tokens < 1:
             raise ConfigError(f"default_max_tokens must be >= 1, got {self.default_max_tokens}")

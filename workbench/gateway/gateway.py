@@ -82,6 +82,7 @@ class ModelGateway:
         self.service.url = self.url
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
 
     @property
     def admin_key(self) -> str:
@@ -108,9 +109,21 @@ class ModelGateway:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise PolicyError(f"the model gateway did not start on {self.url}; see the log above")
             time.sleep(0.02)
+        limit = self.service.config.rollout_limit_s
+        if limit is not None:
+            watch = threading.Thread(
+                target=self._watch, args=(min(1.0, limit / 4),), daemon=True, name="gateway-limits"
+            )
+            watch.start()
         return self
 
+    def _watch(self, every: float) -> None:
+        """Ends rollouts that run past their limit, also when their harness never calls again."""
+        while not self._stopping.wait(every):
+            self.service.expire()
+
     def stop(self) -> None:
+        self._stopping.set()
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:

@@ -10,6 +10,7 @@ OpenAI's shape. Each call is written to the store before its reply is sent.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import secrets
@@ -66,6 +67,19 @@ class GatewayService:
         self.persist(state)
         return state
 
+    def expire(self) -> list[str]:
+        """End every open rollout past `config.rollout_limit_s` as error; their ids."""
+        limit = self.config.rollout_limit_s
+        if limit is None:
+            return []
+        now = time.time()
+        with self._lock:
+            late = [s for s in self.rollouts.values() if s.status == "open" and now - s.trajectory.started_at > limit]
+        for state in late:
+            state.finish(None, f"the harness ran past the rollout limit ({limit:g} s) without finishing")
+            self.persist(state)
+        return [s.id for s in late]
+
     def persist(self, state: RolloutState) -> None:
         if self.store is not None:
             with state.lock:
@@ -75,10 +89,12 @@ class GatewayService:
     def rollout_for(self, request: Request) -> RolloutState:
         """The rollout a request's path names, checked against its bearer key."""
         rid = request.path_params["rid"]
+        self.expire()
         state = self.rollouts.get(rid)
         if state is None or state.status != "open":
             raise RequestRefused(
-                f"rollout {rid!r} is unknown or finished; open one with gateway.rollout(task) or POST /rollouts",
+                f"rollout {rid!r} is unknown or finished (or ran past its limit); "
+                "open one with gateway.rollout(task) or POST /rollouts",
                 status=404,
                 code="rollout_not_found",
             )
@@ -165,28 +181,25 @@ class _Routes:
         )
 
     async def chat(self, request: Request) -> Response:
-        from workbench.policies.completions_wire import parse_request
+        return await self._serve(request, _chat_call)
 
+    async def completions(self, request: Request) -> Response:
+        return await self._serve(request, _completion_call)
+
+    async def _serve(self, request: Request, call: Any) -> Response:
+        """One call: the rollout checked, a retry answered from the first try, else served and written."""
         service = self.service
         try:
             state = service.rollout_for(request)
             raw = await request.body()
-            replay = _replay(state, request, raw)
-            if replay is not None:
-                return _json(replay)
-            req = parse_request(ChatRequest, raw)
-            answer = await chat_call(state, service.policy, req, auxiliary=_auxiliary(request))
-            service.persist(state)
+            answer, stream = await _answer(state, request, raw, lambda: call(service, state, raw, _auxiliary(request)))
         except BadRequest as exc:
             return _error(exc)
-        body = answer.completion.model_dump(mode="json", exclude_unset=True)
-        _remember(state, raw, body)
-        if req.stream:
-            usage = bool(req.stream_options and req.stream_options.include_usage)
-            return _stream(
-                chat_events(answer.completion, usage), self._mark(state, answer), state.renderer.tool_protocol
-            )
-        return _delivered(body, self._mark(state, answer), state.renderer.tool_protocol)
+        mark, protocol = self._mark(state, answer), state.renderer.tool_protocol
+        if stream:
+            events = chat_events if answer.record.endpoint == "chat.completions" else completion_events
+            return _stream(events(answer.completion, stream == "usage"), mark, protocol)
+        return _delivered(answer.completion.model_dump(mode="json", exclude_unset=True), mark, protocol)
 
     def _mark(self, state: RolloutState, answer: CallAnswer) -> Any:
         """Marks the call delivered; written at the rollout's next write (now, when it already finished)."""
@@ -199,27 +212,6 @@ class _Routes:
                 self.service.persist(state)
 
         return mark
-
-    async def completions(self, request: Request) -> Response:
-        try:
-            state = self.service.rollout_for(request)
-            raw = await request.body()
-            replay = _replay(state, request, raw)
-            if replay is not None:
-                return _json(replay)
-            answer, stream = await _completion_call(self.service, state, raw, _auxiliary(request))
-            self.service.persist(state)
-        except BadRequest as exc:
-            return _error(exc)
-        body = answer.completion.model_dump(mode="json", exclude_unset=True)
-        _remember(state, raw, body)
-        if stream:
-            return _stream(
-                completion_events(answer.completion, stream == "usage"),
-                self._mark(state, answer),
-                state.renderer.tool_protocol,
-            )
-        return _delivered(body, self._mark(state, answer), state.renderer.tool_protocol)
 
     async def create(self, request: Request) -> Response:
         from workbench.webio import parse_json
@@ -277,24 +269,30 @@ def _auxiliary(request: Request) -> bool:
     return request.headers.get(AUXILIARY_HEADER, "").strip().lower() in ("1", "true", "yes")
 
 
-def _digest(raw: bytes) -> str:
-    return hashlib.sha256(raw).hexdigest()
-
-
-def _replay(state: RolloutState, request: Request, raw: bytes) -> dict[str, Any] | None:
-    """The stored reply of a retried request (`x-stainless-retry-count` > 0, the same body)."""
+async def _answer(state: RolloutState, request: Request, raw: bytes, serve: Any) -> tuple[CallAnswer, str]:
+    """The call's answer: a retry (`x-stainless-retry-count` > 0, the same body) gets the first try's,
+    waiting for it while it runs, so a retried request is one recorded call."""
+    digest = hashlib.sha256(raw).hexdigest()
     count = request.headers.get("x-stainless-retry-count", "0")
-    if not count.isdigit() or int(count) == 0:
-        return None
     with state.lock:
-        return state.replies.get(_digest(raw))
-
-
-def _remember(state: RolloutState, raw: bytes, body: dict[str, Any]) -> None:
+        first = state.replies.get(digest) if count.isdigit() and int(count) > 0 else None
+    if first is not None:
+        return await asyncio.shield(first)  # type: ignore[no-any-return]
+    future: asyncio.Future[tuple[CallAnswer, str]] = asyncio.get_running_loop().create_future()
     with state.lock:
-        state.replies[_digest(raw)] = body
+        state.replies[digest] = future
         while len(state.replies) > state.config.retry_memory:
             state.replies.popitem(last=False)
+    try:
+        result: tuple[CallAnswer, str] = await serve()
+    except BaseException as exc:
+        with state.lock:
+            state.replies.pop(digest, None)
+        future.set_exception(exc)
+        future.exception()  # retrieved: a retry that never comes must not log it
+        raise
+    future.set_result(result)
+    return result
 
 
 TOOL_PROTOCOL_HEADER = "x-workbench-tool-protocol"  # "native" or "text": how tools reached the model
@@ -316,6 +314,18 @@ def _stream(events: Any, mark: Any, protocol: str) -> Response:
         mark()
 
     return StreamingResponse(body(), media_type="text/event-stream", headers={TOOL_PROTOCOL_HEADER: protocol})
+
+
+async def _chat_call(
+    service: GatewayService, state: RolloutState, raw: bytes, auxiliary: bool
+) -> tuple[CallAnswer, str]:
+    from workbench.policies.completions_wire import parse_request
+
+    req = parse_request(ChatRequest, raw)
+    answer = await chat_call(state, service.policy, req, auxiliary=auxiliary)
+    service.persist(state)
+    usage = bool(req.stream_options and req.stream_options.include_usage)
+    return answer, ("usage" if usage else "plain") if req.stream else ""
 
 
 async def _completion_call(
@@ -355,6 +365,7 @@ async def _completion_call(
             "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_out, "total_tokens": n_prompt + n_out},
         }
     )
+    service.persist(state)
     return CallAnswer(completion, record, step, out, plan.prompt_ids), stream
 
 

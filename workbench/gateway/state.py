@@ -88,7 +88,7 @@ class RolloutState:
     forks: Counter[str] = field(default_factory=Counter)
     records: list[CallRecord] = field(default_factory=list)
     nodes: list[CallNode] = field(default_factory=list)
-    replies: OrderedDict[str, dict[str, Any]] = field(default_factory=OrderedDict)
+    replies: OrderedDict[str, Any] = field(default_factory=OrderedDict)  # body digest -> the first try's future
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
