@@ -170,3 +170,17 @@ def test_the_verifiers_bridge_refusals_reach_its_caller_and_it_plays_on(arith: V
         "ValueError: no session 's1': reset it first",
         f"ValueError: reset's args are a JSON object ({keys}), got list",
     ]
+
+
+def test_a_verifiers_action_names_the_type_it_needs():
+    """Checked before anything reaches the sidecar: the turn's text must be a string."""
+    import asyncio
+
+    from workbench.envs.verifiers_source import VerifiersEpisode
+    from workbench.errors import ConfigError
+
+    episode = VerifiersEpisode(None, "s1")  # type: ignore[arg-type]  # refused before the bridge is used
+    with pytest.raises(ConfigError, match=r"the turn's text as a string\}, got 'content' as int"):
+        asyncio.run(episode.step({"content": 5}))
+    with pytest.raises(ConfigError, match=r"got keys \['text'\]"):
+        asyncio.run(episode.step({"text": "hi"}))

@@ -135,7 +135,8 @@ class VerifiersEpisode:
     async def step(self, action: dict[str, Any]) -> EnvReply:
         text = action.get(CONTENT_FIELD)
         if not isinstance(text, str):
-            raise ConfigError(f"a verifiers action is {{{CONTENT_FIELD!r}: the turn's text}}, got {sorted(action)}")
+            got = f"{CONTENT_FIELD!r} as {type(text).__name__}" if CONTENT_FIELD in action else f"keys {sorted(action)}"
+            raise ConfigError(f"a verifiers action is {{{CONTENT_FIELD!r}: the turn's text as a string}}, got {got}")
         return turn_reply(await self.bridge.request("step", session=self.session, text=text))
 
     async def close(self) -> None:
