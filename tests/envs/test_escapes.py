@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kernel_starts import STARTS
 
 from workbench.agent.config import AgentConfig
 from workbench.envs import EpisodeHost
@@ -42,14 +43,18 @@ def home_secret() -> Iterator[Path]:
     path.unlink()
 
 
-@pytest.fixture(scope="module")
-def both(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Kernel]]:
-    """A served NB-Agent (its URL) and a direct `Kernel` of the same profile; every kernel of both starts while
-    the host process holds a secret in its environment."""
+@pytest.fixture(scope="module", params=STARTS)
+def both(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Kernel]]:
+    """A served NB-Agent (its URL) and a direct `Kernel` of the same profile, both started one way (zygote or
+    exec: every isolation test runs on each); every kernel starts while the host process holds a secret in its
+    environment."""
+    start = request.param
     os.environ["WB_ENVS_HOST_SECRET"] = HOST_SECRET
-    host = EpisodeHost(agent=AgentConfig(max_steps=20, exec_timeout_s=60), max_sessions=2)
+    agent = AgentConfig(max_steps=20, exec_timeout_s=60, kernel_start=start)
+    host = EpisodeHost(agent=agent, max_sessions=2)
     try:
-        with EnvServer(host) as server, Kernel(AgentConfig().profile, root=tmp_path_factory.mktemp("k")) as kernel:
+        root = tmp_path_factory.mktemp("k")
+        with EnvServer(host) as server, Kernel(agent.profile, root=root, start=start) as kernel:
             yield server.url, kernel
     finally:
         os.environ.pop("WB_ENVS_HOST_SECRET", None)

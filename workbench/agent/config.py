@@ -51,6 +51,11 @@ class AgentConfig(Config, BaseModel):
     seed: int | None = Field(default=None, description="Sampling seed (per episode it is offset by the task index).")
     profile: str = Field(default="default", description="Sandbox profile name or path to a TOML profile.")
     isolation: Literal["bwrap", "none"] = Field(default="bwrap", description="'none' runs kernels unsandboxed (warns).")
+    kernel_start: Literal["auto", "zygote", "exec"] = Field(
+        default="auto",
+        description="How episode kernels start: forked from a zygote (fast), exec'd fresh (each its own address-space "
+        "layout: workbench.kernel.zygote lists what a zygote fork does not give), or 'auto' (zygote where supported).",
+    )
     output_cap: int = Field(default=2000, ge=100, description="Characters of one observation shown to the model.")
     tool_call_budget: int = Field(default=50, ge=0, description="Tool calls allowed per episode.")
     tool_timeout_s: float = Field(default=30.0, gt=0, description="Timeout of one tool call, seconds.")

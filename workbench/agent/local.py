@@ -322,6 +322,7 @@ def kernel_pool_for(agent_config: AgentConfig, size: int, *, root: Path | None =
         size=size,
         profile=agent_config.profile,
         isolation=agent_config.isolation,
+        start=None if agent_config.kernel_start == "auto" else agent_config.kernel_start,
         output_cap=agent_config.output_cap,
         startup_code="import workbench.runtime",
         root=root,
