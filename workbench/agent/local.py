@@ -110,7 +110,7 @@ async def open_episode_sandbox(
     token = secrets.token_hex(16)
     gateway = ToolGateway(
         tools,
-        kernel.rollout_dir / "run" / "gateway.sock",
+        kernel.kernel_dir / "run" / "gateway.sock",
         rollout_id=rollout_id,
         token=token,
         call_timeout_s=config.tool_timeout_s,
