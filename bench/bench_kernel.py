@@ -48,7 +48,7 @@ from workbench.kernel.procs import process_tree, sandbox_rss_mb
 from workbench.kernel.zygote import zygote_unsupported
 from workbench.policies import ScriptedPolicy
 from workbench.sandbox import check_sandbox, kernel_dir_base
-from workbench.sandbox.rollout import filesystem
+from workbench.sandbox.kernel_dirs import filesystem
 from workbench.tools import ToolRegistry
 from workbench.trajectory import Task
 

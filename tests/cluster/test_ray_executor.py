@@ -17,7 +17,7 @@ from workbench.cluster import RayExecutor, ToolsSpec
 from workbench.kernel.procs import process_tree
 from workbench.policies import ScriptedPolicy
 from workbench.resolve import load_search_tool
-from workbench.sandbox.rollout import rollout_base
+from workbench.sandbox.kernel_dirs import kernel_dir_base
 from workbench.store import Store
 from workbench.worlds.scripted.solver import world_solver
 
@@ -145,7 +145,7 @@ def test_killed_worker_mid_batch_retries_then_worker_died_and_leaves_no_kernel(r
         assert executor.retried == 2 and executor.worker_died == 0
         assert len(victims["worker-0"]) > 4  # it held sandboxes when it died
         assert wait_gone(victims["worker-0"]) == []  # none of them outlives it
-        assert not (rollout_base() / f"workbench-rollouts-{workers['worker-0'].info['pid']}").exists()
+        assert not (kernel_dir_base() / f"workbench-rollouts-{workers['worker-0'].info['pid']}").exists()
         # the last worker dies mid-batch: nothing is left to retry on
         second = batch_killing("worker-1", after=1.5)
         assert len(second) == 4 and {t.termination for t in second} == {"worker_died"}

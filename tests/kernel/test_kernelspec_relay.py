@@ -24,7 +24,7 @@ from jupyter_client.session import Session
 
 from workbench.cli import kernel as cli
 from workbench.kernel.procs import process_tree
-from workbench.sandbox.rollout import kernel_dir_base, sweep_stale_roots
+from workbench.sandbox.kernel_dirs import kernel_dir_base, sweep_stale_roots
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from workbench.sandbox.rollout import sweep_stale_roots
+from workbench.sandbox.kernel_dirs import sweep_stale_roots
 
 # A workbench process: makes a rollout dir under its default root, says where, then waits.
 OWNER = textwrap.dedent("""
@@ -136,7 +136,7 @@ def test_missing_base_sweeps_nothing(tmp_path: Path):
 # Run inside a fresh pid namespace as its pid 1, so pids are small and can be reused on demand.
 REUSE = textwrap.dedent("""
     import json, os, signal, subprocess, sys, time
-    from workbench.sandbox.rollout import sweep_stale_roots
+    from workbench.sandbox.kernel_dirs import sweep_stale_roots
     tmp, owner_code = sys.argv[1], sys.argv[2]
     env = {**os.environ, "TMPDIR": tmp}
 

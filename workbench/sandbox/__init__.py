@@ -2,11 +2,11 @@
 argv for exec, a zygote request for forks); kernel dirs and uids."""
 
 from workbench.sandbox.bwrap import INSIDE_RUN, SandboxSpec, build_argv, check_sandbox
+from workbench.sandbox.kernel_dirs import KernelDir, UidLease, default_root, kernel_dir_base
+from workbench.sandbox.kernel_dirs import RolloutDir as RolloutDir  # deprecated name of KernelDir
+from workbench.sandbox.kernel_dirs import rollout_base as rollout_base  # deprecated name of kernel_dir_base
 from workbench.sandbox.plan import IsolationPlan, ProfilePlan, plan_for, profile_plan
 from workbench.sandbox.profile import PROFILES_DIR, PROFILES_ENV, Limits, SandboxProfile, load_profile, profile_names
-from workbench.sandbox.rollout import KernelDir, UidLease, default_root, kernel_dir_base
-from workbench.sandbox.rollout import RolloutDir as RolloutDir  # deprecated name of KernelDir
-from workbench.sandbox.rollout import rollout_base as rollout_base  # deprecated name of kernel_dir_base
 
 __all__ = [
     "INSIDE_RUN",

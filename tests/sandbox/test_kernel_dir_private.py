@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from workbench.errors import SandboxError
-from workbench.sandbox.rollout import KernelDir
+from workbench.sandbox.kernel_dirs import KernelDir
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
 
@@ -47,7 +47,7 @@ def test_own_private_root_is_used(tmp_path):
 
 
 def test_uid_leases_are_one_place_whatever_tmpdir(tmp_path):
-    code = "from workbench.sandbox import rollout; print(rollout._LEASE_DIR)"
+    code = "from workbench.sandbox import kernel_dirs; print(kernel_dirs._LEASE_DIR)"
     env = {k: v for k, v in os.environ.items() if k != "WORKBENCH_UID_LEASE_DIR"}
     seen = {
         subprocess.run(

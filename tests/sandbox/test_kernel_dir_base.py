@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workbench.sandbox.rollout import choose_base, filesystem
+from workbench.sandbox.kernel_dirs import choose_base, filesystem
 
 # /proc/self/mountinfo lines: id, parent, dev, root, mount point, options, " - ", type, source, super options
 MOUNTINFO = "\n".join(
