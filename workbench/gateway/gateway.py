@@ -168,11 +168,14 @@ class Rollout:
 
     @property
     def client(self) -> openai.AsyncOpenAI:
-        """An `openai.AsyncOpenAI` bound to this rollout."""
+        """An `openai.AsyncOpenAI` bound to this rollout. It keeps no idle connection, so it works from any
+        event loop (each `asyncio.run` in a notebook cell is a new one) and leaks nothing when a loop ends."""
         if self._client is None:
+            import httpx
             import openai
 
-            self._client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self.api_key)
+            http = openai.DefaultAsyncHttpxClient(limits=httpx.Limits(max_keepalive_connections=0))
+            self._client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, http_client=http)
         return self._client
 
     @property
