@@ -1,12 +1,13 @@
-"""Render the site's generated reference pages: the command line from the argparse parser, and one API page per
-package that has an `__all__` (its names, filled in from the docstrings by mkdocstrings when the site builds).
+"""Render the site's generated reference pages: the command line from the argparse parser, every config class's
+fields from their help, and one API page per package that has an `__all__` (its names, filled in from the
+docstrings by mkdocstrings when the site builds).
 
-    python scripts/render_reference.py            # rewrite docs/reference/cli.md and docs/reference/api/*.md
+    python scripts/render_reference.py            # rewrite docs/reference/{cli,config}.md and docs/reference/api/*.md
     python scripts/render_reference.py --check    # exit 1 when a page differs from what the code gives
 
 `make docs` runs it before `mkdocs build`; `tests/test_docs_site.py` fails when a committed page is stale.
-Packages are found by reading the source with griffe (nothing is imported but `workbench.cli`, which imports
-no torch).
+Packages are found by reading the source with griffe; the parsers and the config classes are imported (none of
+them imports torch).
 """
 
 from __future__ import annotations
@@ -49,8 +50,76 @@ def render_cli() -> str:
     return "\n".join(lines)
 
 
-def public_packages() -> list[tuple[str, str]]:
-    """(dotted name, first docstring line) of `workbench` and each of its packages with an `__all__`."""
+CONFIG_MODULES = (
+    "workbench.agent.config",
+    "workbench.train.config",
+    "workbench.evolve.config",
+    "workbench.evolve.asearcher",
+    "workbench.evolve.experiment",
+    "workbench.synth.config",
+    "workbench.search.build",
+    "workbench.sandbox.profile",
+    "workbench.demo.config",
+)
+"""The modules that define `Config` classes; `render_config` documents every concrete subclass they hold."""
+
+
+def config_classes() -> list[type]:
+    """Every concrete `Config` subclass of CONFIG_MODULES, in the order the modules define them."""
+    import importlib
+    import inspect
+
+    sys.path.insert(0, str(ROOT))
+    from workbench.configfile import Config
+
+    found = []
+    for name in CONFIG_MODULES:
+        module = importlib.import_module(name)
+        for obj in vars(module).values():
+            if (
+                isinstance(obj, type)
+                and issubclass(obj, Config)
+                and obj is not Config
+                and obj.__module__ == name
+                and not inspect.isabstract(obj)
+            ):
+                found.append(obj)
+    return found
+
+
+def _cell(text: object) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|") or " "
+
+
+def render_config() -> str:
+    """The config page: per config class, its file table and each field's type, default and help."""
+    from workbench.configfile import _defaults, _type_name
+
+    lines = [
+        GENERATED + "# Configs\n",
+        "Every config class, each field with its type, default and help (generated from the fields' help, as "
+        "`--help-config` prints it). A config file is TOML, YAML or JSON; `--set FIELD=VALUE` (dotted for nested "
+        "fields) overrides one field on the command line, `Config.from_dict` / `from_file` / `with_overrides` in "
+        "Python.\n",
+    ]
+    for cls in config_classes():
+        table = f" Its file table: `[{cls.config_table}]`." if cls.config_table else ""
+        lines += [
+            f"## `{cls.__name__}`\n",
+            f"`{cls.__module__}.{cls.__name__}`.{table}\n",
+            "| field | type | default | help |",
+            "|---|---|---|---|",
+        ]
+        types, defaults = cls.config_types(), _defaults(cls)
+        for name, text in cls.fields_help().items():
+            default = f"`{defaults[name]!r}`" if name in defaults else ""
+            lines.append(f"| `{name}` | `{_cell(_type_name(types.get(name)))}` | {_cell(default)} | {_cell(text)} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def public_packages() -> list[tuple[str, str, list[str]]]:
+    """(dotted name, first docstring line, `shadowed` names) of `workbench` and each package with an `__all__`."""
     import griffe
 
     root = griffe.load("workbench", search_paths=[str(ROOT)], resolve_aliases=False)
@@ -65,8 +134,18 @@ def public_packages() -> list[tuple[str, str]]:
     for module in walk(root):
         if module.exports:
             summary = module.docstring.value.strip().split("\n")[0] if module.docstring else ""
-            found.append((module.path, summary))
+            found.append((module.path, summary, shadowed(module)))
     return found
+
+
+def shadowed(package) -> list[str]:
+    """Exported names that are also a submodule's name (`workbench.train.launch`, the function, from the module
+    `workbench/train/launch.py`): griffe sees the module, so their pages name the function inside it."""
+    return [
+        f"{package.path}.{name}.{name}"
+        for name in package.exports or []
+        if name in package.members and package.members[name].is_module and name in package.members[name].members
+    ]
 
 
 def render_api() -> dict[str, str]:
@@ -81,18 +160,19 @@ def render_api() -> dict[str, str]:
         "|---|---|",
     ]
     pages = {}
-    for name, summary in packages:
+    for name, summary, functions in packages:
         page = f"{name}.md"
         cell = summary.replace("|", "\\|")
         index.append(f"| [`{name}`]({page}) | {cell} |")
-        pages[page] = f"{GENERATED}# `{name}`\n\n::: {name}\n"
+        extra = "".join(f"\n::: {path}\n    options:\n      show_root_heading: true\n" for path in functions)
+        pages[page] = f"{GENERATED}# `{name}`\n\n::: {name}\n{extra}"
     pages["index.md"] = "\n".join(index) + "\n"
     return pages
 
 
 def rendered() -> dict[Path, str]:
     """Every generated page, by path."""
-    out = {REFERENCE / "cli.md": render_cli()}
+    out = {REFERENCE / "cli.md": render_cli(), REFERENCE / "config.md": render_config()}
     out.update({REFERENCE / "api" / name: text for name, text in render_api().items()})
     return out
 

@@ -1,18 +1,21 @@
-"""Every ```bash and ```python block of README.md runs here, so the README cannot drift from the code.
+"""Every ```bash and ```python block of README.md and of the docs/ pages runs here, so the docs cannot drift from
+the code.
 
-The blocks run in order inside one working directory that holds what `make demo` leaves behind:
-`runs/demo/` built by the real demo pipeline at smoke sizes (its world, stores, final model) and
-`examples/` (the shipped configs). Shell lines run one by one through bash with the venv's
-`workbench` on PATH; a `workbench serve-*` line is started, checked to answer on its port, then
-stopped. Python blocks run in a fresh interpreter each, with top-level `await` allowed (as in
-Jupyter). What the test changes is listed below, each with its reason:
+The blocks run in order (the README's first, then each page in the order of mkdocs.yml's nav) inside one working
+directory that holds what `make demo` leaves behind: `runs/demo/` built by the real demo pipeline at smoke sizes
+(its world, stores, final model) and `examples/` (the shipped configs). A page may use what an earlier one made
+(`runs/first`, `runs/tiny`). Shell lines run one by one through bash with the venv's `workbench` on PATH; a
+`workbench serve-*` line is started, checked to answer on its port, then stopped. Python blocks run in a fresh
+interpreter each, with top-level `await` allowed (as in Jupyter). ```console and ```text blocks are shown, not
+run. What the test changes is listed below, each with its reason:
 
 - SKIP: blocks that cannot run inside the test suite;
 - SUBSTITUTIONS: text replaced in a block before it runs;
-- PRELUDES: Python run before a block, defining names the README leaves to the reader.
+- PRELUDES: Python run before a block, defining names the page leaves to the reader.
 
-A block added to the README runs too; if it cannot run here, add it to SKIP with a reason.
-`test_tables_match_the_readme` fails when an entry no longer matches any block.
+A key is text found in a block, or `PAGE::text` for text in one page's blocks only. A block added to a page runs
+too; if it cannot run here, add it to SKIP with a reason. `test_tables_match_the_docs` fails when an entry no
+longer matches any block, and when a page with code blocks is missing from the nav.
 """
 
 from __future__ import annotations
@@ -28,24 +31,27 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 
 SKIP = {
     "make demo    # set-up": "builds the venv and runs the full demo / the whole test suite (this test is part of it)",
+    "docs/guides/training.md::handle = launch(": "the README's quick start runs the same launch",
     'connect("auto")': "joins a running Ray cluster; tests/cluster/ runs the same calls on the session's cluster",
 }
 """A block containing the key is not run; the value says why."""
 
 SUBSTITUTIONS = {
-    "runs/first 3fa9": ("runs/first {first_id}", "the README's id prefix is an example; use a real one"),
+    "runs/first 3fa9": ("runs/first {first_id}", "the id prefix is an example; use a real one"),
     "--limit 20": ("--limit 3", "the smoke-sized model needs only a few questions to show the command works"),
     "--port 8000": ("--port {free_port}", "port 8000 may be taken on a shared machine"),
     "Qwen/Qwen2.5-0.5B-Instruct": ("my-org/tiny", "tests never download: the prelude's hub cache holds runs/tiny"),
     "train examples/train.toml --set max_steps=1": (
         "train examples/train.toml --set max_steps=1 --set max_turns=2 --set max_turn_tokens=48",
-        "two ranks of short episodes show the command works; tests/train/test_processes.py checks what it does",
+        "short episodes show the command works; tests/train/test_processes.py checks what two ranks do",
     ),
 }
 """old text → (new text, reason); {first_id} and {free_port} are filled in when the line runs."""
@@ -54,7 +60,7 @@ PRELUDES = {
     "store.children(proposer_id)": (
         "from workbench.store import Store as _S\n"
         "proposer_id = _S.open_readonly('runs/demo/evolve').query(role='proposer').id.iloc[0]\n",
-        "the README leaves proposer_id to the reader: take one from the demo's evolve run",
+        "the page leaves proposer_id to the reader: take one from the demo's evolve run",
     ),
     "transformers:Qwen/Qwen2.5-0.5B-Instruct@main": (
         "import os, shutil\n"
@@ -63,7 +69,7 @@ PRELUDES = {
         "shutil.copytree('runs/tiny', _repo + '/snapshots/' + '0' * 40, dirs_exist_ok=True)\n"
         "os.makedirs(_repo + '/refs', exist_ok=True)\n"
         "open(_repo + '/refs/main', 'w').write('0' * 40)\n",
-        "the README's hub id is the reader's: lay out a hub cache (HF_HOME, offline) holding runs/tiny as my-org/tiny",
+        "the hub id is the reader's: lay out a hub cache (HF_HOME, offline) holding runs/tiny as my-org/tiny",
     ),
     'Corpus.from_jsonl("corpus.jsonl")': (
         "import shutil\nshutil.copy('runs/demo/world/corpus.jsonl', 'corpus.jsonl')\n",
@@ -82,57 +88,101 @@ if asyncio.iscoroutine(result):
 """
 
 
+RUN = {"bash": "bash", "sh": "bash", "shell": "bash", "python": "python", "console": "", "text": ""}
+"""Fence language -> how its block runs ("": shown, not run). A fence with another language is not a block here."""
+
+
 @dataclass
 class Block:
-    lang: str
+    page: str  # "README.md" or a path under docs/
+    lang: str  # "bash", "python", or "" (shown, not run)
     line: int  # 1-based line of the opening fence
     text: str
 
     @property
     def id(self) -> str:
-        return f"L{self.line}-{self.lang}"
+        return f"{self.page}:L{self.line}-{self.lang or 'shown'}"
 
 
-def readme_blocks(text: str | None = None) -> list[Block]:
-    text = README.read_text() if text is None else text
+def page_blocks(page: str, text: str | None = None) -> list[Block]:
+    """The fenced blocks of one page, in order."""
+    text = (ROOT / page).read_text() if text is None else text
     blocks, lines, i = [], text.splitlines(), 0
     while i < len(lines):
-        fence = re.match(r"^```(bash|python|sh|shell)\s*$", lines[i])
+        fence = re.match(r"^```(\w+)\s*$", lines[i])
         if fence:
             j = i + 1
             while j < len(lines) and not lines[j].startswith("```"):
                 j += 1
-            lang = "python" if fence.group(1) == "python" else "bash"
-            blocks.append(Block(lang, i + 1, "\n".join(lines[i + 1 : j]) + "\n"))
+            if fence.group(1) in RUN:
+                blocks.append(Block(page, RUN[fence.group(1)], i + 1, "\n".join(lines[i + 1 : j]) + "\n"))
             i = j
         i += 1
     return blocks
 
 
+def nav_pages() -> list[str]:
+    """The pages of mkdocs.yml's nav, in its order, as paths from the repository root."""
+
+    def walk(node: object) -> list[str]:
+        if isinstance(node, str):
+            return [f"docs/{node}"] if node.endswith(".md") else []
+        if isinstance(node, list):
+            return [p for item in node for p in walk(item)]
+        if isinstance(node, dict):
+            return [p for value in node.values() for p in walk(value)]
+        return []
+
+    return walk(yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"])
+
+
+def doc_blocks() -> list[Block]:
+    """Every block of the README, then of each page in the nav's order."""
+    return [b for page in ["README.md", *nav_pages()] for b in page_blocks(page)]
+
+
+def _matches(key: str, block: Block) -> bool:
+    page, sep, text = key.rpartition("::")
+    return text in block.text and (not sep or block.page == page)
+
+
 def _skip_reason(block: Block) -> str | None:
-    return next((why for key, why in SKIP.items() if key in block.text), None)
+    return next((why for key, why in SKIP.items() if _matches(key, block)), None)
 
 
-def test_tables_match_the_readme():
-    blocks = readme_blocks()
+def test_tables_match_the_docs():
+    blocks = doc_blocks()
     assert any(b.lang == "bash" for b in blocks) and any(b.lang == "python" for b in blocks)
     for table in (SKIP, SUBSTITUTIONS, PRELUDES):
         for key in table:
-            assert any(key in b.text for b in blocks), f"{key!r} matches no README block: update the table"
+            assert any(_matches(key, b) for b in blocks), f"{key!r} matches no block: update the table"
     for block in blocks:  # python blocks must at least parse (top-level await allowed)
         if block.lang == "python":
             compile(block.text, block.id, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    in_nav = set(nav_pages())
+    unrun = [
+        str(p.relative_to(ROOT))
+        for p in sorted(DOCS.rglob("*.md"))
+        if str(p.relative_to(ROOT)) not in in_nav and any(b.lang for b in page_blocks(str(p.relative_to(ROOT))))
+    ]
+    assert unrun == [], "these pages have code blocks but are not in mkdocs.yml's nav, so nothing runs them"
 
 
 def test_block_extraction():
-    text = "intro\n```bash\necho hi\n```\n\n```python\nx = 1\n```\n```text\nnot run\n```\n"
-    blocks = readme_blocks(text)
-    assert [(b.lang, b.line, b.text) for b in blocks] == [("bash", 2, "echo hi\n"), ("python", 6, "x = 1\n")]
+    text = "intro\n```bash\necho hi\n```\n\n```python\nx = 1\n```\n```text\nshown\n```\n```toml\na = 1\n```\n"
+    blocks = page_blocks("docs/x.md", text)
+    assert [(b.lang, b.line, b.text) for b in blocks] == [
+        ("bash", 2, "echo hi\n"),
+        ("python", 6, "x = 1\n"),
+        ("", 9, "shown\n"),
+    ]
+    assert blocks[0].id == "docs/x.md:L2-bash"
+    assert _matches("docs/x.md::echo", blocks[0]) and not _matches("README.md::echo", blocks[0])
 
 
 # -- running the blocks ---------------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def readme_dir(fast_demo, smollm2_models):
+def docs_dir(fast_demo, smollm2_models):
     """A working directory as after `make demo` (smoke sizes, the session's `fast_demo`) with the
     example configs, and the run's converted SmolLM2 as its models directory (`workbench models add
     smollm2` finds it there; tests/models checks the conversion itself)."""
@@ -222,14 +272,12 @@ def _run_bash(block: Block, work: Path) -> None:
         done = subprocess.run(
             ["bash", "-c", line], cwd=work, env=_env(work), capture_output=True, text=True, timeout=900
         )
-        assert done.returncode == 0, (
-            f"README {block.id}: {line!r} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-        )
+        assert done.returncode == 0, f"{block.id}: {line!r} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
 
 
 def _run_python(block: Block, work: Path) -> None:
     prelude = "".join(code for key, (code, _why) in PRELUDES.items() if key in block.text)
-    path = work / f"readme_{block.id}.py"
+    path = work / ("block_" + re.sub(r"\W", "_", block.id) + ".py")
     path.write_text(prelude + _substitute(block.text, work))
     done = subprocess.run(
         [sys.executable, "-c", PY_RUNNER, str(path)],
@@ -239,15 +287,15 @@ def _run_python(block: Block, work: Path) -> None:
         text=True,
         timeout=900,
     )
-    assert done.returncode == 0, f"README {block.id} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, f"{block.id} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 @pytest.mark.xdist_group("readme")  # one worker runs the smoke demo once (`fast_demo`) and every block
-@pytest.mark.parametrize("block", readme_blocks(), ids=lambda b: b.id)
-def test_readme_block_runs(block, readme_dir):
+@pytest.mark.parametrize("block", [b for b in doc_blocks() if b.lang], ids=lambda b: b.id)
+def test_doc_block_runs(block, docs_dir):
     reason = _skip_reason(block)
     if reason:
         pytest.skip(f"allow-listed: {reason}")
-    (_run_bash if block.lang == "bash" else _run_python)(block, readme_dir)
+    (_run_bash if block.lang == "bash" else _run_python)(block, docs_dir)
