@@ -8,8 +8,10 @@ the reply parsed, the call recorded. The reply is an `openai.types.chat.ChatComp
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,13 +20,14 @@ from workbench.gateway.replies import ChatReply, parse_reply
 from workbench.gateway.state import CallRecord, Plan, RolloutState
 from workbench.gateway.wire import ChatRequest, RequestRefused, template_message
 from workbench.policies.base import Completion, Policy, SamplingParams, policy_context_size
+from workbench.webio import BadRequest, parse_json
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion
 
     from workbench.trajectory import Step
 
-__all__ = ["CallAnswer", "call_record", "chat_call", "sampling", "served_text"]
+__all__ = ["CallAnswer", "call_record", "chat_call", "sampling", "serve_chat", "serve_completion", "served_text"]
 
 
 @dataclass
@@ -194,3 +197,63 @@ def token_logprobs(out: Completion, policy: Policy) -> list[dict[str, Any]]:
         piece = codec.decode([tok])
         rows.append({"token": piece, "logprob": finite_logprob(lp), "bytes": list(piece.encode()), "top_logprobs": []})
     return rows
+
+
+async def serve_chat(
+    policy: Policy, persist: Callable[[RolloutState], None], state: RolloutState, raw: bytes, auxiliary: bool
+) -> tuple[CallAnswer, str]:
+    from workbench.policies.completions_wire import parse_request
+
+    req = parse_request(ChatRequest, raw)
+    answer = await chat_call(state, policy, req, auxiliary=auxiliary)
+    persist(state)
+    usage = bool(req.stream_options and req.stream_options.include_usage)
+    return answer, ("usage" if usage else "plain") if req.stream else ""
+
+
+async def serve_completion(
+    policy: Policy, persist: Callable[[RolloutState], None], state: RolloutState, raw: bytes, auxiliary: bool
+) -> tuple[CallAnswer, str]:
+    """One `/v1/completions` call (a single prompt, text or ids); its stream mode ("", "plain", "usage")."""
+    from openai.types import Completion as OpenAICompletion
+
+    from workbench.policies.completions_wire import CompletionRequest, choice, parse_request, prompt_ids
+
+    body = _completions_body(raw)
+    stream = "usage" if (body.pop("stream_options", None) or {}).get("include_usage") else "plain"
+    stream = stream if body.pop("stream", False) else ""
+    req = parse_request(CompletionRequest, json.dumps(body).encode())
+    if req.n != 1 or req.echo or req.suffix or req.best_of not in (None, 1):
+        raise RequestRefused(
+            "n, echo, suffix and best_of are not served by the model gateway; send one prompt, n=1", "n"
+        )
+    prompts = prompt_ids(req, policy.codec)
+    if len(prompts) != 1:
+        raise RequestRefused("prompt: send one prompt per request (a string or a list of token ids)", "prompt")
+    plan = state.plan_tokens(prompts[0])
+    params, requested, applied = sampling(state, policy, req.max_tokens, req, len(plan.prompt_ids))
+    out, latency = await sample_one(policy, plan.prompt_ids, params)
+    record = call_record(state, "completions", req.model, requested, applied, latency, out, auxiliary)
+    record.streamed = bool(stream)
+    step = state.capture(plan, out, record, None)
+    row = choice(0, plan.prompt_ids, out, req, params.stop, policy.codec)
+    n_prompt, n_out = len(plan.prompt_ids), len(out.token_ids)
+    completion = OpenAICompletion.model_validate(
+        {
+            "id": record.id,
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": req.model or policy.name,
+            "choices": [row],
+            "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_out, "total_tokens": n_prompt + n_out},
+        }
+    )
+    persist(state)
+    return CallAnswer(completion, record, step, out, plan.prompt_ids), stream
+
+
+def _completions_body(raw: bytes) -> dict[str, Any]:
+    body = parse_json(raw)
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object")
+    return body

@@ -171,10 +171,10 @@ class Rollout:
         """An `openai.AsyncOpenAI` bound to this rollout. It keeps no idle connection, so it works from any
         event loop (each `asyncio.run` in a notebook cell is a new one) and leaks nothing when a loop ends."""
         if self._client is None:
-            import httpx
+            import httpx2  # openai's HTTP client library (a dependency of the pinned openai)
             import openai
 
-            http = openai.DefaultAsyncHttpxClient(limits=httpx.Limits(max_keepalive_connections=0))
+            http = openai.DefaultAsyncHttpxClient(limits=httpx2.Limits(max_keepalive_connections=0))
             self._client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, http_client=http)
         return self._client
 

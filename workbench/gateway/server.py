@@ -12,19 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import secrets
 import threading
 import time
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
-from workbench.gateway.chat import CallAnswer, call_record, chat_call, sample_one, sampling
+from workbench.gateway.chat import CallAnswer, serve_chat, serve_completion
 from workbench.gateway.config import AUXILIARY_HEADER, GatewayConfig
 from workbench.gateway.render import ChatRenderer
 from workbench.gateway.state import RolloutState
 from workbench.gateway.stream import chat_events, completion_events
-from workbench.gateway.wire import ChatRequest, RequestRefused, error_body
+from workbench.gateway.wire import RequestRefused, error_body
 from workbench.policies.base import Policy
 from workbench.trajectory import Task
 from workbench.webio import BadRequest, BodyLimit
@@ -181,10 +180,10 @@ class _Routes:
         )
 
     async def chat(self, request: Request) -> Response:
-        return await self._serve(request, _chat_call)
+        return await self._serve(request, serve_chat)
 
     async def completions(self, request: Request) -> Response:
-        return await self._serve(request, _completion_call)
+        return await self._serve(request, serve_completion)
 
     async def _serve(self, request: Request, call: Any) -> Response:
         """One call: the rollout checked, a retry answered from the first try, else served and written."""
@@ -192,7 +191,9 @@ class _Routes:
         try:
             state = service.rollout_for(request)
             raw = await request.body()
-            answer, stream = await _answer(state, request, raw, lambda: call(service, state, raw, _auxiliary(request)))
+            answer, stream = await _answer(
+                state, request, raw, lambda: call(service.policy, service.persist, state, raw, _auxiliary(request))
+            )
         except BadRequest as exc:
             return _error(exc)
         mark, protocol = self._mark(state, answer), state.renderer.tool_protocol
@@ -277,7 +278,7 @@ async def _answer(state: RolloutState, request: Request, raw: bytes, serve: Any)
     with state.lock:
         first = state.replies.get(digest) if count.isdigit() and int(count) > 0 else None
     if first is not None:
-        return await asyncio.shield(first)  # type: ignore[no-any-return]
+        return await asyncio.shield(first)
     future: asyncio.Future[tuple[CallAnswer, str]] = asyncio.get_running_loop().create_future()
     with state.lock:
         state.replies[digest] = future
@@ -314,65 +315,3 @@ def _stream(events: Any, mark: Any, protocol: str) -> Response:
         mark()
 
     return StreamingResponse(body(), media_type="text/event-stream", headers={TOOL_PROTOCOL_HEADER: protocol})
-
-
-async def _chat_call(
-    service: GatewayService, state: RolloutState, raw: bytes, auxiliary: bool
-) -> tuple[CallAnswer, str]:
-    from workbench.policies.completions_wire import parse_request
-
-    req = parse_request(ChatRequest, raw)
-    answer = await chat_call(state, service.policy, req, auxiliary=auxiliary)
-    service.persist(state)
-    usage = bool(req.stream_options and req.stream_options.include_usage)
-    return answer, ("usage" if usage else "plain") if req.stream else ""
-
-
-async def _completion_call(
-    service: GatewayService, state: RolloutState, raw: bytes, auxiliary: bool
-) -> tuple[CallAnswer, str]:
-    """One `/v1/completions` call (a single prompt, text or ids); its stream mode ("", "plain", "usage")."""
-    from openai.types import Completion as OpenAICompletion
-
-    from workbench.policies.completions_wire import CompletionRequest, choice, parse_request, prompt_ids
-
-    body = _completions_body(raw)
-    stream = "usage" if (body.pop("stream_options", None) or {}).get("include_usage") else "plain"
-    stream = stream if body.pop("stream", False) else ""
-    req = parse_request(CompletionRequest, json.dumps(body).encode())
-    if req.n != 1 or req.echo or req.suffix or req.best_of not in (None, 1):
-        raise RequestRefused(
-            "n, echo, suffix and best_of are not served by the model gateway; send one prompt, n=1", "n"
-        )
-    prompts = prompt_ids(req, service.policy.codec)
-    if len(prompts) != 1:
-        raise RequestRefused("prompt: send one prompt per request (a string or a list of token ids)", "prompt")
-    plan = state.plan_tokens(prompts[0])
-    params, requested, applied = sampling(state, service.policy, req.max_tokens, req, len(plan.prompt_ids))
-    out, latency = await sample_one(service.policy, plan.prompt_ids, params)
-    record = call_record(state, "completions", req.model, requested, applied, latency, out, auxiliary)
-    record.streamed = bool(stream)
-    step = state.capture(plan, out, record, None)
-    row = choice(0, plan.prompt_ids, out, req, params.stop, service.policy.codec)
-    n_prompt, n_out = len(plan.prompt_ids), len(out.token_ids)
-    completion = OpenAICompletion.model_validate(
-        {
-            "id": record.id,
-            "object": "text_completion",
-            "created": int(time.time()),
-            "model": req.model or service.policy.name,
-            "choices": [row],
-            "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_out, "total_tokens": n_prompt + n_out},
-        }
-    )
-    service.persist(state)
-    return CallAnswer(completion, record, step, out, plan.prompt_ids), stream
-
-
-def _completions_body(raw: bytes) -> dict[str, Any]:
-    from workbench.webio import parse_json
-
-    body = parse_json(raw)
-    if not isinstance(body, dict):
-        raise BadRequest("the body must be a JSON object")
-    return body
