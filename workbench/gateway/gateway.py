@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError, PolicyError
 from workbench.gateway.config import GatewayConfig
+from workbench.gateway.scoring import resolve_scorer
 from workbench.gateway.server import GatewayService, build_gateway_app
 from workbench.policies.base import Policy
 from workbench.trajectory import Task, Trajectory
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     import openai
     import uvicorn
 
-    from workbench.contracts import TrajectoryStore
+    from workbench.contracts import Scorer, TrajectoryStore
     from workbench.gateway.state import RolloutState
     from workbench.kernel import Kernel
 
@@ -54,7 +55,8 @@ class ModelGateway:
     """Serve `policy` to harnesses, one URL and key per rollout; every call recorded to `store`.
 
     `store`: a `Store`, a run directory (a `Store` is opened there) or None (trajectories kept in
-    memory only: `gw.trajectory(id)`). `port=0` picks a free port."""
+    memory only: `gw.trajectory(id)`). `reward` (a preset, component name, spec file or object with
+    `.score`) scores each rollout's answer when it finishes. `port=0` picks a free port."""
 
     def __init__(
         self,
@@ -65,6 +67,7 @@ class ModelGateway:
         host: str = "127.0.0.1",
         port: int = 0,
         run_id: str = "",
+        reward: Scorer | str | None = None,
     ) -> None:
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ConfigError(f"the model gateway listens on loopback only (got host {host!r}): use 127.0.0.1")
@@ -72,7 +75,8 @@ class ModelGateway:
             from workbench.store import Store
 
             store = Store(store)
-        self.service = GatewayService(policy, config or GatewayConfig(), store, run_id)
+        scorer = resolve_scorer(reward)
+        self.service = GatewayService(policy, config or GatewayConfig(), store, run_id, scorer)
         self.policy = policy
         self._sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -210,6 +214,14 @@ class Rollout:
             self.gateway.service.finish(self.id, None if answer is None else str(answer), error)
         self._close()
         return self.trajectory
+
+    def reward(self, value: float, *, source: str = "harness", reason: str = "", **components: float) -> None:
+        """Record the harness's own reward for this rollout (before or after it finishes), with provenance."""
+        from workbench.gateway.scoring import harness_rewards
+
+        body = {"value": value, "components": components, "source": source, "reason": reason}
+        rewards, provenance = harness_rewards(body)
+        self.gateway.service.record_rewards(self._state, rewards, "harness", None, provenance)
 
     def _close(self) -> None:
         for client in (self._sync_client,):

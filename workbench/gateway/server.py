@@ -3,7 +3,9 @@
 Per rollout, under `/rollouts/{id}/v1` with the rollout's bearer key: `POST chat/completions`,
 `POST completions`, `GET models`. With the admin key: `POST /rollouts` (body {"task": {...}})
 opens one and answers {"id", "base_url", "api_key"}; `POST /rollouts/{id}/finish` (body
-{"answer": ...}; the rollout's own key works too) closes it; `GET /rollouts/{id}` shows it.
+{"answer": ...}; the rollout's own key works too) closes it (the gateway's reward spec scores it);
+`POST /rollouts/{id}/reward` ({"value": 1.0, "components": {...}, "source": ...}) records the
+harness's own reward; `GET /rollouts/{id}` shows it.
 An unknown or finished rollout is 404, another rollout's key 403, no key 401; every error is
 OpenAI's shape. Each call is written to the store before its reply is sent.
 """
@@ -21,6 +23,7 @@ from workbench.errors import ConfigError
 from workbench.gateway.chat import CallAnswer, serve_chat, serve_completion
 from workbench.gateway.config import AUXILIARY_HEADER, GatewayConfig
 from workbench.gateway.render import ChatRenderer
+from workbench.gateway.scoring import harness_rewards, score_rollout
 from workbench.gateway.state import RolloutState
 from workbench.gateway.stream import chat_events, completion_events
 from workbench.gateway.wire import RequestRefused, error_body
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
-    from workbench.contracts import TrajectoryStore
+    from workbench.contracts import Scorer, TrajectoryStore
 
 __all__ = ["GatewayService", "build_gateway_app"]
 
@@ -41,8 +44,15 @@ __all__ = ["GatewayService", "build_gateway_app"]
 class GatewayService:
     """What the routes share: the policy, its renderer, the open rollouts, where calls are written."""
 
-    def __init__(self, policy: Policy, config: GatewayConfig, store: TrajectoryStore | None, run_id: str = "") -> None:
-        self.policy, self.config, self.store, self.run_id = policy, config, store, run_id
+    def __init__(
+        self,
+        policy: Policy,
+        config: GatewayConfig,
+        store: TrajectoryStore | None,
+        run_id: str = "",
+        scorer: Scorer | None = None,
+    ) -> None:
+        self.policy, self.config, self.store, self.run_id, self.scorer = policy, config, store, run_id, scorer
         self.renderer = ChatRenderer(policy.codec)
         self.admin_key = f"wb-admin-{secrets.token_urlsafe(24)}"
         self.rollouts: dict[str, RolloutState] = {}
@@ -64,7 +74,23 @@ class GatewayService:
             )
         state.finish(answer, error)
         self.persist(state)
+        if error is None and self.scorer is not None:
+            with state.lock:
+                snapshot = state.snapshot()
+            rewards, name, spec_json = score_rollout(self.scorer, snapshot)
+            self.record_rewards(state, rewards, name, spec_json, {"source": "gateway", "on": "finish"})
         return state
+
+    def record_rewards(
+        self, state: RolloutState, rewards: dict[str, float], name: str, spec_json: Any, provenance: dict[str, Any]
+    ) -> None:
+        """Make `rewards` the rollout's rewards (in memory and, with their provenance, in the store)."""
+        with state.lock:
+            if state.status == "error":
+                raise RequestRefused(f"rollout {state.id!r} ended in error; it is kept but never scored", status=409)
+            state.trajectory.rewards, state.trajectory.reward_spec = dict(rewards), name
+        if self.store is not None:
+            self.store.record_rewards(state.id, rewards, name, spec_json, provenance)
 
     def expire(self) -> list[str]:
         """End every open rollout past `config.rollout_limit_s` as error; their ids."""
@@ -146,6 +172,7 @@ def build_gateway_app(service: GatewayService) -> FastAPI:
     app.add_route("/rollouts/{rid}/v1/completions", routes.completions, methods=["POST"])
     app.add_route("/rollouts", routes.create, methods=["POST"])
     app.add_route("/rollouts/{rid}/finish", routes.finish, methods=["POST"])
+    app.add_route("/rollouts/{rid}/reward", routes.reward, methods=["POST"])
     app.add_route("/rollouts/{rid}", routes.show, methods=["GET"])
     for path in ("/v1/chat/completions", "/v1/completions"):
         app.add_route(path, routes.outside, methods=["POST"])
@@ -242,6 +269,20 @@ class _Routes:
             return _error(exc)
         return _json(_summary(state))
 
+    async def reward(self, request: Request) -> Response:
+        from workbench.webio import parse_json
+
+        try:
+            state = self.service.rollouts.get(request.path_params["rid"])
+            self.service.require_admin(request, state)
+            if state is None:
+                raise RequestRefused("no such rollout", status=404, code="rollout_not_found")
+            rewards, provenance = harness_rewards(parse_json(await request.body()))
+            self.service.record_rewards(state, rewards, "harness", None, provenance)
+        except ConfigError as exc:
+            return _error(exc if isinstance(exc, BadRequest) else BadRequest(str(exc)))
+        return _json({**_summary(state), "rewards": rewards})
+
     async def show(self, request: Request) -> Response:
         try:
             self.service.require_admin(request)
@@ -263,6 +304,7 @@ def _summary(state: RolloutState) -> dict[str, Any]:
             "steps": len(traj.steps),
             "forks": dict(state.forks),
             "final_answer": traj.final_answer,
+            "rewards": dict(traj.rewards),
         }
 
 
