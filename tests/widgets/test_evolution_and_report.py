@@ -107,6 +107,63 @@ def test_a_click_on_a_point_opens_the_trajectories_behind_it(evolve_run):
     assert len(viewer.rows) == len(viewer.table["id"])
 
 
+@pytest.fixture
+def graded_run(tmp_path, make_traj):
+    """One iteration, 2 hops: three proposers, two valid with k of 5 solved (1 and 4), one invalid (format 0)."""
+    run_dir = tmp_path / "graded"
+    with Store(run_dir) as store:
+        for n, (fmt, verdicts, difficulty) in enumerate(
+            [(1.0, [1, 0, 0, 0, 0], 1.0), (0.9, [1, 1, 1, 1, 0], 0.25), (0.0, [], 0.0)]
+        ):
+            prop = make_traj(n, role="proposer", hops=2, reward=0.5 * fmt + difficulty)
+            prop.metadata = {"iteration": 0, "hops": 2, "question": f"What is the capital of place {n}?"}
+            prop.metadata["solver_correct"] = [float(v) for v in verdicts]
+            prop.final_answer = f"Town {n}"
+            prop.rewards = {"difficulty": difficulty, "format": fmt, "total": prop.reward}
+            store.write(prop)
+            for k, v in enumerate(verdicts):
+                store.write(make_traj(n * 10 + k + 100, hops=2, origin=prop.id, reward=float(v)))
+    return run_dir
+
+
+def test_valid_share_and_k_of_n_per_cell(graded_run):
+    dash = EvolutionDashboard(graded_run)
+    [row] = dash.table.itertuples()
+    assert (row.questions, row.valid_share, row.attempts) == (3, 2 / 3, 10)
+    assert row.solver_pass_rate == 0.5  # 5 of 10 attempts
+    valid = dash.panes["valid_share"].figure
+    assert list(valid.data[0].y) == [2 / 3] and [list(c) for c in valid.data[0].customdata] == [[0, 2]]
+    assert "1 of 5 solved" in dash.samples_view.value and "not attempted" in dash.samples_view.value
+
+    dash.plots.click("valid_share", {"customdata": [0, 2]})
+    viewer = dash.viewer
+    assert set(viewer.rows.role) == {"proposer"} and len(viewer.rows) == 3
+    assert "2 of 3 valid, 5 of 10 attempts solved" in viewer.link_label
+    cell = dash.cell_view.value
+    assert cell.count("<li>") == 3 and cell.count(">valid<") == 2 and cell.count(">invalid<") == 1
+    assert cell.index("1 of 5 solved") < cell.index("4 of 5 solved") < cell.index("not attempted")  # by difficulty
+    assert "Town 1" in cell and "What is the capital of place 2?" in cell
+
+
+def test_cell_questions_and_validity_without_a_format_score(graded_run, make_traj):
+    from workbench.widgets.evolution import cell_questions, proposal_valid, solved_text
+
+    with Store.open_readonly(graded_run) as store:
+        cell = cell_questions(store, 0, 2)
+        assert cell["valid"].tolist() == [True, True, False]
+        assert cell["k"].tolist()[:2] == [1, 4] and cell["n"].tolist()[:2] == [5, 5]
+        assert cell["k"].isna().tolist() == [False, False, True]  # the invalid one was never attempted
+        assert cell_questions(store, 1, 2).empty
+    assert solved_text(2, 5) == "2 of 5 solved" and solved_text(None, None) == "not attempted"
+    agent0 = make_traj(7, role="proposer")  # no format score: a question and an answer not in it
+    agent0.rewards = {"total": 0.3}
+    agent0.metadata = {"question": "Who founded Dreth?"}
+    agent0.final_answer = "Ana Vel"
+    assert proposal_valid(agent0)
+    agent0.final_answer = "Dreth"  # given away in the question
+    assert not proposal_valid(agent0)
+
+
 def test_report_is_standalone_html(evolve_run):
     text = report_html(evolve_run, title="my run", max_trajectories=5)
     assert text.startswith("<!doctype html>") and "<title>my run</title>" in text
@@ -119,6 +176,7 @@ def test_report_is_standalone_html(evolve_run):
     names = [f["name"] for s in data["sections"] for f in s["figures"]]
     assert {"solver_pass_rate", "entropy_length", "proposer_pass_rate"} <= set(names)
     assert len(data["links"]["solver_pass_rate|2|1"]) == 8  # a click's trajectories
+    assert len(data["links"]["valid_share|2|1"]) == 2 and "valid_share" in names
     assert "renderViewer" in text and "export default" not in text
     # training metrics: one global step axis across iterations, each iteration marked; a constant
     # metric is a line of text, not a figure; the plotly template is in the page once

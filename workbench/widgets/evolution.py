@@ -2,12 +2,16 @@
 
     from workbench.widgets import EvolutionDashboard
     dash = EvolutionDashboard("runs/evolve")   # read-only; dash.auto_refresh(10) while it runs
-    dash.table                                 # iteration, hops, proposer reward, difficulty, pass rate
-    dash.samples(iteration=2)                  # the questions proposed in iteration 2
+    dash.table                                 # iteration, hops, valid share, proposer reward, difficulty, pass rate
+    dash.samples(iteration=2)                  # the questions proposed in iteration 2, k of n solved
+    dash.open_point("difficulty", 2, 2)        # what a click does: that cell's questions, here and in the viewer
 
 Proposer trajectories (role="proposer") carry `metadata["iteration"]` and rewards such as
 "difficulty" and "format"; solver trajectories name their proposer in `lineage["origin"]`, so
-a solver attempt counts toward its proposer's iteration and hop count. A QA-synthesis run
+a solver attempt counts toward its proposer's iteration and hop count. A question is valid when it
+passed its mode's gate (`proposal_valid`: Dr. Zero's format score > 0, else a question and an answer
+not given away in it); k of n is how many of the attempts its difficulty was computed from
+(`metadata["solver_correct"]`) were right. A QA-synthesis run
 (role="synthesizer", `workbench.synth`) adds its acceptance rate and difficulty (`synthesis_table`).
 """
 
@@ -27,12 +31,14 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from workbench.store import Store
+    from workbench.trajectory import Trajectory
     from workbench.widgets.viewer import TrajectoryViewer
 
 TABLE_COLUMNS = [
     "iteration",
     "hops",
     "questions",
+    "valid_share",
     "proposer_reward",
     "difficulty",
     "format",
@@ -41,31 +47,78 @@ TABLE_COLUMNS = [
 ]
 
 
+PROPOSER_COLUMNS = [
+    "id",
+    "iteration",
+    "hops",
+    "question",
+    "answer",
+    "valid",
+    "k",
+    "n",
+    "reward",
+    "difficulty",
+    "format",
+]
+CLICKABLE = ("proposer_reward", "valid_share", "difficulty", "solver_pass_rate")
+"""The per-iteration figures whose points open the trajectories behind them."""
+
+
+def proposal_valid(traj: Trajectory) -> bool:
+    """Whether a proposer's question passed its mode's gate: Dr. Zero's format score > 0 where the
+    trajectory has one, else a question and an answer, the answer not given away in the question."""
+    from workbench.rewards.text import normalize_answer
+
+    fmt = traj.rewards.get("format")
+    if fmt is not None:
+        return fmt > 0
+    question, answer = str(traj.metadata.get("question") or ""), str(traj.final_answer or "")
+    norm = normalize_answer(answer)
+    return bool(question.strip() and norm) and norm not in normalize_answer(question)
+
+
+def solved_of(traj: Trajectory) -> tuple[int | None, int | None]:
+    """(k, n): of the n attempts the proposer's difficulty was computed from, k were right (None, None
+    when it records no verdicts)."""
+    verdicts = traj.metadata.get("solver_correct")
+    if not isinstance(verdicts, list) or not verdicts:
+        return None, None
+    return sum(bool(v) for v in verdicts), len(verdicts)
+
+
 def proposer_frame(store: Store) -> pd.DataFrame:
-    """One row per proposer trajectory: id, iteration, hops, question, reward and components."""
+    """One row per proposer trajectory: id, iteration, hops, question, answer, valid, k of n solved,
+    reward and components."""
     import pandas as pd
 
     rows = []
     for t in store.iter_trajectories(role="proposer"):
         iteration = t.metadata.get("iteration", t.task.metadata.get("iteration"))
         hops = t.metadata.get("hops", t.hops)
+        k, n = solved_of(t)
         rows.append(
             {
                 "id": t.id,
                 "iteration": None if iteration is None else int(iteration),
                 "hops": None if hops is None else int(hops),
                 "question": t.metadata.get("question") or t.task.question,
+                "answer": t.final_answer,
+                "valid": proposal_valid(t),
+                "k": k,
+                "n": n,
                 "reward": t.reward,
                 "difficulty": t.rewards.get("difficulty"),
                 "format": t.rewards.get("format"),
             }
         )
-    return pd.DataFrame(rows, columns=["id", "iteration", "hops", "question", "reward", "difficulty", "format"])
+    frame = pd.DataFrame(rows, columns=PROPOSER_COLUMNS)
+    return frame.astype({"k": "Int64", "n": "Int64"})
 
 
 def evolution_table(store: Store, pass_threshold: float = _figures.PASS_THRESHOLD) -> pd.DataFrame:
-    """Per (iteration, hops): questions proposed, mean proposer reward/difficulty/format, solver
-    attempts on those questions and their pass rate (total reward ≥ `pass_threshold`)."""
+    """Per (iteration, hops): questions proposed, the share of them valid, mean proposer
+    reward/difficulty/format, solver attempts on those questions and their pass rate (total reward ≥
+    `pass_threshold`)."""
     import pandas as pd
 
     props = proposer_frame(store)
@@ -83,6 +136,7 @@ def evolution_table(store: Store, pass_threshold: float = _figures.PASS_THRESHOL
         props.groupby(keys, dropna=False)
         .agg(
             questions=("id", "size"),
+            valid_share=("valid", "mean"),
             proposer_reward=("reward", "mean"),
             difficulty=("difficulty", "mean"),
             format=("format", "mean"),
@@ -142,8 +196,8 @@ def synthesis_table(store: Store) -> pd.DataFrame:
 
 
 def evolution_figures(store: Store, pass_threshold: float = _figures.PASS_THRESHOLD) -> dict[str, Any]:
-    """The dashboard's plots, keyed by name (also used by `workbench report`). In the three
-    per-iteration plots each point's customdata is `[iteration, hops]`."""
+    """The dashboard's plots, keyed by name (also used by `workbench report`). In the per-iteration
+    plots (`CLICKABLE`) each point's customdata is `[iteration, hops]`."""
     table = evolution_table(store, pass_threshold)
     metrics = store.metrics()
     curves = (
@@ -160,6 +214,15 @@ def evolution_figures(store: Store, pass_threshold: float = _figures.PASS_THRESH
             "hops",
             "proposer reward per iteration",
             y_title="mean proposer reward (spec units)",
+            **per_iter,
+        ),
+        "valid_share": _figures.lines_by_group(
+            table,
+            "iteration",
+            "valid_share",
+            "hops",
+            "valid questions per iteration",
+            y_title="valid / proposed (0–1)",
             **per_iter,
         ),
         "difficulty": _figures.lines_by_group(
@@ -210,20 +273,50 @@ def _synthesis_figures(synth: Any, per_iter: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def trajectories_behind(store: Store, figure: str, iteration: Any, hops: Any) -> list[str]:
-    """Ids of the trajectories a point of `figure` summarises: the solver attempts on that
-    iteration's questions with that hop count for "solver_pass_rate", else the proposers."""
-    props = proposer_frame(store)
+def _cell(props: pd.DataFrame, iteration: Any, hops: Any) -> pd.DataFrame:
     if props.empty:
-        return []
-    props = props[
+        return props
+    return props[
         (props["iteration"].fillna(0).astype(int) == int(iteration))
         & (props["hops"].astype("Int64") == int(hops)).fillna(False)
     ]
+
+
+def cell_questions(store: Store, iteration: Any, hops: Any) -> pd.DataFrame:
+    """The questions of one (iteration, hops) cell, one row per proposer: id, question, answer, valid,
+    k of n solved, difficulty and reward; valid ones first, then by difficulty."""
+    cell = _cell(proposer_frame(store), iteration, hops)
+    cols = ["id", "question", "answer", "valid", "k", "n", "difficulty", "reward"]
+    return cell.sort_values(["valid", "difficulty"], ascending=False, na_position="last")[cols].reset_index(drop=True)
+
+
+def trajectories_behind(store: Store, figure: str, iteration: Any, hops: Any) -> list[str]:
+    """Ids of the trajectories a point of `figure` summarises: the solver attempts on that
+    iteration's questions with that hop count for "solver_pass_rate", else the proposers."""
+    props = _cell(proposer_frame(store), iteration, hops)
     if figure != "solver_pass_rate":
         return props["id"].tolist()
     solvers = store.query(role="solver", origin=props["id"].tolist()) if len(props) else props
     return solvers["id"].tolist() if len(solvers) else []
+
+
+def solved_text(k: Any, n: Any) -> str:
+    """ "k of n solved", or "not attempted" when the question has no verdicts."""
+    import pandas as pd
+
+    return "not attempted" if pd.isna(k) or pd.isna(n) else f"{int(k)} of {int(n)} solved"
+
+
+def questions_html(rows: pd.DataFrame, title: str) -> str:
+    """A list of questions with their answer, validity and k of n (the dashboard's cell and sample lists)."""
+    items = "".join(
+        f"<li>{_render.badge('valid' if r.valid else 'invalid', '#1a7f37' if r.valid else '#cf222e')}"
+        f"{_render.esc(r.question)} → <b>{_render.esc(r.answer if r.answer is not None else '—')}</b> "
+        f"<span class='wb-solved' style='color:#57606a'>({solved_text(r.k, r.n)}; "
+        f"difficulty {_render.number(r.difficulty)})</span></li>"
+        for r in rows.itertuples()
+    )
+    return f"<b>{_render.esc(title)}</b><ul class='wb-questions'>{items}</ul>"
 
 
 class EvolutionDashboard(w.VBox):
@@ -246,6 +339,7 @@ class EvolutionDashboard(w.VBox):
         self.plots.on_click(lambda name, point: self._on_click(name, point))
         self.viewer: TrajectoryViewer | None = None  # made on the first click
         self.viewer_box = w.VBox()
+        self.cell_view = w.HTML()  # the clicked cell's questions, each with k of n solved
         self.table_view = w.HTML()
         self.iteration_menu = w.Dropdown(description="iteration", options=[])
         self.samples_view = w.HTML()
@@ -257,6 +351,7 @@ class EvolutionDashboard(w.VBox):
             [
                 w.HBox([self.refresh_button, hint]),
                 self.plots,
+                self.cell_view,
                 self.viewer_box,
                 self.table_view,
                 self.iteration_menu,
@@ -283,13 +378,19 @@ class EvolutionDashboard(w.VBox):
             return self.table
 
     def open_point(self, figure: str, iteration: int, hops: int) -> TrajectoryViewer:
-        """Show the trajectories behind one point (what a click does); returns the viewer."""
+        """Show the trajectories behind one point (what a click does) in the viewer, and the cell's
+        questions with k of n solved above it; returns the viewer."""
         from workbench.widgets.viewer import TrajectoryViewer
 
         ids = trajectories_behind(self.store, figure, iteration, hops)
+        cell = cell_questions(self.store, iteration, hops)
         what = "solver attempts" if figure == "solver_pass_rate" else "proposers"
         hop_count = f"{hops} hop{'' if hops == 1 else 's'}"
-        label = f"{figure.replace('_', ' ')} · iteration {iteration} · {hop_count}: {len(ids)} {what}"
+        where = f"iteration {iteration} · {hop_count}"
+        k, n = cell["k"].sum(), cell["n"].sum()
+        summary = f"{int(cell['valid'].sum())} of {len(cell)} valid, {int(k)} of {int(n)} attempts solved"
+        label = f"{figure.replace('_', ' ')} · {where}: {len(ids)} {what} ({summary})"
+        self.cell_view.value = questions_html(cell, f"questions · {where}")
         if self.viewer is None:
             self.viewer = TrajectoryViewer(self.store)
             self.viewer_box.children = [self.viewer]
@@ -322,7 +423,8 @@ class EvolutionDashboard(w.VBox):
         items = "".join(
             f"<li>{_render.badge(_render.number(r.hops, '.0f') + ' hops', '#8250df')} "
             f"{_render.esc(r.question)} "
-            f"<span style='color:#57606a'>(reward {_render.number(r.reward)})</span></li>"
+            f"<span class='wb-solved' style='color:#57606a'>({solved_text(r.k, r.n)}; "
+            f"reward {_render.number(r.reward)})</span></li>"
             for r in rows.itertuples()
         )
         self.samples_view.value = f"<b>sample questions</b><ul class='wb-samples'>{items}</ul>"

@@ -123,7 +123,7 @@ def _figure_json(figures: dict[str, go.Figure]) -> list[dict[str, Any]]:
 
 
 def _sections(store: Store, df: Any, pass_threshold: float) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
-    from workbench.widgets.evolution import evolution_figures, evolution_table, trajectories_behind
+    from workbench.widgets.evolution import CLICKABLE, evolution_figures, evolution_table, trajectories_behind
 
     sections: list[dict[str, Any]] = []
     for role in sorted(df["role"].unique()) if len(df) else []:
@@ -154,7 +154,7 @@ def _sections(store: Store, df: Any, pass_threshold: float) -> tuple[list[dict[s
         for row in evolution_table(store, pass_threshold).itertuples():
             if row.hops != row.hops or row.hops is None:
                 continue
-            for name in ("proposer_reward", "difficulty", "solver_pass_rate"):
+            for name in CLICKABLE:
                 links[f"{name}|{row.iteration}|{int(row.hops)}"] = trajectories_behind(
                     store, name, row.iteration, row.hops
                 )
