@@ -25,7 +25,7 @@ run fails only for what it uses. `carry(strict=True)` raises that error at once 
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,9 +123,41 @@ def why_missing(kind: str, name: str) -> str:
     return f" The {kind} registration {name!r} of the process that launched this one {why}." if why else ""
 
 
+def load_plugins(modules: Iterable[str]) -> None:
+    """Import each plugin module and call its `register()`, which makes its registrations (`--plugin MODULE`;
+    kept in this low layer so a config's own list of plugins can be loaded wherever the config resolves names)."""
+    import importlib
+
+    for name in modules:
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            raise ConfigError(
+                f"--plugin {name}: cannot import it ({exc}); give a module on sys.path (PYTHONPATH), "
+                "e.g. --plugin my_project.workbench_plugins"
+            ) from exc
+        register_plugin = getattr(module, "register", None)
+        if not callable(register_plugin):
+            raise ConfigError(
+                f"--plugin {name}: the module has no register() function; define one that makes your "
+                "registrations (@estimator, @reward, register_backend, register_tool_set, register_env_source …)"
+            )
+        register_plugin()
+
+
 def _label(value: Any) -> str:
     module = getattr(value, "__module__", None) or type(value).__module__
     return f"{module}.{getattr(value, '__qualname__', type(value).__qualname__)}"
 
 
-__all__ = ["Installer", "Registration", "carry", "install_carried", "missing", "record", "registrations", "why_missing"]
+__all__ = [
+    "Installer",
+    "Registration",
+    "carry",
+    "install_carried",
+    "load_plugins",
+    "missing",
+    "record",
+    "registrations",
+    "why_missing",
+]

@@ -8,15 +8,15 @@ A plugin is a module on sys.path (PYTHONPATH) with a `register()` function that 
 `register_env_source`. `workbench` imports every `--plugin` (repeatable) and calls its `register()`
 before the command runs, so the names resolve in this process and in every process it launches.
 A command that resolves names calls `add_plugin_argument(parser)`; `tests/test_cli_plugins.py` holds the
-list and fails on a `serve-*` command without it.
+list and fails on a `serve-*` command without it. `load_plugins` itself lives in `workbench.registrations`
+(a low layer), so a config's own list of plugins can be loaded where the config resolves names.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 
-from workbench.errors import ConfigError
+from workbench.registrations import load_plugins
 
 PLUGIN_HELP = (
     "import MODULE and call its register() before anything resolves: your estimator, reward, policy backend, "
@@ -27,25 +27,6 @@ PLUGIN_HELP = (
 def add_plugin_argument(p: argparse.ArgumentParser) -> None:
     """`--plugin MODULE` (repeatable) on a command's parser; `workbench.cli.main` loads them."""
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE", help=PLUGIN_HELP)
-
-
-def load_plugins(modules: list[str]) -> None:
-    """Import each module and call its `register()`; an error names the module and the fix."""
-    for name in modules:
-        try:
-            module = importlib.import_module(name)
-        except ImportError as exc:
-            raise ConfigError(
-                f"--plugin {name}: cannot import it ({exc}); give a module on sys.path (PYTHONPATH), "
-                "e.g. --plugin my_project.workbench_plugins"
-            ) from exc
-        register_plugin = getattr(module, "register", None)
-        if not callable(register_plugin):
-            raise ConfigError(
-                f"--plugin {name}: the module has no register() function; define one that makes your "
-                "registrations (@estimator, @reward, register_backend, register_tool_set, register_env_source …)"
-            )
-        register_plugin()
 
 
 __all__ = ["PLUGIN_HELP", "add_plugin_argument", "load_plugins"]
