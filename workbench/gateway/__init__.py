@@ -12,6 +12,7 @@ policy version) as steps of its rollout's trajectory.
 """
 
 from workbench.gateway.config import AUXILIARY_HEADER, GatewayConfig, HistoryMode, TrainingSampling
+from workbench.gateway.episodes import HarnessAgent, HarnessEpisodes
 from workbench.gateway.gateway import ModelGateway, Rollout
 from workbench.gateway.history import FORK_REASONS, ForkReason
 from workbench.gateway.render import ChatRenderer, ToolProtocol
@@ -27,6 +28,8 @@ __all__ = [
     "ChatToolCall",
     "ForkReason",
     "GatewayConfig",
+    "HarnessAgent",
+    "HarnessEpisodes",
     "HistoryMode",
     "ModelGateway",
     "Rollout",

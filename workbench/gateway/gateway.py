@@ -223,6 +223,12 @@ class Rollout:
         rewards, provenance = harness_rewards(body)
         self.gateway.service.record_rewards(self._state, rewards, "harness", None, provenance)
 
+    async def aclose(self) -> None:
+        """Close the async client (from the loop that used it)."""
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
     def _close(self) -> None:
         for client in (self._sync_client,):
             if client is not None:
