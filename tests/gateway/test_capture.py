@@ -31,12 +31,12 @@ def test_a_real_models_call_keeps_its_ids_and_both_logprobs(tiny_model, tmp_path
         reply = r.sync_client.chat.completions.create(
             model="tiny", messages=USER, max_tokens=12, temperature=0.7, seed=3, logprobs=True
         )
-        step = store.get(r.id).steps[0]
+        [step] = gw.call_log.steps(r.id)
         assert step.prompt_ids == policy.codec.chat(USER)  # the template's rendering, ids as the codec makes them
         assert 0 < len(step.completion_ids) <= 12
         assert len(step.logprobs or []) == len(step.completion_ids) == len(step.raw_logprobs or [])
         assert [t.logprob for t in reply.choices[0].logprobs.content] == pytest.approx(step.logprobs)
-        call = store.get(r.id).metadata["gateway"]["calls"][0]
+        call = gw.call_log.rows(r.id)[0]["record"]
         assert call["sampling_applied"]["temperature"] == 0.7 and call["sampling_applied"]["max_tokens"] == 12
         assert call["finish_reason"] == step.finish_reason and call["latency_s"] > 0
         assert reply.usage.prompt_tokens == len(step.prompt_ids)
@@ -77,8 +77,9 @@ def test_an_auxiliary_call_is_recorded_but_never_a_step(gateway):
     with gateway.rollout("q") as r:
         r.sync_client.chat.completions.create(model="m", messages=USER)
         r.sync_client.chat.completions.create(model="title-model", messages=USER, extra_headers={AUXILIARY_HEADER: "1"})
-        traj = gateway.test_store.get(r.id)
+        traj = r.trajectory
         assert len(traj.steps) == 1 and len(traj.segments()) == 1
+        assert [row["step"] is None for row in gateway.call_log.rows(r.id)] == [False, True]
         aux = traj.metadata["gateway"]["calls"][1]
         assert aux["auxiliary"] is True and aux["step"] is None and aux["completion_ids"]
         assert aux["model"] == "title-model"
@@ -89,7 +90,7 @@ def test_a_call_is_stored_before_its_reply_and_delivered_after(gateway):
         seen = []
 
         def on_response(response: httpx.Response) -> None:
-            seen.append(len(gateway.test_store.get(r.id).steps))  # the store already holds the call
+            seen.append(len(gateway.call_log.steps(r.id)))  # the call log already holds the call
 
         client = openai.OpenAI(
             base_url=r.base_url, api_key=r.api_key, http_client=httpx.Client(event_hooks={"response": [on_response]})
@@ -98,3 +99,18 @@ def test_a_call_is_stored_before_its_reply_and_delivered_after(gateway):
         assert seen == [1]
         client.close()
     assert eventually(lambda: gateway.test_store.get(r.id).metadata["gateway"]["calls"][0]["delivered"])
+
+
+def test_the_call_log_rebuilds_the_trajectory_and_the_store_gets_it_whole_at_the_end(gateway):
+    with gateway.rollout("q") as r:
+        messages = [{"role": "user", "content": "one"}]
+        for turn in range(3):
+            reply = r.sync_client.chat.completions.create(model="m", messages=messages)
+            messages += [reply.choices[0].message.model_dump(exclude_none=True), {"role": "user", "content": f"{turn}"}]
+        messages = [{"role": "user", "content": "a side call"}]  # a new segment
+        r.sync_client.chat.completions.create(model="m", messages=messages)
+        live = r.trajectory
+        assert gateway.call_log.steps(r.id) == live.steps  # what a crash now would leave
+        rebuilt = type(live)(task=live.task, steps=gateway.call_log.steps(r.id))
+        assert rebuilt.segments() == live.segments() and len(live.segments()) == 2
+    assert gateway.test_store.get(r.id).steps == live.steps

@@ -14,6 +14,7 @@ import httpx
 import openai
 
 from workbench.cli.gateway import policy_spec
+from workbench.gateway.calllog import CALL_LOG_NAME, CallLog
 
 
 def test_model_names_become_policy_specs():
@@ -45,8 +46,11 @@ def test_serve_gateway_records_a_subprocess_harness(tmp_path):
         reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "2+2?"}])
         assert reply.choices[0].message.content
         client.close()
+        log = CallLog(tmp_path / "run" / CALL_LOG_NAME)
+        assert len(log.steps(made["id"])) == 1
+        log.close()
         with Store(tmp_path / "run") as store:
-            assert len(store.get(made["id"]).steps) == 1
+            assert store.get(made["id"]).task.question == "2+2?"
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)

@@ -30,9 +30,9 @@ def test_a_rollout_serves_chat_completions_and_records_each_call(gateway):
         assert reply.choices[0].finish_reason == "stop"
         assert reply.model == "whatever-name"
         assert reply.usage is not None and reply.usage.completion_tokens > 0
-        stored = gateway.test_store.get(r.id)  # written before the reply came back
-        assert len(stored.steps) == 1 and stored.steps[0].completion_ids
-        call = stored.metadata["gateway"]["calls"][0]
+        logged = gateway.call_log.steps(r.id)  # durable before the reply came back
+        assert len(logged) == 1 and logged[0].completion_ids
+        call = gateway.call_log.rows(r.id)[0]["record"]
         assert call["model"] == "whatever-name" and call["endpoint"] == "chat.completions"
         r.finish("4")
     done = gateway.test_store.get(r.id)

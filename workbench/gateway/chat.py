@@ -200,19 +200,27 @@ def token_logprobs(out: Completion, policy: Policy) -> list[dict[str, Any]]:
 
 
 async def serve_chat(
-    policy: Policy, persist: Callable[[RolloutState], None], state: RolloutState, raw: bytes, auxiliary: bool
+    policy: Policy,
+    persist: Callable[[RolloutState, CallAnswer], None],
+    state: RolloutState,
+    raw: bytes,
+    auxiliary: bool,
 ) -> tuple[CallAnswer, str]:
     from workbench.policies.completions_wire import parse_request
 
     req = parse_request(ChatRequest, raw)
     answer = await chat_call(state, policy, req, auxiliary=auxiliary)
-    persist(state)
+    persist(state, answer)
     usage = bool(req.stream_options and req.stream_options.include_usage)
     return answer, ("usage" if usage else "plain") if req.stream else ""
 
 
 async def serve_completion(
-    policy: Policy, persist: Callable[[RolloutState], None], state: RolloutState, raw: bytes, auxiliary: bool
+    policy: Policy,
+    persist: Callable[[RolloutState, CallAnswer], None],
+    state: RolloutState,
+    raw: bytes,
+    auxiliary: bool,
 ) -> tuple[CallAnswer, str]:
     """One `/v1/completions` call (a single prompt, text or ids); its stream mode ("", "plain", "usage")."""
     from openai.types import Completion as OpenAICompletion
@@ -248,8 +256,9 @@ async def serve_completion(
             "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_out, "total_tokens": n_prompt + n_out},
         }
     )
-    persist(state)
-    return CallAnswer(completion, record, step, out, plan.prompt_ids), stream
+    answer = CallAnswer(completion, record, step, out, plan.prompt_ids)
+    persist(state, answer)
+    return answer, stream
 
 
 def _completions_body(raw: bytes) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError, PolicyError
+from workbench.gateway.calllog import CALL_LOG_NAME, CallLog
 from workbench.gateway.config import GatewayConfig
 from workbench.gateway.scoring import resolve_scorer
 from workbench.gateway.server import GatewayService, build_gateway_app
@@ -56,7 +57,11 @@ class ModelGateway:
 
     `store`: a `Store`, a run directory (a `Store` is opened there) or None (trajectories kept in
     memory only: `gw.trajectory(id)`). `reward` (a preset, component name, spec file or object with
-    `.score`) scores each rollout's answer when it finishes. `port=0` picks a free port."""
+    `.score`) scores each rollout's answer when it finishes. `port=0` picks a free port.
+
+    Each call is durable before its reply: with a `Store` (its run directory), as one row of deltas in
+    `RUN_DIR/gateway_calls.sqlite` (`CallLog`), the whole trajectory written to the store when the
+    rollout opens and ends; with any other store (or `call_log=False`), the whole trajectory per call."""
 
     def __init__(
         self,
@@ -68,6 +73,7 @@ class ModelGateway:
         port: int = 0,
         run_id: str = "",
         reward: Scorer | str | None = None,
+        call_log: bool = True,
     ) -> None:
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ConfigError(f"the model gateway listens on loopback only (got host {host!r}): use 127.0.0.1")
@@ -75,8 +81,10 @@ class ModelGateway:
             from workbench.store import Store
 
             store = Store(store)
+        run_dir = getattr(store, "run_dir", None)
+        log = CallLog(Path(run_dir) / CALL_LOG_NAME) if call_log and isinstance(run_dir, Path) else None
         scorer = resolve_scorer(reward)
-        self.service = GatewayService(policy, config or GatewayConfig(), store, run_id, scorer)
+        self.service = GatewayService(policy, config or GatewayConfig(), store, run_id, scorer, log)
         self.policy = policy
         self._sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -126,6 +134,11 @@ class ModelGateway:
         while not self._stopping.wait(every):
             self.service.expire()
 
+    @property
+    def call_log(self) -> CallLog | None:
+        """Where calls are logged as they happen (None when each call writes its whole trajectory)."""
+        return self.service.call_log
+
     def stop(self) -> None:
         self._stopping.set()
         if self._server is not None:
@@ -133,6 +146,8 @@ class ModelGateway:
         if self._thread is not None:
             self._thread.join(timeout=10)
         self._sock.close()
+        if self.service.call_log is not None:
+            self.service.call_log.close()
 
     def __enter__(self) -> ModelGateway:
         return self.start()

@@ -20,6 +20,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
+from workbench.gateway.calllog import CallLog
 from workbench.gateway.chat import CallAnswer, serve_chat, serve_completion
 from workbench.gateway.config import AUXILIARY_HEADER, GatewayConfig
 from workbench.gateway.render import ChatRenderer
@@ -51,8 +52,10 @@ class GatewayService:
         store: TrajectoryStore | None,
         run_id: str = "",
         scorer: Scorer | None = None,
+        call_log: CallLog | None = None,
     ) -> None:
         self.policy, self.config, self.store, self.run_id, self.scorer = policy, config, store, run_id, scorer
+        self.call_log = call_log
         self.renderer = ChatRenderer(policy.codec)
         self.admin_key = f"wb-admin-{secrets.token_urlsafe(24)}"
         self.rollouts: dict[str, RolloutState] = {}
@@ -104,6 +107,19 @@ class GatewayService:
             state.finish(None, f"the harness ran past the rollout limit ({limit:g} s) without finishing")
             self.persist(state)
         return [s.id for s in late]
+
+    def record_call(self, state: RolloutState, answer: CallAnswer) -> None:
+        """Make one call durable before its reply: a row of the call log, else the whole trajectory written."""
+        if self.call_log is None:
+            self.persist(state)
+            return
+        record = answer.record
+        with state.lock:
+            parent = record.parent
+            extends = None
+            if record.step is not None and not record.segment_start and parent is not None:
+                extends = (parent, list(state.trajectory.steps[parent].observation_ids))
+        self.call_log.append(state.id, answer.step, record, extends)
 
     def persist(self, state: RolloutState) -> None:
         if self.store is not None:
@@ -219,7 +235,7 @@ class _Routes:
             state = service.rollout_for(request)
             raw = await request.body()
             answer, stream = await _answer(
-                state, request, raw, lambda: call(service.policy, service.persist, state, raw, _auxiliary(request))
+                state, request, raw, lambda: call(service.policy, service.record_call, state, raw, _auxiliary(request))
             )
         except BadRequest as exc:
             return _error(exc)
