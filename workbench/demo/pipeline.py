@@ -360,6 +360,9 @@ def run_stages(st: Stages) -> DemoResult:
         st.model.report(st, solver, evolution) | {"evolution": evolution} | st.proposer.report(st, solver, evolution)
     )
     write_summary(st.run / "summary.json", {"config": cfg.to_dict(), **figures, "seconds": st.seconds})
+    from workbench.figures import record_demo_summary  # figure records: bench/results/demo.jsonl
+
+    record_demo_summary(st.run / "summary.json", smoke=cfg.eval_tasks < DemoConfig().eval_tasks)
     result = st.model.result(st, solver, evolution)
     for line in st.model.closing_lines(st, result):
         out(line)
