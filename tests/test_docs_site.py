@@ -120,6 +120,15 @@ def test_every_public_name_is_in_the_api_reference(built_site):
     )
 
 
+@pytest.mark.slow
+def test_every_error_class_is_on_the_errors_page(built_site):
+    errors = griffe.load("workbench.errors", search_paths=[str(ROOT)])
+    classes = [c.path for c in errors.classes.values()]
+    assert "workbench.errors.ConfigError" in classes
+    inventory = _inventory(built_site)
+    assert [c for c in classes if c not in inventory] == [], "docs/reference/errors.md lost these"
+
+
 # -- generated pages ---------------------------------------------------------------------------------
 def test_the_cli_and_api_pages_are_what_the_code_generates():
     render = _load_script("render_reference")
