@@ -113,7 +113,8 @@ def render_config() -> str:
         types, defaults = cls.config_types(), _defaults(cls)
         for name, text in cls.fields_help().items():
             default = f"`{defaults[name]!r}`" if name in defaults else ""
-            lines.append(f"| `{name}` | `{_cell(_type_name(types.get(name)))}` | {_cell(default)} | {_cell(text)} |")
+            tp = _cell(_type_name(types.get(name)))  # plain text: an escaped pipe inside backticks shows its backslash
+            lines.append(f"| `{name}` | {tp} | {_cell(default)} | {_cell(text)} |")
         lines.append("")
     return "\n".join(lines)
 
