@@ -75,8 +75,10 @@ def test_errors_have_openais_shape_and_name_the_field(gateway):
         with pytest.raises(openai.BadRequestError, match="frobnicate") as err:
             client.chat.completions.create(model="m", messages=USER, extra_body={"frobnicate": 1})
         assert err.value.body["message"]  # the openai client parsed {"error": {...}}
-        with pytest.raises(openai.BadRequestError, match=r"\bn\b"):
-            client.chat.completions.create(model="m", messages=USER, n=2)
+        with pytest.raises(openai.BadRequestError, match=r"^Error code: 400 - n: n must be between 1 and 16"):
+            client.chat.completions.create(model="m", messages=USER, n=17)
+        with pytest.raises(openai.BadRequestError, match="stream"):
+            client.chat.completions.create(model="m", messages=USER, n=2, stream=True)
         with pytest.raises(openai.BadRequestError, match="response_format"):
             client.chat.completions.create(model="m", messages=USER, response_format={"type": "json_object"})
         bad = httpx.post(
@@ -143,3 +145,23 @@ def test_every_request_field_is_one_of_openais():
     assert ours <= theirs, ours - theirs
     body = json.loads(ChatRequest(messages=USER).model_dump_json())
     assert body["n"] == 1
+
+
+def test_n_choices_are_steps_and_the_harness_continues_with_any(chatml_codec):
+    from gateway_helpers import queue_policy
+
+    from workbench.gateway import ModelGateway
+
+    with ModelGateway(queue_policy(chatml_codec, ["red", "blue", "why blue?"])) as gw, gw.rollout("q") as r:
+        reply = r.sync_client.chat.completions.create(model="m", messages=USER, n=2, seed=5)
+        assert [c.message.content for c in reply.choices] == ["red", "blue"] and [c.index for c in reply.choices] == [
+            0,
+            1,
+        ]
+        picked = reply.choices[1].message.model_dump(exclude_none=True)
+        r.sync_client.chat.completions.create(model="m", messages=[*USER, picked, {"role": "user", "content": "why?"}])
+        traj = r.trajectory
+    calls = traj.metadata["gateway"]["calls"]
+    assert [(c["choice"], c["step"]) for c in calls] == [(0, 0), (1, 1), (0, 2)]
+    assert calls[2]["parent"] == 1 and not traj.metadata["gateway"]["forks"]  # continues choice 1, no fork
+    assert len(traj.segments()) == 2 and traj.steps[2].prompt_ids is None  # choice 1 began its own segment

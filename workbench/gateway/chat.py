@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import WorkbenchError
 from workbench.gateway.replies import ChatReply, parse_reply
-from workbench.gateway.state import CallRecord, Plan, RolloutState
+from workbench.gateway.state import CallRecord, RolloutState
 from workbench.gateway.wire import ChatRequest, RequestRefused, template_message
 from workbench.policies.base import Completion, Policy, SamplingParams, policy_context_size
 from workbench.webio import BadRequest, parse_json
@@ -33,10 +33,17 @@ __all__ = ["CallAnswer", "call_record", "chat_call", "sampling", "serve_chat", "
 @dataclass
 class CallAnswer:
     completion: Any  # ChatCompletion or openai.types.Completion
-    record: CallRecord
-    step: Step | None
-    out: Completion
+    records: list[CallRecord]  # one per choice
+    steps: list[Step | None]  # one per choice (None for an auxiliary call)
     prompt_ids: list[int]
+
+    @property
+    def record(self) -> CallRecord:
+        return self.records[0]
+
+    @property
+    def step(self) -> Step | None:
+        return self.steps[0]
 
 
 async def chat_call(state: RolloutState, policy: Policy, req: ChatRequest, *, auxiliary: bool) -> CallAnswer:
@@ -50,25 +57,30 @@ async def chat_call(state: RolloutState, policy: Policy, req: ChatRequest, *, au
     tools = [t.model_dump(exclude_none=True) for t in req.tools] if req.tools else None
     plan = state.plan(messages, tools)
     params, requested, applied = sampling(state, policy, req.token_limit, req, len(plan.prompt_ids))
-    out, latency = await sample_one(policy, plan.prompt_ids, params)
-    text = served_text(out, params.stop)
-    reply = parse_reply(text, bool(tools) and req.tool_choice != "none")
-    record = call_record(state, "chat.completions", req.model, requested, applied, latency, out, auxiliary)
-    record.tool_calls = [c.to_dict() for c in reply.tool_calls]
-    record.reasoning = reply.reasoning
-    record.streamed = req.stream
-    step = state.capture(plan, out, record, reply)
-    completion = chat_completion(record, req.model or policy.name, reply, out, plan, req.logprobs, policy)
-    return CallAnswer(completion, record, step, out, plan.prompt_ids)
+    outs, latency = await sample(policy, plan.prompt_ids, params, req.n)
+    call_id, records, steps, choices = f"chatcmpl-{uuid.uuid4().hex}", [], [], []
+    for j, out in enumerate(outs):
+        reply = parse_reply(served_text(out, params.stop), bool(tools) and req.tool_choice != "none")
+        record = call_record(state, "chat.completions", req.model, requested, applied, latency, out, auxiliary)
+        record.id, record.choice, record.streamed = call_id, j, req.stream
+        record.tool_calls, record.reasoning = [c.to_dict() for c in reply.tool_calls], reply.reasoning
+        steps.append(state.capture(plan, out, record, reply))
+        records.append(record)
+        choices.append(chat_choice(j, reply, out, req.logprobs, policy))
+    completion = chat_completion(call_id, req.model or policy.name, choices, len(plan.prompt_ids), outs)
+    return CallAnswer(completion, records, steps, plan.prompt_ids)
 
 
-async def sample_one(policy: Policy, prompt: list[int], params: SamplingParams) -> tuple[Completion, float]:
+async def sample(
+    policy: Policy, prompt: list[int], params: SamplingParams, n: int = 1
+) -> tuple[list[Completion], float]:
+    """`n` samples of `prompt` (choice j with seed + j when a seed is set) and the time they took."""
     start = time.perf_counter()
     try:
-        [out] = await policy.generate([prompt], params)
+        outs = await policy.generate([prompt] * n, params)
     except WorkbenchError as exc:
         raise RequestRefused(f"generation failed: {exc}", status=500, code="generation_failed") from None
-    return out, time.perf_counter() - start
+    return list(outs), time.perf_counter() - start
 
 
 def sampling(
@@ -158,11 +170,7 @@ def finish_reason(out: Completion, reply: ChatReply | None) -> str:
     return "length" if out.finish_reason == "length" else "stop"
 
 
-def chat_completion(
-    record: CallRecord, model: str, reply: ChatReply, out: Completion, plan: Plan, logprobs: bool, policy: Policy
-) -> ChatCompletion:
-    from openai.types.chat import ChatCompletion
-
+def chat_choice(index: int, reply: ChatReply, out: Completion, logprobs: bool, policy: Policy) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.tool_calls:
         message["tool_calls"] = [
@@ -171,16 +179,24 @@ def chat_completion(
         ]
     if reply.reasoning is not None:
         message["reasoning"] = reply.reasoning
-    choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish_reason(out, reply)}
+    choice: dict[str, Any] = {"index": index, "message": message, "finish_reason": finish_reason(out, reply)}
     choice["logprobs"] = {"content": token_logprobs(out, policy)} if logprobs else None
-    n_prompt, n_out = len(plan.prompt_ids), len(out.token_ids)
+    return choice
+
+
+def chat_completion(
+    call_id: str, model: str, choices: list[dict[str, Any]], n_prompt: int, outs: list[Completion]
+) -> ChatCompletion:
+    from openai.types.chat import ChatCompletion
+
+    n_out = sum(len(out.token_ids) for out in outs)
     return ChatCompletion.model_validate(
         {
-            "id": record.id,
+            "id": call_id,
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model,
-            "choices": [choice],
+            "choices": choices,
             "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_out, "total_tokens": n_prompt + n_out},
         }
     )
@@ -240,7 +256,7 @@ async def serve_completion(
         raise RequestRefused("prompt: send one prompt per request (a string or a list of token ids)", "prompt")
     plan = state.plan_tokens(prompts[0])
     params, requested, applied = sampling(state, policy, req.max_tokens, req, len(plan.prompt_ids))
-    out, latency = await sample_one(policy, plan.prompt_ids, params)
+    [out], latency = await sample(policy, plan.prompt_ids, params)
     record = call_record(state, "completions", req.model, requested, applied, latency, out, auxiliary)
     record.streamed = bool(stream)
     step = state.capture(plan, out, record, None)
@@ -256,7 +272,7 @@ async def serve_completion(
             "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_out, "total_tokens": n_prompt + n_out},
         }
     )
-    answer = CallAnswer(completion, record, step, out, plan.prompt_ids)
+    answer = CallAnswer(completion, [record], [step], plan.prompt_ids)
     persist(state, answer)
     return answer, stream
 

@@ -88,12 +88,13 @@ class GatewayService:
         self, state: RolloutState, rewards: dict[str, float], name: str, spec_json: Any, provenance: dict[str, Any]
     ) -> None:
         """Make `rewards` the rollout's rewards (in memory and, with their provenance, in the store)."""
-        with state.lock:
+        with state.io:
             if state.status == "error":
                 raise RequestRefused(f"rollout {state.id!r} ended in error; it is kept but never scored", status=409)
-            state.trajectory.rewards, state.trajectory.reward_spec = dict(rewards), name
-        if self.store is not None:
-            self.store.record_rewards(state.id, rewards, name, spec_json, provenance)
+            if self.store is not None:
+                self.store.record_rewards(state.id, rewards, name, spec_json, provenance)
+            with state.lock:
+                state.trajectory.rewards, state.trajectory.reward_spec = dict(rewards), name
 
     def expire(self) -> list[str]:
         """End every open rollout past `config.rollout_limit_s` as error; their ids."""
@@ -113,19 +114,19 @@ class GatewayService:
         if self.call_log is None:
             self.persist(state)
             return
-        record = answer.record
-        with state.lock:
-            parent = record.parent
-            extends = None
-            if record.step is not None and not record.segment_start and parent is not None:
-                extends = (parent, list(state.trajectory.steps[parent].observation_ids))
-        self.call_log.append(state.id, answer.step, record, extends)
+        for record, step in zip(answer.records, answer.steps, strict=True):
+            with state.lock:
+                parent, extends = record.parent, None
+                if record.step is not None and not record.segment_start and parent is not None:
+                    extends = (parent, list(state.trajectory.steps[parent].observation_ids))
+            self.call_log.append(state.id, step, record, extends)
 
     def persist(self, state: RolloutState) -> None:
         if self.store is not None:
-            with state.lock:
-                snapshot = state.snapshot()
-            self.store.write(snapshot)
+            with state.io:
+                with state.lock:
+                    snapshot = state.snapshot()
+                self.store.write(snapshot)
 
     def rollout_for(self, request: Request) -> RolloutState:
         """The rollout a request's path names, checked against its bearer key."""
@@ -250,7 +251,8 @@ class _Routes:
 
         def mark() -> None:
             with state.lock:
-                answer.record.delivered = True
+                for record in answer.records:
+                    record.delivered = True
                 closed = state.status != "open"
             if closed:
                 self.service.persist(state)

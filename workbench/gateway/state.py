@@ -65,6 +65,7 @@ class CallRecord:
     finish_reason: str
     policy_version: int | None
     tool_protocol: str
+    choice: int = 0  # the choice's index when the call asked for n > 1
     streamed: bool = False
     delivered: bool = False
     auxiliary: bool = False
@@ -90,6 +91,7 @@ class RolloutState:
     nodes: list[CallNode] = field(default_factory=list)
     replies: OrderedDict[str, Any] = field(default_factory=OrderedDict)  # body digest -> the first try's future
     lock: threading.Lock = field(default_factory=threading.Lock)
+    io: threading.Lock = field(default_factory=threading.Lock)  # orders this rollout's store writes
 
     @classmethod
     def open(cls, task: Task, renderer: ChatRenderer, config: GatewayConfig, run_id: str = "") -> RolloutState:

@@ -89,7 +89,8 @@ class StreamOptions(_Strict):
 
 class ChatRequest(_Strict):
     """A `/v1/chat/completions` body. Labels that change nothing (`user`, `metadata`, `store`,
-    `service_tier`, `parallel_tool_calls`) are accepted; `n` > 1 and non-text response formats are refused."""
+    `service_tier`, `parallel_tool_calls`) are accepted; `n` > 1 in training and non-text response formats are
+    refused. Each of n choices is a Step; the harness continues with one, and the others are branches."""
 
     model: str | None = None
     messages: list[ChatMessage] = Field(min_length=1)
@@ -124,7 +125,8 @@ class ChatRequest(_Strict):
         fmt = (self.response_format or {}).get("type", "text")
         choice = self.tool_choice
         refused = {
-            "n": (self.n != 1, "only n=1 is served by the model gateway; send n separate requests"),
+            "n": (not 1 <= self.n <= 16, "n must be between 1 and 16"),
+            "stream": (self.stream and self.n != 1, "streaming serves one choice: send n=1 with stream=true"),
             "response_format": (fmt != "text", f"response_format {fmt!r} is not supported; ask for JSON in the prompt"),
             "tool_choice": (
                 choice not in (None, "auto", "none") and not self.tools,
