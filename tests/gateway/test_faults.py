@@ -115,3 +115,21 @@ def test_64_concurrent_rollouts_of_20_interleaved_calls_record_none_under_the_wr
             assert text.count("rollout ") == text.count(f"rollout {k} ") == 20
             assert {c["model"] for c in stored.metadata["gateway"]["calls"]} == {f"m{k}"}
     assert time.monotonic() - start < 600
+
+
+def test_a_client_that_leaves_mid_stream_keeps_the_call_not_delivered(chatml_codec):
+    from workbench.policies import ByteCodec
+
+    policy = ScriptedPolicy(lambda _c, _t: "word " * 600_000, codec=ByteCodec())
+    with ModelGateway(policy) as gw, gw.rollout("q") as r:
+        body = {"model": "m", "messages": USER, "stream": True, "max_tokens": 4_000_000}
+        headers = {"authorization": f"Bearer {r.api_key}"}
+        with httpx.Client(timeout=30) as client:
+            with client.stream("POST", f"{r.base_url}/chat/completions", json=body, headers=headers) as response:
+                first = next(response.iter_lines())
+                assert first.startswith("data: ")
+        time.sleep(0.5)
+        traj = r.trajectory
+        assert len(traj.steps) == 1 and len(traj.steps[0].completion_ids) > 2_900_000  # the call is kept
+        assert traj.metadata["gateway"]["calls"][0]["delivered"] is False
+        assert r.sync_client.chat.completions.create(model="m", messages=USER).choices  # the rollout goes on
