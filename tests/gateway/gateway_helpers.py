@@ -91,3 +91,11 @@ def tokenizer_for(name: str):
 def queue_policy(codec, replies: list[str]):
     """A policy that answers with `replies` in call order."""
     return ScriptedPolicy(lambda _context, _turn: replies.pop(0), codec=codec, name="queue")
+
+
+def create(base_url: str, api_key: str, **kwargs):
+    """One chat call through a real `openai` client (no retries), closed after it."""
+    import openai
+
+    with openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0) as client:
+        return client.chat.completions.create(**kwargs)

@@ -42,10 +42,9 @@ def test_serve_gateway_records_a_subprocess_harness(tmp_path):
         key = re.search(r"admin key: (\S+)", lines[1]).group(1)
         url = f"http://127.0.0.1:{port}"
         made = httpx.post(f"{url}/rollouts", json={"task": "2+2?"}, headers={"authorization": f"Bearer {key}"}).json()
-        client = openai.OpenAI(base_url=made["base_url"], api_key=made["api_key"])
-        reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "2+2?"}])
+        with openai.OpenAI(base_url=made["base_url"], api_key=made["api_key"]) as client:
+            reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "2+2?"}])
         assert reply.choices[0].message.content
-        client.close()
         log = CallLog(tmp_path / "run" / CALL_LOG_NAME)
         assert len(log.steps(made["id"])) == 1
         log.close()

@@ -11,7 +11,7 @@ import time
 import httpx
 import openai
 import pytest
-from gateway_helpers import echo_policy, eventually
+from gateway_helpers import create, echo_policy, eventually
 
 from workbench.gateway import GatewayConfig, ModelGateway
 from workbench.policies import ScriptedPolicy
@@ -30,9 +30,7 @@ def test_a_body_over_the_limit_is_413_and_the_default_is_64_mib(chatml_codec):
     with ModelGateway(echo_policy(chatml_codec), config=config) as gw, gw.rollout("q") as r:
         big = [{"role": "user", "content": "x" * (100 << 10)}]
         with pytest.raises(openai.APIStatusError) as err:
-            openai.OpenAI(base_url=r.base_url, api_key=r.api_key, max_retries=0).chat.completions.create(
-                model="m", messages=big
-            )
+            create(r.base_url, r.api_key, model="m", messages=big)
         assert err.value.status_code == 413 and "limit is 65536 bytes" in err.value.message
         assert r.sync_client.chat.completions.create(model="m", messages=USER).choices[0].message.content
         assert len(r.trajectory.steps) == 1  # the refused call recorded nothing; the next one went through
@@ -82,9 +80,7 @@ def test_a_harness_that_never_finishes_ends_as_error_at_its_limit(chatml_codec):
         assert traj.termination == "error" and "rollout limit (0.5 s)" in traj.error
         assert len(traj.steps) == 1  # what it recorded is kept
         with pytest.raises(openai.NotFoundError, match="ran past its limit"):
-            openai.OpenAI(base_url=r.base_url, api_key=r.api_key, max_retries=0).chat.completions.create(
-                model="m", messages=USER
-            )
+            create(r.base_url, r.api_key, model="m", messages=USER)
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ import typing
 import httpx
 import openai
 import pytest
-from gateway_helpers import eventually
+from gateway_helpers import create, eventually
 from openai.types.chat import ChatCompletion
 
 from workbench.gateway.wire import ChatRequest
@@ -52,17 +52,13 @@ def test_the_async_client_works_too(gateway):
 
 def test_unknown_or_finished_rollouts_are_404_and_other_keys_403(gateway):
     a, b = gateway.rollout("a"), gateway.rollout("b")
-    wrong = openai.OpenAI(base_url=a.base_url, api_key=b.api_key, max_retries=0)
     with pytest.raises(openai.PermissionDeniedError):
-        wrong.chat.completions.create(model="m", messages=USER)
-    unknown = openai.OpenAI(base_url=f"{gateway.url}/rollouts/nope/v1", api_key=a.api_key, max_retries=0)
+        create(a.base_url, b.api_key, model="m", messages=USER)
     with pytest.raises(openai.NotFoundError):
-        unknown.chat.completions.create(model="m", messages=USER)
+        create(f"{gateway.url}/rollouts/nope/v1", a.api_key, model="m", messages=USER)
     a.finish("x")
     with pytest.raises(openai.NotFoundError, match="finished"):
-        openai.OpenAI(base_url=a.base_url, api_key=a.api_key, max_retries=0).chat.completions.create(
-            model="m", messages=USER
-        )
+        create(a.base_url, a.api_key, model="m", messages=USER)
     no_key = httpx.post(f"{b.base_url}/chat/completions", json={"messages": USER})
     assert no_key.status_code == 401 and no_key.json()["error"]["message"].startswith("no API key")
     assert len(gateway.trajectory(b.id).steps) == 0  # refused calls record nothing
@@ -71,7 +67,7 @@ def test_unknown_or_finished_rollouts_are_404_and_other_keys_403(gateway):
 
 def test_errors_have_openais_shape_and_name_the_field(gateway):
     with gateway.rollout("q") as r:
-        client = openai.OpenAI(base_url=r.base_url, api_key=r.api_key, max_retries=0)
+        client = r.sync_client.with_options(max_retries=0)
         with pytest.raises(openai.BadRequestError, match="frobnicate") as err:
             client.chat.completions.create(model="m", messages=USER, extra_body={"frobnicate": 1})
         assert err.value.body["message"]  # the openai client parsed {"error": {...}}
@@ -95,7 +91,7 @@ def test_a_prompt_past_the_context_is_a_context_length_error(chatml_codec):
     policy = echo_policy(chatml_codec)
     policy.context_size = 40
     with ModelGateway(policy) as gw, gw.rollout("q") as r:
-        client = openai.OpenAI(base_url=r.base_url, api_key=r.api_key, max_retries=0)
+        client = r.sync_client.with_options(max_retries=0)
         with pytest.raises(openai.BadRequestError) as err:
             client.chat.completions.create(model="m", messages=[{"role": "user", "content": "word " * 50}])
         assert err.value.code == "context_length_exceeded"

@@ -70,14 +70,18 @@ class HarnessEpisodes:
         return list(await asyncio.gather(*(one(t) for t in tasks)))
 
     async def _play(self, rollout: Rollout) -> Trajectory:
+        """The rollout's trajectory once the agent returned, raised or ran out of time (then it is forgotten)."""
         try:
             answer = await asyncio.wait_for(self._run(rollout), self.limit_s)
         except TimeoutError:
-            return rollout.finish(error=f"the harness ran past its limit ({self.limit_s:g} s)")
+            traj = rollout.finish(error=f"the harness ran past its limit ({self.limit_s:g} s)")
         except Exception as exc:
-            return rollout.finish(error="".join(traceback.format_exception(exc)))
-        await rollout.aclose()
-        return rollout.finish(answer) if rollout.status == "open" else rollout.trajectory
+            traj = rollout.finish(error="".join(traceback.format_exception(exc)))
+        else:
+            await rollout.aclose()
+            traj = rollout.finish(answer) if rollout.status == "open" else rollout.trajectory
+        rollout.gateway.service.forget(rollout.id)  # a long training run keeps no finished rollout in memory
+        return traj
 
     async def _run(self, rollout: Rollout) -> Any:
         """The agent's answer: a coroutine function is awaited here, a plain one runs in a thread."""

@@ -96,6 +96,13 @@ class GatewayService:
             with state.lock:
                 state.trajectory.rewards, state.trajectory.reward_spec = dict(rewards), name
 
+    def forget(self, rid: str) -> None:
+        """Drop a finished rollout from memory (its URL is then 404 as unknown); the store keeps it."""
+        with self._lock:
+            state = self.rollouts.get(rid)
+            if state is not None and state.status != "open":
+                del self.rollouts[rid]
+
     def expire(self) -> list[str]:
         """End every open rollout past `config.rollout_limit_s` as error; their ids."""
         limit = self.config.rollout_limit_s
