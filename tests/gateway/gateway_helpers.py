@@ -63,6 +63,24 @@ HERMES_TEMPLATE = (  # Qwen2.5's shape: tools in the system message, <tool_call>
     "{%- endif %}{%- endfor %}"
     "{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
+LLAMA31_TEMPLATE = (  # Llama 3.1's shape: tools in the first user message, JSON calls, results in an ipython turn
+    "{{- bos_token }}{%- if messages[0]['role'] == 'system' %}{%- set system_message = messages[0]['content'] %}"
+    "{%- set messages = messages[1:] %}{%- else %}{%- set system_message = '' %}{%- endif %}"
+    "{{- '<|start_header_id|>system<|end_header_id|>\\n\\n' + system_message + '<|eot_id|>' }}"
+    "{%- if tools %}{%- set first = messages[0]['content'] %}{%- set messages = messages[1:] %}"
+    '{{- \'<|start_header_id|>user<|end_header_id|>\\n\\nRespond with {"name": function name, '
+    '"parameters": dictionary of arguments}.\\n\\n\' }}'
+    "{%- for t in tools %}{{- t | tojson }}{{- '\\n\\n' }}{%- endfor %}{{- first + '<|eot_id|>' }}{%- endif %}"
+    "{%- for message in messages %}"
+    "{%- if not (message.role == 'ipython' or message.role == 'tool' or 'tool_calls' in message) %}"
+    "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] + '<|eot_id|>' }}"
+    "{%- elif 'tool_calls' in message %}{%- set call = message.tool_calls[0].function %}"
+    '{{- \'<|start_header_id|>assistant<|end_header_id|>\\n\\n{"name": "\' + call.name + \'", "parameters": \' }}'
+    "{{- call.arguments | tojson }}{{- '}<|eot_id|>' }}"
+    "{%- else %}{{- '<|start_header_id|>ipython<|end_header_id|>\\n\\n' + message.content + '<|eot_id|>' }}"
+    "{%- endif %}{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}"
+)
 TEMPLATES = {
     "hermes": HERMES_TEMPLATE,
     "chatml": None,
@@ -79,11 +97,14 @@ def tokenizer_for(name: str):
     from workbench.models import build_tokenizer, sample_texts
 
     tok = build_tokenizer(sample_texts(30), vocab_size=320)
+    if name == "llama31":
+        tok.chat_template = LLAMA31_TEMPLATE
+        name = "llama3"
     if name == "llama3":
         specials = ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
         tok.add_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
         tok.bos_token, tok.eos_token = "<|begin_of_text|>", "<|eot_id|>"
-    if TEMPLATES[name] is not None:
+    if TEMPLATES.get(name) is not None and tok.chat_template != LLAMA31_TEMPLATE:
         tok.chat_template = TEMPLATES[name]
     return tok
 

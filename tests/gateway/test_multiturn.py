@@ -278,3 +278,27 @@ def test_a_native_tool_template_renders_tools_itself_and_parallel_calls_come_bac
     text = codec.decode(segment["prompt_ids"])
     assert '{"type": "function", "function": {"name": "lookup"' in text  # the template's own tool listing
     assert "</tool_call>\n<|im_end|>\n<|im_start|>user\n<tool_response>\n" in codec.decode(segment["completion_ids"])
+
+
+def test_llama3_json_tool_calls_come_back_and_results_go_in_its_ipython_turn():
+    from gateway_helpers import tokenizer_for
+
+    codec = TokenizerCodec(tokenizer_for("llama31"))
+    sample = '{"name": "lookup", "parameters": {"word": "a", "n": 1}}'
+    with ModelGateway(queue_policy(codec, [sample, "a is a letter"])) as gw, gw.rollout("t") as r:
+        messages: list = [{"role": "user", "content": "look a up"}]
+        first = r.sync_client.chat.completions.create(model="m", messages=messages, tools=TOOLS).choices[0]
+        assert first.finish_reason == "tool_calls" and first.message.content is None
+        [call] = first.message.tool_calls
+        assert (call.function.name, json.loads(call.function.arguments)) == ("lookup", {"word": "a", "n": 1})
+        messages += [
+            first.message.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": call.id, "content": "a letter"},
+        ]
+        second = r.sync_client.chat.completions.create(model="m", messages=messages, tools=TOOLS)
+        assert second.choices[0].message.content == "a is a letter"
+        traj = r.trajectory
+    [segment] = traj.segments()
+    assert not traj.metadata["gateway"]["forks"]
+    tail = codec.decode(segment["completion_ids"])
+    assert tail.startswith(sample + "<|eot_id|><|start_header_id|>ipython<|end_header_id|>\n\na letter<|eot_id|>")

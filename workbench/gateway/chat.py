@@ -60,7 +60,8 @@ async def chat_call(state: RolloutState, policy: Policy, req: ChatRequest, *, au
     outs, latency = await sample(policy, plan.prompt_ids, params, req.n)
     call_id, records, steps, choices = f"chatcmpl-{uuid.uuid4().hex}", [], [], []
     for j, out in enumerate(outs):
-        reply = parse_reply(served_text(out, params.stop), bool(tools) and req.tool_choice != "none")
+        wants_tools = bool(tools) and req.tool_choice != "none"
+        reply = parse_reply(served_text(out, params.stop), wants_tools, state.renderer.tool_dialect)
         record = call_record(state, "chat.completions", req.model, requested, applied, latency, out, auxiliary)
         record.id, record.choice, record.streamed = call_id, j, req.stream
         record.tool_calls, record.reasoning = [c.to_dict() for c in reply.tool_calls], reply.reasoning

@@ -54,6 +54,8 @@ class ChatRenderer:
         self.end_of_turn_id = self._special_id(self.end_of_turn) if self.end_of_turn else None
         self.tool_protocol: ToolProtocol = "native" if self.template and _NATIVE_TOOLS.search(self.template) else "text"
         self.tool_role = bool(self.template and TOOL_ROLE.search(self.template))
+        llama = self.tool_protocol == "native" and '"parameters"' in (self.template or "")
+        self.tool_dialect = "llama3_json" if llama else "hermes"  # how the model writes its calls
         self.rewrites_history = self._rewrites_history()
 
     # -- rendering ---------------------------------------------------------------------------------

@@ -41,14 +41,19 @@ class ChatReply:
     tool_calls: tuple[ChatToolCall, ...] = ()
 
 
-def parse_reply(text: str, tools: bool) -> ChatReply:
-    """Split `text`; tool calls are looked for only when the request declared `tools`."""
+def parse_reply(text: str, tools: bool, dialect: str = "hermes") -> ChatReply:
+    """Split `text`; tool calls are looked for only when the request declared `tools`. `dialect` "llama3_json":
+    Llama 3.x's calls, a reply that is only `{"name": ..., "parameters": {...}}` objects (`;`-separated)."""
     reasoning = None
     think = _THINK.match(text)
     if think is not None and ("<think>" in text[: think.end()] or "</think>" in text):
         reasoning, text = think.group(1).strip(), text[think.end() :]
     calls: list[ChatToolCall] = []
-    if tools:
+    if tools and dialect == "llama3_json":
+        found = _llama_calls(text)
+        if found:
+            return ChatReply(None, reasoning, tuple(found))
+    elif tools:
         kept, at = [], 0
         for match in _CALL.finditer(text):
             call = _call(match.group(1))
@@ -71,3 +76,12 @@ def _call(body: str) -> ChatToolCall | None:
         return None
     args = value.get("arguments", value.get("parameters", {}))
     return ChatToolCall(value["name"], args if isinstance(args, str) else json.dumps(args, ensure_ascii=False))
+
+
+def _llama_calls(text: str) -> list[ChatToolCall]:
+    """Llama 3.x's JSON calls: the whole reply (after an optional `<|python_tag|>`) is one or more call objects."""
+    body = text.strip().removeprefix("<|python_tag|>").strip()
+    if not body.startswith("{"):
+        return []
+    calls = [_call(part) for part in (body.split(";") if ";" in body else [body])]
+    return [c for c in calls if c is not None] if all(calls) else []
