@@ -52,5 +52,10 @@ def test_serve_gateway_records_a_subprocess_harness(tmp_path):
             assert store.get(made["id"]).task.question == "2+2?"
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
-        proc.stdout.close()
+        try:
+            assert proc.wait(timeout=60) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()

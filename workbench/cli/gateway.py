@@ -53,6 +53,7 @@ def policy_spec(model: str) -> str:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    import signal
     import threading
 
     from workbench.gateway import GatewayConfig, ModelGateway, TrainingSampling
@@ -65,8 +66,9 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"model gateway for {policy.name} at {gw.url}  (tools: {gw.tool_protocol} protocol)", flush=True)
         print(f"admin key: {gw.admin_key}", flush=True)
         print(f'open a rollout: POST {gw.url}/rollouts {{"task": {{"question": ...}}}} with the admin key', flush=True)
-        try:
-            threading.Event().wait()
-        except KeyboardInterrupt:
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C or a supervisor's TERM: stop cleanly
+            signal.signal(sig, lambda *_: stop.set())
+        while not stop.wait(0.5):
             pass
     return 0
