@@ -30,6 +30,9 @@ def test_what_a_cell_registers_trains_through_launch(tmp_path: Path, monkeypatch
         "env source nbgame:",
     }
     assert "the caller's registrations: " in (runs / "registrations" / "launched" / "train.log").read_text()
+    assert "tool set run: finished" in text  # NB-Agent episodes with the cell's tool set, in the child
+    assert "the cell's tool in the episodes' prompt: True" in text  # the tool set's shout(...), in the child
+    assert "env run: finished" in text and "env step 1" in text  # episodes of the cell's own environment class
     assert "status: failed" in text  # the second run names a backend holding a lock: it fails, saying why
     error = next(line for line in text.splitlines() if line.startswith("error:"))
     assert "unknown policy backend 'nb_locked'" in error

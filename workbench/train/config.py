@@ -138,11 +138,21 @@ class TrainConfig(Config):
     max_turns: int = config_field(4, "Model turns per episode.")
     max_turn_tokens: int = config_field(64, "New tokens per model turn.")
     agent_profile: str = config_field("default", "nbagent: sandbox profile name.")
+    tools: str = config_field(
+        "",
+        "nbagent: a tool set by name (built in: search; or one registered with workbench.resolve.register_tool_set).",
+    )
+    env: str = config_field(
+        "",
+        "Episodes from an environment instead (episode_kind aside): an env source spec (openenv:…, verifiers:NAME, "
+        "or a prefix registered with register_env_source); tasks_path rows are reset arguments; reward='env' pays "
+        "the environment's own.",
+    )
     concurrency: int = config_field(4, "Episodes run at once (with executor='ray': kernels per worker).")
     executor: str = config_field(
         "local",
         "nbagent: where episodes run: local (kernels here) | ray (kernel workers on a Ray "
-        "cluster; the model stays in the trainer; needs pip install 'workbench[ray]').",
+        "cluster; the model stays in the trainer; needs pip install 'workbench-rl[ray]').",
     )
     ray_address: str = config_field(
         "", "executor='ray': 'auto' (the cluster `ray start` runs here), HOST:PORT, or '' to start a local one."
@@ -285,6 +295,8 @@ class TrainConfig(Config):
             raise _bad("device", f"{self.device!r} is not one of {', '.join(DEVICES)}")
         if self.executor not in ("local", "ray"):
             raise _bad("executor", f"{self.executor!r} is not 'local' or 'ray'")
+        if self.env and self.executor != "local":
+            raise _bad("executor", "environment episodes (env=...) run in the trainer's process: executor='local'")
         if self.executor == "ray" and (self.episode_kind != "nbagent" or self.search_engine != "bm25"):
             raise _bad(
                 "executor",

@@ -60,6 +60,18 @@ def build_simulator(config: TrainConfig, policy: Policy | None = None) -> Simula
 
 def build_episodes(config: TrainConfig) -> EpisodeRunner[Policy]:
     """The episode runner a config names."""
+    if config.env:
+        from workbench.envs.episodes import EnvEpisodes
+
+        return EnvEpisodes(
+            config.env,
+            max_turns=config.max_turns,
+            max_turn_tokens=config.max_turn_tokens,
+            temperature=config.temperature,
+            max_total_tokens=config.max_completion_length,
+            concurrency=max(config.concurrency, 1),
+            run_id=config.run_id,
+        )
     simulator = build_simulator(config) if config.search_engine == "simulated" else None
     if config.episode_kind == "search_r1":
         from workbench.train.episodes import SearchR1Episodes
@@ -86,11 +98,11 @@ def build_episodes(config: TrainConfig) -> EpisodeRunner[Policy]:
             max_total_tokens=config.max_completion_length,
         )
     if config.executor == "ray":
-        from workbench.cluster.select import make_executor, search_tools_spec
+        from workbench.cluster.select import make_executor, tool_set_spec
 
         executor = make_executor(
             "ray",
-            search_tools_spec(corpus=config.corpus_path or None),
+            tool_set_spec(config.tools or "search", corpus=config.corpus_path or None),
             concurrency=config.concurrency,
             ray_address=config.ray_address or None,
             workers=config.ray_workers,
@@ -105,8 +117,8 @@ class NBAgentEpisodes:
 
     The episodes run on an executor (`executor=`, else a `LocalExecutor` built here on first use,
     whose warm kernel pool lives across training steps until `aclose()`). They come back unscored
-    and unwritten: the trainer scores each with its reward and writes it once. Tools: `search` over
-    `corpus_path` (BM25) when the config names one, plus `submit_final_answer`. `tools` may also be
+    and unwritten: the trainer scores each with its reward and writes it once. Tools: the tool set the
+    config's `tools` names, else `search` over `corpus_path` (BM25) when it names one, plus `submit_final_answer`. `tools` may also be
     a function `task -> ToolRegistry`, called per episode; a `simulator` (ZeroSearch's
     `SimulatedSearch`) gives each episode a `search` bound to its task's question and gold answers,
     and is listed in `curricula` so the trainer advances its noise schedule. With `executor=`, the
@@ -149,6 +161,10 @@ class NBAgentEpisodes:
             from workbench.resolve import search_registry
 
             tools = lambda task: search_registry(simulator, task)  # noqa: E731
+        elif tools is None and executor is None and config is not None and config.tools:
+            from workbench.resolve import load_tool_set
+
+            tools = load_tool_set(config.tools, corpus=config.corpus_path or None, tasks_path=config.tasks_path or None)
         elif tools is None and executor is None and config is not None and config.corpus_path:
             from workbench.resolve import load_search_tool
 
@@ -293,6 +309,11 @@ def train(
 
 
 def _load_tasks(config: TrainConfig) -> list[Task]:
+    """The config's tasks: questions, or (env=...) one row of reset arguments per episode."""
+    if config.env:
+        from workbench.envs.episodes import env_tasks
+
+        return env_tasks(config.tasks_path)
     from workbench.resolve import load_tasks
 
     return list(load_tasks(config.tasks_path))
