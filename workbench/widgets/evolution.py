@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as w
 
 from workbench.widgets import _figures, _render
+from workbench.widgets._attempts import proposal_valid, questions_html, solved_of, solved_text
 from workbench.widgets._plots import FigureGrid
 from workbench.widgets._source import Ticker, open_store, restart_ticker
 
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from workbench.store import Store
-    from workbench.trajectory import Trajectory
     from workbench.widgets.viewer import TrajectoryViewer
 
 TABLE_COLUMNS = [
@@ -62,28 +62,6 @@ PROPOSER_COLUMNS = [
 ]
 CLICKABLE = ("proposer_reward", "valid_share", "difficulty", "solver_pass_rate")
 """The per-iteration figures whose points open the trajectories behind them."""
-
-
-def proposal_valid(traj: Trajectory) -> bool:
-    """Whether a proposer's question passed its mode's gate: Dr. Zero's format score > 0 where the
-    trajectory has one, else a question and an answer, the answer not given away in the question."""
-    from workbench.rewards.text import normalize_answer
-
-    fmt = traj.rewards.get("format")
-    if fmt is not None:
-        return fmt > 0
-    question, answer = str(traj.metadata.get("question") or ""), str(traj.final_answer or "")
-    norm = normalize_answer(answer)
-    return bool(question.strip() and norm) and norm not in normalize_answer(question)
-
-
-def solved_of(traj: Trajectory) -> tuple[int | None, int | None]:
-    """(k, n): of the n attempts the proposer's difficulty was computed from, k were right (None, None
-    when it records no verdicts)."""
-    verdicts = traj.metadata.get("solver_correct")
-    if not isinstance(verdicts, list) or not verdicts:
-        return None, None
-    return sum(bool(v) for v in verdicts), len(verdicts)
 
 
 def proposer_frame(store: Store) -> pd.DataFrame:
@@ -298,25 +276,6 @@ def trajectories_behind(store: Store, figure: str, iteration: Any, hops: Any) ->
         return props["id"].tolist()
     solvers = store.query(role="solver", origin=props["id"].tolist()) if len(props) else props
     return solvers["id"].tolist() if len(solvers) else []
-
-
-def solved_text(k: Any, n: Any) -> str:
-    """ "k of n solved", or "not attempted" when the question has no verdicts."""
-    import pandas as pd
-
-    return "not attempted" if pd.isna(k) or pd.isna(n) else f"{int(k)} of {int(n)} solved"
-
-
-def questions_html(rows: pd.DataFrame, title: str) -> str:
-    """A list of questions with their answer, validity and k of n (the dashboard's cell and sample lists)."""
-    items = "".join(
-        f"<li>{_render.badge('valid' if r.valid else 'invalid', '#1a7f37' if r.valid else '#cf222e')}"
-        f"{_render.esc(r.question)} → <b>{_render.esc(r.answer if r.answer is not None else '—')}</b> "
-        f"<span class='wb-solved' style='color:#57606a'>({solved_text(r.k, r.n)}; "
-        f"difficulty {_render.number(r.difficulty)})</span></li>"
-        for r in rows.itertuples()
-    )
-    return f"<b>{_render.esc(title)}</b><ul class='wb-questions'>{items}</ul>"
 
 
 class EvolutionDashboard(w.VBox):
