@@ -61,3 +61,34 @@ def assert_smoke_records(bench: Path, results: Path, out: str) -> None:
     assert all(f.mode == "smoke" and "--smoke" in f.command and f.commit and f.machine.cores for f in figures)
     if "smoke: skipped" not in out:
         assert figures, f"{bench.name} --smoke recorded no figure:\n{out[-2000:]}"
+
+
+@pytest.mark.slow
+def test_coevolution_oracle_smoke_prints_the_line_scripts_parse(tmp_path: Path) -> None:
+    """`bench_coevolution.py --oracle --smoke`: every stage at toy size (teacher, SFT, evaluation, one HRPO
+    step, evaluation), ending in `oracle difficulty: A -> B (change D [LO, HI])` with A, B in [0, 1] and
+    LO <= D <= HI; its figures recorded as smoke."""
+    import re
+
+    results = tmp_path / "results"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1", RESULTS_ENV: str(results)}
+    bench = ROOT / "bench" / "bench_coevolution.py"
+    proc = subprocess.run(
+        [sys.executable, str(bench), "--oracle", "--smoke", "--run-dir", str(tmp_path / "run")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    last = proc.stdout.strip().splitlines()[-1]
+    number = r"([+-]?\d+\.\d+)"
+    match = re.fullmatch(rf"oracle difficulty: {number} -> {number} \(change {number} \[{number}, {number}\]\)", last)
+    assert match, last
+    before, after, change, low, high = map(float, match.groups())
+    assert 0 <= before <= 1 and 0 <= after <= 1 and low <= change + 1e-9 and change <= high + 1e-9
+    assert abs(after - before - change) < 2e-3
+    assert (tmp_path / "run" / "trajectories.sqlite").exists()  # the run's store, for the EvolutionDashboard
+    assert_smoke_records(bench, results, out)

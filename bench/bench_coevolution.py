@@ -1,0 +1,96 @@
+"""Co-evolution mechanism check (issue 45, item 1): HRPO raises a tiny proposer's difficulty reward against
+a frozen oracle solver, in minutes.
+
+    .venv/bin/python bench/bench_coevolution.py --oracle            # the full check (target: <= 10 min idle)
+    .venv/bin/python bench/bench_coevolution.py --oracle --smoke    # every stage at toy size, seconds
+
+The oracle answers a question right with a known probability by hop count (1 hop 0.95, 2 hops 0.5,
+3 hops 0.05, 4 hops 0: `workbench.evolve.oracle`), so Dr. Zero's difficulty reward 1(0<k<n)·(n−k)/(n−1)
+is large only for two-hop questions; the proposer (a tiny Qwen2 SFT'd on a hop-by-hop teacher,
+`workbench.evolve.hop_proposer`) chooses how many hops to take. The baseline is the same proposer before
+HRPO, on the same fixed prompts with the same sampling seeds; the interval is a seeded paired bootstrap
+over those prompts (`workbench.evolve.mechanism`). The last line, for scripts:
+
+    oracle difficulty: A -> B (change D [LO, HI])
+
+Also printed: the wall time of each stage, the CPU seconds of this process and of its children (the
+kernels), and the machine's load at start and end (the 10-minute target is for an idle 2-core machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from workbench.evolve.mechanism import OracleCheck, run_oracle_check
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _util import add_smoke_flag, figure, record
+
+SMOKE = {
+    "teacher_prompts": 8,
+    "sft_epochs": 1,
+    "eval_prompts": 4,
+    "eval_samples": 1,
+    "iterations": 1,
+    "prompts_per_iteration": 4,
+    "hrpo_steps": 1,
+    "hrpo_batch": 4,
+    "hop_group": 2,
+    "resamples": 1000,
+    "n_embd": 64,
+}
+TARGET_S = 600.0
+
+
+def cpu_seconds() -> tuple[float, float]:
+    """(this process, its finished children) user + system CPU seconds."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--oracle", action="store_true", help="the oracle-solver check (the only mode so far)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--run-dir", default="", help="keep the run's store here (default: a temporary folder)")
+    add_smoke_flag(ap)
+    args = ap.parse_args()
+    load0 = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = args.run_dir or str(Path(tmp) / "oracle")
+        cfg = OracleCheck(run_dir=run_dir, seed=args.seed, **(SMOKE if args.smoke else {}))
+        t0 = time.perf_counter()
+        result = run_oracle_check(cfg)
+        wall = time.perf_counter() - t0
+    me, kids = cpu_seconds()
+    load1 = os.getloadavg()[0]
+    for stage, seconds in result.seconds.items():
+        print(f"  {stage:<12} {seconds:8.1f} s")
+    print(f"load (1-min average) at start {load0:.1f}, at end {load1:.1f}, on {os.cpu_count()} cores")
+    idle = load0 < 1.5 and load1 < 1.5
+    figure(
+        "wall time",
+        wall,
+        "s",
+        target=f"<= {TARGET_S:.0f} s on an idle 2-core machine",
+        ok=wall <= TARGET_S if idle else None,
+    )
+    figure("CPU time, this process", me, "s")
+    figure("CPU time, kernels and other children", kids, "s")
+    record("oracle difficulty before HRPO (baseline)", result.mean_before, "reward")
+    record("oracle difficulty after HRPO", result.mean_after, "reward", baseline=result.mean_before)
+    record("oracle difficulty change", result.change, "reward", target="95% interval above 0", ok=result.low > 0)
+    record("oracle difficulty change, 95% low", result.low, "reward")
+    record("oracle difficulty change, 95% high", result.high, "reward")
+    print(f"valid questions by hop count: before {result.hops_before}, after {result.hops_after}")
+    print(result.line(), flush=True)
+
+
+if __name__ == "__main__":
+    main()
