@@ -8,7 +8,8 @@ The same harness (a sync `openai` client, 20-turn conversations over a ~100 KB m
 writing every call to a SQLite store before replying. Both use the demo's ChatML tokenizer.
 Printed for scripts: `gateway added latency p50: X ms, p99: Y ms` (targets: 5 ms, 20 ms), and the
 storage of a 50-call rollout as a ratio to its final context's tokens (target <= 1.1).
-Not measured here: 16 concurrent real-model rollouts against direct calls (the issue's second figure).
+Then 16 concurrent rollouts of a real-model harness (the demo's tiny transformers model, 3 turns each)
+through the gateway against the same harness on the bare endpoint: the wall-time ratio (target <= 1.03).
 """
 
 from __future__ import annotations
@@ -137,6 +138,52 @@ def storage(calls: int) -> None:
     )
 
 
+def concurrent(rollouts: int, turns: int) -> None:
+    """Wall time of `rollouts` concurrent real-model harnesses through the gateway over the bare endpoint's."""
+    import asyncio
+
+    import openai
+
+    from workbench.gateway import ModelGateway
+    from workbench.models import build_tiny_model, sample_texts
+    from workbench.policies import TransformersPolicy
+
+    with tempfile.TemporaryDirectory() as tmp:
+        pol = TransformersPolicy(build_tiny_model(Path(tmp) / "tiny", sample_texts(), vocab_size=400, seed=0))
+
+        async def play(base_url: str, api_key: str, k: int) -> None:
+            messages = [{"role": "user", "content": f"Question {k}?"}]
+            async with openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0) as client:
+                for _ in range(turns):
+                    reply = await client.chat.completions.create(model="m", messages=messages, max_tokens=16, seed=k)
+                    messages += [{"role": "assistant", "content": reply.choices[0].message.content or ""}]
+                    messages += [{"role": "user", "content": "Go on."}]
+
+        async def direct(url: str) -> float:
+            t = time.perf_counter()
+            await asyncio.gather(*(play(url, "none", k) for k in range(rollouts)))
+            return time.perf_counter() - t
+
+        async def through(gw: ModelGateway) -> float:
+            opened = [gw.rollout(f"q{k}") for k in range(rollouts)]
+            t = time.perf_counter()
+            await asyncio.gather(*(play(r.base_url, r.api_key, k) for k, r in enumerate(opened)))
+            wall = time.perf_counter() - t
+            for r in opened:
+                r.finish()
+            return wall
+
+        server, thread, url = bare_server(pol)
+        asyncio.run(direct(url))  # warm the model
+        bare = asyncio.run(direct(url))
+        server.should_exit = True
+        thread.join()
+        with ModelGateway(pol) as gw:
+            gated = asyncio.run(through(gw))
+    figure(f"{rollouts} real-model rollouts, direct wall", bare, "s")
+    figure(f"{rollouts} real-model rollouts, gateway wall", gated, "s", baseline=bare, target="<= 1.03x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=1000)
@@ -147,6 +194,7 @@ def main() -> None:
         args.calls, args.kb = 40, 10
     latency(args.calls, args.kb)
     storage(50)
+    concurrent(4 if args.smoke else 16, 2 if args.smoke else 3)
 
 
 if __name__ == "__main__":
