@@ -257,3 +257,17 @@ def test_the_readme_is_a_front_page_whose_links_resolve():
     local = [link for link in links if "://" not in link]
     assert len(local) > 20
     assert [link for link in local if not (ROOT / link).exists()] == []
+
+
+@pytest.mark.slow
+def test_each_tutorial_is_a_page_under_its_banner(built_site):
+    """Every notebook of notebooks/ is a Tutorials page: rendered from the test suite's executed copy (under
+    "Smoke size, <commit>") where one exists, else from its source under a banner that says so."""
+    tutorials = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb") if not p.name.startswith("_"))
+    config = (ROOT / "mkdocs.yml").read_text()
+    listed = [line.strip().removeprefix("- ") for line in config.splitlines() if line.strip().endswith(".ipynb")]
+    assert listed == [f"tutorials/{name}.ipynb" for name in tutorials], "mkdocs.yml's Tutorials list every notebook"
+    for name in tutorials:
+        html = (built_site / "tutorials" / name / "index.html").read_text(encoding="utf-8")
+        executed = (ROOT / "docs" / "tutorials" / "executed" / f"{name}.ipynb").is_file()
+        assert ("Smoke size, " in html) if executed else ("Not executed in this build" in html), name

@@ -1,7 +1,9 @@
 """The notebooks run top to bottom in a real ipykernel (nbclient), and what they make is right.
 
 Each notebook writes its runs under $WORKBENCH_NOTEBOOK_RUNS (a temp dir here); executed copies
-go to a temp dir too, never over the sources, which are committed with outputs cleared.
+go to a temp dir too, never over the sources, which are committed with outputs cleared, and (the
+tutorials of `notebooks/`) to docs/tutorials/executed/ under a "smoke size, <commit>" banner: the docs
+site's Tutorials render them (docs/hooks/tutorials.py).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ REQUIRED = {
     "05_training",
     "06_real_model",
 }
+EXECUTED_DIR = ROOT / "docs" / "tutorials" / "executed"  # gitignored; the docs build renders what is here
 REAL_MODEL = NOTEBOOK_DIR / "06_real_model.ipynb"  # its own test: it shares the session's converted SmolLM2
 CELL_TIMEOUT_S = 300
 
@@ -47,7 +50,32 @@ def execute(
         client.execute()
     finally:
         nbformat.write(nb, out_dir / path.name)
+    if path.parent == NOTEBOOK_DIR:
+        publish(nb, path.name)
     return nb
+
+
+def publish(nb: Any, name: str) -> None:
+    """Write an executed tutorial to EXECUTED_DIR for the docs, under its smoke-size banner (one write, then a
+    rename, so a docs build reading it meanwhile sees the old copy or the new one whole)."""
+    import copy as copying
+    from datetime import UTC, datetime
+
+    from workbench.figures import current_commit
+
+    commit = current_commit()
+    short = commit.split("+")[0][:12] + ("+dirty" if commit.endswith("+dirty") else "")
+    banner = (
+        f"> **Smoke size, {short}.** Executed headless by the test suite "
+        f"(`tests/notebooks/test_notebooks.py`, {datetime.now(UTC):%Y-%m-%d}) at the smallest sizes that check "
+        "the code: its figures mean nothing."
+    )
+    copy = copying.deepcopy(nb)
+    copy.cells.insert(0, nbformat.v4.new_markdown_cell(banner))
+    EXECUTED_DIR.mkdir(parents=True, exist_ok=True)
+    partial = EXECUTED_DIR / f".{name}.partial"
+    nbformat.write(copy, partial)
+    partial.replace(EXECUTED_DIR / name)
 
 
 def text_of(nb: Any) -> str:
