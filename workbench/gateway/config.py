@@ -16,7 +16,6 @@ AUXILIARY_HEADER = "x-workbench-auxiliary"
 """A call sent with this header set to 1 / true (a title, summary or judge call) is recorded but never trained on."""
 
 HistoryMode = Literal["sampled", "template"]
-"""For templates that rewrite history: keep the sampled history (one segment) or the template's (a fork per turn)."""
 """For templates that rewrite history: `sampled` keeps one segment with the sampled history; `template` uses the
 template's own rendering, a new segment per turn (`GatewayConfig.history`)."""
 

@@ -32,7 +32,6 @@ from workbench.templates import prompt_template
 __all__ = ["ChatRenderer", "ToolProtocol"]
 
 ToolProtocol = Literal["native", "text"]
-"""How tools reach the model: the template renders them ("native"), or workbench's text protocol ("text")."""
 """How tools reach the model: `native` where the chat template renders `tools` itself, `text` for workbench's
 `<tool_call>` text protocol."""
 _MARK = re.compile("\ufdd0([0-9]+)\ufdd1")
