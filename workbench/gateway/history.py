@@ -26,7 +26,6 @@ from workbench.trajectory import Step
 __all__ = ["CallIndex", "CallNode", "ForkReason", "Match", "message_digests", "reply_message", "tools_key"]
 
 ForkReason = Literal["no_parent", "tools_changed", "history_edited", "assistant_edited", "template_rewrites_history"]
-"""Why a call starts a new segment instead of extending a recorded reply (counted per rollout)."""
 """Why a gateway call starts a new segment instead of continuing a recorded one: no parent call, the tools changed, an
 earlier message or an assistant reply was edited, or the template rewrites history."""
 FORK_REASONS: tuple[ForkReason, ...] = (
@@ -36,7 +35,6 @@ FORK_REASONS: tuple[ForkReason, ...] = (
     "assistant_edited",
     "template_rewrites_history",
 )
-"""Every fork reason, in the order the viewer lists them."""
 """Every `ForkReason`, in a fixed order (for counts and reports)."""
 
 
