@@ -1,6 +1,6 @@
 """The documentation site is tested like code: it builds strict, its generated pages are current, every
-`workbench ...` command line in it parses, every public name is documented and in the API reference, every file
-and test the fidelity page names exists, every `WORKBENCH_*` variable is on its page, and the README stays a
+`workbench ...` command line in it parses, every public name is documented and in the API reference, every file,
+code name and test the fidelity pages name exists, every `WORKBENCH_*` variable is on its page, and the README stays a
 front page. (`tests/test_docs_blocks.py` runs the code blocks.)
 """
 
@@ -206,36 +206,84 @@ def test_every_workbench_command_line_in_the_docs_parses():
 
 
 # -- fidelity ----------------------------------------------------------------------------------------
-_FIDELITY_ROOTS = {"R/": "workbench/rewards/", "E/": "workbench/evolve/", "T/": "tests/"}
+FIDELITY = DOCS / "research" / "fidelity"
+_REF_ROOTS = ("workbench/", "tests/", "bench/", "scripts/")
 
 
-def fidelity_references() -> list[str]:
-    """Every path (`R/…`, `E/…`, `T/…`, `workbench/…`, `tests/…`) and `path::test` in docs/fidelity.md."""
-    spans = re.findall(r"`([^`\s]+)`", (DOCS / "fidelity.md").read_text())
-    return [s for s in spans if s.startswith((*_FIDELITY_ROOTS, "workbench/", "tests/", "bench/"))]
+def fidelity_pages() -> list[Path]:
+    """docs/research/fidelity/*.md: the index and one page per seed paper."""
+    return sorted(FIDELITY.glob("*.md"))
 
 
-def test_every_file_and_test_the_fidelity_page_names_exists():
-    refs = fidelity_references()
-    assert len(refs) > 40
-    missing = []
-    for ref in refs:
-        path, _, test = ref.partition("::")
-        for short, full in _FIDELITY_ROOTS.items():
-            if path.startswith(short):
-                path = full + path[len(short) :]
-        files = sorted(ROOT.glob(path)) if "*" in path else [ROOT / path]
-        if not files or not all(f.exists() for f in files):
-            missing.append(ref)
-        elif test:
-            defined = {
-                node.name
-                for node in ast.walk(ast.parse(files[0].read_text()))
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-            }
-            if test.split("[")[0] not in defined:
-                missing.append(ref)
-    assert missing == [], "docs/fidelity.md names these, which do not exist:\n" + "\n".join(missing)
+def fidelity_references(page: Path) -> list[str]:
+    """Every `path`, `path:name` (code) and `path::test` span of one fidelity page, paths from the repository root."""
+    spans = re.findall(r"`([^`\s]+)`", page.read_text())
+    return [s for s in spans if s.startswith(_REF_ROOTS)]
+
+
+def _defined(path: Path, *, functions_only: bool = False) -> set[str]:
+    """Every function (and, unless `functions_only`, class and assigned name) a Python file defines, at any depth."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            names.add(node.name)
+        elif functions_only:
+            continue
+        elif isinstance(node, ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return names
+
+
+def missing_reference(ref: str) -> str | None:
+    """Why `ref` names nothing real, or None: the file exists, a `::test` is a function in it, and every part
+    of a `:name` (`:Class.method`, `:function.inner`) is defined in it."""
+    path, test, name = ref.partition("::")
+    if not test:
+        path, _, name = ref.partition(":")
+    files = sorted(ROOT.glob(path)) if "*" in path else [ROOT / path]
+    if not files or not all(f.exists() for f in files):
+        return f"{ref}: no such file"
+    if name:
+        if len(files) != 1 or files[0].suffix != ".py":
+            return f"{ref}: a name needs one Python file"
+        defined = _defined(files[0], functions_only=bool(test))
+        undefined = [part for part in name.split("[")[0].split(".") if part not in defined]
+        if undefined:
+            return f"{ref}: {path} defines no {'.'.join(undefined)}"
+    return None
+
+
+def test_missing_reference_catches_a_wrong_file_test_or_name():
+    assert (
+        missing_reference("tests/test_docs_site.py::test_missing_reference_catches_a_wrong_file_test_or_name") is None
+    )
+    assert missing_reference("workbench/rewards/drzero.py:drzero_format") is None
+    assert missing_reference("tests/test_docs_site.py::test_no_such_test") is not None
+    assert missing_reference("tests/test_docs_site.py::FIDELITY") is not None  # a test is a function
+    assert missing_reference("workbench/rewards/drzero.py:no_such_function") is not None
+    assert missing_reference("workbench/rewards/no_such_file.py") is not None
+    assert missing_reference("workbench/evolve/modes.py:drzero_mode.select") is None
+    assert missing_reference("workbench/evolve/modes.py:drzero_mode.no_such_step") is not None
+
+
+def test_the_fidelity_pages_are_the_index_and_one_per_seed_paper_all_in_the_nav():
+    names = {p.name for p in fidelity_pages()}
+    assert names == {"index.md", "drzero.md", "zerosearch.md", "agent0.md", "asearcher.md", "l0.md"}
+    nav = set(nav_pages())
+    assert {f"docs/research/fidelity/{n}" for n in names} <= nav
+
+
+@pytest.mark.parametrize("page", [p.name for p in fidelity_pages()])
+def test_every_file_code_and_test_a_fidelity_page_names_exists(page):
+    refs = fidelity_references(FIDELITY / page)
+    if page != "index.md":
+        assert len(refs) > 10, f"{page} names each mechanism's code and test"
+        assert any("::test_" in r for r in refs)
+    missing = [why for ref in refs if (why := missing_reference(ref))]
+    assert missing == [], f"docs/research/fidelity/{page} names these, which do not exist:\n" + "\n".join(missing)
 
 
 # -- environment variables ---------------------------------------------------------------------------
