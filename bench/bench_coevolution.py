@@ -59,12 +59,14 @@ def main() -> None:
     ap.add_argument("--oracle", action="store_true", help="the oracle-solver check (the only mode so far)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--run-dir", default="", help="keep the run's store here (default: a temporary folder)")
+    ap.add_argument("--hrpo-lr", type=float, default=OracleCheck.hrpo_lr, help="HRPO learning rate")
     add_smoke_flag(ap)
     args = ap.parse_args()
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = args.run_dir or str(Path(tmp) / "oracle")
-        cfg = OracleCheck(run_dir=run_dir, seed=args.seed, **(SMOKE if args.smoke else {}))
+        sizes = SMOKE if args.smoke else {}
+        cfg = OracleCheck(run_dir=run_dir, seed=args.seed, hrpo_lr=args.hrpo_lr, **sizes)
         t0 = time.perf_counter()
         result = run_oracle_check(cfg)
         wall = time.perf_counter() - t0

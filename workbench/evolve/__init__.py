@@ -15,10 +15,14 @@
 Both roles are NB-Agent episodes in sandboxed kernels. The proposer searches with `search` and ends
 with `submit_question(question, answer)`; its reward is recorded on its trajectory. Training hooks
 (`train_fn`, e.g. `trl_train_fn`) update the proposer (HRPO / GRPO) and the solver (GRPO / ADPO).
+`OracleSolver` is a frozen solver with a known pass probability per hop count; `run_oracle_check`
+trains a tiny proposer against it with HRPO and reports the change in its difficulty reward.
 """
 
 from workbench.evolve.config import Agent0Config, DrZeroConfig
 from workbench.evolve.loop import run_agent0, run_drzero
+from workbench.evolve.mechanism import OracleCheck, run_oracle_check
+from workbench.evolve.oracle import OracleSolver
 from workbench.evolve.phases import evolve_executor
 from workbench.evolve.proposer import (
     Proposal,
@@ -37,6 +41,8 @@ from workbench.worlds.scripted.proposer import sampling_world_solver, world_prop
 __all__ = [
     "Agent0Config",
     "DrZeroConfig",
+    "OracleCheck",
+    "OracleSolver",
     "Proposal",
     "evolve_executor",
     "format_components",
@@ -48,6 +54,7 @@ __all__ = [
     "proposer_tools",
     "run_agent0",
     "run_drzero",
+    "run_oracle_check",
     "sample_documents",
     "sample_hops",
     "sampling_world_solver",
