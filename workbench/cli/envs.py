@@ -153,20 +153,12 @@ def env_summary(trajectories: list[Any], k: int = 1) -> dict[str, float]:
 def train_on_env(args: argparse.Namespace, config: Any) -> dict[str, Any]:
     """`workbench train --env`: train in this process on the environment's episodes (tasks: `--episodes N`,
     else the config's tasks_path as reset arguments); the reward is `env` unless the config names another."""
-    from workbench.train.run import train
+    from workbench.train.run import env_episodes, train
 
     if config.reward == "exact_match":  # the config default: an environment pays its own reward
         config = config.replace(reward="env")
     tasks = env_tasks_from(args, config.tasks_path or None)
-    runner = env_runner(
-        args,
-        max_turns=config.max_turns,
-        max_turn_tokens=config.max_turn_tokens,
-        temperature=config.temperature,
-        max_total_tokens=config.max_completion_length,
-        concurrency=max(config.concurrency, 1),
-        run_id=config.run_id,
-    )
+    runner = env_episodes(config, args.env, action_field=args.action_field)
     print(
         f"environment: {runner.source.name} (the model's text goes to {runner.action_field!r}); reward: {config.reward}"
     )

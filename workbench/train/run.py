@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from workbench.agent.executor import Executor
     from workbench.agent.local import ToolSet
     from workbench.contracts import EpisodeRunner
+    from workbench.envs.episodes import EnvEpisodes
     from workbench.policies.base import Policy
     from workbench.search.hits import Retriever
     from workbench.search.simulated import SimulatedSearch
@@ -61,17 +62,7 @@ def build_simulator(config: TrainConfig, policy: Policy | None = None) -> Simula
 def build_episodes(config: TrainConfig) -> EpisodeRunner[Policy]:
     """The episode runner a config names."""
     if config.env:
-        from workbench.envs.episodes import EnvEpisodes
-
-        return EnvEpisodes(
-            config.env,
-            max_turns=config.max_turns,
-            max_turn_tokens=config.max_turn_tokens,
-            temperature=config.temperature,
-            max_total_tokens=config.max_completion_length,
-            concurrency=max(config.concurrency, 1),
-            run_id=config.run_id,
-        )
+        return env_episodes(config, config.env)
     simulator = build_simulator(config) if config.search_engine == "simulated" else None
     if config.episode_kind == "search_r1":
         from workbench.train.episodes import SearchR1Episodes
@@ -111,15 +102,32 @@ def build_episodes(config: TrainConfig) -> EpisodeRunner[Policy]:
     return NBAgentEpisodes(config, simulator=simulator)
 
 
+def env_episodes(config: TrainConfig, source: str, action_field: str | None = None) -> EnvEpisodes:
+    """Episodes of the environment `source` (an env source spec) with the config's turn and sampling settings."""
+    from workbench.envs.episodes import EnvEpisodes
+
+    return EnvEpisodes(
+        source,
+        action_field=action_field,
+        max_turns=config.max_turns,
+        max_turn_tokens=config.max_turn_tokens,
+        temperature=config.temperature,
+        max_total_tokens=config.max_completion_length,
+        concurrency=max(config.concurrency, 1),
+        run_id=config.run_id,
+    )
+
+
 class NBAgentEpisodes:
     """The `nbagent` kind: NB-Agent episodes in sandboxed kernels, sampled from the policy each call
     is given (the trainer passes its live one).
 
     The episodes run on an executor (`executor=`, else a `LocalExecutor` built here on first use,
     whose warm kernel pool lives across training steps until `aclose()`). They come back unscored
-    and unwritten: the trainer scores each with its reward and writes it once. Tools: the tool set the
-    config's `tools` names, else `search` over `corpus_path` (BM25) when it names one, plus `submit_final_answer`. `tools` may also be
-    a function `task -> ToolRegistry`, called per episode; a `simulator` (ZeroSearch's
+    and unwritten: the trainer scores each with its reward and writes it once. Tools: the tool set
+    the config's `tools` names, else `search` over `corpus_path` (BM25) when it names one, plus
+    `submit_final_answer`. `tools` may also be a function `task -> ToolRegistry`, called per episode; a
+    `simulator` (ZeroSearch's
     `SimulatedSearch`) gives each episode a `search` bound to its task's question and gold answers,
     and is listed in `curricula` so the trainer advances its noise schedule. With `executor=`, the
     tools are the executor's: `toolset` names which of its tool sets the episodes get.
