@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol, TypeVar, get_args, runtime_checkable
 
 from workbench.trajectory import TERMINATIONS, Task, Termination, Trajectory
 
-Role = Literal["solver", "proposer", "eval", "synthesizer", "direct_solver"]
+Role = Literal["solver", "proposer", "eval", "synthesizer", "direct_solver", "harness"]
 """The roles workbench itself gives episodes (`Trajectory.role`; a user may name others)."""
 
 ROLES: tuple[Role, ...] = get_args(Role)
