@@ -22,7 +22,9 @@ What it runs, all on the world `make_world(seed, world_size)` with real kernels 
 
 The oracle passes one-hop questions 95% of the time, two-hop 50%, three-hop 5%, four-hop never
 (`workbench.evolve.oracle`): only by asking after two hops does the proposer earn much difficulty.
-Everything is recorded in one store under `run_dir` (lineage `phase`: `oracle_eval_before` / `_after`).
+Everything is recorded in one store under `run_dir`, which the `EvolutionDashboard` reads: the fixed prompts
+before HRPO as iteration −1 and after it as iteration `iterations` (lineage `phase`: `oracle_eval_before` /
+`oracle_eval_after`), the Dr. Zero iterations' HRPO rollouts and QA generation as iterations 0, 1, ….
 """
 
 from __future__ import annotations
@@ -157,14 +159,21 @@ def build_proposer(cfg: OracleCheck, world: Any, retriever: Any, out: Printer) -
 
 
 def score_prompts(
-    phases: Any, mode: Any, policy: Any, oracle: OracleSolver, tasks: list[Task], cfg: OracleCheck, phase: str
+    phases: Any,
+    mode: Any,
+    policy: Any,
+    oracle: OracleSolver,
+    tasks: list[Task],
+    cfg: OracleCheck,
+    phase: str,
+    iteration: int,
 ) -> tuple[list[float], dict[int, int]]:
     """Per prompt, the mean difficulty of its `eval_samples` proposer episodes (every valid question attempted);
-    and how many valid questions each hop count got."""
+    and how many valid questions each hop count got. The episodes are stored as iteration `iteration`."""
     from dataclasses import replace
 
     samples = [
-        replace(t, id=f"{t.id}-{phase}-s{s}", metadata={**t.metadata, "sample": s})
+        replace(t, id=f"{t.id}-{phase}-s{s}", metadata={**t.metadata, "sample": s, "iteration": iteration})
         for t in tasks
         for s in range(cfg.eval_samples)
     ]
@@ -207,11 +216,11 @@ def run_oracle_check(cfg: OracleCheck | None = None, *, out: Printer = print) ->
     mode, store = drzero_mode(dz), Store(Path(cfg.run_dir))
     executor = evolve_executor(proposer_tools(retriever), solver_tools(retriever), cfg.concurrency)
     phases = Phases(executor, dz.agent_config("proposer"), dz.agent_config("solver"), store, dz.resolved_run_id)
-    fixed = prompts(world, cfg.eval_prompts, cfg.max_hops, seed=f"oracle-eval:{cfg.seed}", iteration=-2)
+    fixed = prompts(world, cfg.eval_prompts, cfg.max_hops, seed=f"oracle-eval:{cfg.seed}")
     policy = TransformersPolicy.from_model(model, tok, name="oracle-check-proposer")
     try:
         t0 = time.monotonic()
-        before, hops_before = score_prompts(phases, mode, policy, oracle, fixed, cfg, "oracle_eval_before")
+        before, hops_before = score_prompts(phases, mode, policy, oracle, fixed, cfg, "oracle_eval_before", -1)
         seconds["eval_before"] = time.monotonic() - t0
         out(f"before: mean difficulty {sum(before) / len(before):.3f}; valid questions by hop {hops_before}")
         t0 = time.monotonic()
@@ -228,7 +237,7 @@ def run_oracle_check(cfg: OracleCheck | None = None, *, out: Printer = print) ->
         )
         seconds["hrpo"] = time.monotonic() - t0
         t0 = time.monotonic()
-        after, hops_after = score_prompts(phases, mode, policy, oracle, fixed, cfg, "oracle_eval_after")
+        after, hops_after = score_prompts(phases, mode, policy, oracle, fixed, cfg, "oracle_eval_after", cfg.iterations)
         seconds["eval_after"] = time.monotonic() - t0
         out(f"after: mean difficulty {sum(after) / len(after):.3f}; valid questions by hop {hops_after}")
     finally:
@@ -276,4 +285,4 @@ def train_config(cfg: OracleCheck) -> Any:
     )
 
 
-__all__ = ["OracleCheck", "OracleCheckResult", "build_proposer", "score_prompts", "prompts", "run_oracle_check"]
+__all__ = ["OracleCheck", "OracleCheckResult", "build_proposer", "prompts", "run_oracle_check", "score_prompts"]
