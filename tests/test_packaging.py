@@ -70,5 +70,9 @@ def test_setup_script_parses_and_picks_an_extra():
     script = ROOT / "scripts" / "setup.sh"
     subprocess.run(["bash", "-n", str(script)], check=True)
     text = script.read_text()
-    assert "nvidia-smi" in text and "WORKBENCH_EXTRA" in text and ".[$WORKBENCH_EXTRA,dev,web,ray,envs,docs]" in text
+    assert (
+        "nvidia-smi" in text
+        and "WORKBENCH_EXTRA" in text
+        and ".[$WORKBENCH_EXTRA,dev,web,ray,envs,docs,harness]" in text
+    )
     assert "uninstall -q -y torchvision torchaudio torchcodec" in text
