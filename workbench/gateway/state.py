@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections import Counter, OrderedDict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from workbench.gateway.config import GatewayConfig
@@ -175,18 +175,25 @@ class RolloutState:
             self.records.append(record)
             gw["calls"].append(record)
             if reply is not None:
-                self._index(plan, out, reply, step)
+                self._index(plan, out, reply, step, record.sampling_applied.get("stop") or [])
             else:
                 self.nodes.append(CallNode(step, plan.prompt_ids, list(out.token_ids), None, "", "", ""))
             return step
 
-    def _index(self, plan: Plan, out: Completion, reply: ChatReply, step: Step) -> None:
-        digests = message_digests([*plan.messages, reply_message(reply)])
+    def _index(self, plan: Plan, out: Completion, reply: ChatReply, step: Step, stop: list[str]) -> None:
+        message = reply_message(reply)
+        digests = message_digests([*plan.messages, message])
         node = CallNode(
             step, plan.prompt_ids, list(out.token_ids), reply.reasoning, plan.tools, digests[-2], digests[-1]
         )
         self.index.add(node)
         self.nodes.append(node)
+        # A stop string that ended the sample is left out of the reply but is in the sampled ids: a harness that
+        # appends it back (smolagents' CodeAgent re-adds its closing code tag) sends what was sampled.
+        hit = next((s for s in stop if out.finish_reason == "stop" and out.text.endswith(s)), None)
+        if hit and not reply.tool_calls:
+            sampled = {**message, "content": message["content"] + hit}
+            self.index.add(replace(node, with_reply=message_digests([*plan.messages, sampled])[-1]))
 
     def snapshot(self) -> Trajectory:
         """A copy of the trajectory fit to store: records as dicts, in-memory nodes left out. Call under `lock`."""
