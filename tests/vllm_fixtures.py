@@ -7,7 +7,7 @@ ONE in-process vLLM engine on it per test session (start-up takes a minute or mo
 tests/conftest.py imports these fixtures, so every test module sees the same session instances
 (importing them into a test module would give that module its own copies: a second model and
 engine). The engine is the one a trainer on `vllm_model_dir` shares
-(`workbench.train.vllm_rollout.colocated_llm`, in the test process, with the colocate patches),
+(`workbench.policies.vllm_colocated.colocated_llm`, in the test process, with the colocate patches),
 so inference tests (through `vllm_policy`) and training tests (through a trainer on the model
 dir) use one engine. Every test marked `vllm` joins the xdist group "vllm" (tests/conftest.py),
 and `make test` runs with `--dist loadgroup`, so all of them land on one worker and the engine
@@ -114,7 +114,7 @@ def vllm_engine(vllm_model_dir):
     require_vllm()
     import os
 
-    from workbench.train.vllm_rollout import colocated_llm, release_engines
+    from workbench.policies.vllm_colocated import colocated_llm, release_engines
 
     _ENV_BEFORE_ENGINE.update(os.environ)
     # tests/conftest.py capped this worker's torch threads at 1: colocated_llm must start the engine anyway
@@ -137,7 +137,7 @@ def env_without_engine() -> dict[str, str]:
 def vllm_policy(vllm_engine):
     """A `VLLMPolicy` over the session's engine (`ColocatedVLLMPolicy`: the class episodes sample
     through when a trainer or the demo generates with vLLM; `.llm` is `vllm_engine`)."""
-    from workbench.train.policy import ColocatedVLLMPolicy
+    from workbench.policies.vllm_colocated import ColocatedVLLMPolicy
 
     return ColocatedVLLMPolicy(vllm_engine, name="vllm:model", batch_window_ms=20)
 

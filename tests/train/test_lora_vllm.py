@@ -21,10 +21,10 @@ def spread(traj) -> dict[str, float]:
 def test_lora_weights_reach_vllm_merged_after_each_step(vllm_model_dir, vllm_engine, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from workbench.policies.vllm_colocated import load_model_weights, model_sequence_logprobs, sequence_logprobs
     from workbench.train.config import TrainConfig
     from workbench.train.episodes import SearchR1Episodes
     from workbench.train.run import train
-    from workbench.train.vllm_rollout import load_model_weights, model_sequence_logprobs, sequence_logprobs
 
     model = AutoModelForCausalLM.from_pretrained(vllm_model_dir)
     tok = AutoTokenizer.from_pretrained(vllm_model_dir)

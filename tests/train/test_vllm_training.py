@@ -1,7 +1,7 @@
 """Training with vLLM generating the rollouts (TRL's colocate path on the installed vLLM: CPU build here).
 
 The session's one engine (`vllm_engine`, tests/vllm_fixtures.py) is the colocated engine
-(`vllm_rollout.colocated_llm`) every trainer on the session's tiny Qwen2 (`vllm_model_dir`, heads of
+(`vllm_colocated.colocated_llm`) every trainer on the session's tiny Qwen2 (`vllm_model_dir`, heads of
 32: the CPU build's smallest) shares, so the trainers here find it instead of starting their own;
 the tests train the model in place, in order, and load its saved weights back into the engine at the end.
 """
@@ -59,7 +59,7 @@ def rows(out_dir: Path) -> list[dict]:
 def model_and_engine(vllm_model_dir, vllm_engine):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from workbench.train.vllm_rollout import load_model_weights
+    from workbench.policies.vllm_colocated import load_model_weights
 
     model = AutoModelForCausalLM.from_pretrained(vllm_model_dir)
     tok = AutoTokenizer.from_pretrained(vllm_model_dir)
@@ -84,8 +84,8 @@ def config(tmp_path: Path, name: str, **kw):
 
 
 def test_weights_reach_vllm_after_each_step_and_the_gap_is_logged(model_and_engine, tmp_path):
+    from workbench.policies.vllm_colocated import model_sequence_logprobs, sequence_logprobs
     from workbench.train.run import train
-    from workbench.train.vllm_rollout import model_sequence_logprobs, sequence_logprobs
 
     model, tok, llm = model_and_engine
     seq = tok.encode(SEQUENCE)
@@ -117,7 +117,7 @@ def test_weights_reach_vllm_after_each_step_and_the_gap_is_logged(model_and_engi
 
 
 def test_importance_sampling_correction_switches_on_and_shares_the_engine(model_and_engine, tmp_path):
-    from workbench.train import vllm_rollout
+    from workbench.policies import vllm_colocated
     from workbench.train.run import train
 
     model, tok, llm = model_and_engine
@@ -129,14 +129,14 @@ def test_importance_sampling_correction_switches_on_and_shares_the_engine(model_
         vllm_importance_sampling_mode="token_truncate",
     )
     assert cfg.to_grpo_config().vllm_importance_sampling_correction is True
-    engines = list(vllm_rollout._ENGINES.values())
+    engines = list(vllm_colocated._ENGINES.values())
     assert any(e is llm for e in engines)
     train(cfg, tasks=capital_tasks(), episodes=Recording(), model=model, tokenizer=tok, reward=spread)
     [row] = [r for r in rows(tmp_path / "is") if "loss" in r]
     assert 0.9 < row["sampling/importance_sampling_ratio/mean"] < 1.1
     # TRL's own divergence metric and the workbench's gap measure the same thing
     assert row["sampling/sampling_logp_difference/mean"] == pytest.approx(row["sampling/logp_gap/mean"], abs=1e-6)
-    assert list(vllm_rollout._ENGINES.values()) == engines  # the trainer shared the session's engine, built none
+    assert list(vllm_colocated._ENGINES.values()) == engines  # the trainer shared the session's engine, built none
 
 
 def test_asynchronous_rollouts_sample_from_the_engine_and_load_each_step_at_turn_boundaries(model_and_engine, tmp_path):
@@ -169,7 +169,7 @@ def test_cpu_attention_head_size_is_checked_with_the_fix():
     from transformers import Qwen2Config
 
     from workbench.errors import ConfigError
-    from workbench.train.vllm_rollout import check_model, on_cpu
+    from workbench.policies.vllm_colocated import check_model, on_cpu
 
     if not on_cpu():
         pytest.skip("the head-size limit is the CPU build's")

@@ -43,7 +43,7 @@ from workbench.train.episode_producer import EpisodeProducer, VersionedWeights
 from workbench.trajectory import Task, Trajectory
 
 if TYPE_CHECKING:
-    from workbench.train.policy import ColocatedVLLMPolicy
+    from workbench.policies.vllm_colocated import ColocatedVLLMPolicy
 
 
 class OverlapHost(Protocol):
@@ -98,7 +98,7 @@ def colocated_engine(vllm_generation: Any) -> ColocatedVLLMPolicy:
     llm = getattr(vllm_generation, "llm", None)
     if llm is None:
         raise ConfigError("async_rollouts with use_vllm needs the colocated engine: vllm_mode='colocate', one process")
-    from workbench.train.policy import ColocatedVLLMPolicy
+    from workbench.policies.vllm_colocated import ColocatedVLLMPolicy
 
     return ColocatedVLLMPolicy(llm)
 
@@ -139,7 +139,7 @@ class OverlappedTraining:
     def _load(self, weights: dict[str, torch.Tensor]) -> None:
         """Published weights into the rollout side (at a turn boundary: no turn is generating)."""
         if self.engine is not None:
-            from workbench.train.vllm_rollout import load_weights
+            from workbench.policies.vllm_colocated import load_weights
 
             load_weights(self.engine.llm, weights.items())
         else:

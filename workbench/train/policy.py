@@ -6,8 +6,8 @@
 With `use_vllm=True` (colocate, one process: CPU or GPU) episodes sample through
 `workbench.policies.vllm_colocated.ColocatedVLLMPolicy`, a `VLLMPolicy` over the trainer's in-process engine;
 with several processes or server mode, through `workbench.policies.vllm_trainer.VLLMTrainerPolicy` (TRL's
-`vllm_generation.generate`). Both lived here once and still import from here; new code imports them from
-`workbench.policies`.
+`vllm_generation.generate`). Both lived here once: their old names still import from here, with a
+DeprecationWarning.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from workbench.kernel.sync import run_sync
-from workbench.policies.vllm_colocated import ColocatedVLLMPolicy  # old import path (see above)
-from workbench.policies.vllm_trainer import VLLMTrainerPolicy  # old import path (see above)
 
 if TYPE_CHECKING:
     from workbench.policies.hf import TransformersPolicy
@@ -29,4 +27,19 @@ def live_policy(model: Any, tokenizer: Any, seed: int | None = None) -> Transfor
     return TransformersPolicy.from_model(model, tokenizer, name="live", seed=seed)
 
 
-__all__ = ["ColocatedVLLMPolicy", "VLLMTrainerPolicy", "live_policy", "run_sync"]
+_MOVED = {"ColocatedVLLMPolicy": "vllm_colocated", "VLLMTrainerPolicy": "vllm_trainer"}
+
+
+def __getattr__(name: str) -> Any:
+    """The vLLM policies' old import path: each warns and comes from its module under `workbench.policies`."""
+    if name not in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    import warnings
+
+    home = f"workbench.policies.{_MOVED[name]}"
+    warnings.warn(f"workbench.train.policy.{name} moved to {home}", DeprecationWarning, 2)
+    return getattr(importlib.import_module(home), name)
+
+
+__all__ = ["live_policy", "run_sync"]

@@ -83,7 +83,7 @@ if TYPE_CHECKING:
     from trl import GRPOConfig
 
     from workbench.policies.base import Policy
-    from workbench.train.policy import ColocatedVLLMPolicy
+    from workbench.policies.vllm_colocated import ColocatedVLLMPolicy
 
 TASK_DRAW_SEED_OFFSET = 1
 """Refill tasks are drawn with seed + 1: apart from TRL's own sampler and init (seeded with seed)."""
@@ -224,7 +224,7 @@ class WorkbenchGRPOTrainer(LossTrainer):
             return self.policy_factory(self)
         if self.use_vllm:
             if getattr(self.vllm_generation, "llm", None) is None:  # server mode
-                from workbench.train.policy import VLLMTrainerPolicy
+                from workbench.policies.vllm_trainer import VLLMTrainerPolicy
 
                 return VLLMTrainerPolicy(self)
             self._colocated_policy = self._colocated_policy or colocated_engine(self.vllm_generation)

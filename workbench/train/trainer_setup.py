@@ -111,7 +111,7 @@ def known(value: int | None, name: str) -> int:
 
 
 def prepare_vllm(model: Any, config: TrainConfig) -> None:
-    from workbench.train.vllm_rollout import check_model, on_cpu
+    from workbench.policies.vllm_colocated import check_model, on_cpu
 
     check_model(model.config)
     if on_cpu():  # TRL's own colocated engine (several processes) reads its KV cache size from here

@@ -16,26 +16,41 @@ Which path runs where:
   engine (colocate: one per rank) or talks to `vllm serve` (server mode: NCCL weight transfer, CUDA only).
 
 Episodes sample through `ColocatedVLLMPolicy` (one process) or `VLLMTrainerPolicy` (TRL's engine), both in
-`workbench.policies`. The engine's helpers once lived here: their old names below still import, from their new
-home (`workbench.policies.vllm_colocated`); new code imports them from there.
+`workbench.policies`. The engine's helpers once lived here: their old names still import, with a
+DeprecationWarning, from their new home, `workbench.policies.vllm_colocated`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from workbench.policies.vllm_colocated import (  # the old import paths of the engine's helpers (see above)
-    _ENGINES,  # noqa: F401  (the engine cache, as tests read it here)
-    CPU_HEAD_SIZES,
-    check_model,
-    colocated_llm,
-    load_model_weights,
-    load_weights,
-    model_sequence_logprobs,
-    on_cpu,
-    release_engines,
-    sequence_logprobs,
+from workbench.policies.vllm_colocated import colocated_llm
+
+_MOVED = (
+    "CPU_HEAD_SIZES",
+    "check_model",
+    "colocated_llm",
+    "load_model_weights",
+    "load_weights",
+    "model_sequence_logprobs",
+    "on_cpu",
+    "release_engines",
+    "sequence_logprobs",
 )
+
+
+def __getattr__(name: str) -> Any:
+    """The engine helpers' old import path: each name warns and comes from `workbench.policies.vllm_colocated`."""
+    if name not in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import warnings
+
+    from workbench.policies import vllm_colocated
+
+    warnings.warn(
+        f"workbench.train.vllm_rollout.{name} moved to workbench.policies.vllm_colocated", DeprecationWarning, 2
+    )
+    return getattr(vllm_colocated, name)
 
 
 def shared_generation(trainer: Any, args: Any) -> Any:
@@ -80,15 +95,4 @@ def shared_generation(trainer: Any, args: Any) -> Any:
     )
 
 
-__all__ = [
-    "CPU_HEAD_SIZES",
-    "check_model",
-    "colocated_llm",
-    "load_model_weights",
-    "load_weights",
-    "model_sequence_logprobs",
-    "on_cpu",
-    "release_engines",
-    "sequence_logprobs",
-    "shared_generation",
-]
+__all__ = ["shared_generation"]
