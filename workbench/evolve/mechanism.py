@@ -64,7 +64,7 @@ class OracleCheck:
     hrpo_steps: int = 4  # per iteration
     hrpo_batch: int = 8  # rollouts per HRPO step, one per prompt
     hop_group: int = 4  # prompts per HRPO group (all share the hop limit)
-    hrpo_lr: float = 2e-3
+    hrpo_lr: float = 3e-4  # 6e-4 collapsed the proposer (no valid question after 12 steps); 1e-4 moved too little
     temperature: float = 1.0
     concurrency: int = 4
     vocab_size: int = 700
