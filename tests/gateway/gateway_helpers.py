@@ -120,3 +120,35 @@ def create(base_url: str, api_key: str, **kwargs):
 
     with openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0) as client:
         return client.chat.completions.create(**kwargs)
+
+
+def spread_reward(traj) -> dict[str, float]:
+    """Rewards that differ between rollouts: the share of distinct tokens the model sampled."""
+    ids = [t for s in traj.steps for t in s.completion_ids]
+    return {"total": len(set(ids)) / max(len(ids), 1)}
+
+
+def one_grpo_step(tmp_path, runner, tasks) -> int:
+    """One real GRPO step of the tiny model on `runner`'s rollouts of `tasks` (2 per task); asserts the step ran
+    with a finite loss and changed the weights. Returns num_generations. The runner is closed after."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from workbench.models import build_tiny_model, sample_texts
+    from workbench.train.config import TrainConfig
+    from workbench.train.trainer import WorkbenchGRPOTrainer
+
+    path = build_tiny_model(tmp_path / "tiny", sample_texts(), vocab_size=400, seed=0)
+    torch.manual_seed(0)
+    cfg = TrainConfig(output_dir=str(tmp_path / "run"), num_generations=2, per_device_train_batch_size=4,
+                      max_steps=1, learning_rate=1e-2, max_completion_length=96)  # fmt: skip
+    model, tok = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    before = {k: v.detach().clone() for k, v in model.named_parameters()}
+    try:
+        trainer = WorkbenchGRPOTrainer(model, tok, tasks, episodes=runner, config=cfg, reward=spread_reward)
+        result = trainer.train()
+    finally:
+        runner.close()
+    assert trainer.state.global_step == 1 and torch.isfinite(torch.tensor(result.training_loss))
+    assert any(not torch.equal(before[k], v) for k, v in model.named_parameters())
+    return cfg.num_generations

@@ -13,7 +13,7 @@ import json
 import re
 
 import pytest
-import torch
+from gateway_helpers import one_grpo_step
 
 from workbench.gateway import HarnessEpisodes
 from workbench.policies import ScriptedPolicy
@@ -187,12 +187,6 @@ def test_smolagents_default_roles_edit_the_model_s_reply_so_each_step_forks(chat
 # -- one real GRPO step per framework -----------------------------------------------------------------------
 
 
-def spread_reward(traj: Trajectory) -> dict[str, float]:
-    """Rewards that differ between rollouts: the share of distinct tokens the model sampled."""
-    ids = [t for s in traj.steps for t in s.completion_ids]
-    return {"total": len(set(ids)) / max(len(ids), 1)}
-
-
 class Recorded(HarnessEpisodes):
     """`HarnessEpisodes` keeping what it played, to check the trainer's rollouts."""
 
@@ -207,35 +201,11 @@ class Recorded(HarnessEpisodes):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(HARNESSES))
 def test_a_grpo_step_trains_on_a_framework_s_rollouts(name, tmp_path):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from workbench.models import build_tiny_model, sample_texts
-    from workbench.train.config import TrainConfig
-    from workbench.train.trainer import WorkbenchGRPOTrainer
-
-    path = build_tiny_model(tmp_path / "tiny", sample_texts(), vocab_size=400, seed=0)
-    torch.manual_seed(0)
-    cfg = TrainConfig(
-        output_dir=str(tmp_path / "run"),
-        num_generations=2,
-        per_device_train_batch_size=4,
-        max_steps=1,
-        learning_rate=1e-2,
-        max_completion_length=96,
-    )
-    model, tok = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
-    before = {k: v.detach().clone() for k, v in model.named_parameters()}
     agent = HARNESSES[name][0]
     if name == "smolagents":  # its default system prompt is longer than the tiny model's window in its tokens
         agent = functools.partial(smolagents_agent, system_prompt="Write Python in <code></code>; call add(a, b).")
     runner = Recorded(agent, limit_s=120)
     tasks = TASKS[:2]
-    try:
-        trainer = WorkbenchGRPOTrainer(model, tok, tasks, episodes=runner, config=cfg, reward=spread_reward)
-        result = trainer.train()
-    finally:
-        runner.close()
-    assert trainer.state.global_step == 1 and torch.isfinite(torch.tensor(result.training_loss))
-    assert any(not torch.equal(before[k], v) for k, v in model.named_parameters())
-    assert len(runner.played) == len(tasks) * cfg.num_generations
+    generations = one_grpo_step(tmp_path, runner, tasks)
+    assert len(runner.played) == len(tasks) * generations
     assert all(t.termination == "submitted" and t.steps for t in runner.played), [t.error for t in runner.played]
