@@ -52,3 +52,23 @@ def lazy_exports(
         return sorted({*namespace, *where})
 
     return __getattr__, __dir__
+
+
+def moved_names(module: str, moved: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module's `__getattr__` for names that moved: `moved` maps each old name to "new.module:NewName"; reading
+    one warns (`DeprecationWarning`) and returns the object from its new home, imported then.
+
+        __getattr__ = moved_names(__name__, {"ToolCall": "workbench.trajectory:HostCall"})
+    """
+
+    def __getattr__(name: str) -> Any:
+        target = moved.get(name)
+        if target is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        home, _, new = target.partition(":")
+        import warnings
+
+        warnings.warn(f"{module}.{name} is now {home}.{new}", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(home), new)
+
+    return __getattr__

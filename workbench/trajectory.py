@@ -19,6 +19,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict, get_args
 
+from workbench._lazy import moved_names
 from workbench.errors import ConfigError, SchemaVersionError
 
 SCHEMA_VERSION = (
@@ -213,10 +214,5 @@ def _step_from_dict(data: dict[str, Any]) -> Step:
 __all__ = ["SCHEMA_VERSION", "TERMINATIONS", "HostCall", "Segment", "Step", "Task", "Termination", "Trajectory"]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "ToolCall":  # the name before the glossary split host calls from a model's tool calls
-        import warnings
-
-        warnings.warn("workbench.trajectory.ToolCall is now HostCall", DeprecationWarning, stacklevel=2)
-        return HostCall
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the name before the glossary split host calls from a model's tool calls
+__getattr__ = moved_names(__name__, {"ToolCall": "workbench.trajectory:HostCall"})

@@ -4,28 +4,15 @@
 "environment" names an RL environment from another standard (docs/glossary.md).
 """
 
-from __future__ import annotations
+from workbench._lazy import moved_names
 
-import warnings
-from typing import Any
-
-from workbench.agent import episode_sandbox
-
-_RENAMED = {
-    "Environment": "EpisodeSandbox",
-    "LocalEnvironment": "LocalEpisodeSandbox",
-    "EpisodeEnv": "LocalEpisodeSandbox",
-}
-_SAME = ("CodeKernel", "StepResult", "ToolPrompt")
-
-
-def __getattr__(name: str) -> Any:
-    new = _RENAMED.get(name, name if name in _SAME else None)
-    if new is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"workbench.agent.environment.{name} is now workbench.agent.episode_sandbox.{new}",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(episode_sandbox, new)
+_HOME = "workbench.agent.episode_sandbox"
+__getattr__ = moved_names(
+    __name__,
+    {
+        "Environment": f"{_HOME}:EpisodeSandbox",
+        "LocalEnvironment": f"{_HOME}:LocalEpisodeSandbox",
+        "EpisodeEnv": f"{_HOME}:LocalEpisodeSandbox",
+        **{name: f"{_HOME}:{name}" for name in ("CodeKernel", "StepResult", "ToolPrompt")},
+    },
+)

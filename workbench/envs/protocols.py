@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from workbench._lazy import moved_names
+
 
 @dataclass(frozen=True)
 class EnvReply:
@@ -49,10 +51,5 @@ class EnvSource(Protocol):
 __all__ = ["EnvEpisode", "EnvReply", "EnvSource"]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "EnvSession":  # the name before the glossary kept "session" for the outward side
-        import warnings
-
-        warnings.warn("workbench.envs.protocols.EnvSession is now EnvEpisode", DeprecationWarning, stacklevel=2)
-        return EnvEpisode
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the name before the glossary kept "session" for the outward side
+__getattr__ = moved_names(__name__, {"EnvSession": "workbench.envs.protocols:EnvEpisode"})

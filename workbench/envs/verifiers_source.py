@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
+from workbench._lazy import moved_names
 from workbench.envs.bridge_process import BridgeProcess
 from workbench.envs.protocols import EnvEpisode, EnvReply
 from workbench.errors import ConfigError
@@ -167,10 +168,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "VerifiersSession":  # the name before the glossary kept "session" for the outward side
-        import warnings
-
-        warnings.warn("VerifiersSession is now VerifiersEpisode", DeprecationWarning, stacklevel=2)
-        return VerifiersEpisode
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the name before the glossary kept "session" for the outward side
+__getattr__ = moved_names(__name__, {"VerifiersSession": "workbench.envs.verifiers_source:VerifiersEpisode"})

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from workbench._lazy import moved_names
 from workbench.errors import ToolError
 from workbench.synth.config import SynthesisConfig
 from workbench.synth.edits import apply_edit, edit_options, seed_qa
@@ -289,10 +290,5 @@ def run_repl_synthesis(*args: Any, **kwargs: Any) -> SynthesisResult:
 __all__ = ["SynthesisEpisode", "arun_repl_synthesis", "repl_teacher", "run_repl_synthesis"]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "SynthesisSession":  # "session" is the outward side only (docs/glossary.md)
-        import warnings
-
-        warnings.warn("SynthesisSession is now SynthesisEpisode", DeprecationWarning, stacklevel=2)
-        return SynthesisEpisode
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# "session" is the outward side only (docs/glossary.md)
+__getattr__ = moved_names(__name__, {"SynthesisSession": "workbench.synth.tools:SynthesisEpisode"})

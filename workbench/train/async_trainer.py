@@ -4,21 +4,12 @@
 each old name warns (`DeprecationWarning`) when read from here.
 """
 
-from __future__ import annotations
+from workbench._lazy import moved_names
 
-import warnings
-from typing import Any
-
-from workbench.train import overlap
-
-_RENAMED = {"AsyncTraining": "OverlappedTraining", "token_versions": "token_versions"}
-
-
-def __getattr__(name: str) -> Any:
-    new = _RENAMED.get(name)
-    if new is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"workbench.train.async_trainer.{name} is now workbench.train.overlap.{new}", DeprecationWarning, stacklevel=2
-    )
-    return getattr(overlap, new)
+__getattr__ = moved_names(
+    __name__,
+    {
+        "AsyncTraining": "workbench.train.overlap:OverlappedTraining",
+        "token_versions": "workbench.train.overlap:token_versions",
+    },
+)

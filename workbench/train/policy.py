@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from workbench._lazy import moved_names
 from workbench.kernel.sync import run_sync
 
 if TYPE_CHECKING:
@@ -27,19 +28,14 @@ def live_policy(model: Any, tokenizer: Any, seed: int | None = None) -> Transfor
     return TransformersPolicy.from_model(model, tokenizer, name="live", seed=seed)
 
 
-_MOVED = {"ColocatedVLLMPolicy": "vllm_colocated", "VLLMTrainerPolicy": "vllm_trainer"}
-
-
-def __getattr__(name: str) -> Any:
-    """The vLLM policies' old import path: each warns and comes from its module under `workbench.policies`."""
-    if name not in _MOVED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-    import warnings
-
-    home = f"workbench.policies.{_MOVED[name]}"
-    warnings.warn(f"workbench.train.policy.{name} moved to {home}", DeprecationWarning, 2)
-    return getattr(importlib.import_module(home), name)
+# The vLLM policies' old import path: each name warns and comes from its module under `workbench.policies`.
+__getattr__ = moved_names(
+    __name__,
+    {
+        "ColocatedVLLMPolicy": "workbench.policies.vllm_colocated:ColocatedVLLMPolicy",
+        "VLLMTrainerPolicy": "workbench.policies.vllm_trainer:VLLMTrainerPolicy",
+    },
+)
 
 
 __all__ = ["live_policy", "run_sync"]

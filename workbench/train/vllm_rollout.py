@@ -24,33 +24,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from workbench._lazy import moved_names
 from workbench.policies.vllm_colocated import colocated_llm
 
-_MOVED = (
-    "CPU_HEAD_SIZES",
-    "check_model",
-    "colocated_llm",
-    "load_model_weights",
-    "load_weights",
-    "model_sequence_logprobs",
-    "on_cpu",
-    "release_engines",
-    "sequence_logprobs",
+# The engine helpers' old import path: each name warns and comes from `workbench.policies.vllm_colocated`.
+__getattr__ = moved_names(
+    __name__,
+    {
+        name: f"workbench.policies.vllm_colocated:{name}"
+        for name in (
+            "CPU_HEAD_SIZES",
+            "check_model",
+            "load_model_weights",
+            "load_weights",
+            "model_sequence_logprobs",
+            "on_cpu",
+            "release_engines",
+            "sequence_logprobs",
+        )
+    },
 )
-
-
-def __getattr__(name: str) -> Any:
-    """The engine helpers' old import path: each name warns and comes from `workbench.policies.vllm_colocated`."""
-    if name not in _MOVED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import warnings
-
-    from workbench.policies import vllm_colocated
-
-    warnings.warn(
-        f"workbench.train.vllm_rollout.{name} moved to workbench.policies.vllm_colocated", DeprecationWarning, 2
-    )
-    return getattr(vllm_colocated, name)
 
 
 def shared_generation(trainer: Any, args: Any) -> Any:
