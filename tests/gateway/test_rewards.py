@@ -9,7 +9,7 @@ from gateway_helpers import echo_policy
 
 from workbench.errors import ConfigError
 from workbench.gateway import ModelGateway
-from workbench.gateway.scoring import TURN_FORMAT_COMPONENTS
+from workbench.gateway.scoring import reads_turn_format
 
 
 def test_the_spec_scores_the_answer_when_the_rollout_finishes(chatml_codec, tmp_path):
@@ -45,13 +45,34 @@ def test_a_harness_posts_its_own_reward_with_provenance(gateway):
     assert entry["provenance"]["source"] == "harness" and entry["reason"] == "tests passed"
 
 
-@pytest.mark.parametrize("name", sorted(TURN_FORMAT_COMPONENTS))
-def test_components_that_read_the_turn_format_refuse_naming_themselves(chatml_codec, name):
-    from workbench.rewards import list_rewards
+TURN_FORMAT = ["l0.format", "l0.code", "asearcher.format", "asearcher.reward", "agent0.format", "agent0.tool"]
 
-    assert name in list_rewards()  # the list follows the registry's names
+
+@pytest.mark.parametrize("name", [*TURN_FORMAT, "drzero.format"])
+def test_components_that_read_the_turn_format_refuse_naming_themselves(chatml_codec, name):
+    assert reads_turn_format(name)
     with pytest.raises(ConfigError, match=rf"reward component '{name}' reads NB-Agent's turn format"):
         ModelGateway(echo_policy(chatml_codec), reward=f'{{"name": "x", "components": [{{"name": "{name}"}}]}}')
+
+
+def test_your_own_component_says_whether_it_reads_the_turn_format(chatml_codec):
+    from workbench.rewards import reward
+
+    @reward("test_gateway.tags", reads_turn_format=True)
+    def tags(traj, ctx) -> float:
+        return float(all("<code>" in (s.raw or "") for s in traj.steps))
+
+    @reward("test_gateway.short_answer")
+    def short_answer(traj, ctx) -> float:
+        return float(len(traj.final_answer or "") < 10)
+
+    with pytest.raises(ConfigError, match=r"'test_gateway\.tags' reads NB-Agent's turn format"):
+        ModelGateway(echo_policy(chatml_codec), reward='{"name": "x", "components": [{"name": "test_gateway.tags"}]}')
+    spec = '{"name": "y", "components": [{"name": "test_gateway.short_answer"}, {"name": "em"}]}'
+    with ModelGateway(echo_policy(chatml_codec), reward=spec) as gw:
+        with gw.rollout({"question": "q", "golden_answers": ["4"]}) as r:
+            r.finish("4")
+        assert gw.trajectory(r.id).rewards["total"] > 0
 
 
 def test_an_error_rollout_is_kept_and_never_scored(chatml_codec):

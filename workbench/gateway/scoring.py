@@ -3,8 +3,9 @@ harness posts its own (`POST /rollouts/{id}/reward`, `r.reward(value)`); both ar
 
     gw = ModelGateway(policy, store="runs/mine", reward="f1")    # scored when each rollout finishes
 
-A harness's calls are not NB-Agent turns, so components that read NB-Agent's turn format refuse,
-with a `ConfigError` naming the component; answer-based ones (em, f1, set_f1, l0.qa, ...) score
+A harness's calls are not NB-Agent turns, so components that read an agent's turn format (marked
+`reads_turn_format=True` where they are defined, your own `@reward(...)` included) refuse, with a
+`ConfigError` naming the component; answer-based ones (em, f1, set_f1, l0.qa, ...) score
 `final_answer` against the task's golden answers, and `rescore` reproduces them.
 """
 
@@ -17,12 +18,14 @@ from workbench.contracts import Scorer
 from workbench.errors import ConfigError
 from workbench.trajectory import Trajectory
 
-__all__ = ["TURN_FORMAT_COMPONENTS", "check_scorer", "harness_rewards", "resolve_scorer", "score_rollout"]
+__all__ = ["check_scorer", "harness_rewards", "reads_turn_format", "resolve_scorer", "score_rollout"]
 
-TURN_FORMAT_COMPONENTS = frozenset(
-    {"l0.format", "l0.code", "asearcher.format", "asearcher.reward", "agent0.format", "agent0.tool", "drzero.format"}
-)
-"""Reward components that read NB-Agent's (or a seed's) turn format in `Step.raw`: meaningless on a harness's calls."""
+
+def reads_turn_format(name: str) -> bool:
+    """Whether the registered component `name` reads an agent's turn format (False for a name not registered)."""
+    from workbench.rewards.registry import get_reward, list_rewards
+
+    return name in list_rewards() and get_reward(name).reads_turn_format
 
 
 def resolve_scorer(reward: Scorer | str | None) -> Scorer | None:
@@ -37,10 +40,10 @@ def resolve_scorer(reward: Scorer | str | None) -> Scorer | None:
 
 
 def check_scorer(scorer: Scorer) -> None:
-    """Refuse a spec with a component that reads NB-Agent's turn format."""
+    """Refuse a spec with a component that reads an agent's turn format."""
     names = [c.name for c in getattr(scorer, "components", [])] + list(getattr(scorer, "gate", []))
     for name in names:
-        if name in TURN_FORMAT_COMPONENTS:
+        if reads_turn_format(name):
             raise ConfigError(
                 f"reward component {name!r} reads NB-Agent's turn format, which a harness's calls do not follow; "
                 "score the answer instead (em, f1, set_f1, l0.qa, ...) or post the harness's own reward"

@@ -110,7 +110,7 @@ def uncertainty_reward(traj: Trajectory, ctx: RewardContext, *, variant: str = "
     return uncertainty_code(p if matches and p > 0.1 else 0.0)
 
 
-@component("agent0.tool")
+@component("agent0.tool", reads_turn_format=True)
 def tool_use_reward(
     traj: Trajectory,
     ctx: RewardContext,
@@ -164,7 +164,7 @@ def _question_text(traj: Trajectory) -> str | None:
     return q if q and q.strip() else None
 
 
-@component("agent0.format")
+@component("agent0.format", reads_turn_format=True)
 def format_gate(
     traj: Trajectory, ctx: RewardContext, *, require_answer: bool = False, reject_leak: bool = False
 ) -> float:

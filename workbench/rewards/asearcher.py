@@ -64,7 +64,7 @@ def invalid_answer(answer: str | None) -> bool:
     return answer is not None and any(w in answer for w in _INVALID_WORDS)
 
 
-@component("asearcher.format")
+@component("asearcher.format", reads_turn_format=True)
 def format_reward(traj: Trajectory, ctx: RewardContext) -> float:
     """1 when every turn is well formed (balanced search/access/answer, ≤1 action, no 'Assistant')."""
     return float(all(turn_well_formed(s.raw or "") for s in traj.steps))
@@ -81,7 +81,7 @@ def f1_reward(traj: Trajectory, ctx: RewardContext, *, aug_weight: float = 0.3) 
     return score
 
 
-@component("asearcher.reward")
+@component("asearcher.reward", reads_turn_format=True)
 def asearcher_reward(
     traj: Trajectory, ctx: RewardContext, *, aug_weight: float = 0.3, invalid_penalty: float = -0.5
 ) -> float:

@@ -45,6 +45,7 @@ class RewardComponent:
     params: dict[str, Any]  # name -> default
     uses: RewardUse = "trajectory"
     per_step: bool = False  # fn returns one value per step; the component's value is their sum
+    reads_turn_format: bool = False  # reads an agent's turn format in `Step.raw` (tags, cells): NB-Agent's or a seed's
 
     def __call__(self, traj: Trajectory, ctx: RewardContext | None = None, **params: Any) -> float:
         if self.per_step:
@@ -80,8 +81,13 @@ class RewardComponent:
 _MARK = "__reward_component__"
 
 
-def component(name: str, *, uses: RewardUse = "trajectory", per_step: bool = False) -> Callable[[_Fn], _Fn]:
-    """Mark `fn(traj, ctx, **params)` as the component `name` (see `component_of`); registers nothing."""
+def component(
+    name: str, *, uses: RewardUse = "trajectory", per_step: bool = False, reads_turn_format: bool = False
+) -> Callable[[_Fn], _Fn]:
+    """Mark `fn(traj, ctx, **params)` as the component `name` (see `component_of`); registers nothing.
+    `reads_turn_format=True` says it reads an agent's turn format in `Step.raw` (`<think>`/`<code>` tags,
+    cells, a seed's tags), so episodes that do not follow one (a harness's calls through the model
+    gateway) refuse it."""
     if uses not in USES:
         raise ConfigError(f"uses={uses!r}; use one of {USES}")
 
@@ -89,7 +95,7 @@ def component(name: str, *, uses: RewardUse = "trajectory", per_step: bool = Fal
         sig = inspect.signature(fn)
         params = {p.name: p.default for p in sig.parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY}
         doc = (inspect.getdoc(fn) or "").split("\n")[0]
-        setattr(fn, _MARK, RewardComponent(name, fn, doc, params, uses, per_step))
+        setattr(fn, _MARK, RewardComponent(name, fn, doc, params, uses, per_step, reads_turn_format))
         return fn
 
     return mark

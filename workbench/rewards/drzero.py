@@ -78,7 +78,7 @@ def _format_of(traj: Trajectory, tool: str) -> dict[str, float]:
     )
 
 
-@component("drzero.format")
+@component("drzero.format", reads_turn_format=True)
 def format_reward(traj: Trajectory, ctx: RewardContext, *, tool: str = "search") -> float:
     """Dr. Zero proposer format score (1 + think + tool + ans)/4, gated by integrity."""
     return _format_of(traj, tool)["format"]

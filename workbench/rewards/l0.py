@@ -114,14 +114,14 @@ def l0_qa_reward(traj: Trajectory, ctx: RewardContext, *, has_answer: str = "fix
     return l0_qa(answer_of(traj), traj.task.golden_answers, has_answer=has_answer, normalizer=normalizer)
 
 
-@component("l0.format", per_step=True)
+@component("l0.format", per_step=True, reads_turn_format=True)
 def l0_format_reward(traj: Trajectory, ctx: RewardContext) -> list[float]:
     """L0's per-step format compliance 1/T (sum = fraction of well-formed steps)."""
     T = len(traj.steps)
     return [float(step_well_formed(s.raw or "")) / T for s in traj.steps]
 
 
-@component("l0.code", per_step=True)
+@component("l0.code", per_step=True, reads_turn_format=True)
 def l0_code_reward(traj: Trajectory, ctx: RewardContext, *, no_output: str = "success") -> list[float]:
     """L0's per-step code-execution success (1 − errors/outputs)/T."""
     T = len(traj.steps)

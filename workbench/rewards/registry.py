@@ -51,10 +51,13 @@ _REGISTRY: dict[str, RewardComponent] = {}
 _BUILTINS_ADDED = False
 
 
-def reward(name: str, *, uses: RewardUse = "trajectory", per_step: bool = False) -> Callable[[_Fn], _Fn]:
+def reward(
+    name: str, *, uses: RewardUse = "trajectory", per_step: bool = False, reads_turn_format: bool = False
+) -> Callable[[_Fn], _Fn]:
     """Register `fn(traj, ctx, **params) -> float` under `name` (re-registering replaces);
-    with `per_step=True`, `fn` returns a list with one float per step."""
-    mark = component(name, uses=uses, per_step=per_step)
+    with `per_step=True`, `fn` returns a list with one float per step; `reads_turn_format=True` marks a
+    component that reads an agent's turn format in `Step.raw` (the model gateway refuses it)."""
+    mark = component(name, uses=uses, per_step=per_step, reads_turn_format=reads_turn_format)
 
     def register(fn: _Fn) -> _Fn:
         register_reward(mark(fn))
