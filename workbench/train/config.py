@@ -148,6 +148,12 @@ class TrainConfig(Config):
         "or a prefix registered with register_env_source); tasks_path rows are reset arguments; reward='env' pays "
         "the environment's own.",
     )
+    harness: str = config_field(
+        "",
+        "Episodes from your own agent harness instead (episode_kind aside): MODULE:FUNCTION or a name registered with "
+        "workbench.gateway.register_harness / @harness; agent(rollout) plays each task through a model gateway in "
+        "front of the trained policy, which sets temperature and max_turn_tokens per call whatever the agent asks.",
+    )
     concurrency: int = config_field(4, "Episodes run at once (with executor='ray': kernels per worker).")
     executor: str = config_field(
         "local",
@@ -295,6 +301,10 @@ class TrainConfig(Config):
             raise _bad("device", f"{self.device!r} is not one of {', '.join(DEVICES)}")
         if self.executor not in ("local", "ray"):
             raise _bad("executor", f"{self.executor!r} is not 'local' or 'ray'")
+        if self.harness and (self.env or self.executor != "local"):
+            raise _bad(
+                "harness", "plays in the trainer's process, through a model gateway: drop env= and executor='ray'"
+            )
         if self.env and self.executor != "local":
             raise _bad("executor", "environment episodes (env=...) run in the trainer's process: executor='local'")
         if self.executor == "ray" and (self.episode_kind != "nbagent" or self.search_engine != "bm25"):

@@ -5,10 +5,10 @@
 
 Pieces not handed in are built from the config: tasks from `tasks_path` (JSONL), the model and
 tokenizer from `model_path` (a hub id, a local dir, a GGUF file or a `workbench models` name:
-`workbench.models.resolve_model`), the episode runner from `episode_kind`
-(`search_r1` or `nbagent`) over the search `search_engine` names (BM25 over `corpus_path`, or a
-ZeroSearch simulator written by `sim_policy` on the `sim_*` curriculum), the store from
-`store_path`. The final weights go to `<output_dir>/final`. Under torchrun or `accelerate launch` each
+`workbench.models.resolve_model`), the episode runner from `harness` (your own agent through a model
+gateway), `env`, or `episode_kind` (`search_r1` or `nbagent`) over the search `search_engine` names
+(BM25 over `corpus_path`, or a ZeroSearch simulator written by `sim_policy` on the `sim_*` curriculum),
+the store from `store_path`. The final weights go to `<output_dir>/final`. Under torchrun or `accelerate launch` each
 rank runs this; only rank 0 writes (`workbench.train.processes`).
 """
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from workbench.agent.local import ToolSet
     from workbench.contracts import EpisodeRunner
     from workbench.envs.episodes import EnvEpisodes
+    from workbench.gateway import HarnessAgent, HarnessEpisodes
     from workbench.policies.base import Policy
     from workbench.search.hits import Retriever
     from workbench.search.simulated import SimulatedSearch
@@ -61,6 +62,8 @@ def build_simulator(config: TrainConfig, policy: Policy | None = None) -> Simula
 
 def build_episodes(config: TrainConfig) -> EpisodeRunner[Policy]:
     """The episode runner a config names."""
+    if config.harness:
+        return harness_episodes(config)
     if config.env:
         return env_episodes(config, config.env)
     simulator = build_simulator(config) if config.search_engine == "simulated" else None
@@ -113,6 +116,20 @@ def env_episodes(config: TrainConfig, source: str, action_field: str | None = No
         max_turn_tokens=config.max_turn_tokens,
         temperature=config.temperature,
         max_total_tokens=config.max_completion_length,
+        concurrency=max(config.concurrency, 1),
+        run_id=config.run_id,
+    )
+
+
+def harness_episodes(config: TrainConfig, agent: HarnessAgent | None = None) -> HarnessEpisodes:
+    """Your own harness's episodes (`agent`, else the one `config.harness` names) through a model gateway that sets
+    every call's sampling from the config (temperature, top_p 1, max_turn_tokens), whatever the harness asks."""
+    from workbench.gateway import GatewayConfig, HarnessEpisodes, TrainingSampling, resolve_harness
+
+    sampling = TrainingSampling(temperature=config.temperature, top_p=1.0, max_tokens=config.max_turn_tokens)
+    return HarnessEpisodes(
+        agent if agent is not None else resolve_harness(config.harness, where="TrainConfig.harness"),
+        config=GatewayConfig(training=sampling),
         concurrency=max(config.concurrency, 1),
         run_id=config.run_id,
     )
@@ -375,6 +392,7 @@ __all__ = [
     "NBAgentEpisodes",
     "build_episodes",
     "build_simulator",
+    "harness_episodes",
     "load_model",
     "stamp_agent_settings",
     "train",
