@@ -184,6 +184,52 @@ def test_smolagents_default_roles_edit_the_model_s_reply_so_each_step_forks(chat
     assert len(traj.segments()) == 2
 
 
+OPENER = '<tool_call>\n{"name": "'
+
+
+def required_call_script(context: str, _turn: int) -> str:
+    """Completes the call the gateway opened (tool_choice="required"): `add`, then `final_answer` with its result."""
+    assert context.endswith(OPENER), "the gateway opens the required call"
+    results = re.findall(r"Observation:\n(.*?)(?:<\|im_end\|>|\n)", context)
+    if results:
+        return f'final_answer", "arguments": {{"answer": "{results[-1]}"}}}}\n</tool_call>'
+    a, b = operands(context)
+    return f'add", "arguments": {{"a": {a}, "b": {b}}}}}\n</tool_call>'
+
+
+def smolagents_tool_calling_agent(r) -> str:
+    """smolagents' ToolCallingAgent: it asks for tool_choice="required" on every call."""
+    from smolagents import OpenAIServerModel, ToolCallingAgent, tool
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers.
+
+        Args:
+            a: the first integer.
+            b: the second integer.
+        """
+        return a + b
+
+    model = OpenAIServerModel("any", api_base=r.base_url, api_key=r.api_key, max_tokens=MAX_TOKENS)
+    agent = ToolCallingAgent(tools=[add], model=model, max_steps=3, verbosity_level=0)
+    agent.prompt_templates["system_prompt"] = "Call add, then final_answer."
+    return str(agent.run(r.task.question))
+
+
+def test_smolagents_tool_calling_agent_gets_its_required_calls(chatml_codec):
+    """Each call asks for tool_choice="required": the gateway opens the call, the model completes it. The agent
+    sends its call back as "Calling tools:" text, not as sampled, so its second step forks (assistant_edited)."""
+    [traj, *_] = play(smolagents_tool_calling_agent, ScriptedPolicy(required_call_script, codec=chatml_codec))
+    assert traj.termination == "submitted" and traj.final_answer == "3", traj.error
+    calls = traj.metadata["gateway"]["calls"]
+    assert [c["opener"] for c in calls] == [OPENER, OPENER] and [c["tool_calls"][0]["name"] for c in calls] == [
+        "add",
+        "final_answer",
+    ]
+    assert traj.metadata["gateway"]["forks"] == {"assistant_edited": 1}
+
+
 # -- one real GRPO step per framework -----------------------------------------------------------------------
 
 

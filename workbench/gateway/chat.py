@@ -49,21 +49,23 @@ class CallAnswer:
 async def chat_call(state: RolloutState, policy: Policy, req: ChatRequest, *, auxiliary: bool) -> CallAnswer:
     """Serve and record one chat request (400s as `RequestRefused` / `BadRequest`)."""
     req.refuse_unsupported(training=state.config.training is not None)
-    if req.tool_choice not in (None, "auto", "none"):
-        raise RequestRefused(
-            "tool_choice: only 'auto' and 'none' are served; the model decides when to call", "tool_choice"
-        )
+    required, name = req.required_call
     messages = [template_message(m, i) for i, m in enumerate(req.messages)]
     tools = [t.model_dump(exclude_none=True) for t in req.tools] if req.tools else None
     plan = state.plan(messages, tools)
+    # A required call: the call's opener follows the assistant header on the prompt side (mask 0), so the sample
+    # completes a call; the recorded history holds the opener, so the next call continues it token for token.
+    opener = state.renderer.call_opener(name) if required else ""
+    if opener:
+        plan.open_call(state.renderer.encode(opener))
     params, requested, applied = sampling(state, policy, req.token_limit, req, len(plan.prompt_ids))
     outs, latency = await sample(policy, plan.prompt_ids, params, req.n)
     call_id, records, steps, choices = f"chatcmpl-{uuid.uuid4().hex}", [], [], []
     for j, out in enumerate(outs):
         wants_tools = bool(tools) and req.tool_choice != "none"
-        reply = parse_reply(served_text(out, params.stop), wants_tools, state.renderer.tool_dialect)
+        reply = parse_reply(opener + served_text(out, params.stop), wants_tools, state.renderer.tool_dialect)
         record = call_record(state, "chat.completions", req.model, requested, applied, latency, out, auxiliary)
-        record.id, record.choice, record.streamed = call_id, j, req.stream
+        record.id, record.choice, record.streamed, record.opener = call_id, j, req.stream, opener
         record.tool_calls, record.reasoning = [c.to_dict() for c in reply.tool_calls], reply.reasoning
         steps.append(state.capture(plan, out, record, reply))
         records.append(record)

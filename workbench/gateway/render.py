@@ -180,6 +180,15 @@ class ChatRenderer:
                 out.insert(0, {"role": "system", "content": listing})
         return out
 
+    def call_opener(self, name: str | None) -> str:
+        """The text that opens a tool call in this template's dialect, naming `name` when given: what the gateway
+        places after the assistant header (prompt side, never trained on) when `tool_choice` requires a call."""
+        key = "parameters" if self.tool_dialect == "llama3_json" else "arguments"
+        start = "" if self.tool_dialect == "llama3_json" else "<tool_call>\n"
+        if name is None:
+            return f'{start}{{"name": "'
+        return f'{start}{{"name": {json.dumps(name, ensure_ascii=False)}, "{key}": '
+
     def _rewrites_history(self) -> bool:
         """Whether the template renders a past assistant turn otherwise than as sent (Qwen3 drops `<think>`)."""
         if self.template is None:

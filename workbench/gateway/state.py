@@ -47,6 +47,12 @@ class Plan:
     messages: list[dict[str, Any]] = field(default_factory=list)
     tools: str = ""
 
+    def open_call(self, opener_ids: list[int]) -> None:
+        """Put a tool call's opening tokens after the assistant header, on the prompt side (`tool_choice`)."""
+        self.prompt_ids = self.prompt_ids + opener_ids
+        if self.parent is not None:
+            self.delta_ids = self.delta_ids + opener_ids
+
 
 @dataclass
 class CallRecord:
@@ -71,6 +77,7 @@ class CallRecord:
     auxiliary: bool = False
     tool_calls: list[dict[str, str]] = field(default_factory=list)
     reasoning: str | None = None
+    opener: str = ""  # a tool call's opening text the gateway put on the prompt side (tool_choice required / named)
     prompt_ids: list[int] | None = None  # auxiliary calls only (no Step holds them)
     completion_ids: list[int] | None = None
 

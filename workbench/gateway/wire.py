@@ -130,7 +130,7 @@ class ChatRequest(_Strict):
             "response_format": (fmt != "text", f"response_format {fmt!r} is not supported; ask for JSON in the prompt"),
             "tool_choice": (
                 choice not in (None, "auto", "none") and not self.tools,
-                "tool_choice names a tool but the request declares no tools",
+                "tool_choice asks for a tool call but the request declares no tools",
             ),
             "logit_bias": (bool(self.logit_bias), "logit_bias is not supported by the model gateway"),
             "reasoning_effort": (self.reasoning_effort is not None, "reasoning_effort is not supported; remove it"),
@@ -142,6 +142,24 @@ class ChatRequest(_Strict):
             raise BadRequest("top_logprobs: set logprobs=true to ask for top_logprobs")
         if self.top_logprobs is not None and not 0 <= self.top_logprobs <= 20:
             raise BadRequest(f"top_logprobs must be between 0 and 20, got {self.top_logprobs}")
+
+    @property
+    def required_call(self) -> tuple[bool, str | None]:
+        """Whether `tool_choice` requires a call ("required", or a named function), and the name it requires."""
+        choice = self.tool_choice
+        if choice in (None, "auto", "none"):
+            return False, None
+        if choice == "required":
+            return True, None
+        function = choice.get("function") if isinstance(choice, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(name, str) or (isinstance(choice, dict) and choice.get("type", "function") != "function"):
+            raise BadRequest(
+                'tool_choice: send "auto", "none", "required" or {"type": "function", "function": {"name": NAME}}'
+            )
+        if name not in {t.function.name for t in self.tools or []}:
+            raise BadRequest(f"tool_choice: no tool named {name!r} among the request's tools")
+        return True, name
 
     @property
     def stop_list(self) -> list[str]:
