@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.trajectory import Step, Trajectory
 from workbench.widgets import _render
 from workbench.widgets._attempts import attempts
+from workbench.widgets._calls import rollout_calls
 from workbench.widgets._groups import group_of
 from workbench.widgets._safe import finite
 from workbench.widgets._tokenizer import Decoder
@@ -180,7 +181,10 @@ def _tokens(step: Step, tokenizer: Decoder | None, kind: str) -> dict[str, Any]:
     }
 
 
-def step_detail(traj: Trajectory, index: int, tokenizer: Decoder | None = None) -> dict[str, Any]:
+def step_detail(
+    traj: Trajectory, index: int, tokenizer: Decoder | None = None, call: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Turn `index` as the viewer draws it; `call`: the model-gateway call behind it (`_calls.rollout_calls`)."""
     step = traj.steps[index]
     before = traj.steps[index - 1].notepad if index > 0 else {}
     budget = _BUDGET.findall(step.observation_text or "")
@@ -219,6 +223,7 @@ def step_detail(traj: Trajectory, index: int, tokenizer: Decoder | None = None) 
             "execute s": round(step.execute_s, 3),
         },
         "tokens": _tokens(step, tokenizer, logprob_kind(traj)),
+        "call": call,
     }
 
 
@@ -254,6 +259,8 @@ def trajectory_detail(traj: Trajectory, store: Store | None = None, tokenizer: D
     if isinstance(policy, dict):
         policy = policy.get("name") or policy.get("model") or json.dumps(policy, default=str)
     origin, tried = _links(store, traj) if store is not None else (None, {"items": [], "difficulty_from": ""})
+    calls = rollout_calls(traj, tokenizer)
+    by_step = calls.pop("by_step") if calls is not None else {}
     return finite(
         {
             "id": traj.id,
@@ -277,7 +284,8 @@ def trajectory_detail(traj: Trajectory, store: Store | None = None, tokenizer: D
             "children": tried["items"],
             "difficulty_from": tried["difficulty_from"],
             "group": group_of(store, traj) if store is not None else None,
-            "steps": [step_detail(traj, i, tokenizer) for i in range(len(traj.steps))],
+            "gateway": calls,  # a harness rollout's calls: segments, forks, versions, auxiliary calls
+            "steps": [step_detail(traj, i, tokenizer, by_step.get(i)) for i in range(len(traj.steps))],
         }
     )
 

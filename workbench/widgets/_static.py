@@ -12,7 +12,15 @@ from pathlib import Path
 
 STATIC = Path(__file__).parent / "static"
 BUNDLES = {
-    "viewer": ("util.js", "viewer_list.js", "viewer_turns.js", "viewer_panels.js", "viewer_group.js", "viewer.js"),
+    "viewer": (
+        "util.js",
+        "viewer_list.js",
+        "viewer_calls.js",
+        "viewer_turns.js",
+        "viewer_panels.js",
+        "viewer_group.js",
+        "viewer.js",
+    ),
     "figures": ("figures.js",),
 }
 

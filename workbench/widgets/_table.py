@@ -15,6 +15,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
+from workbench.widgets._calls import fork_count
 from workbench.widgets._detail import proposer_question
 from workbench.widgets._groups import iteration_at, iteration_starts
 from workbench.widgets._safe import finite
@@ -38,7 +39,7 @@ CHOICE_FILTERS = {
 NUMBER_FILTERS = ("hops", "iteration", "train_step")  # choices that are integers
 FILTER_NAMES = (*CHOICE_FILTERS, "min_reward", "max_reward")
 QUERY_KEYS = (*FILTER_NAMES, "search", "found", "ids", "sort")
-SORT_KEYS = ("started_at", "reward", "hops", "num_steps", "role", "termination", "question", "id")
+SORT_KEYS = ("started_at", "reward", "hops", "num_steps", "forks", "role", "termination", "question", "id")
 # the store columns the list reads (Store.columns), in `viewer.rows` order
 LIST_COLUMNS = (
     "id",
@@ -61,16 +62,18 @@ LIST_COLUMNS = (
 )
 # columns sent as codes into a list of distinct values
 _CATEGORICAL = ("role", "run_id", "termination", "policy", "task_id", "origin_id", "phase")
+HARNESS_ROLE = "harness"  # the role of a rollout a model gateway recorded
 PROPOSE_PHASE = "propose"  # the evolve loop's proposing phase names only its iteration in the lineage
 QUESTION_CHARS = 240
 ANSWER_CHARS = 80
 
 
 def summary_columns(store: Store, limit: int | None = None) -> dict[str, list[Any]]:
-    """`LIST_COLUMNS` as plain lists (the first `limit` rows, or all) plus `shown_question`: a
-    proposer's own question, else the task's."""
+    """`LIST_COLUMNS` as plain lists (the first `limit` rows, or all) plus `shown_question` (a
+    proposer's own question, else the task's) and `forks` (a harness rollout's fork count, else None)."""
     cols = store.columns(LIST_COLUMNS, limit=limit)
     cols["shown_question"] = shown_questions(store, cols["id"], cols["role"], cols["question"], page=limit is not None)
+    cols["forks"] = fork_counts(store, cols["id"], cols["role"], page=limit is not None)
     fill_stages(store, cols)
     return cols
 
@@ -107,6 +110,16 @@ def shown_questions(
     return shown
 
 
+def fork_counts(store: Store, ids: list[str], roles: list[str], page: bool = False) -> list[int | None]:
+    """Each row's fork count: a harness rollout's (read from its metadata, only these rows' when they
+    are a `page`), None for a trajectory no model gateway recorded."""
+    if HARNESS_ROLE not in roles:
+        return [None] * len(ids)
+    mine = [i for i, role in zip(ids, roles, strict=True) if role == HARNESS_ROLE]
+    meta = store.metadata(ids=mine) if page else store.metadata(role=HARNESS_ROLE)
+    return [fork_count(meta.get(i)) if role == HARNESS_ROLE else None for i, role in zip(ids, roles, strict=True)]
+
+
 def summary_frame(store: Store) -> pd.DataFrame:
     """`store.query()` plus `shown_question` (every summary column; for the report)."""
     df = store.query()
@@ -119,6 +132,7 @@ def frame(cols: dict[str, list[Any]]) -> pd.DataFrame:
     import pandas as pd
 
     df = pd.DataFrame({name: cols[name] for name in (*LIST_COLUMNS, "shown_question")})
+    df["forks"] = pd.array(cols.get("forks") or [None] * len(df), dtype="Int64")
     for name in NUMBER_FILTERS:
         df[name] = df[name].astype("Int64")
     df["reward"] = df["reward"].astype("float64")
@@ -148,6 +162,7 @@ def encode_table(cols: dict[str, list[Any]], total: int | None = None) -> tuple[
             name: cols[name]
             for name in ("reward", "hops", "num_steps", "num_host_calls", "started_at", "iteration", "train_step")
         },
+        "forks": cols.get("forks") or [None] * n,
         **{name: _codes(cols[name]) for name in _CATEGORICAL},
     }
     try:

@@ -15,6 +15,10 @@ turns, tokens, rewards and links beside it (an anywidget; its front end is stati
     viewer.show_ids(ids, "hop 3 at iteration 1")   # what a dashboard click does
     ticker = viewer.auto_refresh(5)                # re-read the store every 5 s; ticker.stop()
 
+A harness rollout (your own agent through a model gateway) shows each model call as a turn: its
+model, tool calls, policy version and mask; each segment boundary with its fork reason; its auxiliary
+calls as never trained on; the list counts its forks (`_calls.py`).
+
 Token ids are decoded with the run's own tokenizer when one is on disk (the lineage's model path,
 or a model directory in or beside the run; never downloaded); `tokenizer=tok` picks one,
 `decode=False` shows ids only.
@@ -101,7 +105,7 @@ class TrajectoryViewer(anywidget.AnyWidget):
     @property
     def rows(self) -> pd.DataFrame:
         """The summary rows the list shows now (after filters, search and sort): the columns of
-        `_table.LIST_COLUMNS` plus `shown_question`."""
+        `_table.LIST_COLUMNS` plus `shown_question` and `forks` (a harness rollout's fork count)."""
         self._complete()
         return _table.apply_query(self._all(), self.query)
 

@@ -22,7 +22,9 @@ function decodeTable(t) {
     n, total: t.total ?? n, partial: !!t.partial, id: t.id || [], question: t.question || [], answer: t.answer || [], reward: t.reward || [],
     hops: t.hops || [], num_steps: t.num_steps || [], num_host_calls: t.num_host_calls || [],
     started_at: t.started_at || [], iteration: t.iteration || new Array(n).fill(null), train_step: t.train_step || new Array(n).fill(null),
+    forks: t.forks || new Array(n).fill(null),  // a harness rollout's fork count (null: no model gateway)
   };
+  rows.harness = rows.forks.some((f) => f !== null);
   for (const c of ["role", "run_id", "termination", "policy", "task_id", "origin_id", "phase"]) rows[c] = t[c] ? col(c) : new Array(n).fill(null);
   rows.index = new Map(rows.id.map((id, i) => [id, i]));
   rows.hay = rows.id.map((id, i) => `${id}\n${rows.question[i]}\n${rows.answer[i] || ""}\n${rows.policy[i] || ""}`.toLowerCase());
@@ -70,10 +72,15 @@ const COLUMNS = [
   ["reward", "reward", "wb-c-num"], ["num_steps", "turns", "wb-c-num"],
   ["termination", "end", "wb-c-term"], ["question", "question", "wb-c-q"],
 ];
+const FORKS_COLUMN = ["forks", "forks", "wb-c-num"];  // drawn when the run holds harness rollouts
+
+function listColumns(rows) {
+  return rows && rows.harness ? [...COLUMNS.slice(0, 5), FORKS_COLUMN, ...COLUMNS.slice(5)] : COLUMNS;
+}
 
 function listHeader(state, onSort) {
   const sort = state.query.sort || "";
-  return h("div", { class: "wb-list-head" }, COLUMNS.map(([key, label, cls]) => {
+  return h("div", { class: "wb-list-head" }, listColumns(state.rows).map(([key, label, cls]) => {
     const mark = sort === key ? " ▲" : sort === "-" + key ? " ▼" : "";
     return h("button", { class: `wb-cell ${cls}`, title: `sort by ${label}`, "data-sort": key,
       onclick: () => onSort(sort === key ? "-" + key : sort === "-" + key ? null : key) }, label + mark);
@@ -90,6 +97,8 @@ function rowElement(rows, i, selected, pinned) {
     h("span", { class: "wb-cell wb-c-num", text: rows.hops[i] === null ? "—" : String(rows.hops[i]) }),
     h("span", { class: "wb-cell wb-c-num wb-c-reward", style: { background: rewardColour(r) }, text: fmt(r, 3) }),
     h("span", { class: "wb-cell wb-c-num", text: String(rows.num_steps[i]) }),
+    rows.harness ? h("span", { class: "wb-cell wb-c-num wb-c-forks", title: "forks: segments begun anew (model gateway)",
+      text: rows.forks[i] === null ? "—" : String(rows.forks[i]) }) : null,
     h("span", { class: "wb-cell wb-c-term", text: rows.termination[i] || "running" }),
     h("span", { class: "wb-cell wb-c-q", title: rows.question[i], text: rows.question[i] }));
 }

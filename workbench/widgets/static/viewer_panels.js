@@ -18,6 +18,7 @@ function header(d, act) {
     h("div", { class: "wb-reward-line" }, h("b", { text: "rewards: " }),
       rewards.length ? rewards.map(([k, v]) => h("span", { class: "wb-reward", "data-name": k, style: { background: k === "total" ? rewardColour(v) : null } }, `${k} = ${fmt(v)}`)) : h("i", { class: "wb-muted", text: "none stored" }),
       d.reward_spec ? h("span", { class: "wb-muted", text: ` (spec ${d.reward_spec})` }) : null),
+    gatewayLine(d.gateway),
     d.error ? h("div", { class: "wb-err", text: d.error }) : null);
 }
 

@@ -26,6 +26,7 @@ function notepadTable(entries) {
 }
 
 function turnCard(s, current, onPick) {
+  if (s.call) return gatewayTurnCard(s, current, onPick);  // a model-gateway call (viewer_calls.js)
   const stats = Object.entries(s.stats).map(([k, v]) => `${k} ${fmt(v)}`).join(" · ");
   const head = h("div", { class: "wb-turn-head", onclick: () => onPick(s.index) },
     h("b", { text: `turn ${s.index + 1}` }),
@@ -52,15 +53,16 @@ function turnCard(s, current, onPick) {
 
 function turnsView(d, step, onPick) {
   const strip = h("div", { class: "wb-strip" }, d.steps.map((s) =>
-    h("button", { class: "wb-strip-btn" + (s.index === step ? " wb-on" : "") + (s.trimmed ? " wb-strip-trim" : ""),
+    h("button", { class: "wb-strip-btn" + (s.index === step ? " wb-on" : "") + (s.trimmed && !s.call ? " wb-strip-trim" : "")
+        + (s.call && s.call.fork ? " wb-strip-fork" : ""),
       style: { background: s.index === step ? null : rewardColour(s.reward) },
-      title: `turn ${s.index + 1}` + (s.reward !== null ? ` · reward ${fmt(s.reward)}` : ""),
+      title: `turn ${s.index + 1}` + (s.reward !== null ? ` · reward ${fmt(s.reward)}` : "") + (s.call && s.call.fork ? ` · fork: ${s.call.fork}` : ""),
       onclick: () => onPick(s.index), text: String(s.index + 1) })));
   const task = h("details", { class: "wb-turn wb-task", open: !d.prompt },
     h("summary", {}, h("b", { text: d.prompt ? "proposer prompt (the instructions it was given)" : "task" })),
     h("pre", { class: "wb-pre", text: d.prompt || d.question }));
   if (!d.steps.length) return h("div", {}, task, h("i", { class: "wb-muted", text: "this trajectory has no turns yet" }));
-  return h("div", { class: "wb-turns" }, strip, task, d.steps.map((s) => turnCard(s, s.index === step, onPick)));
+  return h("div", { class: "wb-turns" }, strip, task, d.steps.map((s) => turnCard(s, s.index === step, onPick)), auxiliaryCard(d.gateway));
 }
 
 // Background for a trained token: its probability exp(logprob), from red (unlikely) to white.
