@@ -140,7 +140,8 @@ def load_plugins(modules: Iterable[str]) -> None:
         if not callable(register_plugin):
             raise ConfigError(
                 f"--plugin {name}: the module has no register() function; define one that makes your "
-                "registrations (@estimator, @reward, register_backend, register_tool_set, register_env_source …)"
+                "registrations (@estimator, @reward, register_backend, register_tool_set, register_env_source, "
+                "register_harness …)"
             )
         register_plugin()
 

@@ -1,4 +1,4 @@
-"""`workbench run`: NB-Agent episodes over a JSONL task file, into a run directory."""
+"""`workbench run`: NB-Agent episodes (or your own agent's: `--harness`) over a JSONL task file, into a run dir."""
 
 from __future__ import annotations
 
@@ -35,8 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the tool set: search (over --index / --corpus / the tasks' world), none, or a NAME your "
         "code registered with workbench.resolve.register_tool_set",
     )
+    from workbench.cli.harness import add_harness_argument
     from workbench.cli.plugins import add_plugin_argument
 
+    add_harness_argument(p)
     add_plugin_argument(p)
     p.add_argument("--profile", default="default", help="sandbox profile name or TOML path")
     p.add_argument("--concurrency", type=int, default=4)
@@ -101,6 +103,8 @@ def _run(args: argparse.Namespace) -> int:
     from workbench.resolve import load_tasks, load_tool_set, resolve_policy
     from workbench.store import Store
 
+    if args.harness:
+        return _run_harness(args)
     if args.env:
         return _run_env(args)
     if not args.tasks:
@@ -143,6 +147,45 @@ def _run(args: argparse.Namespace) -> int:
                 executor.close()
     done = sum(t.termination == "submitted" for t in trajectories)
     print(f"{len(trajectories)} episodes, {done} submitted an answer; stored in {out}")
+    if reward is not None:
+        totals = [t.reward for t in trajectories if t.reward is not None]
+        mean = sum(totals) / len(totals) if totals else float("nan")
+        print(f"mean reward {mean:.3f} ({getattr(reward, 'name', 'reward')}, stored with each trajectory)")
+    print(f"look at them with: workbench show {out}")
+    return 0
+
+
+def _run_harness(args: argparse.Namespace) -> int:
+    """`workbench run --harness`: the agent on each task, scored with the reward, written to `--out`'s store."""
+    from pathlib import Path
+
+    from workbench.agent.recorder import Recorder
+    from workbench.cli.harness import check_harness_args, harness_runner, harness_summary
+    from workbench.errors import ConfigError
+    from workbench.gateway.scoring import check_scorer
+    from workbench.kernel.sync import run_sync
+    from workbench.resolve import load_tasks, resolve_policy
+    from workbench.store import Store
+
+    check_harness_args(args)
+    if not args.tasks:
+        raise ConfigError("workbench run --harness needs --tasks FILE (JSONL with id, question, golden_answers)")
+    tasks = load_tasks(args.tasks, limit=args.limit)
+    reward, reward_line = pick_reward(args.reward, tasks)
+    if reward is not None:
+        check_scorer(reward)
+    out = Path(args.out)
+    runner = harness_runner(args.harness, temperature=args.temperature, concurrency=args.concurrency, run_id=out.name)
+    policy = resolve_policy(args.policy)
+    print(reward_line, flush=True)
+    with Store(out) as store:
+        try:
+            played = run_sync(runner(tasks, policy))
+        finally:
+            runner.close()
+        recorder = Recorder(store)
+        trajectories = [recorder.record(traj, reward) for traj in played]
+    print(f"{harness_summary(trajectories)}; stored in {out}")
     if reward is not None:
         totals = [t.reward for t in trajectories if t.reward is not None]
         mean = sum(totals) / len(totals) if totals else float("nan")

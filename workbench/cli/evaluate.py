@@ -43,14 +43,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     from workbench.cli.executors import add_executor_arguments
 
     add_env_arguments(p, tasks_flag="--dataset")
+    from workbench.cli.harness import add_harness_argument
     from workbench.cli.plugins import add_plugin_argument
 
+    add_harness_argument(p)
     add_plugin_argument(p)
     add_executor_arguments(p)
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.harness:
+        return _run_harness(args)
     if args.env:
         return _run_env(args)
     tasks = _qa_tasks(args)
@@ -105,6 +109,35 @@ def _run(args: argparse.Namespace) -> int:
             f"saved {report.save(Path(args.out) / 'eval.json')}; each trajectory is stored with its metrics "
             "as rewards (em, cover_em, f1; total = em)"
         )
+    return 0
+
+
+def _run_harness(args: argparse.Namespace) -> int:
+    """`workbench eval --harness`: your own agent k times per question through a model gateway, greedy for k=1."""
+    from pathlib import Path
+
+    from workbench.cli.harness import check_harness_args, harness_runner
+    from workbench.evaluate.harness import evaluate
+    from workbench.resolve import resolve_policy
+    from workbench.store import Store
+
+    check_harness_args(args)
+    tasks = _qa_tasks(args)
+    temperature = args.temperature if args.temperature is not None else (0.0 if args.k == 1 else 1.0)
+    run_id = Path(args.out).name if args.out else ""
+    runner = harness_runner(args.harness, temperature=temperature, concurrency=args.concurrency, run_id=run_id)
+    store = Store(args.out) if args.out else None
+    try:
+        report = evaluate(
+            tasks, resolve_policy(args.policy), k=args.k, temperature=temperature, store=store, episodes=runner
+        )
+    finally:
+        runner.close()
+        if store is not None:
+            store.close()
+    print(report.format())
+    if args.out:
+        print(f"saved {report.save(Path(args.out) / 'eval.json')}; each trajectory is stored with its metrics")
     return 0
 
 

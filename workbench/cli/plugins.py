@@ -5,7 +5,7 @@
 
 A plugin is a module on sys.path (PYTHONPATH) with a `register()` function that makes registrations:
 `@estimator(NAME)`, `@reward(NAME)`, `register_backend`, `register_scripted`, `register_tool_set`,
-`register_env_source`. `workbench` imports every `--plugin` (repeatable) and calls its `register()`
+`register_env_source`, `register_harness`. `workbench` imports every `--plugin` (repeatable) and calls its `register()`
 before the command runs, so the names resolve in this process and in every process it launches.
 A command that resolves names calls `add_plugin_argument(parser)`; `tests/test_cli_plugins.py` holds the
 list and fails on a `serve-*` command without it. `load_plugins` itself lives in `workbench.registrations`
@@ -20,7 +20,7 @@ from workbench.registrations import load_plugins
 
 PLUGIN_HELP = (
     "import MODULE and call its register() before anything resolves: your estimator, reward, policy backend, "
-    "scripted policy, tool set or env source (repeatable)"
+    "scripted policy, tool set, env source or harness (repeatable)"
 )
 
 

@@ -48,8 +48,10 @@ def register(subparsers: Any) -> None:
     from workbench.cli.envs import add_env_arguments
 
     add_env_arguments(p, tasks_flag="the config's tasks_path", turn_tokens=False)  # --env trains in this process
+    from workbench.cli.harness import HARNESS_HELP
     from workbench.cli.plugins import add_plugin_argument
 
+    p.add_argument("--harness", metavar="MODULE:FUNCTION|NAME", help=HARNESS_HELP + "; sets the config's harness")
     add_plugin_argument(p)
     p.set_defaults(func=_run)
 
@@ -82,7 +84,8 @@ def _run(args: argparse.Namespace) -> int:
     from workbench.configfile import parse_overrides
 
     overrides = parse_overrides(TrainConfig, args.overrides)
-    overrides.update({k: v for k, v in (("executor", args.executor), ("ray_address", args.ray_address)) if v})
+    flags = (("executor", args.executor), ("ray_address", args.ray_address), ("harness", args.harness))
+    overrides.update({k: v for k, v in flags if v})
     config = load_config(args.config, args.preset, overrides)
     if args.env:
         from workbench.cli.envs import train_on_env

@@ -31,6 +31,7 @@ from workbench.trajectory import Task, Trajectory
 if TYPE_CHECKING:
     from workbench.agent.executor import Executor
     from workbench.agent.local import ToolSet
+    from workbench.contracts import EpisodeRunner
     from workbench.policies.base import Policy
 
 
@@ -75,9 +76,13 @@ def evaluate(
     progress: bool = True,
     normalizer: str = "squad",
     executor: Executor | None = None,
+    episodes: EpisodeRunner[Policy] | None = None,
 ) -> EvalReport:
     """Run `k` attempts per task and summarise (see the module docstring). `executor`: where the
-    episodes run (it holds the tools then; default: local kernels with `tools`)."""
+    episodes run (it holds the tools then; default: local kernels with `tools`). `episodes`: another
+    episode runner plays them instead of NB-Agent (e.g. `HarnessEpisodes`, your own agent through a model
+    gateway), sampling as it was built (`temperature`, `config` and `tools` are NB-Agent's); its
+    trajectories are scored and stored here as NB-Agent's are."""
     if k < 1:
         raise ConfigError(f"k must be >= 1, got {k}")
     if temperature is None:
@@ -88,17 +93,19 @@ def evaluate(
     config = base.model_copy(update={"temperature": temperature})
     attempts = [task for task in tasks for _ in range(k)]
     scorer = EvalRewards(normalizer)
-    agent = NBAgent(
-        policy,
-        tools=tools,
-        config=config,
-        store=store,
-        concurrency=concurrency,
-        role="eval",
-        reward_spec=scorer,
-        executor=executor,
-    )
-    trajectories = agent.run(attempts, progress=progress)
+    if episodes is not None:
+        trajectories = _play(episodes, attempts, policy, scorer, store)
+    else:
+        trajectories = NBAgent(
+            policy,
+            tools=tools,
+            config=config,
+            store=store,
+            concurrency=concurrency,
+            role="eval",
+            reward_spec=scorer,
+            executor=executor,
+        ).run(attempts, progress=progress)
     scores = None
     if judge is not None:  # judged after the run (a judge may be a model call), then stored with the rest
         scores = {t.id: answer_scores(t, normalizer, judge) for t in trajectories}
@@ -106,6 +113,21 @@ def evaluate(
             if traj.task.golden_answers:
                 _record(store, traj, as_rewards(scores[traj.id]), scorer.name)
     return EvalReport(summarize(trajectories, k=k, normalizer=normalizer, scores=scores), k, trajectories)
+
+
+def _play(
+    episodes: EpisodeRunner[Policy],
+    attempts: list[Task],
+    policy: Policy,
+    scorer: EvalRewards,
+    store: TrajectoryStore | None,
+) -> list[Trajectory]:
+    """`episodes`' trajectories of `attempts`, each scored by `scorer` and written to `store` once."""
+    from workbench.agent.recorder import Recorder
+    from workbench.kernel.sync import run_sync
+
+    recorder = Recorder(store)
+    return [recorder.record(traj, scorer) for traj in run_sync(episodes(attempts, policy))]
 
 
 def _record(store: TrajectoryStore | None, traj: Trajectory, rewards: dict[str, float], name: str) -> None:

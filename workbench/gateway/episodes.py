@@ -51,12 +51,13 @@ class HarnessEpisodes:
         self._gateway: ModelGateway | None = None
 
     def _gateway_for(self, policy: Policy) -> ModelGateway:
+        """The gateway for `policy`'s tokenizer: one across batches (and across the overlapping waves of
+        asynchronous rollouts, each with its own policy); a new one only when the tokenizer changes."""
         gw = self._gateway
-        if gw is None or gw.policy.codec is not policy.codec:
+        if gw is None or _tokenizer(gw.policy) is not _tokenizer(policy):
             if gw is not None:
                 gw.stop()
             gw = self._gateway = ModelGateway(policy, config=self.config, run_id=self.run_id).start()
-        gw.policy = gw.service.policy = policy  # the trainer's live policy for this batch
         return gw
 
     async def __call__(self, tasks: Sequence[Task], policy: Policy) -> list[Trajectory]:
@@ -64,8 +65,8 @@ class HarnessEpisodes:
         gate = asyncio.Semaphore(self.concurrency)
 
         async def one(task: Task) -> Trajectory:
-            async with gate:
-                return await self._play(gw.rollout(task))
+            async with gate:  # each rollout samples from this call's policy (the trainer's live one for this batch)
+                return await self._play(gw.rollout(task, policy=policy))
 
         return list(await asyncio.gather(*(one(t) for t in tasks)))
 
@@ -97,3 +98,9 @@ class HarnessEpisodes:
 
     async def aclose(self) -> None:
         self.close()
+
+
+def _tokenizer(policy: Policy) -> object:
+    """What a gateway's chat rendering depends on: the tokenizer behind `policy`'s codec (else the codec)."""
+    codec = policy.codec
+    return getattr(codec, "tokenizer", codec)

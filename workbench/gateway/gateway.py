@@ -155,9 +155,10 @@ class ModelGateway:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def rollout(self, task: Task | str | dict[str, Any]) -> Rollout:
-        """Open a rollout of `task`: its own URL and key; finish it with `r.finish(answer)` or by leaving `with`."""
-        return Rollout(self, self.service.open(_task(task)))
+    def rollout(self, task: Task | str | dict[str, Any], *, policy: Policy | None = None) -> Rollout:
+        """Open a rollout of `task`: its own URL and key; finish it with `r.finish(answer)` or by leaving `with`.
+        `policy`: the rollout samples from it instead of the gateway's (same tokenizer; a trainer's wave policy)."""
+        return Rollout(self, self.service.open(_task(task), policy))
 
     def trajectory(self, rollout_id: str) -> Trajectory:
         """The rollout's trajectory as recorded so far (a copy)."""

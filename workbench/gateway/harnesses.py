@@ -97,7 +97,7 @@ def resolve_harness(spec: str, *, where: str = "harness") -> HarnessAgent:
         raise ConfigError(f"{where} {text!r}: {module_name} has no attribute {attr!r}; name an agent(rollout) function")
     if not callable(found):
         raise ConfigError(
-            f"{where} {text!r}: {module_name}.{attr} is a {type(found).__name__}, not callable; name an "
+            f"{where} {text!r}: {module_name}.{attr} is not callable (its type is {type(found).__name__}); name an "
             "agent(rollout) function (async or plain)"
         )
     return found

@@ -62,8 +62,10 @@ class GatewayService:
         self.url = ""
         self._lock = threading.Lock()
 
-    def open(self, task: Task) -> RolloutState:
+    def open(self, task: Task, policy: Policy | None = None) -> RolloutState:
+        """A new rollout of `task`, sampling from `policy` (None: this service's)."""
         state = RolloutState.open(task, self.renderer, self.config, self.run_id)
+        state.policy = policy
         with self._lock:
             self.rollouts[state.id] = state
         self.persist(state)
@@ -243,7 +245,10 @@ class _Routes:
             state = service.rollout_for(request)
             raw = await request.body()
             answer, stream = await _answer(
-                state, request, raw, lambda: call(service.policy, service.record_call, state, raw, _auxiliary(request))
+                state,
+                request,
+                raw,
+                lambda: call(state.policy or service.policy, service.record_call, state, raw, _auxiliary(request)),
             )
         except BadRequest as exc:
             return _error(exc)

@@ -27,7 +27,7 @@ from workbench.gateway.config import GatewayConfig
 from workbench.gateway.history import CallIndex, CallNode, ForkReason, message_digests, reply_message, tools_key
 from workbench.gateway.render import ChatRenderer
 from workbench.gateway.replies import ChatReply
-from workbench.policies.base import Completion
+from workbench.policies.base import Completion, Policy
 from workbench.policies.chat_framing import end_of_turn_ids
 from workbench.trajectory import Step, Task, Trajectory
 
@@ -99,6 +99,7 @@ class RolloutState:
     replies: OrderedDict[str, Any] = field(default_factory=OrderedDict)  # body digest -> the first try's future
     lock: threading.Lock = field(default_factory=threading.Lock)
     io: threading.Lock = field(default_factory=threading.Lock)  # orders this rollout's store writes
+    policy: Policy | None = None  # the policy this rollout samples from; None: the gateway's
 
     @classmethod
     def open(cls, task: Task, renderer: ChatRenderer, config: GatewayConfig, run_id: str = "") -> RolloutState:
