@@ -84,12 +84,9 @@ async def openai_agent(r) -> str:
     return ""
 
 
-KEEP_REPLY = {"tool-call": "user", "tool-response": "user"}  # smolagents' records as user turns: the reply as sampled
-
-
-def smolagents_agent(r, system_prompt: str | None = None, roles: dict | None = KEEP_REPLY) -> str:
-    """smolagents' CodeAgent with one tool, its model an `OpenAIServerModel` pointed at the rollout."""
-    from smolagents import CodeAgent, OpenAIServerModel, tool
+def smolagents_add():
+    """`add` as a smolagents tool (it reads the type hints and the Args section)."""
+    from smolagents import tool
 
     @tool
     def add(a: int, b: int) -> int:
@@ -101,6 +98,17 @@ def smolagents_agent(r, system_prompt: str | None = None, roles: dict | None = K
         """
         return a + b
 
+    return add
+
+
+KEEP_REPLY = {"tool-call": "user", "tool-response": "user"}  # smolagents' records as user turns: the reply as sampled
+
+
+def smolagents_agent(r, system_prompt: str | None = None, roles: dict | None = KEEP_REPLY) -> str:
+    """smolagents' CodeAgent with one tool, its model an `OpenAIServerModel` pointed at the rollout."""
+    from smolagents import CodeAgent, OpenAIServerModel
+
+    add = smolagents_add()
     model = OpenAIServerModel(
         "any",
         api_base=r.base_url,
@@ -199,18 +207,9 @@ def required_call_script(context: str, _turn: int) -> str:
 
 def smolagents_tool_calling_agent(r) -> str:
     """smolagents' ToolCallingAgent: it asks for tool_choice="required" on every call."""
-    from smolagents import OpenAIServerModel, ToolCallingAgent, tool
+    from smolagents import OpenAIServerModel, ToolCallingAgent
 
-    @tool
-    def add(a: int, b: int) -> int:
-        """Add two integers.
-
-        Args:
-            a: the first integer.
-            b: the second integer.
-        """
-        return a + b
-
+    add = smolagents_add()
     model = OpenAIServerModel("any", api_base=r.base_url, api_key=r.api_key, max_tokens=MAX_TOKENS)
     agent = ToolCallingAgent(tools=[add], model=model, max_steps=3, verbosity_level=0)
     agent.prompt_templates["system_prompt"] = "Call add, then final_answer."
