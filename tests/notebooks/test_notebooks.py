@@ -30,6 +30,7 @@ REQUIRED = {
     "04_self_evolution",
     "05_training",
     "06_real_model",
+    "07_your_own_agent",
 }
 EXECUTED_DIR = ROOT / "docs" / "tutorials" / "executed"  # gitignored; the docs build renders what is here
 REAL_MODEL = NOTEBOOK_DIR / "06_real_model.ipynb"  # its own test: it shares the session's converted SmolLM2
@@ -197,6 +198,20 @@ def check_real_model(nb: Any, runs: Path) -> None:
     assert widget_views(nb) >= 3  # zero-shot viewer, launcher, compare viewer
 
 
+def check_own_agent(nb: Any, runs: Path) -> None:
+    text, run_dir = text_of(nb), runs / "07_your_own_agent"
+    trajs = list(open_store(run_dir / "rollouts").iter_trajectories())
+    assert len(trajs) == 9 and {t.role for t in trajs} == {"harness"}
+    assert sum(t.rewards.get("total") == 1.0 for t in trajs) == 9  # the scripted model's tool call computes it
+    assert [t.metadata["gateway"]["forks"] for t in trajs].count({"history_edited": 1}) == 1
+    assert all(t.metadata["gateway"]["calls"][0]["tool_calls"][0]["name"] == "python" for t in trajs)
+    assert "8 rollouts, 8 correct, 16 model calls" in text and "forks: {'history_edited': 1} | segments: 2" in text
+    rows = [json.loads(line) for line in (run_dir / "grpo" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows if "reward" in r] == [1, 2] and "status: finished" in text
+    assert "8 training rollouts; policy versions of their calls: [0, 1]" in text
+    assert widget_views(nb) >= 3  # the rollouts' viewer, the launcher, the training rollouts' viewer
+
+
 CHECKS: dict[str, Callable[[Any, Path], None]] = {
     "00_teaching_demo": check_teaching,
     "01_repl_basics": check_repl,
@@ -205,6 +220,7 @@ CHECKS: dict[str, Callable[[Any, Path], None]] = {
     "04_self_evolution": check_evolution,
     "05_training": check_training,
     "06_real_model": check_real_model,
+    "07_your_own_agent": check_own_agent,
 }
 
 
