@@ -177,25 +177,24 @@ def score_prompts(
 ) -> tuple[list[float], dict[int, int]]:
     """Per prompt, the mean difficulty of its `eval_samples` proposer episodes (every valid question attempted);
     and how many valid questions each hop count got. The episodes are stored as iteration `iteration`."""
-    from dataclasses import replace
+    from workbench.evolve.difficulty import prompt_difficulty
 
-    samples = [
-        replace(t, id=f"{t.id}-{phase}-s{s}", metadata={**t.metadata, "sample": s, "iteration": iteration})
-        for t in tasks
-        for s in range(cfg.eval_samples)
-    ]
-    items = phases.propose_sync(samples, policy, lineage={"phase": phase})
-    mode.gate(items)
-    phases.attempt_sync(items, oracle, cfg.attempts, mode.solver_spec, lineage={"phase": phase})
-    mode.score(items, batch=f"{phases.run_id}/{phase}")
-    phases.record(items, mode.proposer_spec, provenance={"phase": phase})
-    per_prompt: dict[int, list[float]] = defaultdict(list)
+    scores = prompt_difficulty(
+        phases,
+        mode,
+        policy,
+        oracle,
+        tasks,
+        samples=cfg.eval_samples,
+        attempts=cfg.attempts,
+        phase=phase,
+        iteration=iteration,
+    )
     hops: dict[int, int] = defaultdict(int)
-    for it in items:
-        per_prompt[int(it.traj.task.metadata["prompt_index"])].append(float(it.rewards.get("difficulty", 0.0)))
+    for it in scores.items:
         if it.valid and it.proposal is not None:
             hops[oracle.hops_of(it.proposal.question) or 0] += 1
-    return [sum(v) / len(v) for _, v in sorted(per_prompt.items())], dict(sorted(hops.items()))
+    return scores.per_prompt, dict(sorted(hops.items()))
 
 
 def run_oracle_check(cfg: OracleCheck | None = None, *, out: Printer = print) -> OracleCheckResult:
