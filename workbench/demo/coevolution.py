@@ -34,6 +34,7 @@ from workbench.trajectory import Task
 
 if TYPE_CHECKING:
     from workbench.demo.pipeline import Solver, Stages
+    from workbench.evolve.difficulty import PromptDifficulty
     from workbench.policies.base import Policy
 
 __all__ = ["CHECK_SEED", "HeldoutChange", "ProposerCheck", "RoleWeights", "check_prompts", "heldout_change"]
@@ -171,13 +172,14 @@ def proposer_check(
     fixed = check_prompts(st, prompts)
     mode = drzero_mode(config)
     executor = evolve_executor(proposer_tools(st.retriever), solver_tools(st.retriever), st.cfg.concurrency)
-    scores = {}
+    scores: dict[str, PromptDifficulty] = {}
+    sides: tuple[tuple[Which, int], ...] = (("first", -1), ("last", config.iterations))
     try:
         with Store(st.run / "coevolution_check") as store:
             phases = Phases(
                 executor, config.agent_config("proposer"), config.agent_config("solver"), store, config.resolved_run_id
             )
-            for which, iteration in (("first", -1), ("last", config.iterations)):
+            for which, iteration in sides:
                 with kept.policies(st, solver, proposer, which) as (proposer_policy, solver_policy):
                     scores[which] = prompt_difficulty(
                         phases,
