@@ -137,3 +137,27 @@ learning_rate = 1e-3
     for call in (c for t in trajs for c in calls(t)):
         assert call["sampling_requested"] == {**ASKED, "stop": [], "seed": None}
         assert call["sampling_applied"] == {"temperature": 0.8, "top_p": 1.0, "max_tokens": 8, "stop": [], "seed": None}
+
+
+NOTEBOOK = """
+import subprocess, sys
+from workbench.gateway import register_harness
+from workbench.registrations import carry
+
+def agent(rollout):  # defined in __main__, as in a notebook cell: it travels by value
+    return "answer from a cell"
+
+register_harness("from_a_cell", agent)
+child = "import sys; from workbench.registrations import install_carried; "
+child += "from workbench.gateway import resolve_harness; "
+child += "print(install_carried(sys.stdin.buffer.read())); print(resolve_harness('from_a_cell')(None))"
+done = subprocess.run([sys.executable, "-c", child], input=carry(), capture_output=True)
+sys.stdout.write(done.stdout.decode() + done.stderr.decode())
+"""
+
+
+def test_a_harness_registered_in_a_cell_reaches_a_launched_process(tmp_path):
+    """What `launch()` (and the TrainingLauncher) hands its child: `carry()`; the child resolves the name."""
+    done = subprocess.run([sys.executable, "-c", NOTEBOOK], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-2:] == ["['harness from_a_cell']", "answer from a cell"], done.stdout
