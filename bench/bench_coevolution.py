@@ -1,8 +1,11 @@
-"""Co-evolution mechanism check (issue 45, item 1): HRPO raises a tiny proposer's difficulty reward against
-a frozen oracle solver, in minutes.
+"""Co-evolution checks (issue 45): the mechanism (item 1, `--oracle`) and the Day-1 band gate (item 2, `--band`).
 
     .venv/bin/python bench/bench_coevolution.py --oracle            # the full check (target: <= 10 min idle)
     .venv/bin/python bench/bench_coevolution.py --oracle --smoke    # every stage at toy size, seconds
+    .venv/bin/python bench/bench_coevolution.py --band              # SmolLM2 after SFT: 16 questions, n = 5
+    .venv/bin/python bench/bench_coevolution.py --band --smoke      # the toy model, 3 questions, n = 2
+
+`--band` is in `_band.py` beside this file (its docstring: what it builds, what it prints).
 
 The oracle answers a question right with a known probability by hop count (1 hop 0.95, 2 hops 0.5,
 3 hops 0.05, 4 hops 0: `workbench.evolve.oracle`), so Dr. Zero's difficulty reward 1(0<k<n)·(n−k)/(n−1)
@@ -30,6 +33,7 @@ from pathlib import Path
 from workbench.evolve.mechanism import OracleCheck, run_oracle_check
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _band import add_band_flags, run_band
 from _util import add_smoke_flag, figure, record
 
 SMOKE = {
@@ -57,13 +61,18 @@ def cpu_seconds() -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--oracle", action="store_true", help="the oracle-solver check (the only mode so far)")
+    ap.add_argument("--oracle", action="store_true", help="the oracle-solver check (the default mode)")
+    ap.add_argument("--band", action="store_true", help="the Day-1 band gate on SmolLM2 after SFT (see _band.py)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--run-dir", default="", help="keep the run's store here (default: a temporary folder)")
     ap.add_argument("--hrpo-lr", type=float, default=OracleCheck.hrpo_lr, help="HRPO learning rate")
     ap.add_argument("--iterations", type=int, default=OracleCheck.iterations, help="Dr. Zero iterations (HRPO)")
     add_smoke_flag(ap)
+    add_band_flags(ap)
     args = ap.parse_args()
+    if args.band:
+        run_band(args)
+        return
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = args.run_dir or str(Path(tmp) / "oracle")
