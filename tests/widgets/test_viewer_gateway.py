@@ -179,6 +179,11 @@ def test_a_trajectory_without_a_gateway_has_no_calls(run):
     assert viewer.detail["gateway"] is None and viewer.detail["steps"][0]["call"] is None
 
 
+def run_tokens(run_dir: Path, traj_id: str) -> list[list[int]]:
+    """Each step's sampled ids, as stored."""
+    return [s.completion_ids for s in Store.open_readonly(run_dir).get(traj_id).steps]
+
+
 @pytest.mark.browser
 @pytest.mark.slow
 def test_the_viewer_draws_calls_forks_and_auxiliary_calls_in_chromium(run, tokenizer, tmp_path):
@@ -217,6 +222,14 @@ def test_the_viewer_draws_calls_forks_and_auxiliary_calls_in_chromium(run, token
             assert fork.get_attribute("data-fork") == "history_edited"
             assert "segment 2 of 2 begins here" in fork.inner_text() and "policy v1" in cards.nth(2).inner_text()
             assert viewer.locator(".wb-strip-btn.wb-strip-fork").count() == 1
+            cards.nth(2).locator(".wb-turn-head").click()  # picks the turn
+            viewer.locator(".wb-tab[data-tab=tokens]").click()
+            tokens = viewer.locator(".wb-tokens-view")
+            assert "segment 2 of 2 starts here (fork: history_edited)" in tokens.locator(".wb-call-mask").inner_text()
+            sampled = run_tokens(run_dir, ids["forked"])[2]
+            shown = tokens.locator(".wb-token-ids .wb-tok-trained")  # mask 1: the sampled ids, in order
+            assert [int(i) for i in shown.evaluate_all("els => els.map(e => e.dataset.id)")] == sampled
+            viewer.locator(".wb-tab[data-tab=turns]").click()
             aux = viewer.locator(".wb-auxiliary").inner_text()
             assert "auxiliary calls (1): recorded, never trained on" in aux and "model title-model" in aux
             assert "Six sevens" in aux and "not trained" in aux

@@ -3,7 +3,7 @@ model, tool calls, policy version, sampling, and where its segment starts and wh
 auxiliary calls sit beside them, recorded and never trained on. Read from
 `trajectory.metadata["gateway"]` (the gateway's `CallRecord`s, as dicts), so no gateway import.
 
-    calls = rollout_calls(traj, tokenizer)   # None for a trajectory no gateway recorded
+    calls = harness_calls(traj, tokenizer)   # None for a trajectory no gateway recorded
     calls["by_step"][i]                      # the call behind step i (what its turn card shows)
     calls["segments"], calls["forks"]        # segment boundaries with their fork reasons; counts
     fork_count(traj.metadata)                # forks in one rollout (the list's column)
@@ -28,7 +28,7 @@ FORK_NOTES = {
 }
 
 
-def gateway_metadata(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
+def model_calls(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
     """The gateway's record in a trajectory's metadata, or None when no gateway recorded it."""
     gw = (metadata or {}).get("gateway")
     return gw if isinstance(gw, dict) and isinstance(gw.get("calls"), list) else None
@@ -36,7 +36,7 @@ def gateway_metadata(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def fork_count(metadata: dict[str, Any] | None) -> int | None:
     """How many times the rollout forked (a new segment with a reason); None when no gateway recorded it."""
-    gw = gateway_metadata(metadata)
+    gw = model_calls(metadata)
     if gw is None:
         return None
     forks = gw.get("forks") or {}
@@ -109,9 +109,9 @@ def _segments(traj: Trajectory, by_step: dict[int, dict[str, Any]]) -> list[dict
     return out
 
 
-def rollout_calls(traj: Trajectory, tokenizer: Decoder | None = None) -> dict[str, Any] | None:
+def harness_calls(traj: Trajectory, tokenizer: Decoder | None = None) -> dict[str, Any] | None:
     """Everything the viewer shows of a harness rollout's calls (module docstring); None without a gateway."""
-    gw = gateway_metadata(traj.metadata)
+    gw = model_calls(traj.metadata)
     if gw is None:
         return None
     records = [r for r in gw["calls"] if isinstance(r, dict)]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.trajectory import Step, Trajectory
 from workbench.widgets import _render
 from workbench.widgets._attempts import attempts
-from workbench.widgets._calls import rollout_calls
+from workbench.widgets._calls import harness_calls
 from workbench.widgets._groups import group_of
 from workbench.widgets._safe import finite
 from workbench.widgets._tokenizer import Decoder
@@ -184,7 +184,7 @@ def _tokens(step: Step, tokenizer: Decoder | None, kind: str) -> dict[str, Any]:
 def step_detail(
     traj: Trajectory, index: int, tokenizer: Decoder | None = None, call: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Turn `index` as the viewer draws it; `call`: the model-gateway call behind it (`_calls.rollout_calls`)."""
+    """Turn `index` as the viewer draws it; `call`: the model-gateway call behind it (`_calls.harness_calls`)."""
     step = traj.steps[index]
     before = traj.steps[index - 1].notepad if index > 0 else {}
     budget = _BUDGET.findall(step.observation_text or "")
@@ -259,7 +259,7 @@ def trajectory_detail(traj: Trajectory, store: Store | None = None, tokenizer: D
     if isinstance(policy, dict):
         policy = policy.get("name") or policy.get("model") or json.dumps(policy, default=str)
     origin, tried = _links(store, traj) if store is not None else (None, {"items": [], "difficulty_from": ""})
-    calls = rollout_calls(traj, tokenizer)
+    calls = harness_calls(traj, tokenizer)
     by_step = calls.pop("by_step") if calls is not None else {}
     return finite(
         {

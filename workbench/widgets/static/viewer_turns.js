@@ -116,5 +116,8 @@ function tokensView(d, step) {
         (mean !== null ? ` · mean ${raw ? "raw " : ""}logprob ${mean.toFixed(3)} over the ${valued.length} tokens with ${raw ? "one" : "a non-zero value"}` : "") +
         (t.prompt !== null ? ` · context rebuilt here (${t.prompt} prompt tokens)` : "") +
         (t.decoded_with ? ` · decoded with ${t.decoded_with} (hover for id, position, mask, logprob)` : " · token ids (no tokenizer found on disk)") }),
+    s.call ? h("div", { class: "wb-muted wb-call-mask", text: `model-gateway call ${s.call.number}: mask 1 exactly on the ids the model sampled, ` +
+      "0 on what the harness sent next (tool results and new messages, framed by the chat template)" +
+      (s.call.segment_start ? ` · segment ${s.call.segment + 1} of ${s.call.segments} starts here` + (s.call.fork ? ` (fork: ${s.call.fork})` : "") : "") }) : null,
     t.ids.length ? h("div", { class: "wb-token-ids" + (t.pieces ? " wb-decoded" : "") }, spans) : h("i", { class: "wb-muted", text: "no token ids stored for this turn (scripted or text-only policy)" }));
 }
