@@ -40,6 +40,7 @@ def test_a_real_models_call_keeps_its_ids_and_both_logprobs(tiny_model, tmp_path
         assert call["sampling_applied"]["temperature"] == 0.7 and call["sampling_applied"]["max_tokens"] == 12
         assert call["finish_reason"] == step.finish_reason and call["latency_s"] > 0
         assert reply.usage.prompt_tokens == len(step.prompt_ids)
+        assert gw.trajectory(r.id).lineage["policy"] == policy.describe()  # what sampled, as NB-Agent records it
 
 
 class Versioned(ScriptedPolicy):

@@ -66,6 +66,7 @@ class GatewayService:
         """A new rollout of `task`, sampling from `policy` (None: this service's)."""
         state = RolloutState.open(task, self.renderer, self.config, self.run_id)
         state.policy = policy
+        state.trajectory.lineage["policy"] = (policy or self.policy).describe()  # what sampled (the viewer reads it)
         with self._lock:
             self.rollouts[state.id] = state
         self.persist(state)
