@@ -177,7 +177,7 @@ def test_an_hrpo_micro_batch_that_splits_a_hop_group_or_the_step_names_its_fix()
     from workbench.errors import ConfigError
 
     tasks = [Task(str(i), "q", [], {"hops": 1}) for i in range(4)]
-    req = SimpleNamespace(role="proposer", tasks=tasks, episodes=None)
+    req = SimpleNamespace(role="proposer", tasks=tasks, episodes=None, estimator="hrpo")
     for micro in (3, 1):  # 3 does not divide the step's 4 rows; 1 splits a hop group of 2
         cfg = DemoConfig(proposer_rl_batch=4, proposer_hop_group=2, proposer_rl_micro_batch=micro)
         train_fn = proposer_train_fn(None, None, cfg, solver_fn=lambda r: None, on_step=lambda line: None)

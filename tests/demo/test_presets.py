@@ -7,24 +7,26 @@ import itertools
 
 import pytest
 
-from workbench.demo.config import PRESETS, DemoConfig, preset_name
+from workbench.demo.config import MODES, PRESETS, DemoConfig, preset_name
+from workbench.demo.modes import AGENT0_TITLES
 from workbench.demo.pipeline import TITLES
 from workbench.errors import ConfigError
 
-VARIANTS = list(itertools.product(("tiny", "pretrained"), ("scripted", "learned"), (False, True)))
+VARIANTS = list(itertools.product(("tiny", "pretrained"), ("scripted", "learned"), (False, True), MODES))
 
 
-@pytest.mark.parametrize(("model", "proposer", "fast"), VARIANTS)
-def test_every_variant_has_a_checked_preset_and_titles(model, proposer, fast):
-    name = preset_name(model, proposer, fast)
+@pytest.mark.parametrize(("model", "proposer", "fast", "mode"), VARIANTS)
+def test_every_variant_has_a_checked_preset_and_titles(model, proposer, fast, mode):
+    name = preset_name(model, proposer, fast, mode)
     cfg = DemoConfig.preset(name)
-    assert isinstance(cfg, DemoConfig) and cfg == PRESETS[name]
+    assert isinstance(cfg, DemoConfig) and cfg == PRESETS[name] and cfg.mode == mode
     assert DemoConfig.from_dict(cfg.to_dict()) == cfg  # every value passes the field types
-    assert (model, proposer) in TITLES
+    assert (model, proposer) in (AGENT0_TITLES if mode == "agent0" else TITLES)
+    assert len(PRESETS) == len(VARIANTS)
     assert ("smollm2" in cfg.run_dir) == (model == "pretrained")
     assert ("learned" in cfg.run_dir) == (proposer == "learned")
     if fast:  # a smoke run is smaller than its full-size preset where it counts
-        full = PRESETS[preset_name(model, proposer)]
+        full = PRESETS[preset_name(model, proposer, mode=mode)]
         assert cfg.eval_tasks < full.eval_tasks and cfg.teacher_tasks < full.teacher_tasks
 
 

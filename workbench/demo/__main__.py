@@ -1,5 +1,5 @@
 """`python -m workbench.demo [--run-dir DIR] [--seed N] [--fresh] [--fast] [--proposer scripted|learned]
-[--model tiny|smollm2] [--compare-sft] [--set FIELD=VALUE ...] [--help-config]`"""
+[--model tiny|smollm2] [--mode drzero|agent0] [--compare-sft] [--set FIELD=VALUE ...] [--help-config]`"""
 
 from __future__ import annotations
 
@@ -54,6 +54,14 @@ def main(argv: list[str] | None = None) -> int:
         "into runs/demo_smollm2",
     )
     parser.add_argument(
+        "--mode",
+        choices=("drzero", "agent0"),
+        default="drzero",
+        help="agent0: Agent0's self-evolution (curriculum reward from self-consistency, tool use and repetition; "
+        "majority-vote pseudo-labels; ADPO on the solver for questions in the band 0.3 <= p <= 0.8), the variant's "
+        "preset with 4 solver attempts a question (3 with --fast), into its run dir + _agent0 (runs/demo_agent0)",
+    )
+    parser.add_argument(
         "--compare-sft",
         action="store_true",
         help="with --model smollm2: time LoRA and full fine-tuning on a slice of the SFT data and exit",
@@ -68,13 +76,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_variant(args: argparse.Namespace) -> int:
-    """The variant the flags name (`--model`, `--proposer`), its preset (`--fast`: the smoke-run one), the
+    """The variant the flags name (`--model`, `--proposer`, `--mode`), its preset (`--fast`: the smoke-run one), the
     command line's run dir, seed and engine, then `--set` changes."""
     from workbench.demo import DemoConfig, LearnedProposer, PretrainedModel, ScriptedProposer, TinyModel, run_demo
     from workbench.demo.config import preset_name
 
     pretrained, learned = args.model == "smollm2", args.proposer == "learned"
-    name = preset_name("pretrained" if pretrained else "tiny", args.proposer, args.fast)
+    name = preset_name("pretrained" if pretrained else "tiny", args.proposer, args.fast, args.mode)
     preset = DemoConfig.preset(name)
     chosen: dict[str, object] = {"run_dir": args.run_dir or preset.run_dir, "seed": args.seed}
     if pretrained or not learned:  # the tiny model's learned proposer generates through transformers only
@@ -87,7 +95,7 @@ def run_variant(args: argparse.Namespace) -> int:
         compare_sft(cfg, fresh=args.fresh)
         return 0
     if not pretrained and not learned:
-        run_demo(cfg, fresh=args.fresh)  # make demo
+        run_demo(cfg, fresh=args.fresh)  # make demo (--mode agent0: its Agent0 twin)
         return 0
     model = PretrainedModel() if pretrained else TinyModel()
     run_demo(cfg, fresh=args.fresh, model=model, proposer=LearnedProposer() if learned else ScriptedProposer())

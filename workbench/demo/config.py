@@ -10,6 +10,7 @@ Each preset is a checked `DemoConfig` in `PRESETS` (tests/demo/test_presets.py b
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import warnings
 from dataclasses import dataclass
@@ -52,6 +53,14 @@ class DemoConfig(Config):
         0, "LoRA rank of the SFT (0: full fine-tuning); a LoRA adapter is merged into the weights after it."
     )
     # self-evolution / RL
+    mode: Literal["drzero", "agent0"] = config_field(
+        "drzero",
+        "Self-evolution: drzero (difficulty reward; the solver's GRPO on the proposer's answers) | agent0 (curriculum "
+        "reward: self-consistency, tool use, repetition; the executor's ADPO on majority-vote labels, p in the band).",
+    )
+    agent0_p_low: float = config_field(0.3, "--mode agent0: keep questions with self-consistency p >= this (0.3).")
+    agent0_p_high: float = config_field(0.8, "--mode agent0: ... and p <= this (Agent0 README: 0.8).")
+    agent0_reward: Literal["paper", "code"] = config_field("paper", "--mode agent0: preset agent0_paper | agent0.")
     iterations: int = config_field(2, "Self-evolution iterations (propose questions, then train the solver).")
     proposer_prompts: int = config_field(16, "Proposer prompts (document + hop count) per iteration.")
     # The demo trades Dr. Zero's values (5 proposer samples per prompt, n = 5 attempts, solver group 5)
@@ -139,6 +148,12 @@ class DemoConfig(Config):
     )
     extra: dict[str, Any] = config_field({}, "Free-form settings for experiments, kept with the config.")
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        low, high = self.agent0_p_low, self.agent0_p_high
+        if not 0.0 <= low <= high <= 1.0:
+            raise ConfigError(f"DemoConfig.agent0_p_low, agent0_p_high: {low}, {high}; need 0 <= low <= high <= 1")
+
     def key(self, *names: str) -> str:
         """A short hash of the named fields: cache keys for what those fields determine."""
         values = {n: getattr(self, n) for n in names}
@@ -152,6 +167,7 @@ class DemoConfig(Config):
         return cls.from_dict(PRESETS[name].to_dict(), **overrides)
 
 
+MODES = ("drzero", "agent0")
 PRESETS: dict[str, DemoConfig] = {"default": DemoConfig()}
 """Every preset by name, each a checked `DemoConfig`; `DemoConfig.preset(name)` gives a copy."""
 
@@ -164,17 +180,17 @@ def _fields(name: str, *fields: str) -> dict[str, Any]:
     return {f: getattr(PRESETS[name], f) for f in fields}
 
 
-def preset_name(model: str, proposer: str, fast: bool = False) -> str:
+def preset_name(model: str, proposer: str, fast: bool = False, mode: str = "drzero") -> str:
     """The preset of a variant: the solver's model ("tiny" or "pretrained"), the proposer ("scripted" or
-    "learned"), full-size or a smoke run: ("tiny", "scripted") is "default", ("pretrained", "learned", fast)
-    "fast_smollm2_learned"."""
-    if model not in ("tiny", "pretrained") or proposer not in ("scripted", "learned"):
+    "learned"), full-size or a smoke run, the mode ("drzero" or "agent0"): ("tiny", "scripted") is "default",
+    ("pretrained", "learned", fast) "fast_smollm2_learned", ("tiny", "scripted", fast, "agent0") "fast_agent0"."""
+    if (model, proposer, mode) not in itertools.product(("tiny", "pretrained"), ("scripted", "learned"), MODES):
         raise ConfigError(
-            f"no demo variant ({model!r}, {proposer!r}): "
-            "the model is tiny or pretrained, the proposer scripted or learned"
+            f"no demo variant ({model!r}, {proposer!r}, mode {mode!r}): the model is tiny or pretrained, "
+            "the proposer scripted or learned, the mode drzero or agent0"
         )
     parts = ["fast"] * fast + ["smollm2"] * (model == "pretrained") + ["learned"] * (proposer == "learned")
-    return "_".join(parts) or "default"
+    return "_".join(parts + ["agent0"] * (mode == "agent0")) or "default"
 
 
 PRESETS["fast"] = _preset(
@@ -335,6 +351,14 @@ tokens) and 2 held-out questions, 2 teacher episodes per role, one HRPO step on 
 question's 2 rollouts when QA generation yields a valid question."""
 
 
+# --mode agent0 over each preset ("agent0", "fast_agent0", ...). Agent0 (App. A.1): 10 executor attempts a question,
+# groups of 16 (executor) and 4 (curriculum); here 4 attempts (3 fast), rl_generations, proposer_hop_group.
+for _name, _base in list(PRESETS.items()):
+    _agent0: dict[str, Any] = {"mode": "agent0", "run_dir": _base.run_dir + "_agent0", "rl_reward": "agent0_executor"}
+    _agent0["solver_attempts"] = 3 if "fast" in _name else 4
+    PRESETS[f"{_name}_agent0".removeprefix("default_")] = _preset(_name, **_agent0)
+
+
 def check_adapters(cfg: DemoConfig) -> None:
     """The settings two adapters on one base need (`--model smollm2 --proposer learned`); each error names its fix."""
     if cfg.sft_lora_r <= 0:
@@ -371,4 +395,4 @@ def __getattr__(name: str) -> Any:
     return changed
 
 
-__all__ = ["PRESETS", "DemoConfig", "check_adapters", "preset_name"]
+__all__ = ["MODES", "PRESETS", "DemoConfig", "check_adapters", "preset_name"]

@@ -175,7 +175,9 @@ class Stages:
         return _Timer(self, name)
 
     def titles(self) -> tuple[str, str, str]:
-        return TITLES[(self.model.name, self.proposer.name)]
+        from workbench.demo.modes import AGENT0_TITLES
+
+        return (AGENT0_TITLES if self.cfg.mode == "agent0" else TITLES)[(self.model.name, self.proposer.name)]
 
     def run_agent(self, policy: Policy, tasks: list[Task], store_dir: Path | None, **config: Any) -> list[Trajectory]:
         from workbench.agent import NBAgent

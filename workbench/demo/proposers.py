@@ -38,9 +38,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.demo.config import DemoConfig
+from workbench.demo.modes import (
+    agent0_hop_stats,
+    evolve_config,
+    iteration_rows,
+    mode_lines,
+    mode_report,
+    proposer_update_lines,
+    run_mode,
+)
 from workbench.demo.pipeline import DEMO_EPISODE_WALL_S, Solver, Stages
 from workbench.demo.questions import question_lines, question_shares, question_summary
-from workbench.demo.report import evolution_lines, proposer_lines, proposer_summary
+from workbench.demo.report import proposer_lines, proposer_summary
 from workbench.demo.rl import adapter_sft, demo_train_fn, hop_stats, proposer_train_fn
 from workbench.trajectory import Task, Trajectory
 from workbench.worlds.scripted.coder_proposer import HOP_TURN, PLAN_TURN, STUCK_TURN
@@ -96,23 +105,18 @@ class ScriptedProposer:
         """None: the scripted proposer is ready as it is."""
 
     def evolve(self, st: Stages, solver: Solver) -> list[dict[str, Any]]:
-        """Dr. Zero iterations: the scripted proposer writes questions, GRPO trains the solver on them."""
-        from workbench.evolve import run_drzero, world_proposer
+        """Iterations of `cfg.mode` (Dr. Zero or Agent0): the scripted proposer writes questions, GRPO (Agent0:
+        ADPO on the in-band questions' pseudo-labels) trains the solver on them."""
+        from workbench.evolve import world_proposer
 
         c = st.cfg
-        config = st.drzero_config()
         policy = st.policy(solver.model, solver.tok, "demo-solver")
         train_fn = demo_train_fn(solver.model, solver.tok, c, on_step=st.out)
-        result = run_drzero(
-            config,
-            proposer_policy=world_proposer(seed=c.seed),
-            solver_policy=policy,
-            corpus=st.world.corpus(),
-            retriever=st.retriever,
-            train_fn=train_fn,
+        result = run_mode(
+            st, evolve_config(st), proposer_policy=world_proposer(seed=c.seed), solver_policy=policy, train_fn=train_fn
         )
-        rows = [{"iteration": it.iteration, "qa_size": it.qa_size, **it.metrics} for it in result.iterations]
-        for line in evolution_lines(rows):
+        rows = iteration_rows(st, result)
+        for line in mode_lines(st, rows):
             st.out(line)
         return rows
 
@@ -120,7 +124,7 @@ class ScriptedProposer:
         """Nothing: the scripted proposer has no weights."""
 
     def report(self, st: Stages, solver: Solver, evolution: list[dict[str, Any]]) -> dict[str, Any]:
-        return {}
+        return mode_report(st, evolution)
 
 
 class LearnedProposer:
@@ -175,8 +179,10 @@ class LearnedProposer:
         rng = random.Random(f"{PROPOSER_PROMPT_SEED}:{c.seed}")
         docs = sample_documents(st.world.corpus(), c.proposer_teacher_tasks, rng)
         hops = sample_hops(c.proposer_hop_weights, len(docs), rng)
+        mode = c.mode  # the prompt the proposer sees in the mode's iterations (Dr. Zero's or Agent0's)
         return [
-            proposer_task(d, h, iteration=-1, prompt_index=j) for j, (d, h) in enumerate(zip(docs, hops, strict=True))
+            proposer_task(d, h, iteration=-1, mode=mode, prompt_index=j)
+            for j, (d, h) in enumerate(zip(docs, hops, strict=True))
         ]
 
     def run_episodes(
@@ -205,7 +211,8 @@ class LearnedProposer:
         """The cache key of what the proposer's teacher episodes determine (and `extra` fields)."""
         names = ("seed", "world_size", "proposer_teacher_tasks", "proposer_hop_weights", "proposer_context_tokens")
         more = ("proposer_max_new_tokens", "max_steps", "proposer_vocab_size", "n_layer", "n_embd", "n_head")
-        return PROPOSER_TEACHER_ID + "-" + st.cfg.key(*names, *more, *extra)
+        mode = ("mode",) if st.cfg.mode != "drzero" else ()  # Dr. Zero's keys as they were
+        return PROPOSER_TEACHER_ID + "-" + st.cfg.key(*names, *more, *mode, *extra)
 
     def model0(self, st: Stages) -> Path:
         """The proposer's tokenizer (world text + its prompts, turns, observations) and a random tiny Qwen2."""
@@ -265,30 +272,27 @@ class LearnedProposer:
         return path
 
     def evolve(self, st: Stages, solver: Solver) -> list[dict[str, Any]]:
-        """Dr. Zero iterations: HRPO on the proposer, QA generation, GRPO on the solver."""
-        from workbench.evolve import run_drzero
-
+        """Iterations of `cfg.mode`: Dr. Zero's (HRPO on the proposer, QA generation, GRPO on the solver) or Agent0's
+        (GRPO on the proposer's curriculum reward, QA generation, ADPO on the solver)."""
         c = st.cfg
-        config = st.drzero_config(
+        config = evolve_config(
+            st,
             "final_proposer",
             hop_weights=c.proposer_hop_weights,
             proposer_group_size=c.proposer_hop_group,
             proposer_agent=proposer_agent(c),
         )
         policies = self.role_policies(solver)
-        result = run_drzero(
-            config,
-            proposer_policy=policies["proposer"],
-            solver_policy=policies["solver"],
-            corpus=st.world.corpus(),
-            retriever=st.retriever,
-            train_fn=self.train_fn(st, solver),
+        train_fn = self.train_fn(st, solver)
+        result = run_mode(
+            st, config, proposer_policy=policies["proposer"], solver_policy=policies["solver"], train_fn=train_fn
         )
         try:
             rows = [self.iteration_row(st, solver, it, result.store) for it in result.iterations]
         finally:
             result.store.close()
-        for line in proposer_lines(rows) + (question_lines(rows) if solver.adapters is not None else []):
+        lines = proposer_lines(rows) if c.mode == "drzero" else mode_lines(st, rows) + proposer_update_lines(rows)
+        for line in lines + (question_lines(rows) if solver.adapters is not None else []):
             st.out(line)
         return rows
 
@@ -308,13 +312,14 @@ class LearnedProposer:
         through its role's served adapter with vLLM), the HRPO rollouts also counting valid and answerable
         questions."""
         c, out, world = st.cfg, st.out, st.world
+        per_hop = agent0_hop_stats if c.mode == "agent0" else hop_stats
         if solver.adapters is None:
             solver_fn = demo_train_fn(solver.model, solver.tok, c, on_step=out)
-            return proposer_train_fn(self.model, self.tok, c, solver_fn, on_step=out)
+            return proposer_train_fn(self.model, self.tok, c, solver_fn, on_step=out, stats=per_hop)
 
         def stats(trajs: Any) -> dict[str, dict[str, float]]:
             shares = question_shares(trajs, world)
-            return {hop: {**row, **shares[hop]} for hop, row in hop_stats(trajs).items()}
+            return {hop: {**row, **shares[hop]} for hop, row in per_hop(trajs).items()}
 
         served = c.engine == "vllm"
         solver_policy = solver.policies["solver"] if served else None
@@ -344,7 +349,9 @@ class LearnedProposer:
 
     def report(self, st: Stages, solver: Solver, evolution: list[dict[str, Any]]) -> dict[str, Any]:
         first_last = [self.sft_losses[0], self.sft_losses[-1]]
-        figures: dict[str, Any] = {"proposer": "learned", "proposer_per_iteration": proposer_summary(evolution)}
+        figures: dict[str, Any] = {"proposer": "learned"} | mode_report(st, evolution)
+        if st.cfg.mode == "drzero":  # Agent0's per iteration figures are in mode_report's
+            figures["proposer_per_iteration"] = proposer_summary(evolution)
         if solver.adapters is None:
             return figures | {"proposer_sft_losses": first_last}
         solver_losses = [solver.sft_losses[0], solver.sft_losses[-1]]

@@ -204,17 +204,25 @@ def proposer_train_fn(
     policy: Policy | None = None,
 ) -> TrainFn:
     """`run_drzero`'s train_fn: HRPO on the proposer model (rollouts from the live weights, or `policy`), `solver_fn`
-    (GRPO) for the solver; `stats` gives the per-hop figures kept of each batch of HRPO rollouts."""
+    (GRPO) for the solver; `stats` gives the per-hop figures kept of each batch of HRPO rollouts. With an estimator
+    that groups rollouts of one prompt (Agent0's GRPO, `run_agent0`), a step takes `proposer_rl_batch` rollouts of
+    `proposer_rl_batch / proposer_hop_group` prompts instead of hop groups."""
+    from workbench.train.estimators import estimator_class
     from workbench.train.run import train
 
     def train_fn(req: TrainRequest) -> dict[str, Any] | None:
         if req.role == "solver":
             return solver_fn(req)
-        group = cfg.proposer_hop_group
-        tasks, left_out = whole_hop_groups(req.tasks, group)
-        batch = cfg.proposer_rl_batch
-        if len(tasks) < batch:
-            return {"skipped": f"only {len(tasks)} prompts in hop groups of {group}"}
+        group, batch = cfg.proposer_hop_group, cfg.proposer_rl_batch
+        left_out: list[int] = []
+        if estimator_class(req.estimator).group_key is None:  # groups of one prompt's rollouts: any prompts
+            tasks, needed = list(req.tasks), batch // group
+            why = f"only {len(tasks)} prompts, fewer than {needed} groups of {group} rollouts"
+        else:
+            (tasks, left_out), needed = whole_hop_groups(req.tasks, group), batch
+            why = f"only {len(tasks)} prompts in hop groups of {group}"
+        if len(tasks) < needed:
+            return {"skipped": why}
         runner = RecordedEpisodes(req.episodes, stats)
         config = hrpo_config(cfg, req)
         summary = train(
@@ -228,7 +236,7 @@ def proposer_train_fn(
             policy=policy,
         )
         on_step(
-            f"  iteration {req.iteration}: {summary['global_step']} HRPO steps on the proposer "
+            f"  iteration {req.iteration}: {summary['global_step']} {req.estimator.upper()} steps on the proposer "
             f"({len(tasks)} prompts"
             + (f"; hop {left_out} left out: fewer than {group} prompts" if left_out else "")
             + ")"
