@@ -128,9 +128,10 @@ def spread_reward(traj) -> dict[str, float]:
     return {"total": len(set(ids)) / max(len(ids), 1)}
 
 
-def one_grpo_step(tmp_path, runner, tasks) -> int:
-    """One real GRPO step of the tiny model on `runner`'s rollouts of `tasks` (2 per task); asserts the step ran
-    with a finite loss and changed the weights. Returns num_generations. The runner is closed after."""
+def one_grpo_step(tmp_path, runner, tasks, **changes) -> int:
+    """One real GRPO step of the tiny model on `runner`'s rollouts of `tasks` (2 per task), the TrainConfig
+    `changes` applied (an estimator, LoRA); asserts the step ran with a finite loss and changed the weights
+    (with LoRA: the adapter's, which start at 0). Returns num_generations. The runner is closed after."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -141,7 +142,7 @@ def one_grpo_step(tmp_path, runner, tasks) -> int:
     path = build_tiny_model(tmp_path / "tiny", sample_texts(), vocab_size=400, seed=0)
     torch.manual_seed(0)
     cfg = TrainConfig(output_dir=str(tmp_path / "run"), num_generations=2, per_device_train_batch_size=4,
-                      max_steps=1, learning_rate=1e-2, max_completion_length=96)  # fmt: skip
+                      max_steps=1, learning_rate=1e-2, max_completion_length=96, **changes)  # fmt: skip
     model, tok = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
     before = {k: v.detach().clone() for k, v in model.named_parameters()}
     try:
@@ -150,5 +151,8 @@ def one_grpo_step(tmp_path, runner, tasks) -> int:
     finally:
         runner.close()
     assert trainer.state.global_step == 1 and torch.isfinite(torch.tensor(result.training_loss))
-    assert any(not torch.equal(before[k], v) for k, v in model.named_parameters())
+    if cfg.lora_r:
+        assert any("lora_B" in k and v.abs().sum() > 0 for k, v in trainer.model.named_parameters())
+    else:
+        assert any(not torch.equal(before[k], v) for k, v in model.named_parameters())
     return cfg.num_generations

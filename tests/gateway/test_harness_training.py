@@ -19,5 +19,11 @@ async def agent(r) -> str:
 
 
 @pytest.mark.slow
-def test_a_grpo_step_trains_on_a_harness_s_rollouts(tmp_path):
-    one_grpo_step(tmp_path, HarnessEpisodes(agent), [Task(f"t{i}", f"Question {i}?") for i in range(4)])
+@pytest.mark.parametrize(
+    "changes",
+    [{}, {"estimator": "reinforce_pp"}, {"lora_r": 4, "lora_alpha": 8}],
+    ids=["grpo", "reinforce_pp", "lora"],
+)
+def test_a_training_step_on_a_harness_s_rollouts(tmp_path, changes):
+    """Any estimator and LoRA apply to a harness's rollouts as to any episode runner's."""
+    one_grpo_step(tmp_path, HarnessEpisodes(agent), [Task(f"t{i}", f"Question {i}?") for i in range(4)], **changes)
