@@ -42,6 +42,7 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
             "webio.py",
             "configfile.py",
             "config_args.py",
+            "importing.py",
             "_lazy.py",
             "passages.py",
             "templates.py",
@@ -50,7 +51,7 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
             "shipped.py",
         ),
         "the error tree, safe text, quiet exits into closed pipes, child processes, blocking calls, HTTP bodies,"
-        " config files, lazy exports, passages, prompt templates, tcmalloc for entry points, figure records,"
+        " config files, MODULE:NAME specs, lazy exports, passages, prompt templates, tcmalloc for entry points, figure records,"
         " the shipped profile and kernelspec folders",
     ),
     (("trajectory.py", "contracts.py", "store/"), "trajectory schema, the Protocols several layers implement, store"),

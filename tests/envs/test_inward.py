@@ -111,7 +111,7 @@ def test_env_specs_name_their_fix() -> None:
     for bad, needle in [
         ("gym:CartPole", "openenv:package.module:ClassName"),
         ("openenv:no_such_module_here:Env", "cannot import no_such_module_here"),
-        ("openenv:openenv_games:Nothing", "no class or factory named Nothing"),
+        ("openenv:openenv_games:Nothing", "has no attribute 'Nothing'; name an Environment class or factory"),
         ("openenv:openenv_games:bisect_guesser", "annotate the factory's return type"),
     ]:
         with pytest.raises(ConfigError, match=needle):

@@ -44,7 +44,13 @@ def test_the_training_config_sets_every_call_s_sampling_whatever_the_harness_ask
     assert len(records) == 4
     for record in records:
         assert record["sampling_requested"] == {**ASKED, "stop": [], "seed": None}
-        assert record["sampling_applied"] == {"temperature": 0.7, "top_p": 1.0, "max_tokens": 9, "stop": [], "seed": None}
+        assert record["sampling_applied"] == {
+            "temperature": 0.7,
+            "top_p": 1.0,
+            "max_tokens": 9,
+            "stop": [],
+            "seed": None,
+        }
     assert [(p.temperature, p.top_p, p.max_new_tokens) for p in policy.params] == [(0.7, 1.0, 9)] * 4
 
 

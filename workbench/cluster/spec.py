@@ -13,7 +13,6 @@ never in a spec, a job or a trajectory. A keyword whose name looks like a secret
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -56,19 +55,17 @@ def _from_env(where: str, env: Mapping[str, str]) -> dict[str, str]:
 
 
 def import_object(path: str) -> Any:
-    """`"package.module:attr"` → the attribute."""
-    module, sep, attr = path.partition(":")
-    if not sep or not module or not attr:
-        raise ConfigError(f"a factory is named 'module:function', got {path!r}")
-    try:
-        obj: Any = importlib.import_module(module)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(
-            f"cannot import {path!r} ({exc}); is workbench (and that module) installed on every node of the cluster?"
-        ) from None
-    return obj
+    """`"package.module:attr"` → the attribute (a factory run on each worker)."""
+    from workbench.importing import import_target
+
+    return import_target(
+        path,
+        where=f"factory {path!r}",
+        wants="a factory function",
+        form="module:function",
+        example="workbench.resolve:load_search_tool",
+        hint="is workbench (and that module) installed on every node of the cluster?",
+    )
 
 
 @dataclass(frozen=True)

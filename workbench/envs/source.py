@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import importlib
 import typing
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
@@ -123,16 +122,15 @@ def builtin_env_sources() -> None:
 
 
 def _import_factory(target: str) -> Callable[[], Environment]:
-    module_name, _, attr = target.partition(":")
-    if not module_name or not attr:
-        raise ConfigError(f"openenv:{target}: write openenv:package.module:ClassName")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(f"openenv:{target}: cannot import {module_name} ({exc}); is it on sys.path?") from exc
-    found = getattr(module, attr, None)
-    if not callable(found):
-        raise ConfigError(f"openenv:{target}: {module_name} has no class or factory named {attr}")
+    from workbench.importing import import_target
+
+    found = import_target(
+        target,
+        where=f"openenv:{target}",
+        wants="an Environment class or factory",
+        form="openenv:package.module:ClassName",
+        example="openenv:my_envs.games:Guess",
+    )
     return typing.cast(Callable[[], Environment], found)
 
 

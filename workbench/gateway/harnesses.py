@@ -16,12 +16,12 @@ run launches (`workbench.registrations`), and a plugin module (`--plugin MODULE`
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import TypeVar
 
 from workbench.errors import ConfigError
 from workbench.gateway.episodes import HarnessAgent
+from workbench.importing import import_target
 from workbench.registrations import record, why_missing
 
 __all__ = ["HARNESS_SPEC_HELP", "harness", "harness_names", "register_harness", "resolve_harness"]
@@ -80,24 +80,10 @@ def resolve_harness(spec: str, *, where: str = "harness") -> HarnessAgent:
                 f"{HARNESS_SPEC_HELP}" + why_missing("harness", text)
             )
         return _HARNESSES[text]
-    module_name, _, attr = text.partition(":")
-    if not module_name or not attr:
-        raise ConfigError(f"{where} {text!r}: write MODULE:FUNCTION, e.g. my_pkg.agents:solve")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(
-            f"{where} {text!r}: cannot import {module_name} ({exc}); put it on sys.path (PYTHONPATH, or pip install "
-            "the package that holds it)"
-        ) from exc
-    found: object = module
-    for part in attr.split("."):
-        found = getattr(found, part, None)
-    if found is None:
-        raise ConfigError(f"{where} {text!r}: {module_name} has no attribute {attr!r}; name an agent(rollout) function")
-    if not callable(found):
-        raise ConfigError(
-            f"{where} {text!r}: {module_name}.{attr} is not callable (its type is {type(found).__name__}); name an "
-            "agent(rollout) function (async or plain)"
-        )
-    return found
+    return import_target(
+        text,
+        where=f"{where} {text!r}",
+        wants="an agent(rollout) function (async or plain)",
+        form="MODULE:FUNCTION",
+        example="my_pkg.agents:solve",
+    )
