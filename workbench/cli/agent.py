@@ -6,10 +6,12 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from workbench.agent.config import AgentConfig
     from workbench.contracts import Scorer
     from workbench.policies.base import Policy
-    from workbench.trajectory import Task
+    from workbench.trajectory import Task, Trajectory
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -147,12 +149,17 @@ def _run(args: argparse.Namespace) -> int:
                 executor.close()
     done = sum(t.termination == "submitted" for t in trajectories)
     print(f"{len(trajectories)} episodes, {done} submitted an answer; stored in {out}")
+    _closing_lines(trajectories, reward, out)
+    return 0
+
+
+def _closing_lines(trajectories: list[Trajectory], reward: Scorer | None, out: Path) -> None:
+    """The mean reward (when scored) and where to look."""
     if reward is not None:
         totals = [t.reward for t in trajectories if t.reward is not None]
         mean = sum(totals) / len(totals) if totals else float("nan")
         print(f"mean reward {mean:.3f} ({getattr(reward, 'name', 'reward')}, stored with each trajectory)")
     print(f"look at them with: workbench show {out}")
-    return 0
 
 
 def _run_harness(args: argparse.Namespace) -> int:
@@ -186,11 +193,7 @@ def _run_harness(args: argparse.Namespace) -> int:
         recorder = Recorder(store)
         trajectories = [recorder.record(traj, reward) for traj in played]
     print(f"{harness_summary(trajectories)}; stored in {out}")
-    if reward is not None:
-        totals = [t.reward for t in trajectories if t.reward is not None]
-        mean = sum(totals) / len(totals) if totals else float("nan")
-        print(f"mean reward {mean:.3f} ({getattr(reward, 'name', 'reward')}, stored with each trajectory)")
-    print(f"look at them with: workbench show {out}")
+    _closing_lines(trajectories, reward, out)
     return 0
 
 
