@@ -176,3 +176,52 @@ def test_agent0_smoke_run_on_the_tiny_model(tmp_path, torch_threads, monkeypatch
     assert len(qa) >= cfg.rl_questions_per_step and row["solver_update"]["global_step"] == 1, row["solver_update"]
     assert steps == [("adpo", len(qa))]  # the executor's update: ADPO on the in-band questions
     assert any("curriculum reward" in line for line in lines)
+
+
+def test_a_learned_proposers_grpo_step_takes_groups_of_one_prompt_and_says_when_it_is_short():
+    """Agent0's curriculum update (GRPO) groups episodes of one prompt: prompts of any hop counts fill a step, which
+    needs proposer_rl_batch / proposer_hop_group of them; Dr. Zero's HRPO still needs whole hop groups."""
+    from types import SimpleNamespace
+
+    from workbench.demo.rl import proposer_train_fn
+    from workbench.trajectory import Task
+
+    tasks = [Task(str(i), "q", [], {"hops": i + 1}) for i in range(3)]  # three prompts, three hop counts
+    cfg = DemoConfig(proposer_rl_batch=4, proposer_hop_group=2, proposer_rl_micro_batch=3)  # a micro-batch to refuse
+    train_fn = proposer_train_fn(None, None, cfg, solver_fn=lambda r: None, on_step=lambda line: None)
+
+    def request(estimator: str, n: int) -> SimpleNamespace:
+        return SimpleNamespace(role="proposer", tasks=tasks[:n], episodes=None, estimator=estimator)
+
+    assert train_fn(request("grpo", 1)) == {"skipped": "only 1 prompts, fewer than 2 groups of 2 rollouts"}
+    assert train_fn(request("hrpo", 3)) == {"skipped": "only 0 prompts in hop groups of 2"}
+    with pytest.raises(ConfigError, match="proposer_rl_micro_batch=3"):  # GRPO took the 3 prompts to a step
+        train_fn(request("grpo", 3))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # both roles' stages with real kernels: minutes on a busy machine
+def test_agent0_learned_proposer_smoke_run(tmp_path, torch_threads):
+    """`--mode agent0 --proposer learned --fast`: the proposer's teacher writes on Agent0's prompt, the proposer
+    takes one GRPO step on the curriculum reward (its batches' figures kept per hop), and summary.json carries
+    Agent0's per-iteration figures in place of Dr. Zero's proposer figures."""
+    from workbench.demo import LearnedProposer, run_demo
+    from workbench.store import Store
+
+    run = tmp_path / "learned_agent0"
+    lines: list[str] = []
+    cfg = DemoConfig.preset("fast_learned_agent0", run_dir=str(run), torch_threads=torch_threads)
+    run_demo(cfg, out=lines.append, proposer=LearnedProposer())
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["proposer"] == "learned" and "proposer_per_iteration" not in summary
+    [row] = summary["evolution"]
+    update = row["proposer_update"]
+    assert update["global_step"] == 1, update
+    assert all({"reward", "uncertainty", "spread"} <= set(v) for batch in update["rollouts"] for v in batch.values())
+    [it] = summary["agent0_per_iteration"]
+    assert it["proposer_update"] == update["rollouts"]
+    [teacher_dir] = [p for p in (run / "cache").iterdir() if p.name.startswith("proposer-teacher-")]
+    with Store.open_readonly(teacher_dir) as store:
+        assert all(t.task.metadata["mode"] == "agent0" for t in store.iter_trajectories())
+    assert any("GRPO steps on the proposer" in line for line in lines)
+    assert any("proposer GRPO update, curriculum reward" in line for line in lines)
