@@ -1,6 +1,7 @@
 """Real agent frameworks, written as their users write them, played through the model gateway and trained
-on: a plain `openai` loop with a tool, smolagents' CodeAgent (synchronous; it sends `stop`) and the OpenAI
-Agents SDK with a function tool (chat completions, tracing off). Each plays episodes through
+on: a plain `openai` loop with a tool, smolagents' CodeAgent (synchronous; it sends `stop`), the OpenAI
+Agents SDK with a function tool (chat completions, tracing off) and a LangGraph graph (a model node bound to a
+tool, a `ToolNode`, `tools_condition`) over langchain-openai's `ChatOpenAI`. Each plays episodes through
 `HarnessEpisodes` (a scripted policy answering in the framework's format: the episode mechanics), then
 trains one real GRPO step with the trainer's tiny model behind the gateway (slow). The frameworks come
 from the `harness` extra."""
@@ -21,6 +22,7 @@ from workbench.trajectory import Task, Trajectory
 
 smolagents = pytest.importorskip("smolagents", reason="the `harness` extra: pip install -e '.[harness]'")
 agents = pytest.importorskip("agents", reason="the `harness` extra: pip install -e '.[harness]'")
+langgraph = pytest.importorskip("langgraph", reason="the `harness` extra: pip install -e '.[harness]'")
 
 MAX_TOKENS = 160  # the scripts fit; the tiny model of the GRPO step samples this much at most
 TASKS = [Task(f"t{i}", f"What is {i} + 3?", golden_answers=[str(i + 3)]) for i in range(3)]
@@ -147,7 +149,47 @@ async def agents_sdk_agent(r) -> str:
     return str(result.final_output)
 
 
+async def langgraph_agent(r) -> str:
+    """LangGraph's tool loop as its docs build it: a model node bound to the tool, a `ToolNode`, `tools_condition`."""
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    @tool("add")
+    def add_tool(a: int, b: int) -> int:
+        """Add two integers."""
+        return add(a, b)
+
+    import httpx
+
+    http = httpx.AsyncClient()  # ChatOpenAI's own client is never closed: a harness closes what it opens
+    model = ChatOpenAI(
+        model="any",
+        base_url=r.base_url,
+        api_key=r.api_key,
+        max_tokens=MAX_TOKENS,
+        max_retries=0,
+        http_async_client=http,
+    )
+    bound = model.bind_tools([add_tool])
+
+    async def call_model(state: MessagesState) -> dict:
+        return {"messages": [await bound.ainvoke(state["messages"])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", call_model)
+    builder.add_node("tools", ToolNode([add_tool]))
+    builder.add_edge(START, "model")
+    builder.add_conditional_edges("model", tools_condition)
+    builder.add_edge("tools", "model")
+    async with http:
+        state = await builder.compile().ainvoke({"messages": [("user", r.task.question)]})
+    return str(state["messages"][-1].content)
+
+
 HARNESSES = {
+    "langgraph": (langgraph_agent, tool_call_script),
     "openai": (openai_agent, tool_call_script),
     "smolagents": (smolagents_agent, code_script),
     "agents_sdk": (agents_sdk_agent, tool_call_script),
