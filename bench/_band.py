@@ -11,7 +11,9 @@
 2. The questions: Dr. Zero's proposer prompts over `--prompts` fixed documents of the demo world (seeded), hop
    counts cycling through `--hops`, answered by the scripted proposer (`world_proposer`) in real kernels with real
    search, gated as Dr. Zero gates them (format > 0); each answer is checked against the world by resolving the
-   question's chain (`workbench.evolve.oracle.resolve_chain`): a question is valid when both pass.
+   question's chain (`workbench.evolve.oracle.resolve_chain`): a question is valid when both pass. The band is
+   reported by the question's own hop count (its chain's length): where a document's facts end, the scripted
+   proposer writes fewer hops than the prompt asked for (printed: hops asked, hops of the questions).
 3. The band: n solver attempts per valid question with the sampling the demo's self-evolution uses
    (`Stages.drzero_config`: the preset's `rl_temperature`, `rl_top_p`, `max_new_tokens`, `rl_token_budget`;
    `--temperature` overrides), through the demo's engine (`Stages.policy`: vLLM for the preset), measured by
@@ -30,6 +32,7 @@ import os
 import random
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +47,13 @@ def add_band_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--n", type=int, default=5, help="--band: solver attempts per question (Dr. Zero: 5)")
     ap.add_argument("--temperature", type=float, default=1.0, help="--band: the solver attempts' temperature")
     ap.add_argument("--model", default="smollm2", help="--band: the demo preset whose solver is built")
+    ap.add_argument(
+        "--give-up",
+        type=float,
+        default=None,
+        help="--band: the solver's starting point: DemoConfig.give_up of its SFT (default: the preset's; "
+        "a new value trains and caches another SFT model)",
+    )
 
 
 def build_solver(args: argparse.Namespace, run_dir: str) -> tuple[Any, Any, Any, Path]:
@@ -68,7 +78,8 @@ def build_solver(args: argparse.Namespace, run_dir: str) -> tuple[Any, Any, Any,
             return st, AutoModelForCausalLM.from_pretrained(path), tok, path
     from workbench.models.load import load_causal_lm
 
-    cfg = DemoConfig.preset(args.model, run_dir=run_dir)
+    changes = {} if args.give_up is None else {"give_up": args.give_up}
+    cfg = DemoConfig.preset(args.model, run_dir=run_dir, **changes)
     pretrained = PretrainedModel()
     st = Stages(cfg, say, False, pretrained, ScriptedProposer())
     with st.timed("1-3. SmolLM2 solver after SFT (PretrainedModel's teacher and SFT; cached under run-dir/cache)"):
@@ -108,9 +119,11 @@ def fixed_questions(st: Any, args: argparse.Namespace, dz: Any, executor: Any) -
         chain = parse_chain_question(f"Task: {question.strip()}") if question else None
         truth = resolve_chain(st.world, *chain) if chain else None
         checked = truth is not None and bool(exact_match(answer, [truth]))
-        out.append(Task(id=f"band-{j:02d}", question=question, golden_answers=[answer] if answer else [],
-                        metadata={"hops": it.hops, "valid": bool(it.valid and checked), "gate": it.valid,
-                                  "checked": checked}))  # fmt: skip
+        hops_asked = it.hops  # the prompt's; the question's own chain may be shorter (the document's facts end)
+        meta = {"hops": len(chain[1]) if chain else hops_asked, "hops_asked": hops_asked,
+                "valid": bool(it.valid and checked), "gate": it.valid, "checked": checked}  # fmt: skip
+        golds = [answer] if answer else []
+        out.append(Task(id=f"band-{j:02d}", question=question, golden_answers=golds, metadata=meta))
     return out
 
 
@@ -137,6 +150,11 @@ def run_band(args: argparse.Namespace) -> None:
                 gated = sum(bool(q.metadata["gate"]) for q in questions)
                 checked = sum(bool(q.metadata["checked"]) for q in questions)
                 st.out(f"  {gated} of {len(questions)} pass Dr. Zero's gate, {checked} resolve in the world")
+                asked = Counter(q.metadata["hops_asked"] for q in questions)
+                made = Counter(q.metadata["hops"] for q in questions)
+                st.out(
+                    f"  hops asked {dict(sorted(asked.items()))}, hops of the questions {dict(sorted(made.items()))}"
+                )
             with st.timed(f"5. the band: {args.n} solver attempts per question at temperature {args.temperature}"):
                 fields = {"top_p": "rl_top_p", "max_new_tokens": "max_new_tokens", "token_budget": "rl_token_budget",
                           "max_steps": "max_steps", "temperature": "rl_temperature"}  # fmt: skip
@@ -152,7 +170,7 @@ def run_band(args: argparse.Namespace) -> None:
                     solver_config=dz.agent_config("solver"),
                     executor=executor,
                     store_dir=st.run / "band",
-                    run_id=f"band hops {args.hops} n{args.n} T{args.temperature:g}",
+                    run_id=f"band hops {args.hops} n{args.n} T{args.temperature:g} give_up {c.give_up:g}",
                     concurrency=c.concurrency,
                     episode_source=source,
                 )
@@ -170,6 +188,7 @@ def run_band(args: argparse.Namespace) -> None:
     load1 = os.getloadavg()[0]
     print(f"load (1-min average) at start {load0:.1f}, at end {load1:.1f}, on {os.cpu_count()} cores")
     label = f"hops {args.hops}, n={args.n}, T={args.temperature:g}"
+    label += "" if args.give_up is None else f", SFT give_up={args.give_up:g}"
     figure(f"band: solver after SFT, built or loaded from cache [{label}]", built - t0, "s")
     figure(f"band: questions + attempts [{label}]", seconds, "s")
     for row in report.rows:
