@@ -175,6 +175,7 @@ def test_agent0_smoke_run_on_the_tiny_model(tmp_path, torch_threads, monkeypatch
         assert 0.3 <= meta["self_consistency"] == vote.p_valid <= 0.8  # the band
     assert len(qa) >= cfg.rl_questions_per_step and row["solver_update"]["global_step"] == 1, row["solver_update"]
     assert steps == [("adpo", len(qa))]  # the executor's update: ADPO on the in-band questions
+    assert f"  iteration 0: 1 ADPO steps on {len(qa)} questions" in lines
     assert any("curriculum reward" in line for line in lines)
 
 

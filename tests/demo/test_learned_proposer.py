@@ -253,7 +253,7 @@ def test_a_solver_grpo_step_short_of_questions_is_skipped_and_says_why():
 
     lines: list[str] = []
     train_fn = demo_train_fn(None, None, DemoConfig(rl_questions_per_step=4), on_step=lines.append)
-    req = SimpleNamespace(role="solver", tasks=[object()] * 3, iteration=0)
+    req = SimpleNamespace(role="solver", tasks=[object()] * 3, iteration=0, estimator="grpo")
     result = train_fn(req)
     why = "only 3 valid questions, fewer than rl_questions_per_step=4"
     assert result == {"skipped": why}

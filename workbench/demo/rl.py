@@ -47,7 +47,7 @@ def demo_train_fn(
             return {"skipped": "the demo's proposer is scripted"}
         if len(req.tasks) < cfg.rl_questions_per_step:
             why = f"only {len(req.tasks)} valid questions, fewer than rl_questions_per_step={cfg.rl_questions_per_step}"
-            on_step(f"  iteration {req.iteration}: no GRPO step on the solver: {why}")
+            on_step(f"  iteration {req.iteration}: no {req.estimator.upper()} step on the solver: {why}")
             return {"skipped": why}
         rows = cfg.rl_questions_per_step * cfg.rl_generations
         micro = cfg.rl_micro_batch or rows
@@ -79,7 +79,8 @@ def demo_train_fn(
         )
         if cfg.rl_lora_r:
             merge_lora_in_place(model)
-        on_step(f"  iteration {req.iteration}: {summary['global_step']} GRPO steps on {len(req.tasks)} questions")
+        steps = f"{summary['global_step']} {req.estimator.upper()} steps"  # GRPO, or Agent0's ADPO
+        on_step(f"  iteration {req.iteration}: {steps} on {len(req.tasks)} questions")
         return summary
 
     return train_fn
