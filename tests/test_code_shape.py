@@ -51,6 +51,7 @@ def test_no_function_in_workbench_is_over_60_lines():
 MAX_MODULE_LINES = 400
 LONG_MODULES: dict[str, tuple[int, str]] = {
     "workbench/train/config.py": (530, "TrainConfig: one dataclass whose fields with their help are most of it"),
+    "workbench/demo/config.py": (415, "DemoConfig: its fields with their help, then the presets built from it"),
     "workbench/store/store.py": (
         490,
         "the store's SQL in one class; the seam, if it grows: trajectories and their queries vs reward "

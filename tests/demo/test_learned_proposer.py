@@ -235,6 +235,13 @@ def test_learned_proposer_smoke_run(tmp_path, torch_threads):
     assert it["per_hop"] and all({"format", "difficulty", "solver_pass_rate"} <= set(v) for v in it["per_hop"].values())
     assert any("HRPO steps on the proposer" in line for line in lines)
     assert any("QA generation format" in line for line in lines)
+    # the checks: the proposer's first and last weights on the same 2 prompts against the first solver, the held-out
+    # change on the same questions; their lines are the run's last two, and summary.json holds both
+    check = summary["coevolution"]
+    assert len(check["proposer_difficulty"]["first"]) == len(check["proposer_difficulty"]["last"]) == 2
+    assert len(check["heldout"]["first"]) == len(check["heldout"]["last"]) == cfg.eval_tasks
+    assert lines[-2].startswith("proposer difficulty: ") and lines[-1].startswith("held-out accuracy: ")
+    assert (run / "iteration0" / "proposer" / "config.json").exists() and (run / "coevolution_check").is_dir()
     [sft_dir] = [p for p in (run / "cache").iterdir() if p.name.startswith("proposer-sft-")]
     before = AutoModelForCausalLM.from_pretrained(sft_dir).state_dict()
     after = AutoModelForCausalLM.from_pretrained(run / "final_proposer").state_dict()

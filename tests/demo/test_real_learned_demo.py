@@ -38,6 +38,9 @@ def test_smollm2_with_a_learned_proposer_runs_every_stage(smollm2_models, torch_
     assert questions["hrpo_rollouts"]["1"]["proposals"] == 2
     assert questions["qa_generation"]["all"]["proposals"] == cfg.proposer_prompts
     assert any("HRPO steps on the proposer" in line for line in lines)
+    check = summary["coevolution"]  # with adapters: the first weights loaded into each role, the live ones back after
+    assert len(check["proposer_difficulty"]["first"]) == 1 and len(check["heldout"]["first"]) == cfg.eval_tasks
+    assert lines[-2].startswith("proposer difficulty: ") and lines[-1].startswith("held-out accuracy: ")
     assert any(line.startswith("    hop 1: HRPO rollouts") for line in lines)
     # GRPO on the solver's adapter runs when QA generation gave a valid question (at 64-token turns it rarely does)
     grpo = [line for line in lines if " GRPO steps on " in line]

@@ -127,6 +127,8 @@ class DemoConfig(Config):
         "(0: the whole step at once); gradients accumulate over a step's micro-batches.",
     )
     proposer_rl_lr: float = config_field(3e-4, "--proposer learned: HRPO learning rate.")
+    check_prompts: int = config_field(16, "--proposer learned: prompts of the first-vs-last proposer check (0: none).")
+    check_samples: int = config_field(1, "--proposer learned: proposer samples per check prompt.")
     # evaluation and runtime
     eval_tasks: int = config_field(150, "Held-out questions of each evaluation (greedy).")
     concurrency: int = config_field(16, "Episodes at once: one batch for the policy; kernel start-up overlaps.")
@@ -225,6 +227,7 @@ PRESETS["fast_learned"] = _preset(
     proposer_rl_batch=2,
     proposer_hop_group=2,
     eval_tasks=4,
+    check_prompts=2,
 )
 """A smoke run of `--proposer learned`: 4 prompts over two hop counts always hold one hop group of 2;
 the solver's held-out evaluations shrink to 4 questions (the stages this run checks are the proposer's)."""
@@ -345,6 +348,7 @@ PRESETS["fast_smollm2_learned"] = _preset(
     proposer_rl_steps=1,
     proposer_rl_batch=2,
     proposer_hop_group=2,
+    check_prompts=1,
 )
 """A smoke run of `--model smollm2 --proposer learned` (tests): `--model smollm2 --fast`'s turns (2 of 64
 tokens) and 2 held-out questions, 2 teacher episodes per role, one HRPO step on 2 one-hop prompts, a GRPO step on one

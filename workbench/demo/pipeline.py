@@ -101,6 +101,7 @@ class ProposerKind(Protocol):
     def evolve(self, st: Stages, solver: Solver) -> list[dict[str, Any]]: ...
     def save_final(self, st: Stages, solver: Solver) -> None: ...
     def report(self, st: Stages, solver: Solver, evolution: list[dict[str, Any]]) -> dict[str, Any]: ...
+    def closing_lines(self, st: Stages) -> list[str]: ...
 
 
 # What each variant prints as its title, its self-evolution stage and its last stage: (model, proposer) -> titles.
@@ -366,7 +367,7 @@ def run_stages(st: Stages) -> DemoResult:
 
     record_demo_summary(st.run / "summary.json", smoke=cfg.eval_tasks < DemoConfig().eval_tasks)
     result = st.model.result(st, solver, evolution)
-    for line in st.model.closing_lines(st, result):
+    for line in st.model.closing_lines(st, result) + st.proposer.closing_lines(st):
         out(line)
     return result
 

@@ -34,9 +34,11 @@ import hashlib
 import json
 import random
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from workbench.demo.coevolution import ProposerCheck, RoleWeights, heldout_change, proposer_check
 from workbench.demo.config import DemoConfig
 from workbench.demo.modes import (
     agent0_hop_stats,
@@ -126,6 +128,9 @@ class ScriptedProposer:
     def report(self, st: Stages, solver: Solver, evolution: list[dict[str, Any]]) -> dict[str, Any]:
         return mode_report(st, evolution)
 
+    def closing_lines(self, st: Stages) -> list[str]:
+        return []
+
 
 class LearnedProposer:
     """A proposer with a model of its own (see the module docstring): its teacher, model and SFT, then HRPO in
@@ -138,6 +143,8 @@ class LearnedProposer:
         self.model: Any = None
         self.tok: Any = None
         self.sft_losses: list[float] = []
+        self.check: ProposerCheck | None = None  # Dr. Zero: the proposer against the frozen first solver
+        self.closing: list[str] = []  # the checks' lines, printed last
 
     def stages(self, st: Stages, solver: Solver) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -278,12 +285,17 @@ class LearnedProposer:
         config = evolve_config(
             st,
             "final_proposer",
+            "iteration0",
+            "coevolution_check",
+            "check_live_adapters",
             hop_weights=c.proposer_hop_weights,
             proposer_group_size=c.proposer_hop_group,
             proposer_agent=proposer_agent(c),
         )
         policies = self.role_policies(solver)
         train_fn = self.train_fn(st, solver)
+        checked = c.mode == "drzero" and c.check_prompts > 0
+        kept = RoleWeights.keep(st, solver, self) if checked else None
         result = run_mode(
             st, config, proposer_policy=policies["proposer"], solver_policy=policies["solver"], train_fn=train_fn
         )
@@ -294,6 +306,12 @@ class LearnedProposer:
         lines = proposer_lines(rows) if c.mode == "drzero" else mode_lines(st, rows) + proposer_update_lines(rows)
         for line in lines + (question_lines(rows) if solver.adapters is not None else []):
             st.out(line)
+        if kept is not None:
+            with st.timed("the proposer's first and last weights on the same prompts, against the first solver"):
+                self.check = proposer_check(
+                    st, solver, self, kept, config, prompts=c.check_prompts, samples=c.check_samples
+                )
+                st.out(f"  {self.check.line()}")
         return rows
 
     def role_policies(self, solver: Solver) -> dict[str, Policy]:
@@ -349,7 +367,7 @@ class LearnedProposer:
 
     def report(self, st: Stages, solver: Solver, evolution: list[dict[str, Any]]) -> dict[str, Any]:
         first_last = [self.sft_losses[0], self.sft_losses[-1]]
-        figures: dict[str, Any] = {"proposer": "learned"} | mode_report(st, evolution)
+        figures: dict[str, Any] = {"proposer": "learned"} | mode_report(st, evolution) | self.check_report(st)
         if st.cfg.mode == "drzero":  # Agent0's per iteration figures are in mode_report's
             figures["proposer_per_iteration"] = proposer_summary(evolution)
         if solver.adapters is None:
@@ -359,6 +377,18 @@ class LearnedProposer:
             "proposer_questions": question_summary(evolution),
             "sft_losses": {"solver": solver_losses, "proposer": first_last},
         }
+
+    def check_report(self, st: Stages) -> dict[str, Any]:
+        """The two co-evolution checks for summary.json (`workbench.demo.coevolution`), after the final evaluation."""
+        if self.check is None:
+            return {}
+        held = heldout_change(st.run / "eval_sft", st.run / "eval_final", seed=st.cfg.seed)
+        self.closing = [self.check.line(), held.line()]
+        return {"coevolution": {"proposer_difficulty": asdict(self.check), "heldout": asdict(held)}}
+
+    def closing_lines(self, st: Stages) -> list[str]:
+        """The checks' lines, for scripts: the run's last two."""
+        return list(self.closing)
 
 
 __all__ = [
