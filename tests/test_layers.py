@@ -51,8 +51,8 @@ LAYERS: list[tuple[tuple[str, ...], str]] = [
             "shipped.py",
         ),
         "the error tree, safe text, quiet exits into closed pipes, child processes, blocking calls, HTTP bodies,"
-        " config files, MODULE:NAME specs, lazy exports, passages, prompt templates, tcmalloc for entry points, figure records,"
-        " the shipped profile and kernelspec folders",
+        " config files, MODULE:NAME specs, lazy exports, passages, prompt templates, tcmalloc for entry points,"
+        " figure records, the shipped profile and kernelspec folders",
     ),
     (("trajectory.py", "contracts.py", "store/"), "trajectory schema, the Protocols several layers implement, store"),
     (("sandbox/",), "bubblewrap profiles, limits, cgroups"),
