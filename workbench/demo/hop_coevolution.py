@@ -19,6 +19,10 @@ the world's own form (`What is the <r_k> of … of the <r_1> of <START>?`), the 
    from the proposer's questions only, GRPO on the solver (the demo's settings);
 4. held-out accuracy after RL, then the two checks of `workbench.demo.coevolution`: the proposer's first and last
    weights on the same prompts against the frozen first solver, and the held-out change, each paired.
+
+For figures comparable with `make demo`'s, set the demo's arithmetic before torch loads
+(`workbench.demo.__main__.ARITHMETIC_ENV`: `ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2`): the SFT stage is
+sensitive to the CPU kernels' instruction set.
 """
 
 from __future__ import annotations
