@@ -167,6 +167,12 @@ def test_demo_cache_keys_are_unchanged():
         "rl_lora_r",
         "keep_notepads",
         "proposer_rl_micro_batch",
+        "mode",  # --mode agent0; the default, drzero, is make demo's
+        "agent0_p_low",
+        "agent0_p_high",
+        "agent0_reward",
+        "check_prompts",  # --proposer learned's closing checks; make demo's proposer is scripted
+        "check_samples",
     }
     every = [f.name for f in dataclasses.fields(DemoConfig) if f.name not in added]
     assert config.key(*every) == "f4f7e3e578"

@@ -60,6 +60,9 @@ class FakeProposer:
     def report(self, st: Stages, solver: Solver, evolution: list[dict[str, Any]]) -> dict[str, Any]:
         return {"proposer": "learned"}
 
+    def closing_lines(self, st: Stages) -> list[str]:
+        return ["checked"]
+
 
 def test_every_variant_runs_the_one_stage_order_and_writes_one_summary(tmp_path):
     calls: list[str] = []
@@ -77,7 +80,7 @@ def test_every_variant_runs_the_one_stage_order_and_writes_one_summary(tmp_path)
     ]
     header, evolve, final = TITLES[("tiny", "learned")]
     assert lines[0] == header.format(seed=0, passages=len(st.world.corpus()), run=st.run, eval_tasks=cfg.eval_tasks)
-    assert list(st.seconds) == ["1. solver", evolve, final] and lines[-1] == "done 0.25 -> 0.5"
+    assert list(st.seconds) == ["1. solver", evolve, final] and lines[-2:] == ["done 0.25 -> 0.5", "checked"]
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary == {
         "config": json.loads(json.dumps(cfg.to_dict())),
