@@ -41,6 +41,10 @@ SKIP = {
     "make demo    # set-up": "builds the venv and runs the full demo / the whole test suite (this test is part of it)",
     "docs/guides/training.md::handle = launch(": "the README's quick start runs the same launch",
     'connect("auto")': "joins a running Ray cluster; tests/cluster/ runs the same calls on the session's cluster",
+    "docs/getting-started/demo.md::python -m workbench.demo --mode agent0": (
+        "three demo runs, the first at make demo's full size (tens of minutes); tests/demo/test_agent0_mode.py "
+        "runs --mode agent0 at smoke size, scripted and learned"
+    ),
 }
 """A block containing the key is not run; the value says why."""
 
