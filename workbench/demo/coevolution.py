@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from workbench.trajectory import Task
 
@@ -42,6 +42,13 @@ __all__ = ["CHECK_SEED", "HeldoutChange", "ProposerCheck", "RoleWeights", "check
 CHECK_SEED = "coevolution-check"
 """Seeds the check's documents and hop counts, apart from the teacher's and every iteration's prompts."""
 Which = Literal["first", "last"]
+
+
+class ProposerModel(Protocol):
+    """A learned proposer as the checks use it: its model (tiny, or the adapters' base) and tokenizer."""
+
+    model: Any
+    tok: Any
 
 
 @dataclass
@@ -116,7 +123,7 @@ class RoleWeights:
     path: Path
 
     @classmethod
-    def keep(cls, st: Stages, solver: Solver, proposer: Any) -> RoleWeights:
+    def keep(cls, st: Stages, solver: Solver, proposer: ProposerModel) -> RoleWeights:
         path = st.run / "iteration0"
         if solver.adapters is not None:
             for role in ("proposer", "solver"):
@@ -127,7 +134,9 @@ class RoleWeights:
         return cls(path)
 
     @contextmanager
-    def policies(self, st: Stages, solver: Solver, proposer: Any, which: Which) -> Iterator[tuple[Policy, Policy]]:
+    def policies(
+        self, st: Stages, solver: Solver, proposer: ProposerModel, which: Which
+    ) -> Iterator[tuple[Policy, Policy]]:
         """(proposer at its `which` weights, solver at its first); with adapters, the live weights come back after."""
         from workbench.policies import TransformersPolicy
 
@@ -159,7 +168,7 @@ class RoleWeights:
 
 
 def proposer_check(
-    st: Stages, solver: Solver, proposer: Any, kept: RoleWeights, config: Any, *, prompts: int, samples: int
+    st: Stages, solver: Solver, proposer: ProposerModel, kept: RoleWeights, config: Any, *, prompts: int, samples: int
 ) -> ProposerCheck:
     """Step 1 of the module docstring, with the run's Dr. Zero `config` (its agents, attempts and reward)."""
     from workbench.evaluate.intervals import paired_change
