@@ -307,7 +307,8 @@ PRESETS["smollm2_learned"] = _preset(
     "smollm2",
     run_dir="runs/demo_smollm2_learned",
     engine="transformers",  # vLLM's CPU build served the two adapters at 0.38x (bench/bench_adapters.py)
-    proposer_hop_weights=DemoConfig().proposer_hop_weights,  # the learned proposer learns Dr. Zero's 4:3:2:1
+    proposer_hop_weights={2: 3.0, 3: 2.0, 4: 1.0},  # the band gate's hop mix: one-hop questions never reach the band
+    solver_attempts=5,  # Dr. Zero's n, the band gate's: at n = 2 a question is in the band only at k = 1
     rl_lora_r=0,  # each role trains its own adapter (workbench.train.lora.RoleAdapters)
     concurrency=24,
     sft_lora_r=16,
@@ -330,7 +331,10 @@ frozen SmolLM2, generating through transformers (`--engine vllm` serves both ada
 bench/bench_adapters.py). LoRA takes 10x the full fine-tuning learning rates (SFT 2e-3, GRPO and HRPO 1e-4); no
 KL term (see `workbench.demo.models`); the proposer learns from 32 teacher episodes, two passes, with turns
 of up to 640 tokens (the teacher's first cell is 573 of SmolLM2's tokens) in a 3072-token window; an HRPO step
-takes 4 of the iteration's 8 prompts, in whole hop groups of 2."""
+takes 4 of the iteration's 8 prompts, in whole hop groups of 2. The proposer is asked 2-, 3- and 4-hop questions
+(3:2:1) and the solver attempts each 5 times (Dr. Zero's n): the Day-1 band gate (`bench/bench_coevolution.py
+--band`) found 88% of such questions in the band for the SFT'd solver, where a first run with Dr. Zero's 4:3:2:1 and
+n = 2 earned no difficulty reward at all (one-hop questions: always answered)."""
 
 PRESETS["fast_smollm2_learned"] = _preset(
     "smollm2_learned",
