@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench.demo.questions import question_lines, question_shares, question_summary, world_answer
+from workbench.demo.questions import chain_length, question_lines, question_shares, question_summary, world_answer
 from workbench.evolve.proposer import SUBMIT
 from workbench.trajectory import HostCall, Step, Task, Trajectory
 from workbench.worlds import make_world
@@ -48,10 +48,26 @@ def test_shares_count_valid_and_answerable_questions_per_hop():
         proposer(2, "What is the colour of the sky?", answer, doc),  # valid, no chain to follow
     ]
     shares = question_shares(trajs, WORLD)
-    assert shares["1"] == {"proposals": 3.0, "valid": 2 / 3, "answerable": 1 / 3}
+    # the two valid one-hop proposals read as 1-hop chains; the sky question reads as no chain
+    assert shares["1"] == {"proposals": 3.0, "valid": 2 / 3, "answerable": 1 / 3, "chain1": 2.0}
     assert shares["2"] == {"proposals": 1.0, "valid": 1.0, "answerable": 0.0}
-    assert shares["all"] == {"proposals": 4.0, "valid": 0.75, "answerable": 0.25}
+    assert shares["all"] == {"proposals": 4.0, "valid": 0.75, "answerable": 0.25, "chain1": 2.0}
     assert list(shares) == ["1", "2", "all"]
+
+
+def test_a_question_shorter_than_its_prompt_asked_is_counted_by_its_own_chain():
+    """A prompt asked for 3 hops, the proposer wrote a 2-hop chain the world answers: it stays in hop 3's group
+    (HRPO's) and is counted as chain2 there."""
+    two_hop = next(t for t in TRAIN if t.metadata.get("hops") == 2)
+    answer = two_hop.golden_answers[0]
+    assert chain_length(two_hop.question) == 2 and chain_length("Who wrote the book?") is None
+    shares = question_shares([proposer(3, two_hop.question, answer, f"It was {answer}.")], WORLD)
+    assert shares["3"] == {"proposals": 1.0, "valid": 1.0, "answerable": 1.0, "chain2": 1.0}
+    it = {"iteration": 0, "proposer_update": {"rollouts": [shares]}, "questions": shares}
+    assert question_lines([it])[1] == (
+        "    hop 3: HRPO rollouts 1 / 1 of 1 | QA 1 / 1 of 1 (valid ones, by chain length: 2 with 2 hops)"
+    )
+    assert question_summary([it])[0]["chain_hops"]["3"] == {2: 2}
 
 
 def test_lines_and_summary_sum_rollout_batches_per_hop():

@@ -11,11 +11,16 @@ a relation chain (`What is the r_n of … of the r_1 of START?`, what the solver
 parses), and following those facts from START through the world gives the submitted answer
 (Search-R1's exact match). A question about a fact the world lacks, or whose stated answer is
 another fact's, is valid but not answerable.
+
+The figures are grouped by the hop count a prompt *asked* for (what HRPO groups by). What was written can differ:
+where a document's facts end, a proposer asks fewer hops. So each hop count also counts its valid questions by the
+length of the chain they read as (`chain2: 3.0` means three valid questions read as 2-hop chains; a valid question
+that reads as no chain is not counted).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +29,14 @@ from workbench.worlds.schema import RELATIONS
 from workbench.worlds.world import World
 
 RELATION_OF_PHRASE = {relation.phrase: name for name, relation in RELATIONS.items()}
+
+
+def chain_length(question: str) -> int | None:
+    """How many relations the question's chain follows (`What is the r_2 of the r_1 of START?` → 2), or None."""
+    from workbench.worlds.scripted.solver import parse_chain_question
+
+    parsed = parse_chain_question(f"Task: {question.strip()}")
+    return None if parsed is None else len(parsed[1])
 
 
 def world_answer(world: World, question: str) -> str | None:
@@ -57,20 +70,38 @@ def question_check(traj: Trajectory, world: World) -> tuple[bool, bool]:
 
 
 def question_shares(trajs: Sequence[Trajectory], world: World) -> dict[str, dict[str, float]]:
-    """Per hop count (and "all"): proposals, and the shares of them that are valid and answerable."""
+    """Per hop count asked (and "all"): proposals, the shares of them that are valid and answerable, and the valid
+    ones counted by the chain length they read as (`chainK`)."""
+    from workbench.evolve.proposer import proposal_of
+
     groups: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    chains: dict[str, Counter[str]] = defaultdict(Counter)
     for traj in trajs:
         check = question_check(traj, world)
-        groups[str(traj.hops or 1)].append(check)
-        groups["all"].append(check)
+        proposal = proposal_of(traj)
+        length = chain_length(proposal.question) if check[0] and proposal is not None else None
+        for hop in (str(traj.hops or 1), "all"):
+            groups[hop].append(check)
+            chains[hop].update([f"chain{length}"] * (length is not None))
     return {
         hop: {
             "proposals": float(len(checks)),
             "valid": sum(v for v, _ in checks) / len(checks),
             "answerable": sum(a for _, a in checks) / len(checks),
+            **{key: float(n) for key, n in sorted(chains[hop].items())},
         }
         for hop, checks in sorted(groups.items(), key=lambda kv: (kv[0] == "all", kv[0]))
     }
+
+
+def chain_counts(batches: Sequence[dict[str, dict[str, float]]], hop: str) -> dict[int, int]:
+    """Valid questions of one asked hop count by the chain length they read as, summed over batches."""
+    total: Counter[int] = Counter()
+    for batch in batches:
+        for key, n in batch.get(hop, {}).items():
+            if key.startswith("chain"):
+                total[int(key.removeprefix("chain"))] += round(n)
+    return dict(sorted(total.items()))
 
 
 def question_counts(batches: Sequence[dict[str, dict[str, float]]], hop: str) -> tuple[int, int, int]:
@@ -98,7 +129,11 @@ def question_lines(iterations: Sequence[dict[str, Any]]) -> list[str]:
                 (name, question_counts(batches, hop)) for name, batches in (("HRPO rollouts", rollouts), ("QA", [qa]))
             ]
             shown = [f"{name} {v} / {a} of {n}" for name, (n, v, a) in parts if n]
-            lines.append(f"    hop {hop}: " + " | ".join(shown))
+            chains = chain_counts([*rollouts, qa], hop)
+            written = ", ".join(f"{n} with {k} hops" for k, n in chains.items())
+            lines.append(
+                f"    hop {hop}: " + " | ".join(shown) + (f" (valid ones, by chain length: {written})" * bool(chains))
+            )
     return lines
 
 
@@ -115,9 +150,19 @@ def question_summary(iterations: Sequence[dict[str, Any]]) -> list[dict[str, Any
                 "iteration": it["iteration"],
                 "hrpo_rollouts": {h: dict(zip(keys, question_counts(rollouts, h), strict=True)) for h in hops},
                 "qa_generation": {h: dict(zip(keys, question_counts([qa], h), strict=True)) for h in hops},
+                "chain_hops": {h: chain_counts([*rollouts, qa], h) for h in hops},
             }
         )
     return rows
 
 
-__all__ = ["question_check", "question_counts", "question_lines", "question_shares", "question_summary", "world_answer"]
+__all__ = [
+    "chain_counts",
+    "chain_length",
+    "question_check",
+    "question_counts",
+    "question_lines",
+    "question_shares",
+    "question_summary",
+    "world_answer",
+]
