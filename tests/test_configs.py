@@ -167,6 +167,7 @@ def test_demo_cache_keys_are_unchanged():
         "rl_lora_r",
         "keep_notepads",
         "proposer_rl_micro_batch",
+        "proposer_style",
         "mode",  # --mode agent0; the default, drzero, is make demo's
         "agent0_p_low",
         "agent0_p_high",

@@ -110,6 +110,12 @@ class DemoConfig(Config):
     proposer_hop_weights: dict[int, float] = config_field(
         {1: 4.0, 2: 3.0, 3: 2.0, 4: 1.0}, "The proposer's hop-count sampling weights (Dr. Zero: 4:3:2:1)."
     )
+    proposer_style: Literal["code", "hop"] = config_field(
+        "code",
+        "--proposer learned: how its episodes are written (workbench.demo.proposer_styles): code (a constant first "
+        "cell defines hop(i), then one hop(i) a turn; the prompt's n fixes the hop count) | hop (the kernel defines "
+        "hop(i) and ask() before the first turn; one-line turns; it chooses how many hops, up to n).",
+    )
     proposer_vocab_size: int = config_field(1000, "--proposer learned: vocabulary of its own tokenizer.")
     proposer_context_tokens: int = config_field(2048, "--proposer learned: its context window, tokens.")
     proposer_max_new_tokens: int = config_field(
@@ -317,8 +323,9 @@ PRESETS["smollm2_learned"] = _preset(
     rl_beta=0.0,
     proposer_teacher_tasks=32,
     proposer_sft_epochs=2,
+    proposer_style="hop",  # one-line turns; the code style's 573-token first cell broke when sampled at temperature 1
     proposer_context_tokens=3072,
-    proposer_max_new_tokens=640,
+    proposer_max_new_tokens=64,
     proposer_rl_lr=1e-4,
     proposer_rl_batch=4,  # 8 prompts drawn 4:3:2:1 over hops rarely hold 8 in hop groups of 2 (a run had 7)
     proposer_rl_micro_batch=2,  # 4 rows of ~3000 tokens in one HRPO forward took past 23.8 GB (killed)
@@ -329,12 +336,14 @@ PRESETS["smollm2_learned"] = _preset(
 frozen SmolLM2, generating through transformers (`--engine vllm` serves both adapters from one vLLM engine,
 `workbench.policies.vllm_adapters`, which on this CPU ran at 0.38x: vLLM's CPU LoRA path is slow on long prompts;
 bench/bench_adapters.py). LoRA takes 10x the full fine-tuning learning rates (SFT 2e-3, GRPO and HRPO 1e-4); no
-KL term (see `workbench.demo.models`); the proposer learns from 32 teacher episodes, two passes, with turns
-of up to 640 tokens (the teacher's first cell is 573 of SmolLM2's tokens) in a 3072-token window; an HRPO step
-takes 4 of the iteration's 8 prompts, in whole hop groups of 2. The proposer is asked 2-, 3- and 4-hop questions
-(3:2:1) and the solver attempts each 5 times (Dr. Zero's n): the Day-1 band gate (`bench/bench_coevolution.py
---band`) found 88% of such questions in the band for the SFT'd solver, where a first run with Dr. Zero's 4:3:2:1 and
-n = 2 earned no difficulty reward at all (one-hop questions: always answered)."""
+KL term (see `workbench.demo.models`); the proposer is the hop style (`workbench.demo.proposer_styles`: the kernel
+defines `hop(i)` and `ask()`, each turn is one line of up to 64 tokens, and it chooses how many hops to take, up to
+the prompt's n) and learns from 32 teacher episodes, two passes, in a 3072-token window; an HRPO step takes 4 of
+the iteration's 8 prompts, in whole hop groups of 2. (The code style's first cell, 573 of SmolLM2's tokens, came
+out broken in each of a run's first 4 HRPO rollouts, sampled at temperature 1.) Prompts allow 2, 3 or 4 hops
+(3:2:1) and the solver attempts each question 5 times (Dr. Zero's n): the Day-1 band gate (`bench/bench_coevolution.py
+--band`) found 88% of such questions in the band for the SFT'd solver, where a first run with Dr. Zero's 4:3:2:1
+and n = 2 earned no difficulty reward at all (one-hop questions: always answered)."""
 
 PRESETS["fast_smollm2_learned"] = _preset(
     "smollm2_learned",

@@ -8,12 +8,11 @@
 
 **LearnedProposer**: the proposer is a model too. Its stages, after the solver's:
 
-P1. the code-style proposer teacher (`workbench.worlds.scripted.coder_proposer`) writes questions for sampled
-    documents and hop counts (Dr. Zero's 4:3:2:1) in real kernels with real search, once byte-level for the
-    tokenizer, then token-exact in the proposer's codec. Its cells name no entity: one constant cell reads the
-    document from `task` and defines `hop(relation)`, then each turn is `hop('<relation>')` with the relation
-    copied from the options the last output lists, so a tiny model learns the shape exactly and its one free
-    choice (which fact to follow) is what HRPO shapes;
+P1. the proposer style's teacher (`DemoConfig.proposer_style`, `workbench.demo.proposer_styles`) writes questions
+    for sampled documents and hop counts in real kernels with real search, once byte-level for the tokenizer, then
+    token-exact in the proposer's codec. Its cells name no entity: the code style's constant first cell (the hop
+    style's kernel setup) reads the document from `task` and defines `hop(i)`, then each turn is one `hop(i)`
+    (or, hop style, `ask()`), so what HRPO shapes is its free choices: which fact to follow (and when to ask);
 P2. on the tiny model, the proposer's tokenizer is trained on the world's text plus the proposer's prompts,
     turns and observations, and its tiny Qwen2 has the solver's architecture (a separate model: Dr. Zero's roles
     share one model, the demo's models each fit one job and one vocabulary); on the pretrained model, the
@@ -30,7 +29,6 @@ QA generation) and the solver's pass rate; with adapters also how many of its qu
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 from collections.abc import Sequence
@@ -50,11 +48,11 @@ from workbench.demo.modes import (
     run_mode,
 )
 from workbench.demo.pipeline import DEMO_EPISODE_WALL_S, Solver, Stages
+from workbench.demo.proposer_styles import CODE_STYLE, PROPOSER_STYLES
 from workbench.demo.questions import question_lines, question_shares, question_summary
 from workbench.demo.report import proposer_lines, proposer_summary
 from workbench.demo.rl import adapter_sft, demo_train_fn, hop_stats, proposer_train_fn
 from workbench.trajectory import Task, Trajectory
-from workbench.worlds.scripted.coder_proposer import HOP_TURN, PLAN_TURN, STUCK_TURN
 
 if TYPE_CHECKING:
     from workbench.evolve.loop import IterationResult, TrainFn
@@ -62,8 +60,7 @@ if TYPE_CHECKING:
     from workbench.store import Store
 
 PROPOSER_PROMPT_SEED = "proposer-teacher"  # documents of the teacher's prompts: apart from each iteration's
-PROPOSER_TEACHER_ID = hashlib.sha1((PLAN_TURN + HOP_TURN + STUCK_TURN).encode()).hexdigest()[:6]
-"""Fingerprint of the proposer teacher's cells: part of every cache key built from its episodes."""
+PROPOSER_TEACHER_ID = CODE_STYLE.fingerprint  # of the code-style teacher's cells; each style has its own
 
 
 def proposer_agent(cfg: DemoConfig, **update: Any) -> dict[str, Any]:
@@ -79,6 +76,7 @@ def proposer_agent(cfg: DemoConfig, **update: Any) -> dict[str, Any]:
         "temperature": cfg.rl_temperature,
         "top_p": cfg.rl_top_p,
         "seed": cfg.seed,
+        **PROPOSER_STYLES[cfg.proposer_style].agent,
         **update,
     }
 
@@ -154,7 +152,9 @@ class LearnedProposer:
         if solver.adapters is not None:
             self.adapter_stages(st, solver)
             return
-        with st.timed("P1-2. proposer: the code-style proposer teacher's episodes, its own tokenizer and tiny Qwen2"):
+        with st.timed(
+            f"P1-2. proposer: the {st.cfg.proposer_style}-style teacher's episodes, its tokenizer, tiny Qwen2"
+        ):
             model0 = self.model0(st)
             self.tok = AutoTokenizer.from_pretrained(model0)
             teacher = self.teacher(st, TokenizerCodec(self.tok))
@@ -171,7 +171,7 @@ class LearnedProposer:
         from workbench.policies import TokenizerCodec
 
         assert solver.adapters is not None
-        with st.timed("2. proposer: the code-style proposer teacher in the chat template, SFT of its adapter"):
+        with st.timed(f"2. proposer: the {st.cfg.proposer_style}-style proposer teacher in the chat template, SFT"):
             teacher = self.teacher(st, TokenizerCodec(solver.tok))
             submitted = sum(t.termination == "submitted" for t in teacher)
             st.out(f"  {len(teacher)} proposer teacher episodes, {submitted} submitted")
@@ -219,17 +219,16 @@ class LearnedProposer:
         names = ("seed", "world_size", "proposer_teacher_tasks", "proposer_hop_weights", "proposer_context_tokens")
         more = ("proposer_max_new_tokens", "max_steps", "proposer_vocab_size", "n_layer", "n_embd", "n_head")
         mode = ("mode",) if st.cfg.mode != "drzero" else ()  # Dr. Zero's keys as they were
-        return PROPOSER_TEACHER_ID + "-" + st.cfg.key(*names, *more, *mode, *extra)
+        return PROPOSER_STYLES[st.cfg.proposer_style].fingerprint + "-" + st.cfg.key(*names, *more, *mode, *extra)
 
     def model0(self, st: Stages) -> Path:
         """The proposer's tokenizer (world text + its prompts, turns, observations) and a random tiny Qwen2."""
         from workbench.models.tiny import build_tiny_model
-        from workbench.worlds.scripted.coder_proposer import coder_proposer
 
         c = st.cfg
         path = st.cache / f"proposer-model0-{self.key(st)}"
         if not (path / "config.json").exists():
-            teacher, tasks = coder_proposer(seed=c.seed), self.prompts(st)[:60]
+            teacher, tasks = PROPOSER_STYLES[c.proposer_style].teacher(seed=c.seed), self.prompts(st)[:60]
             sample = self.run_episodes(st, teacher, tasks, None, max_new_tokens=4096, max_context_tokens=16384)
             texts = proposer_tokenizer_texts(st.world, sample)
             build_tiny_model(
@@ -244,17 +243,17 @@ class LearnedProposer:
         return path
 
     def teacher(self, st: Stages, codec: Any) -> list:
-        """The code-style proposer teacher on the teacher prompts, token-exact in the proposer's codec."""
+        """The proposer style's teacher on the teacher prompts, token-exact in the proposer's codec."""
         from workbench.demo.data import in_task_order
         from workbench.store import Store
-        from workbench.worlds.scripted.coder_proposer import coder_proposer
 
         prompts = self.prompts(st)
         store_dir = st.cache / f"proposer-teacher-{self.key(st)}"
         if (store_dir / "done").exists():
             with Store.open_readonly(store_dir) as store:
                 return in_task_order(store.iter_trajectories(), prompts)  # the store holds them as they finished
-        trajs = self.run_episodes(st, coder_proposer(seed=st.cfg.seed, codec=codec), prompts, store_dir)
+        teacher = PROPOSER_STYLES[st.cfg.proposer_style].teacher(seed=st.cfg.seed, codec=codec)
+        trajs = self.run_episodes(st, teacher, prompts, store_dir)
         (store_dir / "done").touch()
         return trajs
 
