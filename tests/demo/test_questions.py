@@ -65,7 +65,7 @@ def test_a_question_shorter_than_its_prompt_asked_is_counted_by_its_own_chain():
     assert shares["3"] == {"proposals": 1.0, "valid": 1.0, "answerable": 1.0, "chain2": 1.0}
     it = {"iteration": 0, "proposer_update": {"rollouts": [shares]}, "questions": shares}
     assert question_lines([it])[1] == (
-        "    hop 3: HRPO rollouts 1 / 1 of 1 | QA 1 / 1 of 1 (valid ones, by chain length: 2 with 2 hops)"
+        "    hop 3: HRPO rollouts 1 / 1 of 1 | QA 1 / 1 of 1 (valid ones, by chain length: 2-hop 2)"
     )
     assert question_summary([it])[0]["chain_hops"]["3"] == {2: 2}
 

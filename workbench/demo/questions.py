@@ -130,7 +130,7 @@ def question_lines(iterations: Sequence[dict[str, Any]]) -> list[str]:
             ]
             shown = [f"{name} {v} / {a} of {n}" for name, (n, v, a) in parts if n]
             chains = chain_counts([*rollouts, qa], hop)
-            written = ", ".join(f"{n} with {k} hops" for k, n in chains.items())
+            written = ", ".join(f"{k}-hop {n}" for k, n in chains.items())
             lines.append(
                 f"    hop {hop}: " + " | ".join(shown) + (f" (valid ones, by chain length: {written})" * bool(chains))
             )
