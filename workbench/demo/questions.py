@@ -31,20 +31,23 @@ from workbench.worlds.world import World
 RELATION_OF_PHRASE = {relation.phrase: name for name, relation in RELATIONS.items()}
 
 
-def chain_length(question: str) -> int | None:
-    """How many relations the question's chain follows (`What is the r_2 of the r_1 of START?` → 2), or None."""
+def _parse_chain(question: str) -> tuple[str, list[str]] | None:
+    """(START, [r_1, …, r_n]) of `What is the r_n of … of the r_1 of START?`, or None."""
     from workbench.worlds.scripted.solver import parse_chain_question
 
-    parsed = parse_chain_question(f"Task: {question.strip()}")
+    return parse_chain_question(f"Task: {question.strip()}")
+
+
+def chain_length(question: str) -> int | None:
+    """How many relations the question's chain follows (`What is the r_2 of the r_1 of START?` → 2), or None."""
+    parsed = _parse_chain(question)
     return None if parsed is None else len(parsed[1])
 
 
 def world_answer(world: World, question: str) -> str | None:
     """The world's answer to a relation-chain question, or None when it reads as none or names a
     fact the world lacks."""
-    from workbench.worlds.scripted.solver import parse_chain_question
-
-    parsed = parse_chain_question(f"Task: {question.strip()}")
+    parsed = _parse_chain(question)
     if parsed is None:
         return None
     entity, phrases = parsed
@@ -58,30 +61,33 @@ def world_answer(world: World, question: str) -> str | None:
 
 def question_check(traj: Trajectory, world: World) -> tuple[bool, bool]:
     """(valid, answerable) of one proposer episode; see the module docstring."""
+    valid, answerable, _ = _checked(traj, world)
+    return valid, answerable
+
+
+def _checked(traj: Trajectory, world: World) -> tuple[bool, bool, int | None]:
+    """`question_check`'s (valid, answerable), and a valid question's chain length (None: no chain, or not valid)."""
     from workbench.evolve.proposer import proposal_of
     from workbench.evolve.scoring import format_components
     from workbench.rewards.text import exact_match
 
     proposal = proposal_of(traj)
     if proposal is None or format_components(traj, proposal)["format"] <= 0:
-        return False, False
+        return False, False, None
     answer = world_answer(world, proposal.question)
-    return True, answer is not None and exact_match(answer, [proposal.answer]) == 1.0
+    answerable = answer is not None and exact_match(answer, [proposal.answer]) == 1.0
+    return True, answerable, chain_length(proposal.question)
 
 
 def question_shares(trajs: Sequence[Trajectory], world: World) -> dict[str, dict[str, float]]:
     """Per hop count asked (and "all"): proposals, the shares of them that are valid and answerable, and the valid
     ones counted by the chain length they read as (`chainK`)."""
-    from workbench.evolve.proposer import proposal_of
-
     groups: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
     chains: dict[str, Counter[str]] = defaultdict(Counter)
     for traj in trajs:
-        check = question_check(traj, world)
-        proposal = proposal_of(traj)
-        length = chain_length(proposal.question) if check[0] and proposal is not None else None
+        valid, answerable, length = _checked(traj, world)
         for hop in (str(traj.hops or 1), "all"):
-            groups[hop].append(check)
+            groups[hop].append((valid, answerable))
             chains[hop].update([f"chain{length}"] * (length is not None))
     return {
         hop: {
