@@ -1,11 +1,14 @@
-"""Co-evolution checks (issue 45): the mechanism (item 1, `--oracle`) and the Day-1 band gate (item 2, `--band`).
+"""Co-evolution checks (issue 45): the mechanism (item 1, `--oracle`), the Day-1 band gate (item 2, `--band`) and
+both roles learning on the toy model in a world tuned for it (item 3's fallback, `--hop`).
 
     .venv/bin/python bench/bench_coevolution.py --oracle            # the full check (target: <= 10 min idle)
     .venv/bin/python bench/bench_coevolution.py --oracle --smoke    # every stage at toy size, seconds
     .venv/bin/python bench/bench_coevolution.py --band              # SmolLM2 after SFT: 16 questions, n = 5
     .venv/bin/python bench/bench_coevolution.py --band --smoke      # the toy model, 3 questions, n = 2
+    .venv/bin/python bench/bench_coevolution.py --hop               # make demo's solver + the hop proposer
 
-`--band` is in `_band.py` beside this file (its docstring: what it builds, what it prints).
+`--band` is in `_band.py` beside this file, `--hop` in `_hop.py` (their docstrings: what each builds and prints).
+Every mode runs with `make demo`'s CPU arithmetic (`workbench.demo.__main__.pin_arithmetic`, before torch loads).
 
 The oracle answers a question right with a known probability by hop count (1 hop 0.95, 2 hops 0.5,
 3 hops 0.05, 4 hops 0: `workbench.evolve.oracle`), so Dr. Zero's difficulty reward 1(0<k<n)·(n−k)/(n−1)
@@ -30,11 +33,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from workbench.evolve.mechanism import OracleCheck, run_oracle_check
+from workbench.demo.__main__ import pin_arithmetic
+
+pin_arithmetic()  # before anything loads torch: the demo's stages train as `python -m workbench.demo` trains them
+from workbench.evolve.mechanism import OracleCheck, run_oracle_check  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _band import add_band_flags, run_band
-from _util import add_smoke_flag, figure, record
+from _band import add_band_flags, run_band  # noqa: E402
+from _hop import add_hop_flags, run_hop  # noqa: E402
+from _util import add_smoke_flag, figure, record  # noqa: E402
 
 SMOKE = {
     "teacher_prompts": 8,
@@ -63,15 +70,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--oracle", action="store_true", help="the oracle-solver check (the default mode)")
     ap.add_argument("--band", action="store_true", help="the Day-1 band gate on SmolLM2 after SFT (see _band.py)")
+    ap.add_argument("--hop", action="store_true", help="both roles learning on the toy model (see _hop.py)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--run-dir", default="", help="keep the run's store here (default: a temporary folder)")
     ap.add_argument("--hrpo-lr", type=float, default=OracleCheck.hrpo_lr, help="HRPO learning rate")
     ap.add_argument("--iterations", type=int, default=OracleCheck.iterations, help="Dr. Zero iterations (HRPO)")
     add_smoke_flag(ap)
     add_band_flags(ap)
+    add_hop_flags(ap)
     args = ap.parse_args()
     if args.band:
         run_band(args)
+        return
+    if args.hop:
+        run_hop(args)
         return
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
