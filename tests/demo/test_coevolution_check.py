@@ -61,3 +61,44 @@ def test_the_check_prompts_are_seeded_and_follow_the_hop_mix(tmp_path):
     assert len({t.metadata["doc_id"] for t in prompts}) == 16  # distinct documents
     assert [t.question for t in check_prompts(st, 16)] == [t.question for t in prompts]
     assert [t.question for t in check_prompts(stages(1), 16)] != [t.question for t in prompts]
+
+
+def test_the_check_groups_its_samples_by_the_hops_their_question_has():
+    """Four samples of prompts that all asked for up to 4 hops: a 2-hop question the solver got 1 of 5 times
+    (difficulty (5-1)/(5-1) = 1.0), a 2-hop one it got 3 of 5 ((5-3)/4 = 0.5), a 3-hop one it never got
+    (k = 0: difficulty 0) and an episode that submitted nothing. By requested hops: one group of 4, valid 3/4,
+    difficulty (1 + 0.5 + 0 + 0)/4 = 0.375, pass 4/15. By chain: 2 hops: 2 samples, pass (1 + 3)/10 = 40%, difficulty
+    (1 + 0.5)/2 = 0.75; 3 hops: 1 sample, pass 0/5, difficulty 0; no chain: 1 sample."""
+    from workbench.demo.coevolution import _chain_hops
+    from workbench.evolve.difficulty import PromptDifficulty
+    from workbench.evolve.phases import Proposed
+    from workbench.evolve.proposer import Proposal
+
+    def sample(question: str | None, correct: list[bool], difficulty: float) -> Proposed:
+        traj = Trajectory(task=Task("p", "prompt", metadata={"hops": 4}), metadata={"solver_correct": correct})
+        proposal = None if question is None else Proposal(question, "x")
+        return Proposed(traj, proposal, rewards={"difficulty": difficulty}, valid=proposal is not None)
+
+    two = "What is the capital of the country of Aldmoor?"
+    three = "What is the capital of the country of the birthplace of Ada Vance?"
+    scores = PromptDifficulty(
+        per_prompt=[0.0],
+        items=[
+            sample(two, [True, False, False, False, False], 1.0),
+            sample(two, [True, True, True, False, False], 0.5),
+            sample(three, [False] * 5, 0.0),
+            sample(None, [], 0.0),
+        ],
+    )
+    assert scores.by_hop() == {4: {"samples": 4.0, "valid": 0.75, "difficulty": 0.375, "solver_pass": 4 / 15}}
+    by_chain = scores.by_hop(key=_chain_hops)
+    assert by_chain[2] == {"samples": 2.0, "valid": 1.0, "difficulty": 0.75, "solver_pass": 0.4}
+    assert by_chain[3] == {"samples": 1.0, "valid": 1.0, "difficulty": 0.0, "solver_pass": 0.0}
+    assert by_chain[0] == {"samples": 1.0, "valid": 0.0, "difficulty": 0.0, "solver_pass": 0.0}
+
+    check = ProposerCheck([0.0], [0.0], 0.0, 0.0, 0.0, by_chain={"first": by_chain, "last": {2: by_chain[2]}})
+    assert check.chain_lines()[1:] == [
+        "    no chain       1 ->    0 samples",
+        "    2 hops         2 ->    2 samples  pass  40% ->  40%  difficulty 0.75 -> 0.75",
+        "    3 hops         1 ->    0 samples  pass   0% ->    -  difficulty 0.00 ->    -",
+    ]

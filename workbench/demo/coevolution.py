@@ -35,6 +35,7 @@ from workbench.trajectory import Task
 if TYPE_CHECKING:
     from workbench.demo.pipeline import Solver, Stages
     from workbench.evolve.difficulty import PromptDifficulty
+    from workbench.evolve.phases import Proposed
     from workbench.policies.base import Policy
 
 __all__ = ["CHECK_SEED", "HeldoutChange", "ProposerCheck", "RoleWeights", "check_prompts", "heldout_change"]
@@ -54,7 +55,8 @@ class ProposerModel(Protocol):
 @dataclass
 class ProposerCheck:
     """Per prompt, the mean difficulty of the proposer's samples at its first and last weights, the frozen solver
-    attempting; the paired change; per requested hop count, each side's figures (`PromptDifficulty.by_hop`)."""
+    attempting; the paired change; each side's figures (`PromptDifficulty.by_hop`) per requested hop count and
+    per the hops its question actually has (`by_chain`; 0: no question, or one that reads as no chain)."""
 
     first: list[float]
     last: list[float]
@@ -62,6 +64,7 @@ class ProposerCheck:
     low: float
     high: float
     by_hop: dict[str, dict[int, dict[str, float]]] = field(default_factory=dict)
+    by_chain: dict[str, dict[int, dict[str, float]]] = field(default_factory=dict)
 
     def line(self) -> str:
         """`proposer difficulty: A -> B (change D [LO, HI])`, for scripts."""
@@ -69,6 +72,28 @@ class ProposerCheck:
         return (
             f"proposer difficulty: {a:.3f} -> {b:.3f} (change {self.change:+.3f} [{self.low:+.3f}, {self.high:+.3f}])"
         )
+
+    def chain_lines(self) -> list[str]:
+        """Per chain length, first -> last weights: samples, the frozen solver's pass rate, mean difficulty."""
+        first, last = self.by_chain.get("first", {}), self.by_chain.get("last", {})
+        lines = ["  the check's samples by the hops their question has (first -> last weights; frozen solver):"]
+        for hops in sorted(set(first) | set(last)):
+            a, b = first.get(hops, {}), last.get(hops, {})
+            label = "no chain" if hops == 0 else f"{hops} hop{'s' * (hops > 1)}"
+            line = f"    {label:<11} {a.get('samples', 0):4.0f} -> {b.get('samples', 0):4.0f} samples"
+            if hops:
+                line += f"  pass {_share(a, 'solver_pass')} -> {_share(b, 'solver_pass')}"
+                line += f"  difficulty {_value(a, 'difficulty')} -> {_value(b, 'difficulty')}"
+            lines.append(line)
+        return lines
+
+
+def _share(row: dict[str, float], name: str) -> str:
+    return f"{row[name]:4.0%}" if row else "   -"
+
+
+def _value(row: dict[str, float], name: str) -> str:
+    return f"{row[name]:.2f}" if row else "   -"
 
 
 @dataclass
@@ -205,4 +230,12 @@ def proposer_check(
         executor.close()
     first, last = scores["first"].per_prompt, scores["last"].per_prompt
     by_hop = {which: s.by_hop() for which, s in scores.items()}
-    return ProposerCheck(first, last, *paired_change(first, last, seed=st.cfg.seed), by_hop=by_hop)
+    by_chain = {which: s.by_hop(key=_chain_hops) for which, s in scores.items()}
+    return ProposerCheck(first, last, *paired_change(first, last, seed=st.cfg.seed), by_hop=by_hop, by_chain=by_chain)
+
+
+def _chain_hops(item: Proposed) -> int:
+    """The hops a sample's question actually has (0: no question, or one that reads as no chain)."""
+    from workbench.demo.questions import chain_length
+
+    return (chain_length(item.proposal.question) or 0) if item.proposal is not None else 0

@@ -121,8 +121,8 @@ def run_hop_coevolution(run: HopCoevolution, *, out: Printer = print) -> HopCoev
         out(hop_table(after, solver.evals[0]))
     with st.timed("5. the checks: the proposer against the frozen first solver; the held-out change"):
         check = proposer_check(st, solver, proposer, kept, config, prompts=run.check_prompts, samples=run.check_samples)
-        for which in ("first", "last"):
-            out(f"  proposer at its {which} weights, by hop: {check.by_hop[which]}")
+        for line in check.chain_lines():
+            out(line)
     held = heldout_change(st.run / "eval_sft", st.run / "eval_final", seed=cfg.seed)
     out(check.line())
     out(held.line())

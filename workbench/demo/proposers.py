@@ -310,7 +310,8 @@ class LearnedProposer:
                 self.check = proposer_check(
                     st, solver, self, kept, config, prompts=c.check_prompts, samples=c.check_samples
                 )
-                st.out(f"  {self.check.line()}")
+                for line in [*self.check.chain_lines(), f"  {self.check.line()}"]:
+                    st.out(line)
         return rows
 
     def role_policies(self, solver: Solver) -> dict[str, Policy]:

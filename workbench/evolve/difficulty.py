@@ -4,6 +4,7 @@
                                samples=2, attempts=5, phase="check_first", iteration=-1)
     scores.per_prompt      # per prompt: the mean difficulty of its samples (an invalid question scores 0)
     scores.by_hop()        # per requested hop count: samples, valid share, mean difficulty, solver pass rate
+    scores.by_hop(key=f)   # the same per f(sample), e.g. the hops its question actually has
 
 Each prompt is sampled `samples` times (episode i seeded with the proposer config's seed + i, so the same
 prompts in the same order get the same seeds whatever the weights), the mode's gate marks the valid
@@ -17,6 +18,7 @@ Run the same prompts with two proposers (or two solvers) and pair the per-prompt
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -41,12 +43,12 @@ class PromptDifficulty:
     def mean(self) -> float:
         return sum(self.per_prompt) / max(len(self.per_prompt), 1)
 
-    def by_hop(self) -> dict[int, dict[str, float]]:
-        """Per requested hop count: samples, the share whose question is valid, the mean difficulty (invalid: 0)
-        and the solver's pass rate over the valid questions' attempts (0 with none)."""
+    def by_hop(self, key: Callable[[Proposed], int] | None = None) -> dict[int, dict[str, float]]:
+        """Per requested hop count (or per `key(sample)`): samples, the share whose question is valid, the mean
+        difficulty (invalid: 0) and the solver's pass rate over the valid questions' attempts (0 with none)."""
         groups: dict[int, list[Proposed]] = defaultdict(list)
         for it in self.items:
-            groups[it.hops].append(it)
+            groups[it.hops if key is None else key(it)].append(it)
         rows = {}
         for hop, items in sorted(groups.items()):
             valid = [it for it in items if it.valid]
