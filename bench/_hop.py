@@ -1,7 +1,7 @@
 """`bench_coevolution.py --hop`: issue 45's item 3 on the toy model, in a world tuned for it — both roles learning.
 
     .venv/bin/python bench/bench_coevolution.py --hop --run-dir runs/hop_coevolution    # the defaults
-    .venv/bin/python bench/bench_coevolution.py --hop --check-prompts 48 --hrpo-steps 6
+    .venv/bin/python bench/bench_coevolution.py --hop --check-prompts 24 --hrpo-steps 4   # smaller, faster
     .venv/bin/python bench/bench_coevolution.py --hop --smoke                           # every stage, toy sizes
 
 Runs `workbench.demo.hop_coevolution` (its docstring: `make demo`'s tiny solver, the hop proposer, Dr. Zero
@@ -30,10 +30,11 @@ SMOKE = {
     "iterations": 1,
     "prompts_per_iteration": 4,
     "solver_attempts": 2,
+    "hrpo_steps": 1,
     "check_prompts": 4,
     "check_samples": 1,
 }
-SMOKE_PROPOSER = {"teacher_prompts": 8, "sft_epochs": 1, "hrpo_steps": 1, "hrpo_batch": 4, "hop_group": 2}
+SMOKE_PROPOSER = {"teacher_prompts": 8, "sft_epochs": 1, "hrpo_batch": 4, "hop_group": 2}
 
 
 def add_hop_flags(ap: argparse.ArgumentParser) -> None:
@@ -48,7 +49,8 @@ def add_hop_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--check-samples", type=int, default=HopCoevolution.check_samples, help="--hop: proposer samples per prompt"
     )
-    ap.add_argument("--hrpo-steps", type=int, default=None, help="--hop: HRPO steps per iteration (default: 4)")
+    ap.add_argument("--hrpo-steps", type=int, default=HopCoevolution.hrpo_steps, help="--hop: HRPO steps per iteration")
+    ap.add_argument("--torch-threads", type=int, default=None, help="--hop: DemoConfig.torch_threads (default: 2)")
 
 
 def run_hop(args: argparse.Namespace) -> None:
@@ -57,16 +59,16 @@ def run_hop(args: argparse.Namespace) -> None:
     load0 = os.getloadavg()[0]
     proposer = dict(SMOKE_PROPOSER) if args.smoke else {}
     proposer["hrpo_lr"] = args.hrpo_lr
-    if args.hrpo_steps is not None:
-        proposer["hrpo_steps"] = args.hrpo_steps
-    sizes = dict(SMOKE) if args.smoke else {"iterations": args.iterations}
+    sizes = dict(SMOKE) if args.smoke else {"iterations": args.iterations, "hrpo_steps": args.hrpo_steps}
     sizes.setdefault("check_prompts", args.check_prompts)
     sizes.setdefault("check_samples", args.check_samples)
+    threads = {} if args.torch_threads is None else {"torch_threads": args.torch_threads}
     with tempfile.TemporaryDirectory() as tmp:
         run = HopCoevolution(
             run_dir=args.run_dir or str(Path(tmp) / "hop"),
             seed=args.seed,
             proposer=proposer,
+            overrides=threads,
             **sizes,
         )
         say = lambda line: print(line, flush=True)  # noqa: E731

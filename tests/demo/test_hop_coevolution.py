@@ -1,13 +1,21 @@
-"""Both roles learning on the toy model with the hop proposer, at smoke size: every stage runs for real (the
-demo's solver stages, the hop proposer's SFT, one Dr. Zero iteration with HRPO and GRPO, the held-out evaluation,
-the checks), the iteration-0 weights are kept, the checks' episodes are stored by side, and the last two lines
-are the ones scripts read."""
+"""Both roles learning on the toy model with the hop proposer, at smoke size, as researchers run it
+(`bench/bench_coevolution.py --hop --smoke`): every stage runs for real (the demo's solver stages, the hop
+proposer's SFT, one Dr. Zero iteration with HRPO and GRPO, the held-out evaluation, the checks), the
+iteration-0 weights are kept, the checks' episodes are stored by side, the figures are recorded as smoke, and
+the last two lines are the ones scripts read."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NUMBER = r"([+-]?\d+\.\d+)"
 
 
 @pytest.mark.slow
@@ -15,40 +23,49 @@ import pytest
 def test_a_smoke_run_prints_both_checks_last(tmp_path, torch_threads):
     from transformers import AutoModelForCausalLM
 
-    from workbench.demo.hop_coevolution import HopCoevolution, run_hop_coevolution
+    from workbench.figures import RESULTS_ENV, read_figures
     from workbench.store import Store
 
-    lines: list[str] = []
-    run = HopCoevolution(
-        run_dir=str(tmp_path / "run"),
-        preset="fast",
-        iterations=1,
-        prompts_per_iteration=4,
-        solver_attempts=2,
-        check_prompts=4,
-        check_samples=1,
-        overrides={"torch_threads": torch_threads},
-        proposer={"teacher_prompts": 8, "sft_epochs": 1, "hrpo_steps": 1, "hrpo_batch": 4, "hop_group": 2},
+    run, results = tmp_path / "run", tmp_path / "results"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1", RESULTS_ENV: str(results)}
+    bench = ROOT / "bench" / "bench_coevolution.py"
+    command = [
+        sys.executable,
+        str(bench),
+        "--hop",
+        "--smoke",
+        "--run-dir",
+        str(run),
+        "--torch-threads",
+        str(torch_threads),
+    ]
+    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1700)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    proposer_line, heldout_line = proc.stdout.strip().splitlines()[-2:]
+    p = re.fullmatch(
+        rf"proposer difficulty: {NUMBER} -> {NUMBER} \(change {NUMBER} \[{NUMBER}, {NUMBER}\]\)", proposer_line
     )
-    result = run_hop_coevolution(run, out=lines.append)
-    number = r"[+-]?\d+\.\d+"
-    assert re.fullmatch(
-        rf"proposer difficulty: {number} -> {number} \(change {number} \[{number}, {number}\]\)", lines[-2]
+    h = re.fullmatch(
+        rf"held-out accuracy: {NUMBER}% -> {NUMBER}% \(change {NUMBER} \[{NUMBER}, {NUMBER}\]\)", heldout_line
     )
-    assert re.fullmatch(
-        rf"held-out accuracy: {number}% -> {number}% \(change {number} \[{number}, {number}\]\)", lines[-1]
-    )
-    assert lines[-2] == result.proposer.line() and lines[-1] == result.heldout.line()
-    assert len(result.proposer.first) == len(result.proposer.last) == 4  # one score per check prompt, paired
-    assert len(result.heldout.first) == len(result.heldout.last) == 12  # the fast preset's held-out questions
-    assert [row["iteration"] for row in result.evolution] == [0]
-    kept = tmp_path / "run" / "iteration0"
+    assert p and h, (proposer_line, heldout_line)
+    first, last, change, low, high = map(float, p.groups())
+    assert 0 <= first <= 1 and 0 <= last <= 1 and abs(last - first - change) < 2e-3 and low <= change <= high
+
+    figures = {f.name: f for f in read_figures(results)}
+    assert all(f.mode == "smoke" for f in figures.values())
+    assert abs(figures["hop proposer difficulty change"].value - change) < 1e-3
+    assert figures["hop held-out accuracy change"].ok == (figures["hop held-out accuracy change, 95% low"].value > 0)
+
     for role in ("proposer", "solver"):  # the first weights, loadable
-        assert AutoModelForCausalLM.from_pretrained(kept / role).num_parameters() > 0
-    with Store.open_readonly(tmp_path / "run" / "coevolution_check") as store:
+        assert AutoModelForCausalLM.from_pretrained(run / "iteration0" / role).num_parameters() > 0
+    for side in ("eval_sft", "eval_final"):  # the fast preset's 12 held-out questions, paired
+        with Store.open_readonly(run / side) as store:
+            assert len(list(store.iter_trajectories())) == 12
+    with Store.open_readonly(run / "coevolution_check") as store:
         proposals = [t for t in store.iter_trajectories() if t.role == "proposer"]
     by_side = {side: [t for t in proposals if t.lineage.get("phase") == side] for side in ("check_first", "check_last")}
-    assert [len(v) for v in by_side.values()] == [4, 4]
+    assert [len(v) for v in by_side.values()] == [4, 4]  # one per check prompt and side
     assert {t.task.metadata["iteration"] for t in by_side["check_first"]} == {-1}
     assert {t.task.metadata["iteration"] for t in by_side["check_last"]} == {1}
     first_prompts = sorted(t.task.metadata["prompt_index"] for t in by_side["check_first"])

@@ -20,18 +20,23 @@ the world's own form (`What is the <r_k> of … of the <r_1> of <START>?`), the 
 4. held-out accuracy after RL, then the two checks of `workbench.demo.coevolution`: the proposer's first and last
    weights on the same prompts against the frozen first solver, and the held-out change, each paired.
 
-For figures comparable with `make demo`'s, set the demo's arithmetic before torch loads
-(`workbench.demo.__main__.ARITHMETIC_ENV`: `ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2`): the SFT stage is
-sensitive to the CPU kernels' instruction set.
+From the shell: `python bench/bench_coevolution.py --hop` (flags for the check's size and HRPO's steps; figures
+recorded). Called from Python, set the demo's arithmetic before torch loads for figures comparable with
+`make demo`'s (`workbench.demo.__main__.ARITHMETIC_ENV`: `ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2`,
+which the bench sets): the SFT stage is sensitive to the CPU kernels' instruction set.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.demo.coevolution import HeldoutChange, ProposerCheck, RoleWeights, heldout_change, proposer_check
 from workbench.demo.pipeline import Printer
+
+if TYPE_CHECKING:
+    from workbench.demo.pipeline import Stages
+    from workbench.evolve.mechanism import OracleCheck
 
 __all__ = ["HopCoevolution", "HopCoevolutionResult", "run_hop_coevolution"]
 
@@ -47,7 +52,8 @@ class HopCoevolution:
     iterations: int = 3
     prompts_per_iteration: int = 16
     solver_attempts: int = 5  # Dr. Zero's n
-    check_prompts: int = 24
+    hrpo_steps: int = 8  # per iteration; 4 (the oracle check's) left the proposer's change inside its interval
+    check_prompts: int = 96  # 24 gave an interval of about ±0.11 around changes of 0.03-0.05
     check_samples: int = 2
     overrides: dict[str, Any] = field(default_factory=dict)  # more DemoConfig fields (the solver's side)
     proposer: dict[str, Any] = field(default_factory=dict)  # more OracleCheck fields (the hop proposer's SFT, HRPO)
@@ -76,23 +82,13 @@ def run_hop_coevolution(run: HopCoevolution, *, out: Printer = print) -> HopCoev
     from workbench.demo.report import evolution_lines, hop_table
     from workbench.evolve import run_drzero
     from workbench.evolve.hop_proposer import hop_agent
-    from workbench.evolve.mechanism import OracleCheck, build_proposer
+    from workbench.evolve.mechanism import build_proposer
 
     fields = {"run_dir": run.run_dir, "seed": run.seed, "iterations": run.iterations, **run.overrides}
     cfg = DemoConfig.preset(run.preset, proposer_hop_weights={run.max_hops: 1.0}, **fields)
     st = Stages(cfg, out, False, model=TinyModel(), proposer=ScriptedProposer())
     solver = st.model.solver_stages(st)
-    hop = OracleCheck(
-        **{
-            "run_dir": str(st.run / "proposer"),
-            "seed": cfg.seed,
-            "world_size": cfg.world_size,
-            "max_hops": run.max_hops,
-            "iterations": run.iterations,
-            "attempts": run.solver_attempts,
-            **run.proposer,
-        }
-    )
+    hop = _hop_settings(run, st)
     with st.timed("P. the hop proposer: its tokenizer and tiny Qwen2, SFT on the hop teacher's episodes"):
         proposer = _Proposer(*build_proposer(hop, st.world, st.retriever, out))
     kept = RoleWeights.keep(st, solver, proposer)
@@ -127,6 +123,15 @@ def run_hop_coevolution(run: HopCoevolution, *, out: Printer = print) -> HopCoev
     out(check.line())
     out(held.line())
     return HopCoevolutionResult(check, held, rows, dict(st.seconds))
+
+
+def _hop_settings(run: HopCoevolution, st: Stages) -> OracleCheck:
+    """The hop proposer's SFT and HRPO settings: the oracle check's, at this run's sizes, then `run.proposer`."""
+    from workbench.evolve.mechanism import OracleCheck
+
+    sizes = {"max_hops": run.max_hops, "iterations": run.iterations, "attempts": run.solver_attempts}
+    base = {"run_dir": str(st.run / "proposer"), "seed": st.cfg.seed, "world_size": st.cfg.world_size}
+    return OracleCheck(**{**base, **sizes, "hrpo_steps": run.hrpo_steps, **run.proposer})
 
 
 def _train_fn(st: Any, solver: Any, proposer: _Proposer, hop: Any) -> Any:
