@@ -54,8 +54,10 @@ def test_a_smoke_run_prints_both_checks_last(tmp_path, torch_threads):
 
     figures = {f.name: f for f in read_figures(results)}
     assert all(f.mode == "smoke" for f in figures.values())
-    assert abs(figures["hop proposer difficulty change"].value - change) < 1e-3
-    assert figures["hop held-out accuracy change"].ok == (figures["hop held-out accuracy change, 95% low"].value > 0)
+    tag = " [seed 0, 1 HRPO steps, check 4x1]"  # each run's settings name its figures
+    assert abs(figures["hop proposer difficulty change" + tag].value - change) < 1e-3
+    held = figures["hop held-out accuracy change" + tag]
+    assert held.ok == (figures["hop held-out accuracy change, 95% low" + tag].value > 0)
 
     for role in ("proposer", "solver"):  # the first weights, loadable
         assert AutoModelForCausalLM.from_pretrained(run / "iteration0" / role).num_parameters() > 0

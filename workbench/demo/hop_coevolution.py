@@ -15,8 +15,8 @@ the world's own form (`What is the <r_k> of … of the <r_1> of <START>?`), the 
 1. the solver: the demo's tiny model, its teacher and SFT, held-out accuracy after SFT (`TinyModel`, cached as
    `make demo`'s stages are);
 2. the proposer: a tiny Qwen2 of its own SFT'd on the hop teacher's episodes (`workbench.evolve.mechanism`);
-3. Dr. Zero iterations against the live solver: HRPO on the proposer (the oracle check's settings), the QA set
-   from the proposer's questions only, GRPO on the solver (the demo's settings);
+3. Dr. Zero iterations against the live solver: HRPO on the proposer (the oracle check's settings, 8 steps an
+   iteration), the QA set from the proposer's questions only, GRPO on the solver (the demo's settings);
 4. held-out accuracy after RL, then the two checks of `workbench.demo.coevolution`: the proposer's first and last
    weights on the same prompts against the frozen first solver, and the held-out change, each paired.
 
